@@ -1,0 +1,77 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/fencegw/fencegw/gateway"
+)
+
+// serveConfig is everything `fencegw serve` reads from flags and the
+// environment. Flags win over environment variables.
+type serveConfig struct {
+	Listen          string
+	DatabaseURL     string
+	EtcdEndpoints   []string
+	PolicyPath      string
+	MaxBodyBytes    int64
+	WriteTimeout    time.Duration
+	ShutdownTimeout time.Duration
+	LogFormat       string
+}
+
+// bind registers the flags shared by serve and dev on fs.
+func (c *serveConfig) bind(fs *flag.FlagSet, listenDefault string) {
+	fs.StringVar(&c.Listen, "listen", envOr(listenDefault, "FENCEGW_LISTEN"), "HTTP listen address (FENCEGW_LISTEN)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body", gateway.DefaultMaxBodyBytes, "largest request body in bytes")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", gateway.DefaultWriteTimeout, "bound on one write's PostgreSQL work")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for requests in flight")
+	fs.StringVar(&c.LogFormat, "log-format", envOr("json", "FENCEGW_LOG_FORMAT"), "log format: json or text (FENCEGW_LOG_FORMAT)")
+}
+
+func (c *serveConfig) bindBackends(fs *flag.FlagSet) {
+	fs.StringVar(&c.DatabaseURL, "database-url", envOr("", "FENCEGW_DATABASE_URL", "DATABASE_URL"), "PostgreSQL URL (FENCEGW_DATABASE_URL or DATABASE_URL)")
+	c.EtcdEndpoints = splitList(envOr("127.0.0.1:2379", "FENCEGW_ETCD_ENDPOINTS"))
+	fs.Func("etcd", "comma-separated etcd endpoints (FENCEGW_ETCD_ENDPOINTS; default 127.0.0.1:2379)", func(s string) error {
+		c.EtcdEndpoints = splitList(s)
+		return nil
+	})
+	fs.StringVar(&c.PolicyPath, "policy", envOr("", "FENCEGW_POLICY"), "policy file (FENCEGW_POLICY)")
+}
+
+func (c *serveConfig) check() error {
+	switch {
+	case c.DatabaseURL == "":
+		return fmt.Errorf("%w: no database: set --database-url, FENCEGW_DATABASE_URL or DATABASE_URL", errUsage)
+	case c.PolicyPath == "":
+		return fmt.Errorf("%w: no policy: set --policy or FENCEGW_POLICY", errUsage)
+	case len(c.EtcdEndpoints) == 0:
+		return fmt.Errorf("%w: no etcd endpoints: set --etcd or FENCEGW_ETCD_ENDPOINTS", errUsage)
+	case c.MaxBodyBytes < 1:
+		return fmt.Errorf("%w: --max-body must be positive", errUsage)
+	case c.WriteTimeout <= 0 || c.ShutdownTimeout <= 0:
+		return fmt.Errorf("%w: timeouts must be positive", errUsage)
+	}
+	return nil
+}
+
+func (c *serveConfig) logger() *slog.Logger {
+	if c.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, nil))
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fencegw/fencegw/internal/etcdserver"
+	"github.com/fencegw/fencegw/internal/pgcluster"
+	"github.com/fencegw/fencegw/schema"
+)
+
+// demoTable records the demo application's migrations apart from the
+// gateway's.
+const demoTable = "demo_schema_migrations"
+
+// runDev serves `fencegw dev`: the whole stack in one process for trying
+// fencegw out. Nothing it starts outlives it.
+func runDev(ctx context.Context, args []string) error {
+	var cfg serveConfig
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	cfg.bind(fs, "127.0.0.1:8080")
+	demo := fs.String("demo", "testdata/demo", "folder with the demo's policy.yaml and migrations/")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: dev takes no arguments, got %q", errUsage, fs.Args())
+	}
+	if cfg.LogFormat == "json" && os.Getenv("FENCEGW_LOG_FORMAT") == "" {
+		cfg.LogFormat = "text"
+	}
+	cfg.PolicyPath = filepath.Join(*demo, "policy.yaml")
+	if _, err := os.Stat(cfg.PolicyPath); err != nil {
+		return fmt.Errorf("dev: demo policy: %w (run from the repository root or pass --demo DIR)", err)
+	}
+
+	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	etcd, err := etcdserver.Start(startCtx, "")
+	if err != nil {
+		return fmt.Errorf("dev: etcd: %w", err)
+	}
+	defer etcd.Close()
+	cfg.EtcdEndpoints = etcd.Endpoints()
+
+	cfg.DatabaseURL = os.Getenv("DATABASE_URL")
+	dbNote := "from DATABASE_URL"
+	if cfg.DatabaseURL == "" {
+		pg, err := pgcluster.Start(startCtx, pgcluster.Options{})
+		if err != nil {
+			return fmt.Errorf("dev: PostgreSQL: %w (or set DATABASE_URL to use a running server)", err)
+		}
+		defer pg.Stop()
+		cfg.DatabaseURL = pg.URL()
+		dbNote = "throwaway cluster, deleted on exit"
+	}
+	for _, src := range []schema.Source{schema.Gateway(), schema.Dir(filepath.Join(*demo, "migrations"), demoTable)} {
+		if err := migrateUp(cfg.DatabaseURL, src); err != nil {
+			return fmt.Errorf("dev: %w", err)
+		}
+	}
+	return serve(ctx, cfg, func(addr string) {
+		fmt.Print(cheatSheet(addr, cfg, dbNote))
+	})
+}
+
+func migrateUp(databaseURL string, src schema.Source) error {
+	m, err := schema.Open(databaseURL, src)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	return m.Up()
+}
+
+func cheatSheet(addr string, cfg serveConfig, dbNote string) string {
+	base := "http://" + addr
+	r := strings.NewReplacer("{base}", base, "{db}", cfg.DatabaseURL, "{dbnote}", dbNote,
+		"{etcd}", strings.Join(cfg.EtcdEndpoints, ","), "{policy}", cfg.PolicyPath)
+	return r.Replace(`
+fencegw dev is ready. Ctrl-C stops everything it started.
+
+  gateway       {base}
+  DATABASE_URL  {db}   ({dbnote})
+  etcd          {etcd}   (in-process)
+  policy        {policy}   (accounts acct-1 … acct-100, 1000 cents each)
+
+Take a lease on account/acct-1 (the answer holds lease_id and token):
+  curl -s -X POST {base}/v1/leases -d '{"resource": "account/acct-1", "ttl": 10}'
+
+Debit with that token (replace 1:NN):
+  curl -s -X POST {base}/v1/ops/debit -H 'Fencing-Token: 1:NN' -d '{"account": "acct-1", "amount_cents": 100}'
+
+Keep the lease alive, release it:
+  curl -s -X POST {base}/v1/leases/LEASE_ID/keepalive
+  curl -s -X DELETE {base}/v1/leases/LEASE_ID
+
+Health and metrics: {base}/readyz  {base}/metrics
+
+`)
+}

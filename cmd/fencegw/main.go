@@ -1,0 +1,74 @@
+// Command fencegw is the fencing-aware SQL write gateway: one binary to
+// serve, run a local dev stack, migrate schemas and check policies.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: fencegw COMMAND [flags]
+
+commands:
+  serve     run the gateway (config from flags and FENCEGW_* environment)
+  dev       run the gateway on embedded defaults: in-process etcd, a throwaway
+            PostgreSQL unless DATABASE_URL is set, the demo policy and data
+  migrate   apply schema migrations: up | down N | version | force N
+  policy    check FILE: validate a policy file and print it compiled
+
+Run 'fencegw COMMAND -h' for a command's flags.
+`
+
+// errUsage marks command-line mistakes: exit status 2, usage printed.
+var errUsage = errors.New("usage")
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "serve":
+		err = runServe(ctx, args)
+	case "dev":
+		err = runDev(ctx, args)
+	case "migrate":
+		err = runMigrate(ctx, args)
+	case "policy":
+		err = runPolicy(args)
+	case "-h", "-help", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		err = fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(os.Stderr, "fencegw: %v\n\n%s", err, usage)
+		os.Exit(2)
+	default:
+		fmt.Fprintf(os.Stderr, "fencegw: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// envOr returns the first non-empty environment variable of names, or def.
+func envOr(def string, names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return def
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/schema"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+const startupTimeout = 30 * time.Second
+
+func runServe(ctx context.Context, args []string) error {
+	var cfg serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg.bind(fs, "127.0.0.1:8080")
+	cfg.bindBackends(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	return serve(ctx, cfg, nil)
+}
+
+// serve runs the gateway until ctx ends, then shuts down within
+// cfg.ShutdownTimeout. onReady, if set, is called with the bound address
+// once the gateway is ready.
+func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) error {
+	log := cfg.logger()
+	pol, err := policy.Load(cfg.PolicyPath)
+	if err != nil {
+		return err
+	}
+	want, err := schema.Latest(schema.Gateway())
+	if err != nil {
+		return err
+	}
+
+	startCtx, cancel := context.WithTimeout(ctx, startupTimeout)
+	defer cancel()
+	pool, err := pgxpool.New(startCtx, cfg.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("serve: database: %w", err)
+	}
+	defer pool.Close()
+	if err := gateway.CheckPolicy(startCtx, pool, pol); err != nil {
+		return err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.EtcdEndpoints, DialTimeout: 5 * time.Second})
+	if err != nil {
+		return fmt.Errorf("serve: etcd: %w", err)
+	}
+	defer cli.Close()
+	auth := tokens.NewEtcd(cli)
+	if _, err := auth.Revision(startCtx); err != nil {
+		return fmt.Errorf("serve: etcd at %v: %w", cfg.EtcdEndpoints, err)
+	}
+
+	gw, err := gateway.New(gateway.Config{
+		Pool: pool, Authority: auth, Policy: pol, Logger: log,
+		MaxBodyBytes: cfg.MaxBodyBytes, WriteTimeout: cfg.WriteTimeout, SchemaVersion: want,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           gw.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// A lease request may wait up to tokens.MaxWait for the lock.
+		WriteTimeout: tokens.MaxWait + 30*time.Second,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	gw.SetReady(true)
+	addr := ln.Addr().String()
+	log.Info("fencegw serving", "addr", addr, "policy", cfg.PolicyPath, "operations", len(pol.Operations), "etcd", cfg.EtcdEndpoints)
+	if onReady != nil {
+		onReady(addr)
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	// Fail readiness first so load balancers stop sending, then drain.
+	gw.SetReady(false)
+	log.Info("fencegw shutting down", "timeout", cfg.ShutdownTimeout)
+	shutCtx, cancelShut := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancelShut()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}

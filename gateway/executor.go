@@ -1,0 +1,148 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// SQLSTATEs raised by the fencegw schema's functions.
+const (
+	sqlstateStale        = "FG409"
+	sqlstatePrecondition = "FG412"
+)
+
+// fenceSQL advances the fence with ONE conditional upsert (see migration
+// 0001) or raises FG409, which aborts the whole batch.
+const fenceSQL = "SELECT fencegw.fence($1, $2, $3, $4)"
+
+// Write is one fenced write request. The token is an explicit field: there
+// is no way to ask the executor for an unfenced write.
+type Write struct {
+	Operation *policy.Operation
+	Args      policy.Values
+	Resource  string
+	Token     tokens.Token
+}
+
+// Result is what an applied write returns to the client.
+type Result struct {
+	Operation  string            `json:"operation"`
+	Resource   string            `json:"resource"`
+	Token      string            `json:"token"`
+	Statements []StatementResult `json:"statements"`
+}
+
+// StatementResult is the outcome of one statement of the operation.
+type StatementResult struct {
+	RowsAffected int64           `json:"rows_affected"`
+	Rows         json.RawMessage `json:"rows,omitempty"`
+}
+
+// Executor applies fenced writes to PostgreSQL.
+type Executor struct {
+	pool *pgxpool.Pool
+}
+
+// NewExecutor returns an executor writing through pool.
+func NewExecutor(pool *pgxpool.Pool) *Executor { return &Executor{pool: pool} }
+
+// Execute applies w in one PostgreSQL round trip: the fence advance and the
+// operation's statements are pipelined as one batch, which PostgreSQL runs
+// as one implicit transaction ending at the batch's single Sync. A stale
+// token or a failed row expectation raises inside the database and rolls
+// the whole batch back, so nothing is acknowledged that did not commit and
+// nothing commits that was refused. ctx bounds the round trip.
+func (e *Executor) Execute(ctx context.Context, w Write) (Result, error) {
+	op := w.Operation
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 1+len(op.Statements))}
+	b.Queue(fenceSQL, w.Resource, w.Token.Epoch, w.Token.Revision, op.Resource.Compare == policy.Strict)
+	for i := range op.Statements {
+		st := &op.Statements[i]
+		b.Queue(st.SQL, op.Bind(st, w.Args, w.Resource, w.Token)...)
+	}
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: no PostgreSQL connection, nothing was written: %w", ErrUnavailable, err)
+	}
+	defer conn.Release()
+	br := conn.SendBatch(ctx, b)
+	res := Result{Operation: op.Name, Resource: w.Resource, Token: w.Token.String()}
+	err = readBatch(br, op, &res)
+	// Close reports the outcome of the commit itself: only a nil here means
+	// the write is durable and may be acknowledged.
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Result{}, classify(err, w)
+	}
+	return res, nil
+}
+
+func readBatch(br pgx.BatchResults, op *policy.Operation, res *Result) error {
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	res.Statements = make([]StatementResult, len(op.Statements))
+	for i := range op.Statements {
+		out := &res.Statements[i]
+		switch op.Statements[i].Kind {
+		case policy.Plain:
+			tag, err := br.Exec()
+			if err != nil {
+				return err
+			}
+			out.RowsAffected = tag.RowsAffected()
+		case policy.Counted:
+			if err := br.QueryRow().Scan(&out.RowsAffected); err != nil {
+				return err
+			}
+		case policy.Rows:
+			if err := br.QueryRow().Scan(&out.RowsAffected, &out.Rows); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// classify turns a failed batch into the gateway's errors.
+func classify(err error, w Write) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == sqlstateStale:
+			current, perr := tokens.Parse(pgErr.Detail)
+			if perr != nil {
+				return fmt.Errorf("gateway: fence raised without a current token: %w", err)
+			}
+			return &StaleTokenError{Resource: w.Resource, Presented: w.Token, Current: current}
+		case pgErr.Code == sqlstatePrecondition:
+			return &PreconditionError{Operation: w.Operation.Name, Message: pgErr.Message}
+		case pgerrcode.IsIntegrityConstraintViolation(pgErr.Code):
+			return &ConstraintError{Constraint: pgErr.ConstraintName, Message: pgErr.Message}
+		case pgerrcode.IsDataException(pgErr.Code):
+			return badRequest("the database refused an argument value: %s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
+		case pgerrcode.IsTransactionRollback(pgErr.Code), pgerrcode.IsInsufficientResources(pgErr.Code),
+			pgerrcode.IsOperatorIntervention(pgErr.Code), pgerrcode.IsConnectionException(pgErr.Code):
+			return fmt.Errorf("%w: PostgreSQL rolled the write back, retry: %s (SQLSTATE %s)", ErrUnavailable, pgErr.Message, pgErr.Code)
+		}
+		return fmt.Errorf("gateway: operation %s: %w", w.Operation.Name, err)
+	}
+	if pgconn.SafeToRetry(err) {
+		return fmt.Errorf("%w: PostgreSQL not reached, nothing was written: %w", ErrUnavailable, err)
+	}
+	// The batch may have reached the server and committed before the
+	// connection failed: say so rather than guess.
+	return fmt.Errorf("%w: the connection to PostgreSQL failed mid-write; the write may or may not have been applied, read the resource's state before retrying: %w", ErrUnavailable, err)
+}

@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// Defaults for Config's zero values.
+const (
+	DefaultMaxBodyBytes = 64 << 10
+	DefaultWriteTimeout = 10 * time.Second
+)
+
+// Config is what a Gateway needs; Pool, Authority and Policy are required.
+type Config struct {
+	Pool      *pgxpool.Pool
+	Authority *tokens.Etcd
+	Policy    *policy.Policy
+	Logger    *slog.Logger
+
+	// MaxBodyBytes bounds a request body; larger ones get 413.
+	MaxBodyBytes int64
+	// WriteTimeout bounds one write's PostgreSQL work. A write does not
+	// stop when its client disconnects: half-finished is worse than late.
+	WriteTimeout time.Duration
+	// SchemaVersion is the gateway schema version /readyz requires.
+	SchemaVersion uint
+}
+
+// Gateway serves the HTTP API. It holds no lease or fence state of its own:
+// any number of replicas can serve the same clients.
+type Gateway struct {
+	cfg      Config
+	log      *slog.Logger
+	exec     *Executor
+	metrics  *metrics
+	ready    atomic.Bool
+	maxBody  int64
+	writeTTL time.Duration
+}
+
+// New checks cfg and returns a Gateway that reports not ready until
+// SetReady(true).
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Pool == nil || cfg.Authority == nil || cfg.Policy == nil {
+		return nil, errors.New("gateway: Config needs Pool, Authority and Policy")
+	}
+	g := &Gateway{
+		cfg:      cfg,
+		log:      cmp.Or(cfg.Logger, slog.Default()),
+		exec:     NewExecutor(cfg.Pool),
+		maxBody:  cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
+		writeTTL: cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
+	}
+	g.metrics = newMetrics(
+		func() float64 { return float64(cfg.Authority.NewestRevision()) },
+		func() float64 { return float64(cfg.Authority.Epoch()) },
+	)
+	return g, nil
+}
+
+// SetReady flips /readyz: true once set up, false before shutting down so
+// load balancers drain the replica first.
+func (g *Gateway) SetReady(ready bool) { g.ready.Store(ready) }
+
+// Handler returns the HTTP API.
+func (g *Gateway) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.Get("/livez", g.handleLive)
+	r.Get("/readyz", g.handleReady)
+	r.Handle("/metrics", promhttp.HandlerFor(g.metrics.registry, promhttp.HandlerOpts{}))
+	r.Route("/v1", func(r chi.Router) {
+		r.Post("/ops/{operation}", g.handleWrite)
+		r.Post("/leases", g.handleAcquire)
+		r.Post("/leases/{id}/keepalive", g.handleKeepAlive)
+		r.Delete("/leases/{id}", g.handleRelease)
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		g.writeProblem(w, r, fmt.Errorf("%w: %s %s", ErrNoRoute, r.Method, r.URL.Path), problemScope{})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		g.writeProblem(w, r, fmt.Errorf("%w: %s on %s", ErrMethod, r.Method, r.URL.Path), problemScope{})
+	})
+	return r
+}

@@ -1,0 +1,227 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/schema"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// harness is one gateway on a fresh database (gateway schema and the demo
+// application migrated) and the package's shared etcd.
+type harness struct {
+	t    *testing.T
+	base string
+	pool *pgxpool.Pool
+	auth *tokens.Etcd
+}
+
+// demoPolicy returns the demo policy text with the account resource in the
+// given compare mode.
+func demoPolicy(t *testing.T, compare string) string {
+	t.Helper()
+	src, err := os.ReadFile("../testdata/demo/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Replace(string(src), "compare: monotonic", "compare: "+compare, 1)
+}
+
+func newHarness(t *testing.T, policyYAML string) *harness {
+	t.Helper()
+	dbURL := testenv.NewDatabase(t)
+	for _, src := range []schema.Source{schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")} {
+		m, err := schema.Open(dbURL, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Up(); err != nil {
+			t.Fatal(err)
+		}
+		m.Close()
+	}
+	pol, err := policy.Parse("test-policy.yaml", []byte(policyYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	auth := tokens.NewEtcd(testenv.EtcdClient(t))
+	version, err := schema.Latest(schema.Gateway())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(gateway.Config{
+		Pool: pool, Authority: auth, Policy: pol, SchemaVersion: version, MaxBodyBytes: 4096,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw.SetReady(true)
+	srv := httptest.NewServer(gw.Handler())
+	t.Cleanup(srv.Close)
+	return &harness{t: t, base: srv.URL, pool: pool, auth: auth}
+}
+
+// response is an HTTP answer with its body decoded loosely.
+type response struct {
+	Status  int
+	Body    []byte
+	Problem gateway.Problem
+	Result  gateway.Result
+}
+
+func (h *harness) do(method, path string, header http.Header, body string) response {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.base+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := response{Status: resp.StatusCode}
+	if r.Body, err = io.ReadAll(resp.Body); err != nil {
+		h.t.Fatal(err)
+	}
+	switch ct := resp.Header.Get("Content-Type"); {
+	case ct == "application/problem+json":
+		_ = json.Unmarshal(r.Body, &r.Problem)
+	case resp.StatusCode == http.StatusOK && strings.HasPrefix(path, "/v1/ops/"):
+		_ = json.Unmarshal(r.Body, &r.Result)
+	}
+	return r
+}
+
+// write sends a fenced write; token "" sends no Fencing-Token header.
+func (h *harness) write(op, token, body string) response {
+	h.t.Helper()
+	hdr := http.Header{}
+	if token != "" {
+		hdr.Set(gateway.TokenHeader, token)
+	}
+	return h.do(http.MethodPost, "/v1/ops/"+op, hdr, body)
+}
+
+type lease struct {
+	ID, Resource, Token string
+	TTL                 int64
+}
+
+func (h *harness) acquire(resource string, ttl int, wait float64) (lease, response) {
+	h.t.Helper()
+	r := h.do(http.MethodPost, "/v1/leases", nil, fmt.Sprintf(`{"resource": %q, "ttl": %d, "wait": %g}`, resource, ttl, wait))
+	var l struct {
+		LeaseID  string `json:"lease_id"`
+		Resource string `json:"resource"`
+		Token    string `json:"token"`
+		TTL      int64  `json:"ttl"`
+	}
+	if r.Status == http.StatusCreated {
+		if err := json.Unmarshal(r.Body, &l); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	return lease{ID: l.LeaseID, Resource: l.Resource, Token: l.Token, TTL: l.TTL}, r
+}
+
+func (h *harness) mustAcquire(resource string, ttl int, wait float64) lease {
+	h.t.Helper()
+	l, r := h.acquire(resource, ttl, wait)
+	if r.Status != http.StatusCreated {
+		h.t.Fatalf("acquire %s: %d %s", resource, r.Status, r.Body)
+	}
+	return l
+}
+
+func (h *harness) release(l lease) {
+	h.t.Helper()
+	if r := h.do(http.MethodDelete, "/v1/leases/"+l.ID, nil, ""); r.Status != http.StatusNoContent {
+		h.t.Fatalf("release %s: %d %s", l.ID, r.Status, r.Body)
+	}
+}
+
+func (h *harness) balance(account string) int64 {
+	h.t.Helper()
+	var b int64
+	if err := h.pool.QueryRow(context.Background(), "SELECT balance_cents FROM demo.accounts WHERE id = $1", account).Scan(&b); err != nil {
+		h.t.Fatal(err)
+	}
+	return b
+}
+
+func (h *harness) fence(resource string) string {
+	h.t.Helper()
+	var f string
+	err := h.pool.QueryRow(context.Background(),
+		"SELECT coalesce((SELECT epoch || ':' || token FROM fencegw.fences WHERE resource = $1), 'none')", resource).Scan(&f)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return f
+}
+
+// state digests every business table and the fences, so a test can prove a
+// refused request changed nothing at all.
+func (h *harness) state() string {
+	h.t.Helper()
+	var s string
+	err := h.pool.QueryRow(context.Background(), `SELECT
+		(SELECT md5(string_agg(id || '=' || balance_cents, ',' ORDER BY id)) FROM demo.accounts) || ' ' ||
+		(SELECT count(*) || '/' || coalesce(max(id), 0) FROM demo.write_log) || ' ' ||
+		(SELECT coalesce(md5(string_agg(resource || '=' || epoch || ':' || token || '#' || writes, ',' ORDER BY resource)), 'none') FROM fencegw.fences)`).Scan(&s)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return s
+}
+
+// debit is a request body for the demo's debit and credit operations.
+func debit(account string, cents int) string {
+	return fmt.Sprintf(`{"account": %q, "amount_cents": %d}`, account, cents)
+}
+
+// waitFor polls cond every 50ms until it holds or d passes.
+func waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return cond()
+}
+
+func mustToken(t *testing.T, s string) tokens.Token {
+	t.Helper()
+	tok, err := tokens.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}

@@ -1,0 +1,116 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// Lease request defaults.
+const defaultLeaseTTL = 10 // seconds
+
+type acquireRequest struct {
+	Resource string   `json:"resource"`
+	TTL      *int64   `json:"ttl"`  // seconds
+	Wait     *float64 `json:"wait"` // seconds
+}
+
+type leaseResponse struct {
+	LeaseID  string `json:"lease_id"`
+	Resource string `json:"resource,omitempty"`
+	Token    string `json:"token,omitempty"`
+	TTL      int64  `json:"ttl"`
+}
+
+// handleAcquire serves POST /v1/leases {resource, ttl, wait}: the lock on
+// resource under a new etcd lease, and its fencing token.
+func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
+	scope := problemScope{}
+	req, err := g.decodeAcquire(r)
+	if err != nil {
+		g.writeProblem(w, r, err, scope)
+		return
+	}
+	scope.Resource = req.Resource
+	ttl := time.Duration(defaultLeaseTTL) * time.Second
+	if req.TTL != nil {
+		ttl = time.Duration(*req.TTL) * time.Second
+	}
+	var wait time.Duration
+	if req.Wait != nil {
+		wait = time.Duration(*req.Wait * float64(time.Second))
+	}
+	lease, err := g.cfg.Authority.Acquire(r.Context(), req.Resource, ttl, wait)
+	if err != nil {
+		if errors.Is(err, tokens.ErrLocked) {
+			g.metrics.leases.WithLabelValues("locked").Inc()
+		}
+		g.writeProblem(w, r, err, scope)
+		return
+	}
+	g.metrics.leases.WithLabelValues("granted").Inc()
+	writeJSON(w, http.StatusCreated, leaseResponse{
+		LeaseID: lease.ID.String(), Resource: lease.Resource, Token: lease.Token.String(), TTL: int64(lease.TTL / time.Second),
+	})
+}
+
+func (g *Gateway) decodeAcquire(r *http.Request) (acquireRequest, error) {
+	var req acquireRequest
+	body, err := g.readBody(r)
+	if err != nil {
+		return req, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, badRequest("lease request: want {\"resource\": string, \"ttl\": seconds, \"wait\": seconds}: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return req, badRequest("lease request: unexpected data after the JSON object")
+	}
+	if req.TTL != nil && (*req.TTL < int64(tokens.MinTTL/time.Second) || *req.TTL > int64(tokens.MaxTTL/time.Second)) {
+		return req, badRequest("lease request: ttl %d s is out of range [%d, %d]", *req.TTL, tokens.MinTTL/time.Second, tokens.MaxTTL/time.Second)
+	}
+	if req.Wait != nil && (math.IsNaN(*req.Wait) || *req.Wait < 0 || *req.Wait > tokens.MaxWait.Seconds()) {
+		return req, badRequest("lease request: wait %g s is out of range [0, %g]", *req.Wait, tokens.MaxWait.Seconds())
+	}
+	return req, tokens.CheckResource(req.Resource)
+}
+
+// handleKeepAlive serves POST /v1/leases/{id}/keepalive. 404 means the
+// lease is gone: the holder has lost the lock and must stop writing.
+func (g *Gateway) handleKeepAlive(w http.ResponseWriter, r *http.Request) {
+	id, err := tokens.ParseLeaseID(chi.URLParam(r, "id"))
+	if err == nil {
+		var ttl time.Duration
+		if ttl, err = g.cfg.Authority.KeepAlive(r.Context(), id); err == nil {
+			g.metrics.leases.WithLabelValues("renewed").Inc()
+			writeJSON(w, http.StatusOK, leaseResponse{LeaseID: id.String(), TTL: int64(ttl / time.Second)})
+			return
+		}
+	}
+	g.metrics.leases.WithLabelValues("renew_failed").Inc()
+	g.writeProblem(w, r, err, problemScope{})
+}
+
+// handleRelease serves DELETE /v1/leases/{id}: the lock passes to the next
+// waiter at once instead of at expiry.
+func (g *Gateway) handleRelease(w http.ResponseWriter, r *http.Request) {
+	id, err := tokens.ParseLeaseID(chi.URLParam(r, "id"))
+	if err == nil {
+		if err = g.cfg.Authority.Release(r.Context(), id); err == nil {
+			g.metrics.leases.WithLabelValues("released").Inc()
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	g.writeProblem(w, r, err, problemScope{})
+}

@@ -1,0 +1,52 @@
+package gateway
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are registered on a registry of the gateway's own, so several
+// gateways can live in one process (tests, dev mode).
+type metrics struct {
+	registry   *prometheus.Registry
+	writes     *prometheus.CounterVec
+	rejections *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	leases     *prometheus.CounterVec
+}
+
+func newMetrics(revision, epoch func() float64) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fencegw_writes_total",
+			Help: "Fenced write requests by operation and outcome (ok or the problem type).",
+		}, []string{"operation", "outcome"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fencegw_rejections_total",
+			Help: "Refused requests by problem type.",
+		}, []string{"reason"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "fencegw_write_duration_seconds",
+			Help:    "Time to handle a fenced write request, accepted or not.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}, []string{"operation"}),
+		leases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fencegw_leases_total",
+			Help: "Lease calls by event: granted, locked, renewed, renew_failed, released.",
+		}, []string{"event"}),
+	}
+	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "fencegw_etcd_revision",
+			Help: "The newest etcd revision this gateway has seen.",
+		}, revision),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "fencegw_epoch",
+			Help: "The token epoch this gateway accepts.",
+		}, epoch),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}

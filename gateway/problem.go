@@ -1,0 +1,122 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// problemTypePrefix makes the RFC 9457 type URIs; the suffix names the case.
+const problemTypePrefix = "urn:fencegw:problem:"
+
+// Problem is an RFC 9457 problem document with fencegw's extensions.
+type Problem struct {
+	Type           string `json:"type"`
+	Title          string `json:"title"`
+	Status         int    `json:"status"`
+	Detail         string `json:"detail,omitempty"`
+	Resource       string `json:"resource,omitempty"`
+	Operation      string `json:"operation,omitempty"`
+	PresentedToken string `json:"presented_token,omitempty"`
+	CurrentToken   string `json:"current_token,omitempty"`
+}
+
+// Kind returns the type suffix, e.g. "stale-token".
+func (p *Problem) Kind() string { return p.Type[len(problemTypePrefix):] }
+
+// problemScope is what the handler knows about the request when it fails.
+type problemScope struct {
+	Resource  string
+	Operation string
+	Presented tokens.Token
+}
+
+// problemFor maps an error to its problem document. It is the only place
+// where errors become HTTP statuses.
+func problemFor(err error, scope problemScope) Problem {
+	p := Problem{Resource: scope.Resource, Operation: scope.Operation, Detail: err.Error()}
+	if !scope.Presented.IsZero() {
+		p.PresentedToken = scope.Presented.String()
+	}
+	var (
+		stale    *StaleTokenError
+		rejected *tokens.RejectedError
+		locked   *tokens.LockedError
+		precond  *PreconditionError
+		constr   *ConstraintError
+	)
+	switch {
+	case errors.As(err, &stale):
+		p.set(http.StatusConflict, "stale-token", "Stale fencing token")
+		p.Resource, p.PresentedToken, p.CurrentToken = stale.Resource, stale.Presented.String(), stale.Current.String()
+	case errors.Is(err, ErrTokenRequired):
+		p.set(http.StatusPreconditionRequired, "token-required", "Fencing token required")
+	case errors.As(err, &rejected):
+		p.set(http.StatusForbidden, "token-rejected", "Token rejected by the authority")
+		p.PresentedToken = rejected.Presented.String()
+	case errors.Is(err, ErrUnknownOperation):
+		p.set(http.StatusNotFound, "unknown-operation", "Unknown operation")
+	case errors.As(err, &precond):
+		p.set(http.StatusConflict, "precondition-failed", "Operation precondition failed")
+	case errors.As(err, &constr):
+		p.set(http.StatusConflict, "constraint", "Constraint violated")
+	case errors.As(err, &locked):
+		p.set(http.StatusConflict, "locked", "Resource is locked")
+		p.Resource = locked.Resource
+		if !locked.Holder.IsZero() {
+			p.CurrentToken = locked.Holder.String()
+		}
+	case errors.Is(err, tokens.ErrLeaseNotFound):
+		p.set(http.StatusNotFound, "lease-not-found", "Lease not found")
+	case errors.Is(err, ErrNoRoute):
+		p.set(http.StatusNotFound, "not-found", "No such endpoint")
+	case errors.Is(err, ErrMethod):
+		p.set(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed")
+	case errors.Is(err, ErrBodyTooLarge):
+		p.set(http.StatusRequestEntityTooLarge, "too-large", "Request body too large")
+	case errors.Is(err, ErrBadRequest), errors.Is(err, tokens.ErrMalformed), errors.Is(err, policy.ErrBadArgs),
+		errors.Is(err, tokens.ErrBadResource), errors.Is(err, tokens.ErrBadTTL):
+		p.set(http.StatusBadRequest, "bad-request", "Bad request")
+	case errors.Is(err, ErrUnavailable), errors.Is(err, tokens.ErrUnavailable), errors.Is(err, ErrNotReady):
+		p.set(http.StatusServiceUnavailable, "unavailable", "Service unavailable")
+	default:
+		// Internal details (SQL, stack) stay in the log.
+		p.set(http.StatusInternalServerError, "internal", "Internal error")
+		p.Detail = "the gateway failed to handle the request; see its log"
+	}
+	return p
+}
+
+func (p *Problem) set(status int, kind, title string) {
+	p.Status, p.Type, p.Title = status, problemTypePrefix+kind, title
+}
+
+// writeProblem answers with the problem for err, counts and logs it.
+func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, err error, scope problemScope) Problem {
+	p := problemFor(err, scope)
+	g.metrics.rejections.WithLabelValues(p.Kind()).Inc()
+	level := slog.LevelInfo
+	if p.Status >= 500 {
+		level = slog.LevelError
+	}
+	g.log.LogAttrs(r.Context(), level, "request refused",
+		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.Int("status", p.Status), slog.String("problem", p.Kind()),
+		slog.String("resource", p.Resource), slog.String("presented_token", p.PresentedToken),
+		slog.String("current_token", p.CurrentToken), slog.String("error", err.Error()))
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+	return p
+}
+
+// writeJSON answers status with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,67 @@
+package gateway_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestRejectionsWriteNothing sends every kind of bad write and checks the
+// documented problem comes back and that neither the business tables nor
+// any fence changed.
+func TestRejectionsWriteNothing(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	const account, resource = "acct-41", "account/acct-41"
+	a := h.mustAcquire(resource, 5, 0)
+	h.release(a)
+	b := h.mustAcquire(resource, 5, 0)
+	defer h.release(b)
+	if r := h.write("debit", b.Token, debit(account, 100)); r.Status != http.StatusOK {
+		t.Fatalf("setup write: %d %s", r.Status, r.Body)
+	}
+
+	tests := []struct {
+		name    string
+		op      string
+		headers http.Header
+		body    string
+		status  int
+		kind    string
+	}{
+		{"stale token", "debit", tok(a.Token), debit(account, 1), http.StatusConflict, "stale-token"},
+		{"missing token", "debit", nil, debit(account, 1), http.StatusPreconditionRequired, "token-required"},
+		{"malformed token", "debit", tok("forty-two"), debit(account, 1), http.StatusBadRequest, "bad-request"},
+		{"token with leading zero", "debit", tok("1:0" + b.Token[2:]), debit(account, 1), http.StatusBadRequest, "bad-request"},
+		{"two token headers", "debit", http.Header{"Fencing-Token": {b.Token, b.Token}}, debit(account, 1), http.StatusBadRequest, "bad-request"},
+		{"token from the future", "debit", tok("1:999999999"), debit(account, 1), http.StatusForbidden, "token-rejected"},
+		{"token of another epoch", "debit", tok("2:1"), debit(account, 1), http.StatusForbidden, "token-rejected"},
+		{"unknown operation", "drop_table", tok(b.Token), debit(account, 1), http.StatusNotFound, "unknown-operation"},
+		{"unknown argument", "debit", tok(b.Token), `{"account": "acct-41", "amount_cents": 1, "sql": "DROP TABLE x"}`, http.StatusBadRequest, "bad-request"},
+		{"mistyped argument", "debit", tok(b.Token), `{"account": "acct-41", "amount_cents": "1"}`, http.StatusBadRequest, "bad-request"},
+		{"missing argument", "debit", tok(b.Token), `{"account": "acct-41"}`, http.StatusBadRequest, "bad-request"},
+		{"argument out of range", "debit", tok(b.Token), debit(account, 0), http.StatusBadRequest, "bad-request"},
+		{"argument against pattern", "debit", tok(b.Token), `{"account": "acct-41' OR '1'='1", "amount_cents": 1}`, http.StatusBadRequest, "bad-request"},
+		{"malformed JSON", "debit", tok(b.Token), `{"account": "acct-41", `, http.StatusBadRequest, "bad-request"},
+		{"body too large", "debit", tok(b.Token), `{"account": "` + strings.Repeat("x", 5000) + `"}`, http.StatusRequestEntityTooLarge, "too-large"},
+		{"expect_rows not met", "debit", tok(b.Token), debit(account, 1_000_000), http.StatusConflict, "precondition-failed"},
+		{"unknown account", "debit", tok(b.Token), debit("acct-4100", 1), http.StatusConflict, "precondition-failed"},
+		{"constraint violation", "open_account", tok(b.Token), `{"account": "acct-41"}`, http.StatusConflict, "constraint"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := h.state()
+			r := h.do(http.MethodPost, "/v1/ops/"+tt.op, tt.headers, tt.body)
+			if r.Status != tt.status || r.Problem.Kind() != tt.kind || r.Problem.Status != tt.status {
+				t.Fatalf("got %d %s, want %d %s", r.Status, r.Body, tt.status, tt.kind)
+			}
+			if after := h.state(); after != before {
+				t.Fatalf("a refused request changed the database: %s -> %s", before, after)
+			}
+		})
+	}
+	if got := h.balance(account); got != 900 {
+		t.Fatalf("balance = %d, want 900", got)
+	}
+}
+
+func tok(s string) http.Header { return http.Header{"Fencing-Token": {s}} }

@@ -1,0 +1,103 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// TokenHeader carries the fencing token of a write, text form E:R.
+const TokenHeader = "Fencing-Token"
+
+// handleWrite serves POST /v1/ops/{operation}: parse, derive the resource,
+// ask the authority, then fence and write in one transaction.
+func (g *Gateway) handleWrite(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	name := chi.URLParam(r, "operation")
+	scope := problemScope{Operation: name}
+	res, err := g.write(r, &scope)
+	outcome := "ok"
+	if err != nil {
+		p := g.writeProblem(w, r, err, scope)
+		outcome = p.Kind()
+	} else {
+		writeJSON(w, http.StatusOK, res)
+	}
+	if _, known := g.cfg.Policy.Operations[name]; known { // bound label cardinality
+		g.metrics.writes.WithLabelValues(name, outcome).Inc()
+		g.metrics.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	}
+}
+
+func (g *Gateway) write(r *http.Request, scope *problemScope) (Result, error) {
+	op, ok := g.cfg.Policy.Operations[scope.Operation]
+	if !ok {
+		return Result{}, fmt.Errorf("%w: %q is not in the policy", ErrUnknownOperation, clip(scope.Operation))
+	}
+	tok, err := tokenFrom(r)
+	if err != nil {
+		return Result{}, err
+	}
+	scope.Presented = tok
+	body, err := g.readBody(r)
+	if err != nil {
+		return Result{}, err
+	}
+	args, err := op.DecodeArgs(body)
+	if err != nil {
+		return Result{}, err
+	}
+	resource, err := op.ResourceKey(args)
+	if err != nil {
+		return Result{}, err
+	}
+	scope.Resource = resource
+
+	// From here on the write runs to completion or its own deadline, not
+	// the client's: a disconnect must not leave its outcome to chance.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)
+	defer cancel()
+	if err := g.cfg.Authority.Validate(ctx, resource, tok); err != nil {
+		return Result{}, err
+	}
+	return g.exec.Execute(ctx, Write{Operation: op, Args: args, Resource: resource, Token: tok})
+}
+
+// tokenFrom reads the one Fencing-Token header of r.
+func tokenFrom(r *http.Request) (tokens.Token, error) {
+	values := r.Header.Values(TokenHeader)
+	switch len(values) {
+	case 0:
+		return tokens.Token{}, fmt.Errorf("%w: send the token of your lease as %s: E:R", ErrTokenRequired, TokenHeader)
+	case 1:
+		return tokens.Parse(values[0])
+	}
+	return tokens.Token{}, badRequest("%d %s headers: send exactly one", len(values), TokenHeader)
+}
+
+// readBody reads at most maxBody bytes of r's body.
+func (g *Gateway) readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, g.maxBody))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, fmt.Errorf("%w: at most %d bytes", ErrBodyTooLarge, g.maxBody)
+	case err != nil:
+		return nil, badRequest("reading the body: %v", err)
+	}
+	return body, nil
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}

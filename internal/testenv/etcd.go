@@ -1,0 +1,38 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// EtcdClient returns a new client for the shared etcd, closed when the test
+// ends. The etcd is shared by every test in the binary, so tests should keep
+// their keys under a prefix of their own (t.Name() works).
+func EtcdClient(t testing.TB) *clientv3.Client {
+	t.Helper()
+	e, err := get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   e.etcdEndpoints,
+		DialTimeout: 5 * time.Second,
+		// The default client logger reports every retry at info level.
+		Logger: zap.NewNop(),
+	})
+	if err != nil {
+		t.Fatalf("testenv: etcd client: %v", err)
+	}
+	t.Cleanup(func() {
+		// context.Canceled means the test already closed it.
+		if err := cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("testenv: close etcd client: %v", err)
+		}
+	})
+	return cli
+}

@@ -1,0 +1,177 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// Values holds one request's decoded arguments, indexed like Operation.Args:
+// each is a string, an int64 or a bool.
+type Values []any
+
+// DecodeArgs decodes a request body, a JSON object, into typed values. It is
+// strict: every declared argument is required, unknown and repeated keys are
+// refused, integers must be JSON integers within int64 and the declared
+// bounds, and nothing may follow the object.
+func (op *Operation) DecodeArgs(body []byte) (Values, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, argErrorf("", "the body must be a JSON object of the operation's arguments")
+	}
+	vals := make(Values, len(op.Args))
+	seen := make([]bool, len(op.Args))
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, argErrorf("", "malformed JSON: %v", err)
+		}
+		key, _ := t.(string)
+		i, ok := op.argIndex[key]
+		if !ok {
+			return nil, argErrorf(clipArg(key), "unknown argument: %s takes %s", op.Name, op.argNames())
+		}
+		if seen[i] {
+			return nil, argErrorf(key, "given more than once")
+		}
+		seen[i] = true
+		t, err = dec.Token()
+		if err != nil {
+			return nil, argErrorf(key, "malformed JSON: %v", err)
+		}
+		if vals[i], err = op.Args[i].convert(t); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return nil, argErrorf("", "malformed JSON: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, argErrorf("", "unexpected data after the JSON object")
+	}
+	for i, ok := range seen {
+		if !ok {
+			return nil, argErrorf(op.Args[i].Name, "missing")
+		}
+	}
+	return vals, nil
+}
+
+func (a *Arg) convert(t json.Token) (any, error) {
+	switch a.Type {
+	case String:
+		s, ok := t.(string)
+		if !ok {
+			return nil, argErrorf(a.Name, "want a string, got %s", jsonKind(t))
+		}
+		switch {
+		case len(s) > a.MaxLength:
+			return nil, argErrorf(a.Name, "longer than %d bytes", a.MaxLength)
+		case !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0:
+			return nil, argErrorf(a.Name, "not valid UTF-8 text")
+		case a.Pattern != nil && !a.Pattern.MatchString(s):
+			return nil, argErrorf(a.Name, "does not match the pattern %s", a.Pattern)
+		}
+		return s, nil
+	case Integer:
+		n, ok := t.(json.Number)
+		if !ok {
+			return nil, argErrorf(a.Name, "want an integer, got %s", jsonKind(t))
+		}
+		v, err := strconv.ParseInt(string(n), 10, 64)
+		if err != nil {
+			return nil, argErrorf(a.Name, "want an integer within 64 bits, got %s", clipArg(string(n)))
+		}
+		if (a.Min != nil && v < *a.Min) || (a.Max != nil && v > *a.Max) {
+			return nil, argErrorf(a.Name, "%d is out of range %s", v, a.bounds())
+		}
+		return v, nil
+	default:
+		b, ok := t.(bool)
+		if !ok {
+			return nil, argErrorf(a.Name, "want a boolean, got %s", jsonKind(t))
+		}
+		return b, nil
+	}
+}
+
+func (a *Arg) bounds() string {
+	lo, hi := "-inf", "+inf"
+	if a.Min != nil {
+		lo = strconv.FormatInt(*a.Min, 10)
+	}
+	if a.Max != nil {
+		hi = strconv.FormatInt(*a.Max, 10)
+	}
+	return "[" + lo + ", " + hi + "]"
+}
+
+func jsonKind(t json.Token) string {
+	switch t.(type) {
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	case json.Delim:
+		return "an object or array"
+	}
+	return "something else"
+}
+
+func (op *Operation) argNames() string {
+	names := make([]string, len(op.Args))
+	for i, a := range op.Args {
+		names[i] = a.Name
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+func clipArg(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// ResourceKey derives the resource the request writes under and checks it
+// is an acceptable resource name.
+func (op *Operation) ResourceKey(vals Values) (string, error) {
+	key := op.Resource.Key.render(func(name string) any { return vals[op.argIndex[name]] })
+	if err := tokens.CheckResource(key); err != nil {
+		return "", argErrorf("", "the resource key %q built from the arguments: %v", clipArg(key), err)
+	}
+	return key, nil
+}
+
+// Bind returns the parameters of statement st for one request, in $n order.
+func (op *Operation) Bind(st *Statement, vals Values, resource string, tok tokens.Token) []any {
+	out := make([]any, len(st.params))
+	for i, name := range st.params {
+		switch name {
+		case ParamResource:
+			out[i] = resource
+		case ParamEpoch:
+			out[i] = tok.Epoch
+		case ParamRevision:
+			out[i] = tok.Revision
+		case ParamToken:
+			out[i] = tok.String()
+		default:
+			out[i] = vals[op.argIndex[name]]
+		}
+	}
+	return out
+}

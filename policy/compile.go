@@ -1,0 +1,260 @@
+package policy
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Limits on policy entries. They keep one request's work bounded.
+const (
+	maxStatements          = 16
+	defaultMaxLength       = 256
+	maxMaxLength           = 1 << 20
+	maxNameLength          = 63
+	maxExpectRows    int64 = 1 << 31
+)
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+func validName(s string) bool { return len(s) <= maxNameLength && nameRE.MatchString(s) }
+
+func compile(file string, doc *fileDoc) (*Policy, error) {
+	var ps problems
+	p := &Policy{Source: file, Resources: map[string]*Resource{}, Operations: map[string]*Operation{}}
+	for _, name := range sortedKeys(doc.Resources) {
+		if r := compileResource(&ps, name, doc.Resources[name]); r != nil {
+			p.Resources[name] = r
+		}
+	}
+	if len(doc.Operations) == 0 {
+		ps.add("operations", "no operations: a policy declares at least one")
+	}
+	for _, name := range sortedKeys(doc.Operations) {
+		if op := compileOperation(&ps, p, name, doc.Operations[name]); op != nil {
+			p.Operations[name] = op
+		}
+	}
+	if len(ps) > 0 {
+		return nil, &Error{File: file, Problems: ps}
+	}
+	return p, nil
+}
+
+func compileResource(ps *problems, name string, fr fileResource) *Resource {
+	entry := "resources." + name
+	r := &Resource{Name: name}
+	ok := true
+	if !validName(name) {
+		ps.add(entry, "resource names are lower-case letters, digits and '_', starting with a letter")
+		ok = false
+	}
+	switch fr.Compare {
+	case "", "monotonic":
+		r.Compare = Monotonic
+	case "strict":
+		r.Compare = Strict
+	default:
+		ps.add(entry+".compare", "%q is not a compare mode: use monotonic or strict", fr.Compare)
+		ok = false
+	}
+	t, err := parseTemplate(fr.Key)
+	if err != nil {
+		ps.add(entry+".key", "%v", err)
+		ok = false
+	}
+	r.Key = t
+	if !ok {
+		return nil
+	}
+	return r
+}
+
+func compileOperation(ps *problems, p *Policy, name string, fo fileOperation) *Operation {
+	entry := "operations." + name
+	before := len(*ps)
+	if !validName(name) {
+		ps.add(entry, "operation names are lower-case letters, digits and '_', starting with a letter")
+	}
+	op := &Operation{Name: name, argIndex: map[string]int{}}
+	for _, an := range sortedKeys(fo.Args) {
+		a, ok := compileArg(ps, entry+".args."+an, an, fo.Args[an])
+		if ok {
+			op.argIndex[an] = len(op.Args)
+			op.Args = append(op.Args, a)
+		}
+	}
+	used := map[string]bool{}
+	op.Resource = p.Resources[fo.Resource]
+	switch {
+	case fo.Resource == "":
+		ps.add(entry+".resource", "missing: every operation writes under one resource's fence")
+	case op.Resource == nil:
+		ps.add(entry+".resource", "unknown resource %q", fo.Resource)
+	default:
+		for _, an := range op.Resource.Key.args() {
+			i, ok := op.argIndex[an]
+			switch {
+			case !ok:
+				ps.add(entry+".args", "resource %s's key %q needs argument %q", fo.Resource, op.Resource.Key, an)
+			case op.Args[i].Type == Boolean:
+				ps.add(entry+".args."+an, "a boolean cannot be part of a resource key")
+			}
+			used[an] = true
+		}
+	}
+	if len(fo.Statements) == 0 || len(fo.Statements) > maxStatements {
+		ps.add(entry+".statements", "want 1 to %d statements, have %d", maxStatements, len(fo.Statements))
+	}
+	for i, fs := range fo.Statements {
+		if st, ok := compileStatement(ps, fmt.Sprintf("%s.statements[%d]", entry, i), op, i, fs, used); ok {
+			op.Statements = append(op.Statements, st)
+		}
+	}
+	for _, a := range op.Args {
+		if !used[a.Name] {
+			ps.add(entry+".args."+a.Name, "declared but never used in the key or the SQL")
+		}
+	}
+	if len(*ps) > before {
+		return nil
+	}
+	return op
+}
+
+func compileArg(ps *problems, entry, name string, fa fileArg) (Arg, bool) {
+	before := len(*ps)
+	a := Arg{Name: name, MaxLength: defaultMaxLength}
+	if !validName(name) {
+		ps.add(entry, "argument names are lower-case letters, digits and '_', starting with a letter")
+	}
+	switch fa.Type {
+	case "string":
+		a.Type = String
+	case "integer":
+		a.Type = Integer
+	case "boolean":
+		a.Type = Boolean
+	case "":
+		ps.add(entry+".type", "missing: use string, integer or boolean")
+	default:
+		ps.add(entry+".type", "%q is not a type: use string, integer or boolean", fa.Type)
+	}
+	if fa.MaxLength != nil || fa.Pattern != "" {
+		if a.Type != String {
+			ps.add(entry, "max_length and pattern apply to strings only")
+		}
+	}
+	if fa.MaxLength != nil {
+		if *fa.MaxLength < 1 || *fa.MaxLength > maxMaxLength {
+			ps.add(entry+".max_length", "want 1 to %d", maxMaxLength)
+		}
+		a.MaxLength = *fa.MaxLength
+	}
+	if fa.Pattern != "" {
+		re, err := regexp.Compile(`^(?:` + fa.Pattern + `)$`)
+		if err != nil {
+			ps.add(entry+".pattern", "%v", err)
+		}
+		a.Pattern = re
+	}
+	if (fa.Min != nil || fa.Max != nil) && a.Type != Integer {
+		ps.add(entry, "min and max apply to integers only")
+	}
+	if fa.Min != nil && fa.Max != nil && *fa.Min > *fa.Max {
+		ps.add(entry, "min %d is above max %d", *fa.Min, *fa.Max)
+	}
+	a.Min, a.Max = fa.Min, fa.Max
+	return a, len(*ps) == before
+}
+
+func compileStatement(ps *problems, entry string, op *Operation, index int, fs fileStatement, used map[string]bool) (Statement, bool) {
+	st := Statement{Source: fs.SQL, ExpectRows: -1}
+	sc, err := scanSQL(fs.SQL)
+	if err != nil {
+		ps.add(entry+".sql", "%v", err)
+		return st, false
+	}
+	ok := true
+	for _, name := range sc.params {
+		switch name {
+		case ParamResource, ParamEpoch, ParamRevision, ParamToken:
+		default:
+			if _, declared := op.argIndex[name]; !declared {
+				ps.add(entry+".sql", "parameter :%s is not a declared argument", name)
+				ok = false
+			}
+			used[name] = true
+		}
+	}
+	st.params = sc.params
+	if fs.ExpectRows != nil {
+		if *fs.ExpectRows < 0 || *fs.ExpectRows > maxExpectRows {
+			ps.add(entry+".expect_rows", "want 0 to %d", maxExpectRows)
+			ok = false
+		}
+		st.ExpectRows = *fs.ExpectRows
+	}
+	st.Kind, st.SQL, err = wrap(sc, op.Name, index, st.ExpectRows)
+	if err != nil {
+		ps.add(entry+".sql", "%v", err)
+		ok = false
+	}
+	return st, ok
+}
+
+// wrap puts a statement into the form the executor reads. Row expectations
+// are checked inside the database by fencegw.expect_rows, which raises and
+// so aborts the whole pipelined transaction: checking them in the gateway
+// would come too late, after the implicit commit.
+func wrap(sc scannedSQL, op string, index int, expect int64) (StatementKind, string, error) {
+	returnsRows := sc.firstWord == "SELECT" || sc.returning
+	switch sc.firstWord {
+	case "INSERT", "UPDATE", "DELETE", "SELECT":
+	default:
+		return 0, "", fmt.Errorf("statements start with INSERT, UPDATE, DELETE or SELECT, not %s", sc.firstWord)
+	}
+	count := "count(*)"
+	if expect >= 0 {
+		// op is a validated name and index an integer: safe to inline.
+		count = fmt.Sprintf("fencegw.expect_rows(count(*), %d, '%s', %d)", expect, op, index)
+	}
+	switch {
+	case returnsRows:
+		return Rows, "WITH fg_rows AS (" + sc.sql + "\n) SELECT " + count + ", coalesce(json_agg(fg_rows), '[]'::json) FROM fg_rows", nil
+	case expect >= 0:
+		return Counted, "WITH fg_rows AS (" + sc.sql + "\nRETURNING 1) SELECT " + count + " FROM fg_rows", nil
+	}
+	return Plain, sc.sql, nil
+}
+
+func sortedKeys[M ~map[string]V, V any](m M) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Describe renders the compiled policy for `fencegw policy check`.
+func (p *Policy) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "policy %s: %d resource(s), %d operation(s)\n", p.Source, len(p.Resources), len(p.Operations))
+	for _, name := range sortedKeys(p.Resources) {
+		r := p.Resources[name]
+		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s\n", r.Name, r.Key, r.Compare)
+	}
+	for _, name := range sortedKeys(p.Operations) {
+		op := p.Operations[name]
+		fmt.Fprintf(&b, "\noperation %s on %s\n", op.Name, op.Resource.Name)
+		for _, a := range op.Args {
+			fmt.Fprintf(&b, "  arg %s: %s\n", a.Name, a.Type)
+		}
+		for i, st := range op.Statements {
+			fmt.Fprintf(&b, "  statement %d (params %s):\n    %s\n", i, strings.Join(st.params, ", "), strings.ReplaceAll(st.SQL, "\n", "\n    "))
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,4 @@
+// Package policy loads the policy file (resources, operations and their
+// typed arguments and SQL), validates it, and compiles it into the form the
+// gateway executes: numbered SQL, argument decoders and resource templates.
+package policy

@@ -1,0 +1,81 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxFileSize bounds a policy file; a larger one is certainly a mistake.
+const MaxFileSize = 1 << 20
+
+// The YAML shape of a policy file. Unknown keys are errors, so a typo such
+// as "expect_row" cannot silently drop a safety check.
+type fileDoc struct {
+	Resources  map[string]fileResource  `yaml:"resources"`
+	Operations map[string]fileOperation `yaml:"operations"`
+}
+
+type fileResource struct {
+	Key     string `yaml:"key"`
+	Compare string `yaml:"compare"`
+}
+
+type fileOperation struct {
+	Resource   string             `yaml:"resource"`
+	Args       map[string]fileArg `yaml:"args"`
+	Statements []fileStatement    `yaml:"statements"`
+}
+
+type fileArg struct {
+	Type      string `yaml:"type"`
+	MaxLength *int   `yaml:"max_length"`
+	Pattern   string `yaml:"pattern"`
+	Min       *int64 `yaml:"min"`
+	Max       *int64 `yaml:"max"`
+}
+
+type fileStatement struct {
+	SQL        string `yaml:"sql"`
+	ExpectRows *int64 `yaml:"expect_rows"`
+}
+
+// Load reads and compiles the policy file at path.
+func Load(path string) (*Policy, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy: load: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("policy: load %s: %w", path, err)
+	}
+	return Parse(path, data)
+}
+
+// Parse compiles a policy from data; name is used in error messages.
+func Parse(name string, data []byte) (*Policy, error) {
+	if len(data) > MaxFileSize {
+		return nil, &Error{File: name, Problems: []Problem{{Message: fmt.Sprintf("file is larger than %d bytes", MaxFileSize)}}}
+	}
+	var doc fileDoc
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		msg := err.Error()
+		if errors.Is(err, io.EOF) {
+			msg = "file is empty"
+		}
+		return nil, &Error{File: name, Problems: []Problem{{Message: msg}}}
+	}
+	var extra any
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, &Error{File: name, Problems: []Problem{{Message: "more than one YAML document: a policy is one document"}}}
+	}
+	return compile(name, &doc)
+}

@@ -1,0 +1,120 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// FuzzParse feeds arbitrary bytes to the policy loader: it must never
+// panic, every refusal must be a *Error, and every accepted policy must be
+// usable (each operation fenced by a resource, with statements).
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(goodPolicy))
+	if demo, err := os.ReadFile("../testdata/demo/policy.yaml"); err == nil {
+		f.Add(demo)
+	}
+	f.Add([]byte("resources: {a: {key: 'a/{x}'}}\noperations: {o: {resource: a, args: {x: {type: string}}, statements: [{sql: 'SELECT :x'}]}}"))
+	f.Add([]byte("operations: [1, 2]"))
+	f.Add([]byte("&a [*a]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			var pe *Error
+			if !errors.As(err, &pe) || len(pe.Problems) == 0 {
+				t.Fatalf("error %v is not a *Error with problems", err)
+			}
+			return
+		}
+		for name, op := range p.Operations {
+			if op.Resource == nil || op.Resource.Key == nil || len(op.Statements) == 0 {
+				t.Fatalf("operation %s accepted without resource or statements", name)
+			}
+		}
+	})
+}
+
+// FuzzDecodeArgs checks the request decoder: no panics, refusals are
+// *ArgError, and accepted values have the declared types and bounds.
+func FuzzDecodeArgs(f *testing.F) {
+	p, err := Parse("test.yaml", []byte(goodPolicy))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{
+		`{"account":"acct-1","amount":100}`, `{"amount":1,"account":"acct-9"}`, `{"account":"acct-1","amount":1,"amount":2}`,
+		`{"account":"acct-1","amount":1e2}`, `{"account":"acct-1"}`, `[]`, `{"account":"acct-1","amount":1}x`,
+		`{"day":"d","n":-9223372036854775808,"dry":false}`, `{"day":"\ud800","n":1,"dry":true}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, name := range []string{"debit", "run"} {
+			op := p.Operations[name]
+			vals, err := op.DecodeArgs([]byte(body))
+			if err != nil {
+				var ae *ArgError
+				if !errors.As(err, &ae) {
+					t.Fatalf("%s: error %v is not an *ArgError", name, err)
+				}
+				continue
+			}
+			if !json.Valid([]byte(body)) {
+				t.Fatalf("%s: accepted invalid JSON %q", name, body)
+			}
+			for i, a := range op.Args {
+				checkValue(t, a, vals[i])
+			}
+		}
+	})
+}
+
+func checkValue(t *testing.T, a Arg, v any) {
+	t.Helper()
+	switch a.Type {
+	case String:
+		s, ok := v.(string)
+		if !ok || len(s) > a.MaxLength || (a.Pattern != nil && !a.Pattern.MatchString(s)) || strings.IndexByte(s, 0) >= 0 {
+			t.Fatalf("arg %s: accepted %#v", a.Name, v)
+		}
+	case Integer:
+		n, ok := v.(int64)
+		if !ok || (a.Min != nil && n < *a.Min) || (a.Max != nil && n > *a.Max) {
+			t.Fatalf("arg %s: accepted %#v", a.Name, v)
+		}
+	case Boolean:
+		if _, ok := v.(bool); !ok {
+			t.Fatalf("arg %s: accepted %#v", a.Name, v)
+		}
+	}
+}
+
+// FuzzScanSQL checks the :name rewriter: no panics, and every $n it emits
+// names a parameter it lists.
+func FuzzScanSQL(f *testing.F) {
+	for _, s := range []string{
+		"UPDATE t SET a = :a WHERE id = :id", "SELECT ':x' || :y::text", "SELECT $q$ :x $q$", "SELECT /* /* */ */ :z",
+		"SELECT E'\\'' , :w", `SELECT ":a"`, "DELETE FROM t; ", "SELECT $1", "SELECT 'unterminated",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		sc, err := scanSQL(src)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, p := range sc.params {
+			if seen[p] || p == "" {
+				t.Fatalf("scanSQL(%q): params %q repeat or are empty", src, sc.params)
+			}
+			seen[p] = true
+		}
+		if len(sc.params) > 0 && !strings.Contains(sc.sql, "$"+strconv.Itoa(len(sc.params))) {
+			t.Fatalf("scanSQL(%q) = %q: $%d missing", src, sc.sql, len(sc.params))
+		}
+	})
+}

@@ -1,0 +1,131 @@
+package policy
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+const goodPolicy = `
+resources:
+  account:
+    key: "account/{account}"
+  job:
+    key: "job/{day}/{n}"
+    compare: strict
+operations:
+  debit:
+    resource: account
+    args:
+      account: {type: string, max_length: 8, pattern: "acct-[0-9]+"}
+      amount: {type: integer, min: 1, max: 1000}
+    statements:
+      - sql: UPDATE a SET b = b - :amount WHERE id = :account AND b >= :amount
+        expect_rows: 1
+      - sql: INSERT INTO log VALUES (:_resource, :_epoch, :_revision, :_token)
+  run:
+    resource: job
+    args:
+      day: {type: string}
+      n: {type: integer}
+      dry: {type: boolean}
+    statements:
+      - sql: SELECT :dry AS dry, :day AS day, :n AS n
+`
+
+func mustParse(t *testing.T, src string) *Policy {
+	t.Helper()
+	p, err := Parse("test.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return p
+}
+
+func TestParseGood(t *testing.T) {
+	p := mustParse(t, goodPolicy)
+	debit := p.Operations["debit"]
+	if debit.Resource.Compare != Monotonic || p.Resources["job"].Compare != Strict {
+		t.Errorf("compare modes: account %v, job %v; want monotonic, strict", debit.Resource.Compare, p.Resources["job"].Compare)
+	}
+	if got := debit.Statements[0].Kind; got != Counted {
+		t.Errorf("debit statement 0 kind = %v, want Counted", got)
+	}
+	if got := debit.Statements[1].Kind; got != Plain {
+		t.Errorf("debit statement 1 kind = %v, want Plain", got)
+	}
+	if got := p.Operations["run"].Statements[0].Kind; got != Rows {
+		t.Errorf("run statement 0 kind = %v, want Rows", got)
+	}
+	if !strings.Contains(debit.Statements[0].SQL, "fencegw.expect_rows(count(*), 1, 'debit', 0)") {
+		t.Errorf("debit statement 0 SQL does not check expect_rows in the database:\n%s", debit.Statements[0].SQL)
+	}
+}
+
+func TestDemoPolicyCompiles(t *testing.T) {
+	if _, err := Load("../testdata/demo/policy.yaml"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseErrorsNameTheEntry(t *testing.T) {
+	op := func(body string) string {
+		return "resources:\n  account:\n    key: \"account/{account}\"\noperations:\n  debit:\n" + body
+	}
+	tests := []struct {
+		name, src, entry, msg string
+	}{
+		{"empty file", "", "", "empty"},
+		{"not yaml", "resources: [", "", "yaml"},
+		{"unknown key", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account', expect_row: 1}]\n"), "", "expect_row"},
+		{"no operations", "resources: {}\n", "operations", "no operations"},
+		{"bad compare", "resources:\n  a:\n    key: a\n    compare: fuzzy\noperations: {}\n", "resources.a.compare", "fuzzy"},
+		{"bad template", "resources:\n  a:\n    key: \"a/{b\"\noperations: {}\n", "resources.a.key", "without '}'"},
+		{"unknown resource", op("    resource: acct\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n"), "operations.debit.resource", "unknown resource"},
+		{"missing key arg", op("    resource: account\n    args: {id: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :id'}]\n"), "operations.debit.args", "needs argument \"account\""},
+		{"undeclared param", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :acount'}]\n"), "operations.debit.statements[0].sql", ":acount is not a declared"},
+		{"unused arg", op("    resource: account\n    args: {account: {type: string}, extra: {type: integer}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n"), "operations.debit.args.extra", "never used"},
+		{"bad type", op("    resource: account\n    args: {account: {type: text}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n"), "operations.debit.args.account.type", "not a type"},
+		{"bad pattern", op("    resource: account\n    args: {account: {type: string, pattern: '('}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n"), "operations.debit.args.account.pattern", "missing closing"},
+		{"min above max", op("    resource: account\n    args: {account: {type: string}, n: {type: integer, min: 5, max: 1}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account AND n = :n'}]\n"), "operations.debit.args.n", "above max"},
+		{"no statements", op("    resource: account\n    args: {account: {type: string}}\n    statements: []\n"), "operations.debit.statements", "1 to 16"},
+		{"two statements in one", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account; DROP TABLE t'}]\n"), "operations.debit.statements[0].sql", "one SQL statement"},
+		{"not a write", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'TRUNCATE t, :account'}]\n"), "operations.debit.statements[0].sql", "start with INSERT"},
+		{"negative expect", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account', expect_rows: -1}]\n"), "operations.debit.statements[0].expect_rows", "want 0"},
+		{"bad op name", "resources:\n  account:\n    key: \"account/{account}\"\noperations:\n  Debit-Now:\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n", "operations.Debit-Now", "lower-case"},
+		{"two documents", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n---\nx: 1\n"), "", "more than one YAML document"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("test.yaml", []byte(tt.src))
+			var pe *Error
+			if !errors.As(err, &pe) || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Parse error = %v, want *Error", err)
+			}
+			for _, p := range pe.Problems {
+				if p.Entry == tt.entry && strings.Contains(p.Message, tt.msg) {
+					if !strings.Contains(err.Error(), "policy test.yaml") {
+						t.Errorf("error %q does not name the file", err)
+					}
+					return
+				}
+			}
+			t.Fatalf("problems %+v\nwant entry %q with %q", pe.Problems, tt.entry, tt.msg)
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load("testdata/does-not-exist.yaml")
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Load = %v, want ErrNotExist", err)
+	}
+}
+
+func TestLoadTooLarge(t *testing.T) {
+	_, err := Parse("big.yaml", make([]byte, MaxFileSize+1))
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Parse = %v, want ErrInvalid", err)
+	}
+}

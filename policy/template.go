@@ -1,0 +1,89 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Template derives a resource key from an operation's arguments, e.g.
+// "account/{account}". The client never names the resource, so a token for
+// account/acct-1 can only ever write account/acct-1.
+type Template struct {
+	source string
+	parts  []templatePart
+}
+
+type templatePart struct {
+	literal string
+	arg     string // when non-empty, the part is this argument's value
+}
+
+func parseTemplate(src string) (*Template, error) {
+	t := &Template{source: src}
+	rest := src
+	for rest != "" {
+		open := strings.IndexByte(rest, '{')
+		if open < 0 {
+			if strings.IndexByte(rest, '}') >= 0 {
+				return nil, errors.New("'}' without '{'")
+			}
+			t.parts = append(t.parts, templatePart{literal: rest})
+			break
+		}
+		if open > 0 {
+			if strings.IndexByte(rest[:open], '}') >= 0 {
+				return nil, errors.New("'}' without '{'")
+			}
+			t.parts = append(t.parts, templatePart{literal: rest[:open]})
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			return nil, errors.New("'{' without '}'")
+		}
+		name := rest[open+1 : open+end]
+		if !validName(name) {
+			return nil, fmt.Errorf("{%s}: argument names are lower-case letters, digits and '_'", name)
+		}
+		t.parts = append(t.parts, templatePart{arg: name})
+		rest = rest[open+end+1:]
+	}
+	if len(t.parts) == 0 {
+		return nil, errors.New("empty key template")
+	}
+	return t, nil
+}
+
+// String returns the template as written.
+func (t *Template) String() string { return t.source }
+
+// args lists the argument names the template refers to.
+func (t *Template) args() []string {
+	var names []string
+	for _, p := range t.parts {
+		if p.arg != "" {
+			names = append(names, p.arg)
+		}
+	}
+	return names
+}
+
+// render builds the key from decoded argument values; value returns the
+// value of a named argument (a string or an int64 by construction).
+func (t *Template) render(value func(name string) any) string {
+	var b strings.Builder
+	for _, p := range t.parts {
+		if p.arg == "" {
+			b.WriteString(p.literal)
+			continue
+		}
+		switch v := value(p.arg).(type) {
+		case string:
+			b.WriteString(v)
+		case int64:
+			b.WriteString(strconv.FormatInt(v, 10))
+		}
+	}
+	return b.String()
+}

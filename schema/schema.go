@@ -1,0 +1,166 @@
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/golang-migrate/migrate/v4"
+	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+//go:embed migrations/*.sql
+var embedded embed.FS
+
+// GatewayTable is the version table of the gateway's own migrations; an
+// application's migrations keep theirs elsewhere, so both can be applied to
+// one database independently.
+const GatewayTable = "fencegw_schema_migrations"
+
+var (
+	// ErrDirty means a migration failed halfway and the version is marked
+	// dirty; the error message says how to recover.
+	ErrDirty = errors.New("schema: database is dirty")
+	// ErrNoVersion means no migration has been applied yet.
+	ErrNoVersion = errors.New("schema: no migration applied")
+)
+
+// Source is a set of migrations and the table that records their version.
+type Source struct {
+	FS    fs.FS
+	Table string
+}
+
+// Gateway returns the embedded migrations of the gateway's own schema.
+func Gateway() Source {
+	sub, _ := fs.Sub(embedded, "migrations")
+	return Source{FS: sub, Table: GatewayTable}
+}
+
+// Dir returns an application's migration folder with its version table.
+func Dir(path, table string) Source {
+	return Source{FS: os.DirFS(path), Table: table}
+}
+
+// Latest returns the highest version in src: what a fully migrated
+// database reports.
+func Latest(src Source) (uint, error) {
+	entries, err := fs.ReadDir(src.FS, ".")
+	if err != nil {
+		return 0, fmt.Errorf("schema: read migrations: %w", err)
+	}
+	var latest uint
+	for _, e := range entries {
+		prefix, _, ok := strings.Cut(e.Name(), "_")
+		if v, err := strconv.ParseUint(prefix, 10, 32); ok && err == nil && uint(v) > latest {
+			latest = uint(v)
+		}
+	}
+	return latest, nil
+}
+
+// Migrator applies one Source to one database.
+type Migrator struct {
+	m  *migrate.Migrate
+	db *sql.DB
+}
+
+// Open connects to databaseURL (URL or key=value form) for src.
+func Open(databaseURL string, src Source) (*Migrator, error) {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("schema: parse database URL: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	driver, err := pgxmigrate.WithInstance(db, &pgxmigrate.Config{MigrationsTable: src.Table})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("schema: open database: %w", err)
+	}
+	source, err := iofs.New(src.FS, ".")
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("schema: read migrations: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", source, "pgx5", driver)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	return &Migrator{m: m, db: db}, nil
+}
+
+// Up applies every pending migration; applying none is not an error.
+func (m *Migrator) Up() error {
+	return m.run("up", m.m.Up())
+}
+
+// Down reverts n migrations.
+func (m *Migrator) Down(n int) error {
+	if n < 1 {
+		return fmt.Errorf("schema: down: want a number of migrations >= 1, got %d", n)
+	}
+	return m.run("down", m.m.Steps(-n))
+}
+
+// Force sets the recorded version without running anything and clears the
+// dirty flag: the recovery step after fixing a failed migration by hand.
+func (m *Migrator) Force(version int) error {
+	return m.run("force", m.m.Force(version))
+}
+
+// Version returns the applied version; ErrNoVersion if none.
+func (m *Migrator) Version() (version uint, dirty bool, err error) {
+	version, dirty, err = m.m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return 0, false, ErrNoVersion
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("schema: version: %w", err)
+	}
+	return version, dirty, nil
+}
+
+func (m *Migrator) run(op string, err error) error {
+	var dirty migrate.ErrDirty
+	switch {
+	case err == nil, errors.Is(err, migrate.ErrNoChange):
+		return nil
+	case errors.As(err, &dirty):
+		return fmt.Errorf("%w at version %d: migration %d failed halfway. Repair the schema by hand "+
+			"(finish or undo what migration %d did), then run `fencegw migrate force V` with V = %d if you finished it or the previous version if you undid it",
+			ErrDirty, dirty.Version, dirty.Version, dirty.Version, dirty.Version)
+	}
+	return fmt.Errorf("schema: %s: %w", op, err)
+}
+
+// Close releases the connection.
+func (m *Migrator) Close() error {
+	srcErr, dbErr := m.m.Close()
+	return errors.Join(srcErr, dbErr, m.db.Close())
+}
+
+// Applied reads the recorded version of src's table through q, for readiness
+// checks that must not open a migrator per probe.
+func Applied(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, table string) (version uint, dirty bool, err error) {
+	var v int64
+	err = q.QueryRow(ctx, "SELECT version, dirty FROM "+pgx.Identifier{table}.Sanitize()+" LIMIT 1").Scan(&v, &dirty)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, ErrNoVersion
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("schema: read version: %w", err)
+	}
+	return uint(v), dirty, nil
+}

@@ -1,0 +1,30 @@
+package tokens
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzParse checks that Parse never panics, that every error is
+// ErrMalformed, and that an accepted token has exactly one spelling: the
+// input itself.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"1:42", "0:1", "1:", ":", "9223372036854775807:9223372036854775807", "1:9223372036854775808", "01:1", "1:-1", "1: 1", "１:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tok, err := Parse(s)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("Parse(%q) error %v is not ErrMalformed", s, err)
+			}
+			return
+		}
+		if tok.Epoch < 1 || tok.Revision < 1 {
+			t.Fatalf("Parse(%q) = %v: parts must be >= 1", s, tok)
+		}
+		if tok.String() != s {
+			t.Fatalf("Parse(%q) = %v: not the canonical spelling", s, tok)
+		}
+	})
+}

@@ -1,0 +1,219 @@
+package tokens
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Lease limits. etcd rounds TTLs to whole seconds and raises tiny ones to
+// its own minimum; the granted TTL is reported back to the holder.
+const (
+	MinTTL  = 1 * time.Second
+	MaxTTL  = time.Hour
+	MaxWait = 5 * time.Minute
+)
+
+// cleanupTimeout bounds the revoke that runs after a cancelled acquisition.
+const cleanupTimeout = 5 * time.Second
+
+// Lease is a granted lock: the holder may write with Token until the etcd
+// lease ID expires or is released.
+type Lease struct {
+	ID       LeaseID
+	Resource string
+	Token    Token
+	TTL      time.Duration // as granted by etcd, measured from the grant
+}
+
+// LeaseID is an etcd lease ID; its text form is lower-case hex.
+type LeaseID int64
+
+func (id LeaseID) String() string { return strconv.FormatInt(int64(id), 16) }
+
+// ParseLeaseID reads the hex text form.
+func ParseLeaseID(s string) (LeaseID, error) {
+	n, err := strconv.ParseInt(s, 16, 64)
+	if err != nil || n <= 0 || len(s) > 16 {
+		return 0, fmt.Errorf("%w: lease id %q is not a positive hex number", ErrLeaseNotFound, clip(s))
+	}
+	return LeaseID(n), nil
+}
+
+// lockKeyPrefix is the prefix under which every contender's key for
+// resource lives; the holder is the key with the lowest create revision.
+func lockKeyPrefix(resource string) string {
+	return lockPrefix + url.PathEscape(resource) + "/"
+}
+
+// Acquire takes the lock on resource with a new lease of ttl, waiting up to
+// wait for earlier holders (wait 0 tries once). It follows etcd's mutex
+// recipe: each contender creates its own key and waits only for the key
+// created just before it, so waiters are served in arrival order without a
+// thundering herd. The token is the create revision of the caller's key.
+// ctx bounds the whole call; on any failure the lease is revoked.
+func (a *Etcd) Acquire(ctx context.Context, resource string, ttl, wait time.Duration) (Lease, error) {
+	if err := CheckResource(resource); err != nil {
+		return Lease{}, err
+	}
+	if ttl < MinTTL || ttl > MaxTTL {
+		return Lease{}, fmt.Errorf("%w: %s, want %s to %s", ErrBadTTL, ttl, MinTTL, MaxTTL)
+	}
+	if wait < 0 || wait > MaxWait {
+		return Lease{}, fmt.Errorf("%w: wait %s, want 0 to %s", ErrBadTTL, wait, MaxWait)
+	}
+	grant, err := a.cli.Grant(ctx, int64((ttl+time.Second-1)/time.Second))
+	if err != nil {
+		return Lease{}, unavailable("grant lease", err)
+	}
+	id := LeaseID(grant.ID)
+	lease, err := a.lock(ctx, resource, id, wait)
+	if err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		_, _ = a.cli.Revoke(cctx, clientv3.LeaseID(id))
+		return Lease{}, err
+	}
+	lease.TTL = time.Duration(grant.TTL) * time.Second
+	return lease, nil
+}
+
+func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, wait time.Duration) (Lease, error) {
+	pfx := lockKeyPrefix(resource)
+	key := pfx + id.String()
+	put := clientv3.OpPut(key, "", clientv3.WithLease(clientv3.LeaseID(id)))
+	holder := clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)
+	resp, err := a.cli.Txn(ctx).Then(put, holder).Commit()
+	if err != nil {
+		return Lease{}, unavailable("create lock key", err)
+	}
+	a.observe(resp.Header.Revision)
+	myRev := resp.Header.Revision
+	lease := Lease{ID: id, Resource: resource, Token: Token{Epoch: a.epoch, Revision: myRev}}
+	if owner := resp.Responses[1].GetResponseRange().Kvs; len(owner) == 0 || owner[0].CreateRevision == myRev {
+		return lease, nil
+	}
+	if wait == 0 {
+		return Lease{}, a.lockedError(ctx, resource)
+	}
+
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	// The waiter's lease must outlive a wait longer than its TTL; the
+	// keepalive stream stops with wctx.
+	acks, err := a.cli.KeepAlive(wctx, clientv3.LeaseID(id))
+	if err != nil {
+		return Lease{}, unavailable("keep waiting lease alive", err)
+	}
+	go func() {
+		for range acks { // closed when wctx ends
+		}
+	}()
+	if err := a.waitPredecessors(wctx, pfx, myRev-1); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return Lease{}, a.lockedError(ctx, resource)
+		}
+		return Lease{}, unavailable("wait for lock", err)
+	}
+	// Refresh the lease so the holder gets its whole TTL from now, and learn
+	// whether it expired while waiting (then our key is gone too).
+	if _, err := a.cli.KeepAliveOnce(ctx, clientv3.LeaseID(id)); err != nil {
+		return Lease{}, leaseError("refresh lease", err)
+	}
+	return lease, nil
+}
+
+// waitPredecessors returns once no key of pfx created at or before maxRev
+// remains. Each round watches only the newest such key.
+func (a *Etcd) waitPredecessors(ctx context.Context, pfx string, maxRev int64) error {
+	opts := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(maxRev))
+	for {
+		resp, err := a.cli.Get(ctx, pfx, opts...)
+		if err != nil {
+			return err
+		}
+		a.observe(resp.Header.Revision)
+		if len(resp.Kvs) == 0 {
+			return nil
+		}
+		if err := a.waitDelete(ctx, string(resp.Kvs[0].Key), resp.Header.Revision); err != nil {
+			return err
+		}
+	}
+}
+
+func (a *Etcd) waitDelete(ctx context.Context, key string, rev int64) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for wr := range a.cli.Watch(wctx, key, clientv3.WithRev(rev)) {
+		if err := wr.Err(); err != nil {
+			return err
+		}
+		for _, ev := range wr.Events {
+			if ev.Type == mvccpb.DELETE {
+				return nil
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.New("tokens: watch closed while waiting for the lock")
+}
+
+// lockedError names the current holder, best effort.
+func (a *Etcd) lockedError(ctx context.Context, resource string) error {
+	lerr := &LockedError{Resource: resource}
+	if h, ok, err := a.Holder(ctx, resource); err == nil && ok {
+		lerr.Holder = h
+	}
+	return lerr
+}
+
+// Holder returns the token of resource's current lock holder, if any.
+func (a *Etcd) Holder(ctx context.Context, resource string) (Token, bool, error) {
+	resp, err := a.cli.Get(ctx, lockKeyPrefix(resource), clientv3.WithFirstCreate()...)
+	if err != nil {
+		return Token{}, false, unavailable("read holder", err)
+	}
+	a.observe(resp.Header.Revision)
+	if len(resp.Kvs) == 0 {
+		return Token{}, false, nil
+	}
+	return Token{Epoch: a.epoch, Revision: resp.Kvs[0].CreateRevision}, true, nil
+}
+
+// KeepAlive renews lease id once and returns its TTL. A lease that is gone
+// yields ErrLeaseNotFound: the holder has lost the lock and must stop.
+func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID) (time.Duration, error) {
+	resp, err := a.cli.KeepAliveOnce(ctx, clientv3.LeaseID(id))
+	if err != nil {
+		return 0, leaseError("keep lease alive", err)
+	}
+	a.observe(resp.Revision)
+	return time.Duration(resp.TTL) * time.Second, nil
+}
+
+// Release revokes lease id, deleting its lock key so the next waiter runs.
+func (a *Etcd) Release(ctx context.Context, id LeaseID) error {
+	resp, err := a.cli.Revoke(ctx, clientv3.LeaseID(id))
+	if err != nil {
+		return leaseError("release lease", err)
+	}
+	a.observe(resp.Header.Revision)
+	return nil
+}
+
+func leaseError(op string, err error) error {
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("%s: %w", op, ErrLeaseNotFound)
+	}
+	return unavailable(op, err)
+}
