@@ -64,10 +64,21 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (Result, error) {
 	// the client's: a disconnect must not leave its outcome to chance.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)
 	defer cancel()
-	if err := g.cfg.Authority.Validate(ctx, resource, tok); err != nil {
+	if err := g.validate(ctx, resource, tok); err != nil {
 		return Result{}, err
 	}
 	return g.exec.Execute(ctx, Write{Operation: op, Args: args, Resource: resource, Token: tok})
+}
+
+// validateTimeout bounds the etcd read that checks a token newer than any
+// revision seen: with etcd gone, fail fast with 503 rather than hold the
+// client for the whole write timeout.
+const validateTimeout = 3 * time.Second
+
+func (g *Gateway) validate(ctx context.Context, resource string, tok tokens.Token) error {
+	ctx, cancel := context.WithTimeout(ctx, validateTimeout)
+	defer cancel()
+	return g.cfg.Authority.Validate(ctx, resource, tok)
 }
 
 // tokenFrom reads the one Fencing-Token header of r.

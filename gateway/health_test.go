@@ -1,0 +1,128 @@
+package gateway_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/schema"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+func TestLiveAndReady(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	if r := h.do(http.MethodGet, "/livez", nil, ""); r.Status != http.StatusOK {
+		t.Fatalf("livez: %d", r.Status)
+	}
+	if r := h.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusOK {
+		t.Fatalf("readyz: %d %s", r.Status, r.Body)
+	}
+	r := h.do(http.MethodGet, "/metrics", nil, "")
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "fencegw_etcd_revision") {
+		t.Fatalf("metrics: %d, no fencegw_etcd_revision", r.Status)
+	}
+}
+
+// gatewayOn builds a gateway whose PostgreSQL is dbURL (migrated or not)
+// and whose etcd is the shared one.
+func gatewayOn(t *testing.T, dbURL string) (*gateway.Gateway, string) {
+	t.Helper()
+	return gatewayWith(t, dbURL, testenv.EtcdClient(t))
+}
+
+func gatewayWith(t *testing.T, dbURL string, cli *clientv3.Client) (*gateway.Gateway, string) {
+	t.Helper()
+	pol, err := policy.Parse("p.yaml", []byte(demoPolicy(t, "monotonic")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.ConnectTimeout = time.Second
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	version, _ := schema.Latest(schema.Gateway())
+	gw, err := gateway.New(gateway.Config{
+		Pool: pool, Authority: tokens.NewEtcd(cli), Policy: pol, SchemaVersion: version,
+		WriteTimeout: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw.SetReady(true)
+	srv := httptest.NewServer(gw.Handler())
+	t.Cleanup(srv.Close)
+	return gw, srv.URL
+}
+
+func TestNotReadyWithoutSchemaOrWhenDraining(t *testing.T) {
+	gw, base := gatewayOn(t, testenv.NewDatabase(t)) // never migrated
+	h := &harness{t: t, base: base}
+	if r := h.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusServiceUnavailable || !strings.Contains(string(r.Body), "postgres") {
+		t.Fatalf("readyz on an unmigrated database: %d %s, want 503 naming postgres", r.Status, r.Body)
+	}
+	gw.SetReady(false)
+	if r := h.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("readyz while draining: %d, want 503", r.Status)
+	}
+}
+
+// TestDatabaseDownIsUnavailable: with PostgreSQL unreachable a write is 503
+// and says nothing was written.
+func TestDatabaseDownIsUnavailable(t *testing.T) {
+	_, base := gatewayOn(t, "postgres://postgres@127.0.0.1:1/none?sslmode=disable")
+	h := &harness{t: t, base: base}
+	l := (&harness{t: t, base: base}).mustAcquire("account/acct-61", 5, 0)
+	r := h.write("debit", l.Token, debit("acct-61", 1))
+	if r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "unavailable" || !strings.Contains(r.Problem.Detail, "nothing was written") {
+		t.Fatalf("write with PostgreSQL down: %d %s, want 503 unavailable, nothing written", r.Status, r.Body)
+	}
+	if r := h.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("readyz with PostgreSQL down: %d", r.Status)
+	}
+	h.release(l)
+}
+
+// TestEtcdDownIsUnavailable: with etcd unreachable the gateway cannot tell
+// an issued token from a forged one, so it refuses with 503 and writes
+// nothing.
+func TestEtcdDownIsUnavailable(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	l := h.mustAcquire("account/acct-62", 5, 0)
+	defer h.release(l)
+	dead, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:1"}, DialTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dead.Close() })
+	var dbURL string
+	if err := h.pool.QueryRow(t.Context(), "SELECT 'postgres://postgres@' || inet_server_addr() || ':' || inet_server_port() || '/' || current_database() || '?sslmode=disable'").Scan(&dbURL); err != nil {
+		t.Fatal(err)
+	}
+	_, base := gatewayWith(t, dbURL, dead)
+	blind := &harness{t: t, base: base}
+	before := h.state()
+	r := blind.write("debit", l.Token, debit("acct-62", 1))
+	if r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "unavailable" {
+		t.Fatalf("write with etcd down: %d %s, want 503 unavailable", r.Status, r.Body)
+	}
+	if after := h.state(); after != before {
+		t.Fatalf("refused write changed state: %s -> %s", before, after)
+	}
+}

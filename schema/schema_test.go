@@ -1,0 +1,127 @@
+package schema_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/schema"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
+
+func open(t *testing.T, dbURL string, src schema.Source) *schema.Migrator {
+	t.Helper()
+	m, err := schema.Open(dbURL, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func TestUpTwiceIsANoOpAndDownReverts(t *testing.T) {
+	dbURL := testenv.NewDatabase(t)
+	m := open(t, dbURL, schema.Gateway())
+	if _, _, err := m.Version(); !errors.Is(err, schema.ErrNoVersion) {
+		t.Fatalf("Version on an empty database = %v, want ErrNoVersion", err)
+	}
+	latest, err := schema.Latest(schema.Gateway())
+	if err != nil || latest < 1 {
+		t.Fatalf("Latest = %d, %v", latest, err)
+	}
+	for i := range 2 {
+		if err := m.Up(); err != nil {
+			t.Fatalf("Up #%d: %v", i+1, err)
+		}
+		if v, dirty, err := m.Version(); v != latest || dirty || err != nil {
+			t.Fatalf("after Up #%d: version %d dirty %t err %v; want %d", i+1, v, dirty, err, latest)
+		}
+	}
+	conn := connect(t, dbURL)
+	if v, dirty, err := schema.Applied(t.Context(), conn, schema.GatewayTable); v != latest || dirty || err != nil {
+		t.Fatalf("Applied = %d %t %v, want %d", v, dirty, err, latest)
+	}
+	var n int
+	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM fencegw.authority").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("authority rows = %d, %v; want 1 (seeded once, not twice)", n, err)
+	}
+	if err := m.Down(int(latest)); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM pg_namespace WHERE nspname = 'fencegw'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("fencegw schema still there after down: %d, %v", n, err)
+	}
+	if err := m.Down(0); err == nil {
+		t.Fatal("Down(0) succeeded; want an error")
+	}
+}
+
+// TestAppMigrationsKeepTheirOwnVersion applies an application's folder
+// next to the gateway schema; each has its own version table.
+func TestAppMigrationsKeepTheirOwnVersion(t *testing.T) {
+	dbURL := testenv.NewDatabase(t)
+	if err := open(t, dbURL, schema.Gateway()).Up(); err != nil {
+		t.Fatal(err)
+	}
+	app := open(t, dbURL, schema.Dir("../testdata/demo/migrations", "demo_schema_migrations"))
+	if err := app.Up(); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, err := app.Version(); v != 1 || err != nil {
+		t.Fatalf("demo version = %d, %v; want 1", v, err)
+	}
+	var n int
+	if err := connect(t, dbURL).QueryRow(t.Context(), "SELECT count(*) FROM demo.accounts").Scan(&n); err != nil || n != 100 {
+		t.Fatalf("demo accounts = %d, %v; want 100", n, err)
+	}
+}
+
+// TestDirtyStateNamesTheFix runs a migration that fails halfway and checks
+// the error says the database is dirty and what to do.
+func TestDirtyStateNamesTheFix(t *testing.T) {
+	dbURL := testenv.NewDatabase(t)
+	dir := t.TempDir()
+	write := func(name, sql string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(sql), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("0001_ok.up.sql", "CREATE TABLE ok_table (id int);")
+	write("0001_ok.down.sql", "DROP TABLE ok_table;")
+	write("0002_broken.up.sql", "CREATE TABLE half (id int); SELECT no_such_function();")
+	write("0002_broken.down.sql", "DROP TABLE IF EXISTS half;")
+	m := open(t, dbURL, schema.Dir(dir, "app_versions"))
+	if err := m.Up(); err == nil {
+		t.Fatal("Up with a broken migration succeeded")
+	}
+	err := m.Up()
+	if !errors.Is(err, schema.ErrDirty) || !strings.Contains(err.Error(), "fencegw migrate force") {
+		t.Fatalf("Up on a dirty database = %v, want ErrDirty naming `fencegw migrate force`", err)
+	}
+	if v, dirty, _ := m.Version(); v != 2 || !dirty {
+		t.Fatalf("version %d dirty %t, want 2 dirty", v, dirty)
+	}
+	if err := m.Force(1); err != nil {
+		t.Fatal(err)
+	}
+	if v, dirty, _ := m.Version(); v != 1 || dirty {
+		t.Fatalf("after force 1: version %d dirty %t", v, dirty)
+	}
+}
+
+func connect(t *testing.T, dbURL string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}

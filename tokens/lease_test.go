@@ -1,0 +1,231 @@
+package tokens_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+func newAuthority(t *testing.T) (*tokens.Etcd, *clientv3.Client) {
+	t.Helper()
+	cli := testenv.EtcdClient(t)
+	return tokens.NewEtcd(cli), cli
+}
+
+func acquire(t *testing.T, a *tokens.Etcd, resource string, wait time.Duration) tokens.Lease {
+	t.Helper()
+	l, err := a.Acquire(t.Context(), resource, 5*time.Second, wait)
+	if err != nil {
+		t.Fatalf("Acquire %s: %v", resource, err)
+	}
+	return l
+}
+
+// TestMutualExclusionAndFIFO: while A holds the lock, B and then C queue;
+// releasing A grants B only, releasing B grants C.
+func TestMutualExclusionAndFIFO(t *testing.T) {
+	a, cli := newAuthority(t)
+	const res = "fifo/one"
+	holder := acquire(t, a, res, 0)
+
+	granted := make(chan string, 2)
+	leases := make(chan tokens.Lease, 2)
+	queue := func(name string) {
+		go func() {
+			l, err := a.Acquire(context.Background(), res, 5*time.Second, 20*time.Second)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				granted <- name + " failed"
+				return
+			}
+			leases <- l
+			granted <- name
+		}()
+	}
+	waitForContenders := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			resp, err := cli.Get(t.Context(), "/fencegw/locks/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+			if err == nil && resp.Count >= n {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("fewer than %d contenders queued", n)
+	}
+	queue("B")
+	waitForContenders(2)
+	queue("C")
+	waitForContenders(3)
+
+	select {
+	case g := <-granted:
+		t.Fatalf("%s was granted while A held the lock", g)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := a.Release(t.Context(), holder.ID); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-granted; g != "B" {
+		t.Fatalf("first granted after A: %s, want B (FIFO)", g)
+	}
+	b := <-leases
+	select {
+	case g := <-granted:
+		t.Fatalf("%s was granted while B held the lock", g)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if b.Token.Compare(holder.Token) <= 0 {
+		t.Fatalf("B's token %s is not newer than A's %s", b.Token, holder.Token)
+	}
+	if err := a.Release(t.Context(), b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-granted; g != "C" {
+		t.Fatalf("granted after B: %s, want C", g)
+	}
+	c := <-leases
+	if err := a.Release(t.Context(), c.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWaitTimeoutCleansUp: a waiter that gives up is told who holds the
+// lock, and leaves neither its key nor its lease behind.
+func TestWaitTimeoutCleansUp(t *testing.T) {
+	a, cli := newAuthority(t)
+	const res = "timeout/one"
+	holder := acquire(t, a, res, 0)
+	before, err := cli.Leases(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Acquire(t.Context(), res, 5*time.Second, 300*time.Millisecond)
+	var locked *tokens.LockedError
+	if !errors.As(err, &locked) || !errors.Is(err, tokens.ErrLocked) {
+		t.Fatalf("Acquire on a held lock = %v, want *LockedError", err)
+	}
+	if locked.Holder != holder.Token || locked.Resource != res {
+		t.Fatalf("LockedError = %+v, want holder %s", locked, holder.Token)
+	}
+	after, err := cli.Leases(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Leases) != len(before.Leases) {
+		t.Fatalf("leases: %d before the failed wait, %d after: the waiter's lease leaked", len(before.Leases), len(after.Leases))
+	}
+	keys, err := cli.Get(t.Context(), "/fencegw/locks/timeout%2Fone/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys.Kvs) != 1 || keys.Kvs[0].CreateRevision != holder.Token.Revision {
+		t.Fatalf("lock keys after the failed wait: %d, want only the holder's", len(keys.Kvs))
+	}
+	if err := a.Release(t.Context(), holder.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLostLeaseIsNotFound(t *testing.T) {
+	a, _ := newAuthority(t)
+	l := acquire(t, a, "lost/one", 0)
+	if ttl, err := a.KeepAlive(t.Context(), l.ID); err != nil || ttl <= 0 {
+		t.Fatalf("KeepAlive on a live lease = %s, %v", ttl, err)
+	}
+	if err := a.Release(t.Context(), l.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.KeepAlive(t.Context(), l.ID); !errors.Is(err, tokens.ErrLeaseNotFound) {
+		t.Fatalf("KeepAlive after release = %v, want ErrLeaseNotFound", err)
+	}
+	if err := a.Release(t.Context(), l.ID); !errors.Is(err, tokens.ErrLeaseNotFound) {
+		t.Fatalf("second Release = %v, want ErrLeaseNotFound", err)
+	}
+}
+
+// TestNestedResourcesAreIndependent: "a" and "a/b" are different locks.
+func TestNestedResourcesAreIndependent(t *testing.T) {
+	a, _ := newAuthority(t)
+	outer := acquire(t, a, "nest/a", 0)
+	inner := acquire(t, a, "nest/a/b", 0) // would be locked if prefixes overlapped
+	again := acquire(t, a, "nest/a/b/c", 0)
+	for _, l := range []tokens.Lease{outer, inner, again} {
+		if err := a.Release(t.Context(), l.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestAcquireRefusesBadInput(t *testing.T) {
+	a, _ := newAuthority(t)
+	tests := []struct {
+		name      string
+		resource  string
+		ttl, wait time.Duration
+		want      error
+	}{
+		{"empty resource", "", 5 * time.Second, 0, tokens.ErrBadResource},
+		{"control character", "a\x00b", 5 * time.Second, 0, tokens.ErrBadResource},
+		{"ttl too short", "ok", 0, 0, tokens.ErrBadTTL},
+		{"ttl too long", "ok", 2 * time.Hour, 0, tokens.ErrBadTTL},
+		{"negative wait", "ok", 5 * time.Second, -time.Second, tokens.ErrBadTTL},
+	}
+	for _, tt := range tests {
+		if _, err := a.Acquire(t.Context(), tt.resource, tt.ttl, tt.wait); !errors.Is(err, tt.want) {
+			t.Errorf("%s: Acquire = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	a, cli := newAuthority(t)
+	l := acquire(t, a, "validate/one", 0)
+	defer a.Release(context.Background(), l.ID)
+
+	// A fresh authority has seen no revision yet: it must ask etcd.
+	fresh := tokens.NewEtcd(cli)
+	if err := fresh.Validate(t.Context(), "validate/one", l.Token); err != nil {
+		t.Fatalf("Validate(issued token) = %v", err)
+	}
+	tests := []struct {
+		name string
+		tok  tokens.Token
+	}{
+		{"future revision", tokens.Token{Epoch: 1, Revision: l.Token.Revision + 1_000_000}},
+		{"other epoch", tokens.Token{Epoch: 2, Revision: 1}},
+		{"old epoch", tokens.Token{Epoch: 0, Revision: 1}},
+	}
+	for _, tt := range tests {
+		var rej *tokens.RejectedError
+		if err := a.Validate(t.Context(), "validate/one", tt.tok); !errors.As(err, &rej) || rej.Presented != tt.tok {
+			t.Errorf("%s: Validate(%s) = %v, want *RejectedError", tt.name, tt.tok, err)
+		}
+	}
+}
+
+// TestUnreachableEtcdIsUnavailable: an authority that cannot reach etcd
+// must say so instead of accepting or rejecting.
+func TestUnreachableEtcdIsUnavailable(t *testing.T) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:1"}, DialTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	a := tokens.NewEtcd(cli)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	if err := a.Validate(ctx, "x", tokens.Token{Epoch: 1, Revision: 5}); !errors.Is(err, tokens.ErrUnavailable) {
+		t.Fatalf("Validate = %v, want ErrUnavailable", err)
+	}
+	if _, err := a.Acquire(ctx, "x", 5*time.Second, 0); !errors.Is(err, tokens.ErrUnavailable) {
+		t.Fatalf("Acquire = %v, want ErrUnavailable", err)
+	}
+}
