@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,7 @@ const demoTable = "demo_schema_migrations"
 
 // runDev serves `fencegw dev`: the whole stack in one process for trying
 // fencegw out. Nothing it starts outlives it.
-func runDev(ctx context.Context, args []string) error {
+func runDev(ctx context.Context, args []string, out io.Writer) error {
 	var cfg serveConfig
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	cfg.bind(fs, "127.0.0.1:8080")
@@ -65,7 +66,7 @@ func runDev(ctx context.Context, args []string) error {
 		}
 	}
 	return serve(ctx, cfg, func(addr string) {
-		fmt.Print(cheatSheet(addr, cfg, dbNote))
+		fmt.Fprint(out, cheatSheet(addr, cfg, dbNote))
 	})
 }
 

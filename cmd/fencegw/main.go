@@ -40,7 +40,7 @@ func main() {
 	case "serve":
 		err = runServe(ctx, args)
 	case "dev":
-		err = runDev(ctx, args)
+		err = runDev(ctx, args, os.Stdout)
 	case "migrate":
 		err = runMigrate(ctx, args)
 	case "policy":
