@@ -16,6 +16,8 @@ var (
 	ErrNotReady         = errors.New("gateway: not ready")
 	ErrNoRoute          = errors.New("gateway: no such endpoint")
 	ErrMethod           = errors.New("gateway: method not allowed")
+	ErrUnauthorized     = errors.New("gateway: unauthorized")
+	ErrForbidden        = errors.New("gateway: forbidden")
 )
 
 // StaleTokenError is a write refused by the fence: Presented is older than

@@ -84,6 +84,7 @@ func (g *Gateway) Handler() http.Handler {
 	r.Get("/readyz", g.handleReady)
 	r.Handle("/metrics", promhttp.HandlerFor(g.metrics.registry, promhttp.HandlerOpts{}))
 	r.Route("/v1", func(r chi.Router) {
+		r.Use(g.authenticate)
 		r.Post("/ops/{operation}", g.handleWrite)
 		r.Post("/leases", g.handleAcquire)
 		r.Post("/leases/{id}/keepalive", g.handleKeepAlive)

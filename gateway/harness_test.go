@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -85,6 +87,7 @@ func newHarness(t *testing.T, policyYAML string) *harness {
 // response is an HTTP answer with its body decoded loosely.
 type response struct {
 	Status  int
+	Header  http.Header
 	Body    []byte
 	Problem gateway.Problem
 	Result  gateway.Result
@@ -104,7 +107,7 @@ func (h *harness) do(method, path string, header http.Header, body string) respo
 		h.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	r := response{Status: resp.StatusCode}
+	r := response{Status: resp.StatusCode, Header: resp.Header}
 	if r.Body, err = io.ReadAll(resp.Body); err != nil {
 		h.t.Fatal(err)
 	}
@@ -224,4 +227,16 @@ func mustToken(t *testing.T, s string) tokens.Token {
 		t.Fatal(err)
 	}
 	return tok
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func decodeJSON(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
 }

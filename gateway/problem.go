@@ -58,6 +58,10 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.As(err, &rejected):
 		p.set(http.StatusForbidden, "token-rejected", "Token rejected by the authority")
 		p.PresentedToken = rejected.Presented.String()
+	case errors.Is(err, ErrUnauthorized):
+		p.set(http.StatusUnauthorized, "unauthorized", "Unauthorized")
+	case errors.Is(err, ErrForbidden):
+		p.set(http.StatusForbidden, "forbidden", "Forbidden")
 	case errors.Is(err, ErrUnknownOperation):
 		p.set(http.StatusNotFound, "unknown-operation", "Unknown operation")
 	case errors.As(err, &precond):
@@ -109,6 +113,9 @@ func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, err error
 		slog.String("resource", p.Resource), slog.String("presented_token", p.PresentedToken),
 		slog.String("current_token", p.CurrentToken), slog.String("error", err.Error()))
 	w.Header().Set("Content-Type", "application/problem+json")
+	if p.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="fencegw"`)
+	}
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
 	return p

@@ -41,6 +41,9 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (Result, error) {
 	if !ok {
 		return Result{}, fmt.Errorf("%w: %q is not in the policy", ErrUnknownOperation, clip(scope.Operation))
 	}
+	if err := authorize(r.Context(), op.Name); err != nil {
+		return Result{}, err
+	}
 	tok, err := tokenFrom(r)
 	if err != nil {
 		return Result{}, err

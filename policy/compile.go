@@ -36,6 +36,7 @@ func compile(file string, doc *fileDoc) (*Policy, error) {
 			p.Operations[name] = op
 		}
 	}
+	compileClients(&ps, p, doc.Clients, doc.Operations)
 	if len(ps) > 0 {
 		return nil, &Error{File: file, Problems: ps}
 	}
@@ -255,6 +256,16 @@ func (p *Policy) Describe() string {
 		for i, st := range op.Statements {
 			fmt.Fprintf(&b, "  statement %d (params %s):\n    %s\n", i, strings.Join(st.params, ", "), strings.ReplaceAll(st.SQL, "\n", "\n    "))
 		}
+	}
+	if !p.AuthRequired() {
+		b.WriteString("\nno clients: authentication is off, any caller may call any operation\n")
+	}
+	for _, c := range p.clientsByName() {
+		ops := "*"
+		if !c.any {
+			ops = strings.Join(sortedKeys(c.operations), ", ")
+		}
+		fmt.Fprintf(&b, "\nclient %s may call: %s\n", c.Name, ops)
 	}
 	return b.String()
 }

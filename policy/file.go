@@ -18,6 +18,7 @@ const MaxFileSize = 1 << 20
 type fileDoc struct {
 	Resources  map[string]fileResource  `yaml:"resources"`
 	Operations map[string]fileOperation `yaml:"operations"`
+	Clients    map[string]fileClient    `yaml:"clients"`
 }
 
 type fileResource struct {

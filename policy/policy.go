@@ -30,6 +30,7 @@ type Policy struct {
 	Source     string
 	Resources  map[string]*Resource
 	Operations map[string]*Operation
+	clients    map[[32]byte]*Client // by SHA-256 of the bearer token
 }
 
 // Resource is a kind of lockable thing and how its fence compares tokens.

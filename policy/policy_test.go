@@ -129,3 +129,51 @@ func TestLoadTooLarge(t *testing.T) {
 		t.Fatalf("Parse = %v, want ErrInvalid", err)
 	}
 }
+
+func TestClients(t *testing.T) {
+	const billingHash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" // sha256("test")
+	src := goodPolicy + `
+clients:
+  billing:
+    token_sha256: ` + billingHash + `
+    operations: [debit]
+  ops:
+    token_sha256: 1b4f0e9851971998e732078544c96b36c3d01cedf7caa332359d6f1d83567014
+    operations: ["*"]
+`
+	p := mustParse(t, src)
+	c, ok := p.Authenticate("test")
+	if !ok || c.Name != "billing" || !c.MayCall("debit") || c.MayCall("run") {
+		t.Fatalf("Authenticate(test) = %+v, %t; want billing, debit only", c, ok)
+	}
+	if _, ok := p.Authenticate("tesT"); ok {
+		t.Fatal("a wrong token authenticated")
+	}
+	if c, ok := p.Authenticate("test1"); !ok || !c.MayCall("run") {
+		t.Fatalf("Authenticate(test1) = %+v, %t; want ops with all operations", c, ok)
+	}
+	if open := mustParse(t, goodPolicy); open.AuthRequired() {
+		t.Fatal("a policy without clients requires authentication")
+	}
+
+	for _, tt := range []struct{ name, clients, entry, msg string }{
+		{"bad hash", "  a: {token_sha256: abc, operations: [debit]}\n", "clients.a.token_sha256", "64 hex digits"},
+		{"unknown op", "  a: {token_sha256: " + billingHash + ", operations: [refund]}\n", "clients.a.operations", "unknown operation"},
+		{"no ops", "  a: {token_sha256: " + billingHash + "}\n", "clients.a.operations", "missing"},
+		{"same token", "  a: {token_sha256: " + billingHash + ", operations: [debit]}\n  b: {token_sha256: " + billingHash + ", operations: [debit]}\n", "clients.b.token_sha256", "same token as client a"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(goodPolicy+"\nclients:\n"+tt.clients))
+			var pe *Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("Parse = %v, want *Error", err)
+			}
+			for _, p := range pe.Problems {
+				if p.Entry == tt.entry && strings.Contains(p.Message, tt.msg) {
+					return
+				}
+			}
+			t.Fatalf("problems %+v, want %s: %s", pe.Problems, tt.entry, tt.msg)
+		})
+	}
+}

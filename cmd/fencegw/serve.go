@@ -44,6 +44,9 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if err != nil {
 		return err
 	}
+	if !pol.AuthRequired() {
+		log.Warn("the policy declares no clients: any caller may call any operation; declare clients before exposing the gateway")
+	}
 	want, err := schema.Latest(schema.Gateway())
 	if err != nil {
 		return err

@@ -1,0 +1,87 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+)
+
+// Client is a caller known by the SHA-256 of its bearer token, and the
+// operations it may call. The token itself never appears in the policy.
+type Client struct {
+	Name       string
+	operations map[string]bool
+	any        bool
+}
+
+// MayCall reports whether c may call the named operation.
+func (c *Client) MayCall(op string) bool { return c.any || c.operations[op] }
+
+// Authenticate returns the client whose token is bearer. With no clients
+// in the policy, authentication is off and it returns (nil, true).
+func (p *Policy) Authenticate(bearer string) (*Client, bool) {
+	if len(p.clients) == 0 {
+		return nil, true
+	}
+	c, ok := p.clients[sha256.Sum256([]byte(bearer))]
+	return c, ok
+}
+
+// AuthRequired reports whether the policy declares clients.
+func (p *Policy) AuthRequired() bool { return len(p.clients) > 0 }
+
+type fileClient struct {
+	TokenSHA256 string   `yaml:"token_sha256"`
+	Operations  []string `yaml:"operations"`
+}
+
+// compileClients checks clients against the declared operations, so an
+// operation with its own problems is not reported again as unknown.
+func compileClients(ps *problems, p *Policy, clients map[string]fileClient, declared map[string]fileOperation) {
+	p.clients = map[[32]byte]*Client{}
+	for _, name := range sortedKeys(clients) {
+		fc, entry := clients[name], "clients."+name
+		c := &Client{Name: name, operations: map[string]bool{}}
+		if !validName(name) {
+			ps.add(entry, "client names are lower-case letters, digits and '_', starting with a letter")
+		}
+		var sum [32]byte
+		if b, err := hex.DecodeString(fc.TokenSHA256); err != nil || len(b) != len(sum) {
+			ps.add(entry+".token_sha256", "want the 64 hex digits of the SHA-256 of the client's bearer token (e.g. `printf %%s TOKEN | sha256sum`)")
+		} else {
+			copy(sum[:], b)
+			if other, dup := p.clients[sum]; dup {
+				ps.add(entry+".token_sha256", "same token as client %s", other.Name)
+			}
+			p.clients[sum] = c
+		}
+		if len(fc.Operations) == 0 {
+			ps.add(entry+".operations", "missing: list the operations the client may call, or [\"*\"] for all")
+		}
+		for _, op := range fc.Operations {
+			switch {
+			case op == "*":
+				c.any = true
+			case !hasKey(declared, op):
+				ps.add(entry+".operations", "unknown operation %q", op)
+			default:
+				c.operations[op] = true
+			}
+		}
+	}
+}
+
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+func (p *Policy) clientsByName() []*Client {
+	cs := make([]*Client, 0, len(p.clients))
+	for _, c := range p.clients {
+		cs = append(cs, c)
+	}
+	slices.SortFunc(cs, func(a, b *Client) int { return strings.Compare(a.Name, b.Name) })
+	return cs
+}
