@@ -42,3 +42,11 @@ func authorize(ctx context.Context, op string) error {
 	}
 	return nil
 }
+
+// clientName names the authenticated caller; "" when authentication is off.
+func clientName(ctx context.Context) string {
+	if c, _ := ctx.Value(clientKey{}).(*policy.Client); c != nil {
+		return c.Name
+	}
+	return ""
+}

@@ -65,11 +65,7 @@ func NewExecutor(pool *pgxpool.Pool) *Executor { return &Executor{pool: pool} }
 func (e *Executor) Execute(ctx context.Context, w Write) (Result, error) {
 	op := w.Operation
 	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 1+len(op.Statements))}
-	b.Queue(fenceSQL, w.Resource, w.Token.Epoch, w.Token.Revision, op.Resource.Compare == policy.Strict)
-	for i := range op.Statements {
-		st := &op.Statements[i]
-		b.Queue(st.SQL, op.Bind(st, w.Args, w.Resource, w.Token)...)
-	}
+	queueWrite(b, w)
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: no PostgreSQL connection, nothing was written: %w", ErrUnavailable, err)
@@ -77,7 +73,7 @@ func (e *Executor) Execute(ctx context.Context, w Write) (Result, error) {
 	defer conn.Release()
 	br := conn.SendBatch(ctx, b)
 	res := Result{Operation: op.Name, Resource: w.Resource, Token: w.Token.String()}
-	err = readBatch(br, op, &res)
+	err = readWrite(br, op, &res)
 	// Close reports the outcome of the commit itself: only a nil here means
 	// the write is durable and may be acknowledged.
 	if cerr := br.Close(); err == nil {
@@ -89,7 +85,18 @@ func (e *Executor) Execute(ctx context.Context, w Write) (Result, error) {
 	return res, nil
 }
 
-func readBatch(br pgx.BatchResults, op *policy.Operation, res *Result) error {
+// queueWrite queues the fence advance and the operation's statements.
+func queueWrite(b *pgx.Batch, w Write) {
+	op := w.Operation
+	b.Queue(fenceSQL, w.Resource, w.Token.Epoch, w.Token.Revision, op.Resource.Compare == policy.Strict)
+	for i := range op.Statements {
+		st := &op.Statements[i]
+		b.Queue(st.SQL, op.Bind(st, w.Args, w.Resource, w.Token)...)
+	}
+}
+
+// readWrite reads the results queued by queueWrite into res.
+func readWrite(br pgx.BatchResults, op *policy.Operation, res *Result) error {
 	if _, err := br.Exec(); err != nil {
 		return err
 	}
@@ -144,5 +151,5 @@ func classify(err error, w Write) error {
 	}
 	// The batch may have reached the server and committed before the
 	// connection failed: say so rather than guess.
-	return fmt.Errorf("%w: the connection to PostgreSQL failed mid-write; the write may or may not have been applied, read the resource's state before retrying: %w", ErrUnavailable, err)
+	return fmt.Errorf("%w: the connection to PostgreSQL failed mid-write; the write may or may not have been applied: retry with the same Idempotency-Key, or read the resource's state first: %w", ErrUnavailable, err)
 }

@@ -38,18 +38,22 @@ type Config struct {
 	WriteTimeout time.Duration
 	// SchemaVersion is the gateway schema version /readyz requires.
 	SchemaVersion uint
+	// IdempotencyRetention is how long a completed Idempotency-Key is
+	// replayed; after that the key may be reused.
+	IdempotencyRetention time.Duration
 }
 
 // Gateway serves the HTTP API. It holds no lease or fence state of its own:
 // any number of replicas can serve the same clients.
 type Gateway struct {
-	cfg      Config
-	log      *slog.Logger
-	exec     *Executor
-	metrics  *metrics
-	ready    atomic.Bool
-	maxBody  int64
-	writeTTL time.Duration
+	cfg       Config
+	log       *slog.Logger
+	exec      *Executor
+	metrics   *metrics
+	ready     atomic.Bool
+	maxBody   int64
+	writeTTL  time.Duration
+	retention time.Duration
 }
 
 // New checks cfg and returns a Gateway that reports not ready until
@@ -59,11 +63,12 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, errors.New("gateway: Config needs Pool, Authority and Policy")
 	}
 	g := &Gateway{
-		cfg:      cfg,
-		log:      cmp.Or(cfg.Logger, slog.Default()),
-		exec:     NewExecutor(cfg.Pool),
-		maxBody:  cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
-		writeTTL: cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
+		cfg:       cfg,
+		log:       cmp.Or(cfg.Logger, slog.Default()),
+		exec:      NewExecutor(cfg.Pool),
+		maxBody:   cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
+		writeTTL:  cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
+		retention: cmp.Or(cfg.IdempotencyRetention, DefaultIdempotencyRetention),
 	}
 	g.metrics = newMetrics(
 		func() float64 { return float64(cfg.Authority.NewestRevision()) },

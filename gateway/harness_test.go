@@ -31,6 +31,7 @@ type harness struct {
 	base string
 	pool *pgxpool.Pool
 	auth *tokens.Etcd
+	gw   *gateway.Gateway
 }
 
 // demoPolicy returns the demo policy text with the account resource in the
@@ -81,7 +82,7 @@ func newHarness(t *testing.T, policyYAML string) *harness {
 	gw.SetReady(true)
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
-	return &harness{t: t, base: srv.URL, pool: pool, auth: auth}
+	return &harness{t: t, base: srv.URL, pool: pool, auth: auth, gw: gw}
 }
 
 // response is an HTTP answer with its body decoded loosely.

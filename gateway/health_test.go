@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/testenv"
@@ -106,7 +107,7 @@ func TestEtcdDownIsUnavailable(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	l := h.mustAcquire("account/acct-62", 5, 0)
 	defer h.release(l)
-	dead, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:1"}, DialTimeout: time.Second})
+	dead, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:1"}, DialTimeout: time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}

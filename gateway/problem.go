@@ -48,6 +48,7 @@ func problemFor(err error, scope problemScope) Problem {
 		locked   *tokens.LockedError
 		precond  *PreconditionError
 		constr   *ConstraintError
+		mismatch *IdempotencyMismatchError
 	)
 	switch {
 	case errors.As(err, &stale):
@@ -66,6 +67,8 @@ func problemFor(err error, scope problemScope) Problem {
 		p.set(http.StatusNotFound, "unknown-operation", "Unknown operation")
 	case errors.As(err, &precond):
 		p.set(http.StatusConflict, "precondition-failed", "Operation precondition failed")
+	case errors.As(err, &mismatch):
+		p.set(http.StatusUnprocessableEntity, "idempotency-mismatch", "Idempotency key reused with another request")
 	case errors.As(err, &constr):
 		p.set(http.StatusConflict, "constraint", "Constraint violated")
 	case errors.As(err, &locked):

@@ -49,7 +49,7 @@ func TestRejectionsWriteNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := h.state()
+			before, audited := h.state(), h.rejections()
 			r := h.do(http.MethodPost, "/v1/ops/"+tt.op, tt.headers, tt.body)
 			if r.Status != tt.status || r.Problem.Kind() != tt.kind || r.Problem.Status != tt.status {
 				t.Fatalf("got %d %s, want %d %s", r.Status, r.Body, tt.status, tt.kind)
@@ -57,7 +57,19 @@ func TestRejectionsWriteNothing(t *testing.T) {
 			if after := h.state(); after != before {
 				t.Fatalf("a refused request changed the database: %s -> %s", before, after)
 			}
+			wantAudit := audited
+			if tt.kind == "stale-token" || tt.kind == "token-rejected" {
+				wantAudit++
+			}
+			if got := h.rejections(); got != wantAudit {
+				t.Fatalf("rejection audit rows %d -> %d, want %d", audited, got, wantAudit)
+			}
 		})
+	}
+	var reason, presented, current string
+	err := h.pool.QueryRow(t.Context(), "SELECT reason, presented, current FROM fencegw.rejections WHERE reason = 'stale-token'").Scan(&reason, &presented, &current)
+	if err != nil || presented != a.Token || current != b.Token {
+		t.Fatalf("audited stale write: %s %s %s, %v; want presented %s current %s", reason, presented, current, err, a.Token, b.Token)
 	}
 	if got := h.balance(account); got != 900 {
 		t.Fatalf("balance = %d, want 900", got)
@@ -65,3 +77,12 @@ func TestRejectionsWriteNothing(t *testing.T) {
 }
 
 func tok(s string) http.Header { return http.Header{"Fencing-Token": {s}} }
+
+func (h *harness) rejections() int {
+	h.t.Helper()
+	var n int
+	if err := h.pool.QueryRow(h.t.Context(), "SELECT count(*) FROM fencegw.rejections").Scan(&n); err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,13 +23,21 @@ func (g *Gateway) handleWrite(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name := chi.URLParam(r, "operation")
 	scope := problemScope{Operation: name}
-	res, err := g.write(r, &scope)
+	reply, err := g.write(r, &scope)
 	outcome := "ok"
-	if err != nil {
+	switch {
+	case err != nil:
 		p := g.writeProblem(w, r, err, scope)
 		outcome = p.Kind()
-	} else {
-		writeJSON(w, http.StatusOK, res)
+		g.audit(r.Context(), p)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		if reply.Replayed {
+			w.Header().Set(ReplayedHeader, "true")
+			outcome = "replayed"
+		}
+		w.WriteHeader(reply.Status)
+		_, _ = w.Write(reply.Body)
 	}
 	if _, known := g.cfg.Policy.Operations[name]; known { // bound label cardinality
 		g.metrics.writes.WithLabelValues(name, outcome).Inc()
@@ -36,30 +45,34 @@ func (g *Gateway) handleWrite(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (g *Gateway) write(r *http.Request, scope *problemScope) (Result, error) {
+func (g *Gateway) write(r *http.Request, scope *problemScope) (Reply, error) {
 	op, ok := g.cfg.Policy.Operations[scope.Operation]
 	if !ok {
-		return Result{}, fmt.Errorf("%w: %q is not in the policy", ErrUnknownOperation, clip(scope.Operation))
+		return Reply{}, fmt.Errorf("%w: %q is not in the policy", ErrUnknownOperation, clip(scope.Operation))
 	}
 	if err := authorize(r.Context(), op.Name); err != nil {
-		return Result{}, err
+		return Reply{}, err
 	}
 	tok, err := tokenFrom(r)
 	if err != nil {
-		return Result{}, err
+		return Reply{}, err
 	}
 	scope.Presented = tok
+	key, once, err := idempotencyKey(r)
+	if err != nil {
+		return Reply{}, err
+	}
 	body, err := g.readBody(r)
 	if err != nil {
-		return Result{}, err
+		return Reply{}, err
 	}
 	args, err := op.DecodeArgs(body)
 	if err != nil {
-		return Result{}, err
+		return Reply{}, err
 	}
 	resource, err := op.ResourceKey(args)
 	if err != nil {
-		return Result{}, err
+		return Reply{}, err
 	}
 	scope.Resource = resource
 
@@ -68,9 +81,24 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (Result, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)
 	defer cancel()
 	if err := g.validate(ctx, resource, tok); err != nil {
-		return Result{}, err
+		return Reply{}, err
 	}
-	return g.exec.Execute(ctx, Write{Operation: op, Args: args, Resource: resource, Token: tok})
+	wr := Write{Operation: op, Args: args, Resource: resource, Token: tok}
+	if once {
+		idem := Idempotency{Client: clientName(r.Context()), Key: key, Fingerprint: op.Fingerprint(args), Retention: g.retention}
+		return g.exec.ExecuteOnce(ctx, wr, idem, renderResult)
+	}
+	res, err := g.exec.Execute(ctx, wr)
+	if err != nil {
+		return Reply{}, err
+	}
+	b, err := renderResult(res)
+	return Reply{Status: http.StatusOK, Body: b}, err
+}
+
+func renderResult(res Result) ([]byte, error) {
+	b, err := json.Marshal(res)
+	return append(b, '\n'), err
 }
 
 // validateTimeout bounds the etcd read that checks a token newer than any

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -174,4 +175,34 @@ func (op *Operation) Bind(st *Statement, vals Values, resource string, tok token
 		}
 	}
 	return out
+}
+
+// Fingerprint identifies a request's content for idempotency: the operation
+// and its decoded arguments, independent of JSON spelling and key order.
+func (op *Operation) Fingerprint(vals Values) [32]byte {
+	h := sha256.New()
+	var buf []byte
+	buf = append(buf, op.Name...)
+	for i, a := range op.Args {
+		buf = append(buf, 0)
+		buf = append(buf, a.Name...)
+		buf = append(buf, 0)
+		switch v := vals[i].(type) {
+		case string:
+			buf = append(buf, 's')
+			buf = strconv.AppendInt(buf, int64(len(v)), 10)
+			buf = append(buf, ':')
+			buf = append(buf, v...)
+		case int64:
+			buf = append(buf, 'i')
+			buf = strconv.AppendInt(buf, v, 10)
+		case bool:
+			buf = append(buf, 'b')
+			buf = strconv.AppendBool(buf, v)
+		}
+	}
+	h.Write(buf)
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
 }

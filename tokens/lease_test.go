@@ -7,6 +7,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/fencegw/fencegw/internal/testenv"
 	"github.com/fencegw/fencegw/tokens"
@@ -214,7 +215,7 @@ func TestValidate(t *testing.T) {
 // TestUnreachableEtcdIsUnavailable: an authority that cannot reach etcd
 // must say so instead of accepting or rejecting.
 func TestUnreachableEtcdIsUnavailable(t *testing.T) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:1"}, DialTimeout: time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:1"}, DialTimeout: time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,6 +94,10 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	janitorCtx, stopJanitor := context.WithCancel(context.WithoutCancel(ctx))
+	janitorDone := make(chan struct{})
+	go func() { defer close(janitorDone); gw.RunJanitor(janitorCtx) }()
+	defer func() { stopJanitor(); <-janitorDone }()
 	gw.SetReady(true)
 	addr := ln.Addr().String()
 	log.Info("fencegw serving", "addr", addr, "policy", cfg.PolicyPath, "operations", len(pol.Operations), "etcd", cfg.EtcdEndpoints)

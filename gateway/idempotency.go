@@ -1,0 +1,160 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// IdempotencyHeader carries a client-chosen key that makes a write execute
+// at most once (IETF httpapi Idempotency-Key draft).
+const (
+	IdempotencyHeader = "Idempotency-Key"
+	ReplayedHeader    = "Idempotent-Replayed"
+	maxKeyLen         = 255
+)
+
+// DefaultIdempotencyRetention is how long a completed key is replayed.
+const DefaultIdempotencyRetention = 24 * time.Hour
+
+// SQLSTATEs raised by fencegw.claim_key.
+const (
+	sqlstateReplay   = "FG208"
+	sqlstateMismatch = "FG422"
+)
+
+// IdempotencyMismatchError is a key reused for a different request.
+type IdempotencyMismatchError struct{ Key string }
+
+func (e *IdempotencyMismatchError) Error() string {
+	return fmt.Sprintf("gateway: idempotency key %q was first used with different arguments", e.Key)
+}
+
+// Idempotency scopes a key to a client and an operation, with the request's
+// fingerprint and how long completed keys are kept.
+type Idempotency struct {
+	Client      string
+	Key         string
+	Fingerprint [32]byte
+	Retention   time.Duration
+}
+
+// Reply is the answer to an idempotent write: new, or replayed from the
+// first execution.
+type Reply struct {
+	Status   int
+	Body     []byte
+	Replayed bool
+}
+
+// ExecuteOnce applies w at most once per key. The key is claimed, the fence
+// advanced and the operation run in one pipelined batch inside an explicit
+// transaction; the rendered response is stored and committed in a second
+// round trip, so the write and its stored response commit together. A
+// concurrent request with the same key waits for the first to finish and
+// then gets its response. ctx bounds the whole exchange.
+func (e *Executor) ExecuteOnce(ctx context.Context, w Write, idem Idempotency, render func(Result) ([]byte, error)) (Reply, error) {
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return Reply{}, fmt.Errorf("%w: no PostgreSQL connection, nothing was written: %w", ErrUnavailable, err)
+	}
+	defer conn.Release()
+
+	op := w.Operation
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT fencegw.claim_key($1, $2, $3, $4, $5)", idem.Client, op.Name, idem.Key, idem.Fingerprint[:], idem.Retention)
+	queueWrite(b, w)
+	br := conn.SendBatch(ctx, b)
+	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	res := Result{Operation: op.Name, Resource: w.Resource, Token: w.Token.String()}
+	if err == nil {
+		err = readWrite(br, op, &res)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		rollback(conn)
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == sqlstateReplay:
+			return replay(ctx, conn, idem, op.Name)
+		case errors.As(err, &pgErr) && pgErr.Code == sqlstateMismatch:
+			return Reply{}, &IdempotencyMismatchError{Key: idem.Key}
+		}
+		return Reply{}, classify(err, w)
+	}
+
+	body, err := render(res)
+	if err != nil {
+		rollback(conn)
+		return Reply{}, err
+	}
+	b = &pgx.Batch{}
+	b.Queue("UPDATE fencegw.idempotency_keys SET status = $4, response = $5 WHERE (client, operation, key) = ($1, $2, $3)",
+		idem.Client, op.Name, idem.Key, http.StatusOK, body)
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		rollback(conn)
+		return Reply{}, classify(err, w)
+	}
+	return Reply{Status: http.StatusOK, Body: body}, nil
+}
+
+// replay answers with the stored response of the key's first execution.
+func replay(ctx context.Context, conn *pgxpool.Conn, idem Idempotency, op string) (Reply, error) {
+	r := Reply{Replayed: true}
+	err := conn.QueryRow(ctx, "SELECT status, response FROM fencegw.idempotency_keys WHERE (client, operation, key) = ($1, $2, $3)",
+		idem.Client, op, idem.Key).Scan(&r.Status, &r.Body)
+	if err != nil {
+		return Reply{}, fmt.Errorf("%w: reading the stored response of key %q: %w", ErrUnavailable, idem.Key, err)
+	}
+	return r, nil
+}
+
+// rollback ends a failed explicit transaction. If it cannot, the pool
+// discards the connection on release, which rolls back too.
+func rollback(conn *pgxpool.Conn) {
+	if conn.Conn().PgConn().TxStatus() == 'I' {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = conn.Exec(ctx, "ROLLBACK")
+}
+
+// idempotencyKey reads the optional Idempotency-Key header: an RFC 8941
+// string ("…"), or for convenience the bare text, of printable ASCII.
+func idempotencyKey(r *http.Request) (string, bool, error) {
+	values := r.Header.Values(IdempotencyHeader)
+	switch len(values) {
+	case 0:
+		return "", false, nil
+	case 1:
+	default:
+		return "", false, badRequest("%d %s headers: send exactly one", len(values), IdempotencyHeader)
+	}
+	k := values[0]
+	if len(k) >= 2 && k[0] == '"' && k[len(k)-1] == '"' {
+		k = k[1 : len(k)-1]
+	}
+	if k == "" || len(k) > maxKeyLen {
+		return "", false, badRequest("%s must be 1 to %d characters", IdempotencyHeader, maxKeyLen)
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e || k[i] == '"' || k[i] == '\\' {
+			return "", false, badRequest("%s must be printable ASCII without quotes or backslashes", IdempotencyHeader)
+		}
+	}
+	return k, true, nil
+}

@@ -1,0 +1,44 @@
+package gateway_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/gateway"
+)
+
+// TestJanitorExpiresKeysAndTrimsAudit: keys past their retention go, fresh
+// ones stay; the rejection audit keeps only its newest rows.
+func TestJanitorExpiresKeysAndTrimsAudit(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	_, err := h.pool.Exec(t.Context(), `
+		INSERT INTO fencegw.idempotency_keys (client, operation, key, fingerprint, status, response, created_at)
+		VALUES ('', 'debit', 'old', '\x00', 200, '{}', now() - interval '25 hours'),
+		       ('', 'debit', 'new', '\x00', 200, '{}', now())`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.pool.Exec(t.Context(), `INSERT INTO fencegw.rejections (resource, operation, reason)
+		SELECT 'r', 'debit', 'stale-token' FROM generate_series(1, $1 + 5)`, gateway.MaxRejections)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.gw.RunJanitor(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	var keys, audit int
+	swept := waitFor(10*time.Second, func() bool {
+		err := h.pool.QueryRow(t.Context(), "SELECT (SELECT count(*) FROM fencegw.idempotency_keys), (SELECT count(*) FROM fencegw.rejections)").Scan(&keys, &audit)
+		return err == nil && keys == 1 && audit == gateway.MaxRejections
+	})
+	if !swept {
+		t.Fatalf("after the janitor: %d keys, %d rejections; want 1 and %d", keys, audit, gateway.MaxRejections)
+	}
+	var left string
+	if err := h.pool.QueryRow(t.Context(), "SELECT key FROM fencegw.idempotency_keys").Scan(&left); err != nil || left != "new" {
+		t.Fatalf("kept key %q, %v; want new", left, err)
+	}
+}
