@@ -14,7 +14,9 @@ import (
 	"github.com/golang-migrate/migrate/v4"
 	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -156,7 +158,8 @@ func Applied(ctx context.Context, q interface {
 }, table string) (version uint, dirty bool, err error) {
 	var v int64
 	err = q.QueryRow(ctx, "SELECT version, dirty FROM "+pgx.Identifier{table}.Sanitize()+" LIMIT 1").Scan(&v, &dirty)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var pgErr *pgconn.PgError
+	if errors.Is(err, pgx.ErrNoRows) || (errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UndefinedTable) {
 		return 0, false, ErrNoVersion
 	}
 	if err != nil {

@@ -22,6 +22,8 @@ type serveConfig struct {
 	WriteTimeout    time.Duration
 	ShutdownTimeout time.Duration
 	LogFormat       string
+
+	IdempotencyRetention time.Duration
 }
 
 // bind registers the flags shared by serve and dev on fs.
@@ -29,6 +31,7 @@ func (c *serveConfig) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.StringVar(&c.Listen, "listen", envOr(listenDefault, "FENCEGW_LISTEN"), "HTTP listen address (FENCEGW_LISTEN)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body", gateway.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", gateway.DefaultWriteTimeout, "bound on one write's PostgreSQL work")
+	fs.DurationVar(&c.IdempotencyRetention, "idempotency-retention", gateway.DefaultIdempotencyRetention, "how long a completed Idempotency-Key is replayed")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.LogFormat, "log-format", envOr("json", "FENCEGW_LOG_FORMAT"), "log format: json or text (FENCEGW_LOG_FORMAT)")
 }
@@ -53,7 +56,7 @@ func (c *serveConfig) check() error {
 		return fmt.Errorf("%w: no etcd endpoints: set --etcd or FENCEGW_ETCD_ENDPOINTS", errUsage)
 	case c.MaxBodyBytes < 1:
 		return fmt.Errorf("%w: --max-body must be positive", errUsage)
-	case c.WriteTimeout <= 0 || c.ShutdownTimeout <= 0:
+	case c.WriteTimeout <= 0 || c.ShutdownTimeout <= 0 || c.IdempotencyRetention <= 0:
 		return fmt.Errorf("%w: timeouts must be positive", errUsage)
 	}
 	return nil

@@ -59,6 +59,9 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return fmt.Errorf("serve: database: %w", err)
 	}
 	defer pool.Close()
+	if err := checkSchema(startCtx, pool, want); err != nil {
+		return err
+	}
 	if err := gateway.CheckPolicy(startCtx, pool, pol); err != nil {
 		return err
 	}
@@ -75,6 +78,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	gw, err := gateway.New(gateway.Config{
 		Pool: pool, Authority: auth, Policy: pol, Logger: log,
 		MaxBodyBytes: cfg.MaxBodyBytes, WriteTimeout: cfg.WriteTimeout, SchemaVersion: want,
+		IdempotencyRetention: cfg.IdempotencyRetention,
 	})
 	if err != nil {
 		return err
@@ -120,6 +124,23 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// checkSchema refuses to start against a database whose gateway schema is
+// not the one this binary was built for.
+func checkSchema(ctx context.Context, pool *pgxpool.Pool, want uint) error {
+	v, dirty, err := schema.Applied(ctx, pool, schema.GatewayTable)
+	switch {
+	case errors.Is(err, schema.ErrNoVersion):
+		return fmt.Errorf("serve: the database has no fencegw schema: run `fencegw migrate up` first")
+	case err != nil:
+		return fmt.Errorf("serve: %w", err)
+	case dirty:
+		return fmt.Errorf("serve: the fencegw schema is dirty at version %d: a migration failed halfway; see `fencegw migrate version`", v)
+	case v != want:
+		return fmt.Errorf("serve: the fencegw schema is at version %d, this binary needs %d: run `fencegw migrate up` with this binary", v, want)
 	}
 	return nil
 }

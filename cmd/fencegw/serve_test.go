@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/internal/testenv"
+)
+
+func serveConfigFor(t *testing.T, dbURL, policyPath string) serveConfig {
+	t.Helper()
+	return serveConfig{
+		Listen: "127.0.0.1:0", DatabaseURL: dbURL, EtcdEndpoints: testenv.EtcdEndpoints(), PolicyPath: policyPath,
+		MaxBodyBytes: 1 << 16, WriteTimeout: 5 * time.Second, ShutdownTimeout: 5 * time.Second,
+		IdempotencyRetention: time.Hour, LogFormat: "text",
+	}
+}
+
+func migrated(t *testing.T) string {
+	t.Helper()
+	dbURL := testenv.NewDatabase(t)
+	if err := runMigrate(context.Background(), []string{"--database-url", dbURL, "up"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runMigrate(context.Background(), []string{"--database-url", dbURL, "--dir", "../../testdata/demo/migrations", "--table", "demo_schema_migrations", "up"}); err != nil {
+		t.Fatal(err)
+	}
+	return dbURL
+}
+
+func TestServeRefusesAnUnmigratedDatabase(t *testing.T) {
+	cfg := serveConfigFor(t, testenv.NewDatabase(t), "../../testdata/demo/policy.yaml")
+	err := serve(context.Background(), cfg, nil)
+	if err == nil || !strings.Contains(err.Error(), "fencegw migrate up") {
+		t.Fatalf("serve on an empty database = %v, want advice to run `fencegw migrate up`", err)
+	}
+}
+
+func TestServeRefusesPolicySQLTheDatabaseRejects(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../testdata/demo/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(src), "SET balance_cents = balance_cents - :amount_cents", "SET balance = balance - :amount_cents", 1)
+	path := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = serve(context.Background(), serveConfigFor(t, migrated(t), path), nil)
+	if err == nil || !strings.Contains(err.Error(), "operations.debit.statements[0]") || !strings.Contains(err.Error(), `column "balance"`) {
+		t.Fatalf("serve with a bad column = %v, want a problem naming operations.debit.statements[0]", err)
+	}
+}
+
+// TestServeShutsDownGracefully: cancelling (SIGTERM) turns /readyz off and
+// returns nil once requests have drained.
+func TestServeShutsDownGracefully(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrs := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, serveConfigFor(t, migrated(t), "../../testdata/demo/policy.yaml"), func(addr string) { addrs <- addr })
+	}()
+	var addr string
+	select {
+	case addr = <-addrs:
+	case err := <-done:
+		t.Fatalf("serve stopped: %v", err)
+	}
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("readyz = %d", resp.StatusCode)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve after cancel = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if _, err := http.Get("http://" + addr + "/livez"); err == nil {
+		t.Fatal("still serving after shutdown")
+	}
+}
