@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,48 +22,44 @@ const DatabaseURLEnv = "FENCEGW_TEST_DATABASE_URL"
 // on a loaded CI machine can take several seconds.
 const startTimeout = 2 * time.Minute
 
-// env is the shared environment of the running test binary; nil outside Run.
+// env is the shared environment of the running test binary.
 type env struct {
 	adminURL      string
 	etcdEndpoints []string
 }
 
+// The environment starts on first use, not in Run, so test binaries whose
+// selected tests need no server (unit tests, fuzz workers) start none.
 var (
-	current atomic.Pointer[env]
-	running atomic.Bool
+	running  atomic.Bool
+	mu       sync.Mutex
+	current  *env
+	startErr error
+	stopAll  func() error
 )
 
-// Run starts PostgreSQL and etcd, runs the tests, stops both and returns the
-// exit code. Call it from TestMain: os.Exit(testenv.Run(m)). A startup
-// failure is reported on stderr and fails the binary rather than skipping
-// tests, so a missing server cannot pass as green.
+// Run runs the tests, then stops whatever servers they started, and returns
+// the exit code. Call it from TestMain: os.Exit(testenv.Run(m)). Servers
+// start when a test first asks for one; if they cannot, that test fails
+// with the reason (and so does every later one): a missing server never
+// passes as a skip.
 func Run(m *testing.M) int {
 	if !running.CompareAndSwap(false, true) {
 		fmt.Fprintln(os.Stderr, "testenv: Run called twice in one test binary")
 		return 1
 	}
 	defer running.Store(false)
+	code := m.Run()
 
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	begin := time.Now()
-	e, stop, err := start(ctx)
-	cancel()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: cannot start test servers after %s: %v\n",
-			time.Since(begin).Round(time.Millisecond), err)
+	mu.Lock()
+	stop := stopAll
+	current, stopAll = nil, nil
+	mu.Unlock()
+	if stop != nil {
 		if err := stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+			return 1
 		}
-		return 1
-	}
-
-	current.Store(e)
-	code := m.Run()
-	current.Store(nil)
-
-	if err := stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		return 1
 	}
 	return code
 }
@@ -105,12 +102,29 @@ func start(ctx context.Context) (_ *env, stop func() error, err error) {
 	return e, stop, nil
 }
 
-// get returns the running environment or explains how to set it up.
+// get returns the shared environment, starting it on first use.
 func get() (*env, error) {
-	if e := current.Load(); e != nil {
-		return e, nil
+	if !running.Load() {
+		return nil, errors.New("testenv: not running; add func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) } to the package's tests")
 	}
-	return nil, errors.New("testenv: not running; add func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) } to the package's tests")
+	mu.Lock()
+	defer mu.Unlock()
+	if current != nil || startErr != nil {
+		return current, startErr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	begin := time.Now()
+	e, stop, err := start(ctx)
+	if err != nil {
+		startErr = fmt.Errorf("testenv: cannot start test servers after %s: %w", time.Since(begin).Round(time.Millisecond), err)
+		if serr := stop(); serr != nil {
+			startErr = errors.Join(startErr, serr)
+		}
+		return nil, startErr
+	}
+	current, stopAll = e, stop
+	return current, nil
 }
 
 // AdminURL is the superuser URL of the shared server's postgres database.
