@@ -92,6 +92,7 @@ func (g *Gateway) Handler() http.Handler {
 		r.Use(g.authenticate)
 		r.Post("/ops/{operation}", g.handleWrite)
 		r.Post("/leases", g.handleAcquire)
+		r.Get("/leases", g.handleObserve)
 		r.Post("/leases/{id}/keepalive", g.handleKeepAlive)
 		r.Delete("/leases/{id}", g.handleRelease)
 	})

@@ -21,6 +21,7 @@ type acquireRequest struct {
 	Resource string   `json:"resource"`
 	TTL      *int64   `json:"ttl"`  // seconds
 	Wait     *float64 `json:"wait"` // seconds
+	Value    string   `json:"value"`
 }
 
 type leaseResponse struct {
@@ -48,7 +49,7 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	if req.Wait != nil {
 		wait = time.Duration(*req.Wait * float64(time.Second))
 	}
-	lease, err := g.cfg.Authority.Acquire(r.Context(), req.Resource, ttl, wait)
+	lease, err := g.cfg.Authority.Acquire(r.Context(), req.Resource, tokens.AcquireOptions{TTL: ttl, Wait: wait, Value: req.Value})
 	if err != nil {
 		if errors.Is(err, tokens.ErrLocked) {
 			g.metrics.leases.WithLabelValues("locked").Inc()
@@ -113,4 +114,42 @@ func (g *Gateway) handleRelease(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	g.writeProblem(w, r, err, problemScope{})
+}
+
+type contenderJSON struct {
+	LeaseID string `json:"lease_id"`
+	Token   string `json:"token"`
+	TTL     int64  `json:"ttl"`
+	Value   string `json:"value,omitempty"`
+}
+
+type lockStateJSON struct {
+	Resource string          `json:"resource"`
+	Revision int64           `json:"revision"`
+	Holder   *contenderJSON  `json:"holder"`
+	Waiters  []contenderJSON `json:"waiters"`
+}
+
+func contender(c tokens.Contender) contenderJSON {
+	return contenderJSON{LeaseID: c.LeaseID.String(), Token: c.Token.String(), TTL: int64(c.TTL / time.Second), Value: c.Value}
+}
+
+// handleObserve serves GET /v1/leases?resource=…: the holder, its token,
+// remaining TTL and value, and the waiters in grant order.
+func (g *Gateway) handleObserve(w http.ResponseWriter, r *http.Request) {
+	resource := r.URL.Query().Get("resource")
+	st, err := g.cfg.Authority.Observe(r.Context(), resource)
+	if err != nil {
+		g.writeProblem(w, r, err, problemScope{Resource: resource})
+		return
+	}
+	out := lockStateJSON{Resource: st.Resource, Revision: st.Revision, Waiters: []contenderJSON{}}
+	if st.Holder != nil {
+		h := contender(*st.Holder)
+		out.Holder = &h
+	}
+	for _, c := range st.Waiters {
+		out.Waiters = append(out.Waiters, contender(c))
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -2,7 +2,9 @@ package gateway_test
 
 import (
 	"net/http"
+	"net/url"
 	"testing"
+	"time"
 )
 
 func TestLeaseLifecycleOverHTTP(t *testing.T) {
@@ -62,5 +64,72 @@ func TestLeaseRequestsValidated(t *testing.T) {
 				t.Fatalf("%s %s %s: %d %s, want %d %s", tt.method, tt.path, tt.body, r.Status, r.Body, tt.status, tt.kind)
 			}
 		})
+	}
+}
+
+// TestObserveLeaderElection: a lease on leader/<name> with a value is
+// leader election; GET /v1/leases shows the leader, its value and TTL, and
+// the candidates in line, from any replica.
+func TestObserveLeaderElection(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	replica := newHarness(t, demoPolicy(t, "monotonic")) // a second gateway on the same etcd
+	const resource = "leader/billing-scheduler"
+	r := h.do(http.MethodPost, "/v1/leases", nil, `{"resource": "`+resource+`", "ttl": 10, "value": "10.0.0.7:8080"}`)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("acquire: %d %s", r.Status, r.Body)
+	}
+	var leader struct {
+		LeaseID string `json:"lease_id"`
+		Token   string `json:"token"`
+	}
+	decodeJSON(t, r.Body, &leader)
+
+	waiting := make(chan response, 1)
+	go func() {
+		waiting <- replica.do(http.MethodPost, "/v1/leases", nil, `{"resource": "`+resource+`", "ttl": 10, "wait": 20, "value": "10.0.0.8:8080"}`)
+	}()
+	var st struct {
+		Holder *struct {
+			LeaseID, Token, Value string
+			TTL                   int64
+		}
+		Waiters []struct{ Token, Value string }
+	}
+	if !waitFor(10*time.Second, func() bool {
+		r := replica.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(resource), nil, "")
+		decodeJSON(t, r.Body, &st)
+		return len(st.Waiters) == 1
+	}) {
+		t.Fatalf("the candidate never showed up as a waiter: %+v", st)
+	}
+	if st.Holder == nil || st.Holder.Token != leader.Token || st.Holder.Value != "10.0.0.7:8080" || st.Holder.TTL < 1 || st.Waiters[0].Value != "10.0.0.8:8080" {
+		t.Fatalf("observed %+v, want leader %s with its value and TTL, one waiter", st, leader.Token)
+	}
+
+	if r := replica.do(http.MethodDelete, "/v1/leases/"+leader.LeaseID, nil, ""); r.Status != http.StatusNoContent {
+		t.Fatalf("release on the other replica: %d %s", r.Status, r.Body)
+	}
+	next := <-waiting
+	if next.Status != http.StatusCreated {
+		t.Fatalf("candidate: %d %s", next.Status, next.Body)
+	}
+	r = h.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(resource), nil, "")
+	decodeJSON(t, r.Body, &st)
+	if st.Holder == nil || st.Holder.Value != "10.0.0.8:8080" || len(st.Waiters) != 0 {
+		t.Fatalf("after hand-over: %+v", st)
+	}
+	var l struct {
+		LeaseID string `json:"lease_id"`
+	}
+	decodeJSON(t, next.Body, &l)
+	h.do(http.MethodDelete, "/v1/leases/"+l.LeaseID, nil, "")
+
+	r = h.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(resource), nil, "")
+	decodeJSON(t, r.Body, &st)
+	if r.Status != http.StatusOK || st.Holder != nil {
+		t.Fatalf("free lock observed as %d %s", r.Status, r.Body)
+	}
+	if r := h.do(http.MethodGet, "/v1/leases", nil, ""); r.Status != http.StatusBadRequest {
+		t.Fatalf("observe without a resource: %d, want 400", r.Status)
 	}
 }

@@ -18,6 +18,8 @@ var (
 	ErrLocked = errors.New("tokens: resource is locked")
 	// ErrBadResource means a resource name the authority refuses to key.
 	ErrBadResource = errors.New("tokens: bad resource name")
+	// ErrBadValue means a lock value over 4 KiB or with a NUL byte.
+	ErrBadValue = errors.New("tokens: bad lock value: at most 4096 bytes, no NUL")
 	// ErrBadTTL means a lease TTL out of the accepted range.
 	ErrBadTTL = errors.New("tokens: bad lease ttl")
 )

@@ -53,14 +53,25 @@ func lockKeyPrefix(resource string) string {
 	return lockPrefix + url.PathEscape(resource) + "/"
 }
 
-// Acquire takes the lock on resource with a new lease of ttl, waiting up to
-// wait for earlier holders (wait 0 tries once). It follows etcd's mutex
+// AcquireOptions says how to take a lock.
+type AcquireOptions struct {
+	TTL   time.Duration // lease length, MinTTL to MaxTTL
+	Wait  time.Duration // how long to queue behind earlier holders; 0 tries once
+	Value string        // stored with the lock key, shown to observers
+}
+
+// Acquire takes the lock on resource with a new lease of opts.TTL, waiting
+// up to opts.Wait for earlier holders. It follows etcd's mutex
 // recipe: each contender creates its own key and waits only for the key
 // created just before it, so waiters are served in arrival order without a
 // thundering herd. The token is the create revision of the caller's key.
 // ctx bounds the whole call; on any failure the lease is revoked.
-func (a *Etcd) Acquire(ctx context.Context, resource string, ttl, wait time.Duration) (Lease, error) {
+func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions) (Lease, error) {
+	ttl, wait := opts.TTL, opts.Wait
 	if err := CheckResource(resource); err != nil {
+		return Lease{}, err
+	}
+	if err := checkValue(opts.Value); err != nil {
 		return Lease{}, err
 	}
 	if ttl < MinTTL || ttl > MaxTTL {
@@ -74,7 +85,7 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, ttl, wait time.Dura
 		return Lease{}, unavailable("grant lease", err)
 	}
 	id := LeaseID(grant.ID)
-	lease, err := a.lock(ctx, resource, id, wait)
+	lease, err := a.lock(ctx, resource, id, wait, opts.Value)
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
@@ -85,10 +96,10 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, ttl, wait time.Dura
 	return lease, nil
 }
 
-func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, wait time.Duration) (Lease, error) {
+func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, wait time.Duration, value string) (Lease, error) {
 	pfx := lockKeyPrefix(resource)
 	key := pfx + id.String()
-	put := clientv3.OpPut(key, "", clientv3.WithLease(clientv3.LeaseID(id)))
+	put := clientv3.OpPut(key, value, clientv3.WithLease(clientv3.LeaseID(id)))
 	holder := clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)
 	resp, err := a.cli.Txn(ctx).Then(put, holder).Commit()
 	if err != nil {

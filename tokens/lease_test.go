@@ -21,7 +21,7 @@ func newAuthority(t *testing.T) (*tokens.Etcd, *clientv3.Client) {
 
 func acquire(t *testing.T, a *tokens.Etcd, resource string, wait time.Duration) tokens.Lease {
 	t.Helper()
-	l, err := a.Acquire(t.Context(), resource, 5*time.Second, wait)
+	l, err := a.Acquire(t.Context(), resource, tokens.AcquireOptions{TTL: 5 * time.Second, Wait: wait})
 	if err != nil {
 		t.Fatalf("Acquire %s: %v", resource, err)
 	}
@@ -39,7 +39,7 @@ func TestMutualExclusionAndFIFO(t *testing.T) {
 	leases := make(chan tokens.Lease, 2)
 	queue := func(name string) {
 		go func() {
-			l, err := a.Acquire(context.Background(), res, 5*time.Second, 20*time.Second)
+			l, err := a.Acquire(context.Background(), res, tokens.AcquireOptions{TTL: 5 * time.Second, Wait: 20 * time.Second})
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
 				granted <- name + " failed"
@@ -108,7 +108,7 @@ func TestWaitTimeoutCleansUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = a.Acquire(t.Context(), res, 5*time.Second, 300*time.Millisecond)
+	_, err = a.Acquire(t.Context(), res, tokens.AcquireOptions{TTL: 5 * time.Second, Wait: 300 * time.Millisecond})
 	var locked *tokens.LockedError
 	if !errors.As(err, &locked) || !errors.Is(err, tokens.ErrLocked) {
 		t.Fatalf("Acquire on a held lock = %v, want *LockedError", err)
@@ -180,7 +180,7 @@ func TestAcquireRefusesBadInput(t *testing.T) {
 		{"negative wait", "ok", 5 * time.Second, -time.Second, tokens.ErrBadTTL},
 	}
 	for _, tt := range tests {
-		if _, err := a.Acquire(t.Context(), tt.resource, tt.ttl, tt.wait); !errors.Is(err, tt.want) {
+		if _, err := a.Acquire(t.Context(), tt.resource, tokens.AcquireOptions{TTL: tt.ttl, Wait: tt.wait}); !errors.Is(err, tt.want) {
 			t.Errorf("%s: Acquire = %v, want %v", tt.name, err, tt.want)
 		}
 	}
@@ -226,7 +226,7 @@ func TestUnreachableEtcdIsUnavailable(t *testing.T) {
 	if err := a.Validate(ctx, "x", tokens.Token{Epoch: 1, Revision: 5}); !errors.Is(err, tokens.ErrUnavailable) {
 		t.Fatalf("Validate = %v, want ErrUnavailable", err)
 	}
-	if _, err := a.Acquire(ctx, "x", 5*time.Second, 0); !errors.Is(err, tokens.ErrUnavailable) {
+	if _, err := a.Acquire(ctx, "x", tokens.AcquireOptions{TTL: 5 * time.Second, Wait: 0}); !errors.Is(err, tokens.ErrUnavailable) {
 		t.Fatalf("Acquire = %v, want ErrUnavailable", err)
 	}
 }
