@@ -80,7 +80,7 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (Reply, error) {
 	// the client's: a disconnect must not leave its outcome to chance.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)
 	defer cancel()
-	if err := g.validate(ctx, resource, tok); err != nil {
+	if err := g.validate(ctx, resource, tok, op.Resource.Validation); err != nil {
 		return Reply{}, err
 	}
 	wr := Write{Operation: op, Args: args, Resource: resource, Token: tok}
@@ -106,10 +106,10 @@ func renderResult(res Result) ([]byte, error) {
 // client for the whole write timeout.
 const validateTimeout = 3 * time.Second
 
-func (g *Gateway) validate(ctx context.Context, resource string, tok tokens.Token) error {
+func (g *Gateway) validate(ctx context.Context, resource string, tok tokens.Token, mode tokens.Validation) error {
 	ctx, cancel := context.WithTimeout(ctx, validateTimeout)
 	defer cancel()
-	return g.cfg.Authority.Validate(ctx, resource, tok)
+	return g.cfg.Authority.Validate(ctx, resource, tok, mode)
 }
 
 // tokenFrom reads the one Fencing-Token header of r.

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"fmt"
+
+	"github.com/fencegw/fencegw/tokens"
 	"regexp"
 	"slices"
 	"strings"
@@ -58,6 +60,15 @@ func compileResource(ps *problems, name string, fr fileResource) *Resource {
 		r.Compare = Strict
 	default:
 		ps.add(entry+".compare", "%q is not a compare mode: use monotonic or strict", fr.Compare)
+		ok = false
+	}
+	switch fr.Validation {
+	case "", "fence":
+		r.Validation = tokens.ValidateFence
+	case "holder":
+		r.Validation = tokens.ValidateHolder
+	default:
+		ps.add(entry+".validation", "%q is not a validation mode: use fence or holder", fr.Validation)
 		ok = false
 	}
 	t, err := parseTemplate(fr.Key)
@@ -245,7 +256,7 @@ func (p *Policy) Describe() string {
 	fmt.Fprintf(&b, "policy %s: %d resource(s), %d operation(s)\n", p.Source, len(p.Resources), len(p.Operations))
 	for _, name := range sortedKeys(p.Resources) {
 		r := p.Resources[name]
-		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s\n", r.Name, r.Key, r.Compare)
+		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s, validation %s\n", r.Name, r.Key, r.Compare, r.Validation)
 	}
 	for _, name := range sortedKeys(p.Operations) {
 		op := p.Operations[name]

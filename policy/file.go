@@ -22,8 +22,9 @@ type fileDoc struct {
 }
 
 type fileResource struct {
-	Key     string `yaml:"key"`
-	Compare string `yaml:"compare"`
+	Key        string `yaml:"key"`
+	Compare    string `yaml:"compare"`
+	Validation string `yaml:"validation"`
 }
 
 type fileOperation struct {

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"regexp"
+
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // Compare is how a resource's fence compares a new token with the highest
@@ -35,9 +37,10 @@ type Policy struct {
 
 // Resource is a kind of lockable thing and how its fence compares tokens.
 type Resource struct {
-	Name    string
-	Key     *Template
-	Compare Compare
+	Name       string
+	Key        *Template
+	Compare    Compare
+	Validation tokens.Validation
 }
 
 // Operation is a named, parameterised write that clients may call.

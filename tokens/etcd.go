@@ -42,15 +42,55 @@ func (a *Etcd) Epoch() int64 { return a.epoch }
 // NewestRevision returns the highest etcd revision this process has seen.
 func (a *Etcd) NewestRevision() int64 { return a.newestRevision.Load() }
 
+// Validation is how much of the authority's word a write needs.
+type Validation int
+
+const (
+	// ValidateFence checks the token was issued: current epoch, revision
+	// not in the future. It costs an etcd read only for a token newer than
+	// any revision this process has seen.
+	ValidateFence Validation = iota
+	// ValidateHolder also checks, with a linearizable etcd read on every
+	// write, that the token is the live holder of this very resource: an
+	// expired holder is refused even when no successor has written yet,
+	// and a token from another resource's lock is refused.
+	ValidateHolder
+)
+
+func (v Validation) String() string {
+	if v == ValidateHolder {
+		return "holder"
+	}
+	return "fence"
+}
+
 // Validate checks that the authority issued tok: the epoch is current and
 // the revision is not above the newest revision etcd has issued. The second
 // check stops "token poisoning": a forged token far in the future would
 // otherwise be accepted once and then lock every real holder out forever.
-// ctx bounds the etcd read made when tok is newer than any revision seen.
+// With ValidateHolder it also checks that tok holds resource's lock now.
+// ctx bounds the etcd reads.
 //
-// Validation is the authority's word only; the fence comparison in
-// PostgreSQL is what keeps a stale holder out.
-func (a *Etcd) Validate(ctx context.Context, resource string, tok Token) error {
+// Validation is the authority's word only, and already old when the write
+// commits: a holder can lose its lease right after this check. The fence
+// comparison in PostgreSQL is what keeps a stale holder out.
+func (a *Etcd) Validate(ctx context.Context, resource string, tok Token, mode Validation) error {
+	if err := a.validateIssued(ctx, tok); err != nil || mode != ValidateHolder {
+		return err
+	}
+	holder, ok, err := a.Holder(ctx, resource)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return &RejectedError{Presented: tok, Reason: "no live holder of " + resource + ": the lease expired or was released"}
+	case holder != tok:
+		return &RejectedError{Presented: tok, Reason: fmt.Sprintf("not the live holder of %s (the holder is %s)", resource, holder)}
+	}
+	return nil
+}
+
+func (a *Etcd) validateIssued(ctx context.Context, tok Token) error {
 	if tok.Epoch != a.epoch {
 		return &RejectedError{Presented: tok, Reason: fmt.Sprintf("epoch %d is not the current epoch %d", tok.Epoch, a.epoch)}
 	}

@@ -193,7 +193,7 @@ func TestValidate(t *testing.T) {
 
 	// A fresh authority has seen no revision yet: it must ask etcd.
 	fresh := tokens.NewEtcd(cli)
-	if err := fresh.Validate(t.Context(), "validate/one", l.Token); err != nil {
+	if err := fresh.Validate(t.Context(), "validate/one", l.Token, tokens.ValidateFence); err != nil {
 		t.Fatalf("Validate(issued token) = %v", err)
 	}
 	tests := []struct {
@@ -206,7 +206,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var rej *tokens.RejectedError
-		if err := a.Validate(t.Context(), "validate/one", tt.tok); !errors.As(err, &rej) || rej.Presented != tt.tok {
+		if err := a.Validate(t.Context(), "validate/one", tt.tok, tokens.ValidateFence); !errors.As(err, &rej) || rej.Presented != tt.tok {
 			t.Errorf("%s: Validate(%s) = %v, want *RejectedError", tt.name, tt.tok, err)
 		}
 	}
@@ -223,10 +223,33 @@ func TestUnreachableEtcdIsUnavailable(t *testing.T) {
 	a := tokens.NewEtcd(cli)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
-	if err := a.Validate(ctx, "x", tokens.Token{Epoch: 1, Revision: 5}); !errors.Is(err, tokens.ErrUnavailable) {
+	if err := a.Validate(ctx, "x", tokens.Token{Epoch: 1, Revision: 5}, tokens.ValidateFence); !errors.Is(err, tokens.ErrUnavailable) {
 		t.Fatalf("Validate = %v, want ErrUnavailable", err)
 	}
 	if _, err := a.Acquire(ctx, "x", tokens.AcquireOptions{TTL: 5 * time.Second, Wait: 0}); !errors.Is(err, tokens.ErrUnavailable) {
 		t.Fatalf("Acquire = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestValidateHolder(t *testing.T) {
+	a, _ := newAuthority(t)
+	held := acquire(t, a, "holder/one", 0)
+	other := acquire(t, a, "holder/two", 0)
+	defer a.Release(context.Background(), other.ID)
+	if err := a.Validate(t.Context(), "holder/one", held.Token, tokens.ValidateHolder); err != nil {
+		t.Fatalf("live holder refused: %v", err)
+	}
+	// other's token is issued and newer than held's, but it holds another lock.
+	if err := a.Validate(t.Context(), "holder/one", other.Token, tokens.ValidateHolder); !errors.Is(err, tokens.ErrRejected) {
+		t.Fatalf("another resource's holder = %v, want ErrRejected", err)
+	}
+	if err := a.Validate(t.Context(), "holder/one", other.Token, tokens.ValidateFence); err != nil {
+		t.Fatalf("fence mode only checks issuance: %v", err)
+	}
+	if err := a.Release(t.Context(), held.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Validate(t.Context(), "holder/one", held.Token, tokens.ValidateHolder); !errors.Is(err, tokens.ErrRejected) {
+		t.Fatalf("released holder = %v, want ErrRejected", err)
 	}
 }
