@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/testenv"
@@ -47,6 +48,12 @@ func demoPolicy(t *testing.T, compare string) string {
 
 func newHarness(t *testing.T, policyYAML string) *harness {
 	t.Helper()
+	return newHarnessOn(t, policyYAML, testenv.EtcdClient(t))
+}
+
+// newHarnessOn is newHarness with the gateway's etcd client given.
+func newHarnessOn(t *testing.T, policyYAML string, cli *clientv3.Client) *harness {
+	t.Helper()
 	dbURL := testenv.NewDatabase(t)
 	for _, src := range []schema.Source{schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")} {
 		m, err := schema.Open(dbURL, src)
@@ -67,7 +74,7 @@ func newHarness(t *testing.T, policyYAML string) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	auth := tokens.NewEtcd(testenv.EtcdClient(t))
+	auth := tokens.NewEtcd(cli)
 	version, err := schema.Latest(schema.Gateway())
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,11 @@ func (g *Gateway) handleReady(w http.ResponseWriter, r *http.Request) {
 	} else {
 		checks["etcd"] = "ok"
 	}
+	if err := g.cfg.Authority.Halted(); err != nil {
+		fail("authority", err)
+	} else {
+		checks["authority"] = "ok"
+	}
 	status := http.StatusOK
 	if !ok {
 		status = http.StatusServiceUnavailable

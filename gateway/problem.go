@@ -88,6 +88,8 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.Is(err, ErrBadRequest), errors.Is(err, tokens.ErrMalformed), errors.Is(err, policy.ErrBadArgs),
 		errors.Is(err, tokens.ErrBadResource), errors.Is(err, tokens.ErrBadTTL), errors.Is(err, tokens.ErrBadValue):
 		p.set(http.StatusBadRequest, "bad-request", "Bad request")
+	case errors.Is(err, tokens.ErrHalted):
+		p.set(http.StatusServiceUnavailable, "authority-halted", "Token authority halted")
 	case errors.Is(err, ErrUnavailable), errors.Is(err, tokens.ErrUnavailable), errors.Is(err, ErrNotReady):
 		p.set(http.StatusServiceUnavailable, "unavailable", "Service unavailable")
 	default:

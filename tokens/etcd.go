@@ -3,6 +3,7 @@ package tokens
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -22,7 +23,10 @@ const DefaultEpoch = 1
 // state: any number of gateways may share one cluster.
 type Etcd struct {
 	cli   *clientv3.Client
-	epoch int64
+	epoch atomic.Int64
+
+	mu         sync.Mutex
+	haltReason *HaltedError
 
 	// newestRevision is the highest revision any etcd response has shown
 	// this process. It only grows, so a token at or below it was certainly
@@ -30,14 +34,16 @@ type Etcd struct {
 	newestRevision atomic.Int64
 }
 
-// NewEtcd returns the authority for cli, at DefaultEpoch. The epoch is fixed
-// until epochs are managed in etcd and PostgreSQL.
+// NewEtcd returns the authority for cli, at DefaultEpoch until Resume sets
+// the epoch that etcd and PostgreSQL agree on.
 func NewEtcd(cli *clientv3.Client) *Etcd {
-	return &Etcd{cli: cli, epoch: DefaultEpoch}
+	a := &Etcd{cli: cli}
+	a.epoch.Store(DefaultEpoch)
+	return a
 }
 
 // Epoch returns the current epoch: the only one whose tokens are accepted.
-func (a *Etcd) Epoch() int64 { return a.epoch }
+func (a *Etcd) Epoch() int64 { return a.epoch.Load() }
 
 // NewestRevision returns the highest etcd revision this process has seen.
 func (a *Etcd) NewestRevision() int64 { return a.newestRevision.Load() }
@@ -91,8 +97,11 @@ func (a *Etcd) Validate(ctx context.Context, resource string, tok Token, mode Va
 }
 
 func (a *Etcd) validateIssued(ctx context.Context, tok Token) error {
-	if tok.Epoch != a.epoch {
-		return &RejectedError{Presented: tok, Reason: fmt.Sprintf("epoch %d is not the current epoch %d", tok.Epoch, a.epoch)}
+	if err := a.Halted(); err != nil {
+		return err
+	}
+	if epoch := a.epoch.Load(); tok.Epoch != epoch {
+		return &RejectedError{Presented: tok, Reason: fmt.Sprintf("epoch %d is not the current epoch %d", tok.Epoch, epoch)}
 	}
 	if tok.Revision <= a.newestRevision.Load() {
 		return nil

@@ -68,6 +68,9 @@ type AcquireOptions struct {
 // ctx bounds the whole call; on any failure the lease is revoked.
 func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions) (Lease, error) {
 	ttl, wait := opts.TTL, opts.Wait
+	if err := a.Halted(); err != nil {
+		return Lease{}, err
+	}
 	if err := CheckResource(resource); err != nil {
 		return Lease{}, err
 	}
@@ -107,7 +110,7 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, wait time.
 	}
 	a.observe(resp.Header.Revision)
 	myRev := resp.Header.Revision
-	lease := Lease{ID: id, Resource: resource, Token: Token{Epoch: a.epoch, Revision: myRev}}
+	lease := Lease{ID: id, Resource: resource, Token: Token{Epoch: a.epoch.Load(), Revision: myRev}}
 	if owner := resp.Responses[1].GetResponseRange().Kvs; len(owner) == 0 || owner[0].CreateRevision == myRev {
 		return lease, nil
 	}
@@ -198,12 +201,15 @@ func (a *Etcd) Holder(ctx context.Context, resource string) (Token, bool, error)
 	if len(resp.Kvs) == 0 {
 		return Token{}, false, nil
 	}
-	return Token{Epoch: a.epoch, Revision: resp.Kvs[0].CreateRevision}, true, nil
+	return Token{Epoch: a.epoch.Load(), Revision: resp.Kvs[0].CreateRevision}, true, nil
 }
 
 // KeepAlive renews lease id once and returns its TTL. A lease that is gone
 // yields ErrLeaseNotFound: the holder has lost the lock and must stop.
 func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID) (time.Duration, error) {
+	if err := a.Halted(); err != nil {
+		return 0, err
+	}
 	resp, err := a.cli.KeepAliveOnce(ctx, clientv3.LeaseID(id))
 	if err != nil {
 		return 0, leaseError("keep lease alive", err)

@@ -44,7 +44,7 @@ func (a *Etcd) Observe(ctx context.Context, resource string) (LockState, error) 
 	for _, kv := range resp.Kvs {
 		c := Contender{
 			LeaseID: LeaseID(kv.Lease),
-			Token:   Token{Epoch: a.epoch, Revision: kv.CreateRevision},
+			Token:   Token{Epoch: a.epoch.Load(), Revision: kv.CreateRevision},
 			Value:   string(kv.Value),
 		}
 		if ttl, err := a.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease)); err == nil && ttl.TTL > 0 {

@@ -112,3 +112,33 @@ func TestLockKeyPrefixSeparatesNestedResources(t *testing.T) {
 		t.Fatalf("lock prefix %q is a prefix of %q", a, ab)
 	}
 }
+
+func TestReconcile(t *testing.T) {
+	rec := Record{Epoch: 1, ClusterID: "abc", MaxRevision: 100}
+	tests := []struct {
+		name   string
+		view   View
+		seen   int64
+		halted bool
+	}{
+		{"same cluster, moved on", View{Epoch: 1, ClusterID: "abc", Revision: 120}, 110, false},
+		{"first sight of the cluster", View{Epoch: 1, ClusterID: "abc", Revision: 100}, 0, false},
+		{"revision went back", View{Epoch: 1, ClusterID: "abc", Revision: 90}, 0, true},
+		{"revision below what this process saw", View{Epoch: 1, ClusterID: "abc", Revision: 105}, 110, true},
+		{"another cluster", View{Epoch: 1, ClusterID: "def", Revision: 500}, 0, true},
+		{"epoch behind", View{Epoch: 0, ClusterID: "abc", Revision: 500}, 0, true},
+		{"epoch ahead, PostgreSQL not told", View{Epoch: 2, ClusterID: "abc", Revision: 500}, 0, true},
+	}
+	for _, tt := range tests {
+		next, err := Reconcile(tt.view, rec, tt.seen)
+		if got := errors.Is(err, ErrHalted); got != tt.halted {
+			t.Errorf("%s: Reconcile err = %v, want halted=%t", tt.name, err, tt.halted)
+		}
+		if !tt.halted && (next.Epoch != tt.view.Epoch || next.MaxRevision != tt.view.Revision || next.ClusterID != tt.view.ClusterID) {
+			t.Errorf("%s: record = %+v", tt.name, next)
+		}
+	}
+	if _, err := Reconcile(View{Epoch: 1, ClusterID: "x", Revision: 1}, Record{Epoch: 1}, 0); err != nil {
+		t.Errorf("a record without a cluster yet must accept the first one: %v", err)
+	}
+}

@@ -24,6 +24,7 @@ type serveConfig struct {
 	LogFormat       string
 
 	IdempotencyRetention time.Duration
+	AuthorityCheck       time.Duration
 }
 
 // bind registers the flags shared by serve and dev on fs.
@@ -32,6 +33,7 @@ func (c *serveConfig) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body", gateway.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", gateway.DefaultWriteTimeout, "bound on one write's PostgreSQL work")
 	fs.DurationVar(&c.IdempotencyRetention, "idempotency-retention", gateway.DefaultIdempotencyRetention, "how long a completed Idempotency-Key is replayed")
+	fs.DurationVar(&c.AuthorityCheck, "authority-check", gateway.DefaultAuthorityCheck, "how often etcd is compared with PostgreSQL's record of it (rollback detection)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.LogFormat, "log-format", envOr("json", "FENCEGW_LOG_FORMAT"), "log format: json or text (FENCEGW_LOG_FORMAT)")
 }
@@ -56,7 +58,7 @@ func (c *serveConfig) check() error {
 		return fmt.Errorf("%w: no etcd endpoints: set --etcd or FENCEGW_ETCD_ENDPOINTS", errUsage)
 	case c.MaxBodyBytes < 1:
 		return fmt.Errorf("%w: --max-body must be positive", errUsage)
-	case c.WriteTimeout <= 0 || c.ShutdownTimeout <= 0 || c.IdempotencyRetention <= 0:
+	case c.WriteTimeout <= 0 || c.ShutdownTimeout <= 0 || c.IdempotencyRetention <= 0 || c.AuthorityCheck <= 0:
 		return fmt.Errorf("%w: timeouts must be positive", errUsage)
 	}
 	return nil

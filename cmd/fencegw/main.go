@@ -20,6 +20,8 @@ commands:
             PostgreSQL unless DATABASE_URL is set, the demo policy and data
   migrate   apply schema migrations: up | down N | version | force N
   policy    check FILE: validate a policy file and print it compiled
+  epoch     show | bump: inspect the token authority, or start a new epoch
+            after etcd was restored from a snapshot or replaced
 
 Run 'fencegw COMMAND -h' for a command's flags.
 `
@@ -45,6 +47,8 @@ func main() {
 		err = runMigrate(ctx, args)
 	case "policy":
 		err = runPolicy(args)
+	case "epoch":
+		err = runEpoch(ctx, args)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

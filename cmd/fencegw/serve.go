@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -83,6 +84,11 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if err != nil {
 		return err
 	}
+	// A halted authority is not a start-up failure: the gateway serves
+	// /readyz with the reason and refuses writes until `fencegw epoch bump`.
+	if err := gw.CheckAuthority(startCtx); err != nil && !errors.Is(err, tokens.ErrHalted) {
+		return fmt.Errorf("serve: %w", err)
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -98,10 +104,11 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	janitorCtx, stopJanitor := context.WithCancel(context.WithoutCancel(ctx))
-	janitorDone := make(chan struct{})
-	go func() { defer close(janitorDone); gw.RunJanitor(janitorCtx) }()
-	defer func() { stopJanitor(); <-janitorDone }()
+	stopBackground := runBackground(ctx,
+		gw.RunJanitor,
+		func(ctx context.Context) { gw.RunAuthorityGuard(ctx, cfg.AuthorityCheck) },
+	)
+	defer stopBackground()
 	gw.SetReady(true)
 	addr := ln.Addr().String()
 	log.Info("fencegw serving", "addr", addr, "policy", cfg.PolicyPath, "operations", len(pol.Operations), "etcd", cfg.EtcdEndpoints)
@@ -143,4 +150,15 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool, want uint) error {
 		return fmt.Errorf("serve: the fencegw schema is at version %d, this binary needs %d: run `fencegw migrate up` with this binary", v, want)
 	}
 	return nil
+}
+
+// runBackground runs each loop in its own goroutine until the returned stop
+// function is called; stop waits for all of them to return.
+func runBackground(ctx context.Context, loops ...func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	for _, loop := range loops {
+		wg.Go(func() { loop(ctx) })
+	}
+	return func() { cancel(); wg.Wait() }
 }

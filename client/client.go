@@ -1,0 +1,103 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Client talks to one fencegw gateway. It is safe for concurrent use.
+type Client struct {
+	base    string
+	baseErr error
+	http   *http.Client
+	bearer string
+	clock  Clock
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sends requests with hc instead of http.DefaultClient.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
+
+// WithBearerToken sends Authorization: Bearer token on every request, for
+// a gateway whose policy declares clients.
+func WithBearerToken(token string) Option { return func(c *Client) { c.bearer = token } }
+
+// WithClock makes the Client's leases measure time on clk instead of
+// SystemClock.
+func WithClock(clk Clock) Option { return func(c *Client) { c.clock = clk } }
+
+// New returns a Client of the gateway at baseURL, e.g.
+// "http://127.0.0.1:8080". A malformed URL surfaces as the error of the
+// first call.
+func New(baseURL string, opts ...Option) *Client {
+	c := &Client{base: strings.TrimRight(baseURL, "/"), http: http.DefaultClient, clock: SystemClock}
+	// The URL stays out of the error: it may hold a password.
+	if u, err := url.Parse(baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		c.baseErr = fmt.Errorf("%w: the base URL is not http(s)://host[:port][/path]", ErrBadOptions)
+	}
+	for _, opt := range opts {
+		opt(c)
+	}
+	return c
+}
+
+// call is one request to the gateway and the answer it expects.
+type call struct {
+	method string
+	path   string      // from the base URL, already escaped
+	header http.Header // extra request headers
+	body   any         // marshalled as JSON; nil sends no body
+	want   int         // the success status
+	out    any         // decoded from a success body; nil ignores it
+}
+
+// do sends k and returns the response headers of a success, or the error
+// the answer describes. ctx bounds the whole exchange.
+func (c *Client) do(ctx context.Context, k call) (http.Header, error) {
+	if c.baseErr != nil {
+		return nil, c.baseErr
+	}
+	var body io.Reader
+	if k.body != nil {
+		b, err := json.Marshal(k.body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, k.method, c.base+k.path, body)
+	if err != nil {
+		return nil, err
+	}
+	for name, values := range k.header {
+		req.Header[name] = values
+	}
+	if k.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	if c.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+c.bearer)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// Drain a little so the connection can be reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+	}()
+	if err := decodeResponse(resp.StatusCode, resp.Header, resp.Body, k.want, k.out); err != nil {
+		return nil, err
+	}
+	return resp.Header, nil
+}

@@ -1,0 +1,116 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// DefaultAuthorityCheck is how often a gateway compares etcd with what
+// PostgreSQL remembers of it: the longest a rollback of etcd goes unnoticed.
+const DefaultAuthorityCheck = 2 * time.Second
+
+type querier interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}
+
+func loadRecord(ctx context.Context, q querier) (tokens.Record, error) {
+	var rec tokens.Record
+	err := q.QueryRow(ctx, "SELECT epoch, coalesce(cluster_id, ''), max_revision FROM fencegw.authority ORDER BY epoch DESC LIMIT 1").
+		Scan(&rec.Epoch, &rec.ClusterID, &rec.MaxRevision)
+	if err != nil {
+		return rec, fmt.Errorf("%w: reading fencegw.authority: %w", ErrUnavailable, err)
+	}
+	return rec, nil
+}
+
+// CheckAuthority runs one reconciliation of etcd with PostgreSQL: it halts
+// the authority if etcd went backwards (lower epoch or revision, another
+// cluster), and otherwise records the newest revision and resumes it. An
+// unreachable etcd or PostgreSQL is reported, not a reason to halt.
+func (g *Gateway) CheckAuthority(ctx context.Context) error {
+	auth := g.cfg.Authority
+	view, err := auth.View(ctx)
+	if err != nil {
+		return err
+	}
+	rec, err := loadRecord(ctx, g.cfg.Pool)
+	if err != nil {
+		return err
+	}
+	var seen int64
+	if auth.Epoch() == rec.Epoch {
+		seen = auth.NewestRevision()
+	}
+	next, err := tokens.Reconcile(view, rec, seen)
+	var halt *tokens.HaltedError
+	if errors.As(err, &halt) {
+		if auth.Halted() == nil {
+			g.log.Error("token authority halted: writes and leases are refused", "reason", halt.Reason)
+		}
+		auth.Halt(halt)
+		return halt
+	}
+	_, err = g.cfg.Pool.Exec(ctx,
+		"UPDATE fencegw.authority SET cluster_id = $2, max_revision = greatest(max_revision, $3), updated_at = now() WHERE epoch = $1",
+		next.Epoch, next.ClusterID, next.MaxRevision)
+	if err != nil {
+		return fmt.Errorf("%w: recording the etcd revision: %w", ErrUnavailable, err)
+	}
+	if auth.Halted() != nil || auth.Epoch() != next.Epoch {
+		g.log.Info("token authority in service", "epoch", next.Epoch, "etcd_cluster", next.ClusterID, "revision", view.Revision)
+	}
+	auth.Resume(next.Epoch, view.Revision)
+	return nil
+}
+
+// RunAuthorityGuard calls CheckAuthority every interval until ctx ends.
+func (g *Gateway) RunAuthorityGuard(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, every)
+		if err := g.CheckAuthority(cctx); err != nil && ctx.Err() == nil && !errors.Is(err, tokens.ErrHalted) {
+			g.log.Warn("checking the token authority failed", "error", err)
+		}
+		cancel()
+	}
+}
+
+// BumpEpoch starts a new epoch after etcd was restored or replaced: one
+// above both etcd's and PostgreSQL's, recorded first in PostgreSQL (with
+// etcd's current cluster and revision) and then in etcd. Every token of an
+// older epoch is stale from then on. Gateways resume at their next check.
+func BumpEpoch(ctx context.Context, pool *pgxpool.Pool, auth *tokens.Etcd) (int64, error) {
+	view, err := auth.View(ctx)
+	if err != nil {
+		return 0, err
+	}
+	rec, err := loadRecord(ctx, pool)
+	if err != nil {
+		return 0, err
+	}
+	next := max(view.Epoch, rec.Epoch) + 1
+	_, err = pool.Exec(ctx, "INSERT INTO fencegw.authority (epoch, cluster_id, max_revision) VALUES ($1, $2, $3)",
+		next, view.ClusterID, view.Revision)
+	if err != nil {
+		return 0, fmt.Errorf("gateway: epoch bump: recording epoch %d in PostgreSQL: %w", next, err)
+	}
+	// If this fails, PostgreSQL is ahead of etcd and the gateways stay
+	// halted; running the bump again moves both to the next epoch.
+	if err := auth.SetEpoch(ctx, next); err != nil {
+		return 0, fmt.Errorf("gateway: epoch bump: epoch %d is in PostgreSQL but not in etcd, run the bump again: %w", next, err)
+	}
+	return next, nil
+}

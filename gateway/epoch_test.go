@@ -1,0 +1,104 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/internal/etcdserver"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// TestEtcdRollbackHaltsUntilEpochBump replaces the gateway's etcd with a
+// fresh one (lower revision, another cluster: what a restore from an old
+// snapshot looks like). The gateway must halt — not ready, writes and
+// leases refused with the fix named — until `fencegw epoch bump`; after
+// it, tokens of the old epoch are refused and new ones write.
+func TestEtcdRollbackHaltsUntilEpochBump(t *testing.T) {
+	ctx := context.Background()
+	old, err := etcdserver.Start(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: old.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	h := newHarnessOn(t, demoPolicy(t, "monotonic"), cli)
+	if err := h.gw.CheckAuthority(ctx); err != nil {
+		t.Fatalf("first check: %v", err)
+	}
+
+	const account, resource = "acct-95", "account/acct-95"
+	var last lease
+	for range 5 {
+		last = h.mustAcquire(resource, 5, 0)
+		h.release(last)
+	}
+	if r := h.write("debit", last.Token, debit(account, 100)); r.Status != http.StatusOK {
+		t.Fatalf("write before the restore: %d %s", r.Status, r.Body)
+	}
+	if err := h.gw.CheckAuthority(ctx); err != nil {
+		t.Fatalf("check before the restore: %v", err)
+	}
+
+	restored, err := etcdserver.Start(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restored.Close()
+	cli.SetEndpoints(restored.Endpoints()...)
+	old.Close()
+
+	if err := h.gw.CheckAuthority(ctx); !errors.Is(err, tokens.ErrHalted) {
+		t.Fatalf("check after the restore = %v, want ErrHalted", err)
+	}
+	if r := h.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusServiceUnavailable || !strings.Contains(string(r.Body), "epoch bump") {
+		t.Fatalf("readyz while halted: %d %s, want 503 naming the fix", r.Status, r.Body)
+	}
+	before := h.state()
+	r := h.write("debit", last.Token, debit(account, 100))
+	if r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "authority-halted" || !strings.Contains(r.Problem.Detail, "fencegw epoch bump") {
+		t.Fatalf("write while halted: %d %s, want 503 authority-halted naming the fix", r.Status, r.Body)
+	}
+	if after := h.state(); after != before {
+		t.Fatal("a write while halted changed state")
+	}
+	if _, r := h.acquire(resource, 5, 0); r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "authority-halted" {
+		t.Fatalf("lease while halted: %d %s", r.Status, r.Body)
+	}
+
+	epoch, err := gateway.BumpEpoch(ctx, h.pool, h.auth)
+	if err != nil || epoch != 2 {
+		t.Fatalf("BumpEpoch = %d, %v; want 2", epoch, err)
+	}
+	if err := h.gw.CheckAuthority(ctx); err != nil {
+		t.Fatalf("check after the bump: %v", err)
+	}
+	if r := h.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusOK {
+		t.Fatalf("readyz after the bump: %d %s", r.Status, r.Body)
+	}
+	if r := h.write("debit", last.Token, debit(account, 100)); r.Status != http.StatusForbidden || r.Problem.Kind() != "token-rejected" {
+		t.Fatalf("old-epoch token after the bump: %d %s, want 403 token-rejected", r.Status, r.Body)
+	}
+	fresh := h.mustAcquire(resource, 5, 0)
+	defer h.release(fresh)
+	if tok := mustToken(t, fresh.Token); tok.Epoch != 2 || tok.Revision >= mustToken(t, last.Token).Revision {
+		t.Fatalf("new token %s: want epoch 2 with a revision below the old %s (the restored etcd counts from low)", fresh.Token, last.Token)
+	}
+	if r := h.write("debit", fresh.Token, debit(account, 100)); r.Status != http.StatusOK {
+		t.Fatalf("new-epoch write: %d %s", r.Status, r.Body)
+	}
+	if got := h.fence(resource); got != fresh.Token {
+		t.Fatalf("fence = %s, want %s", got, fresh.Token)
+	}
+}
