@@ -49,7 +49,11 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	if req.Wait != nil {
 		wait = time.Duration(*req.Wait * float64(time.Second))
 	}
-	lease, err := g.cfg.Authority.Acquire(r.Context(), req.Resource, tokens.AcquireOptions{TTL: ttl, Wait: wait, Value: req.Value})
+	opts := tokens.AcquireOptions{TTL: ttl, Wait: wait, Value: req.Value}
+	if res := g.cfg.Policy.ResourceFor(req.Resource); res != nil {
+		opts.LockDelay = res.LockDelay
+	}
+	lease, err := g.cfg.Authority.Acquire(r.Context(), req.Resource, opts)
 	if err != nil {
 		if errors.Is(err, tokens.ErrLocked) {
 			g.metrics.leases.WithLabelValues("locked").Inc()

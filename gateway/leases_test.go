@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -132,4 +133,25 @@ func TestObserveLeaderElection(t *testing.T) {
 	if r := h.do(http.MethodGet, "/v1/leases", nil, ""); r.Status != http.StatusBadRequest {
 		t.Fatalf("observe without a resource: %d, want 400", r.Status)
 	}
+}
+
+// TestLockDelayFromPolicy: the policy's lock_delay applies to leases whose
+// name matches the resource's key template.
+func TestLockDelayFromPolicy(t *testing.T) {
+	pol := strings.Replace(demoPolicy(t, "monotonic"), "compare: monotonic", "compare: monotonic\n    lock_delay: 30s", 1)
+	h := newHarness(t, pol)
+	const resource = "account/acct-96"
+	h.mustAcquire(resource, 1, 0) // never renewed: it expires
+	if !waitFor(10*time.Second, func() bool {
+		r := h.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(resource), nil, "")
+		return strings.Contains(string(r.Body), `"holder":null`)
+	}) {
+		t.Fatal("the lease never expired")
+	}
+	_, r := h.acquire(resource, 5, 0)
+	if r.Status != http.StatusConflict || r.Problem.Kind() != "locked" || !strings.Contains(r.Problem.Detail, "lock-delay") {
+		t.Fatalf("acquire after expiry: %d %s, want 409 locked in lock-delay", r.Status, r.Body)
+	}
+	other := h.mustAcquire("leader/no-template-matches", 1, 0) // no lock-delay outside the policy's resources
+	h.release(other)
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Limits on policy entries. They keep one request's work bounded.
@@ -16,6 +17,7 @@ const (
 	maxMaxLength           = 1 << 20
 	maxNameLength          = 63
 	maxExpectRows    int64 = 1 << 31
+	maxLockDelay           = 5 * time.Minute
 )
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -70,6 +72,14 @@ func compileResource(ps *problems, name string, fr fileResource) *Resource {
 	default:
 		ps.add(entry+".validation", "%q is not a validation mode: use fence or holder", fr.Validation)
 		ok = false
+	}
+	if fr.LockDelay != "" {
+		d, err := time.ParseDuration(fr.LockDelay)
+		if err != nil || d < 0 || d > maxLockDelay {
+			ps.add(entry+".lock_delay", "%q: want a duration from 0s to %s, e.g. 5s", fr.LockDelay, maxLockDelay)
+			ok = false
+		}
+		r.LockDelay = d
 	}
 	t, err := parseTemplate(fr.Key)
 	if err != nil {
@@ -256,7 +266,7 @@ func (p *Policy) Describe() string {
 	fmt.Fprintf(&b, "policy %s: %d resource(s), %d operation(s)\n", p.Source, len(p.Resources), len(p.Operations))
 	for _, name := range sortedKeys(p.Resources) {
 		r := p.Resources[name]
-		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s, validation %s\n", r.Name, r.Key, r.Compare, r.Validation)
+		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s, validation %s, lock-delay %s\n", r.Name, r.Key, r.Compare, r.Validation, r.LockDelay)
 	}
 	for _, name := range sortedKeys(p.Operations) {
 		op := p.Operations[name]

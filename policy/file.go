@@ -25,6 +25,7 @@ type fileResource struct {
 	Key        string `yaml:"key"`
 	Compare    string `yaml:"compare"`
 	Validation string `yaml:"validation"`
+	LockDelay  string `yaml:"lock_delay"`
 }
 
 type fileOperation struct {

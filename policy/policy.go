@@ -2,6 +2,7 @@ package policy
 
 import (
 	"regexp"
+	"time"
 
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -41,6 +42,7 @@ type Resource struct {
 	Key        *Template
 	Compare    Compare
 	Validation tokens.Validation
+	LockDelay  time.Duration // after an expired (not released) lease
 }
 
 // Operation is a named, parameterised write that clients may call.
@@ -116,3 +118,15 @@ func (s *Statement) Params() []string { return s.params }
 
 // OperationNames returns the operation names in sorted order.
 func (p *Policy) OperationNames() []string { return sortedKeys(p.Operations) }
+
+// ResourceFor returns the policy resource whose key template matches a
+// lease's resource name, e.g. "account" for "account/acct-1"; nil if none.
+// Templates are tried in name order; the first match wins.
+func (p *Policy) ResourceFor(key string) *Resource {
+	for _, name := range sortedKeys(p.Resources) {
+		if r := p.Resources[name]; r.Key.match(key) {
+			return r
+		}
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 const goodPolicy = `
@@ -175,5 +176,32 @@ clients:
 			}
 			t.Fatalf("problems %+v, want %s: %s", pe.Problems, tt.entry, tt.msg)
 		})
+	}
+}
+
+func TestResourceForAndLockDelay(t *testing.T) {
+	p := mustParse(t, strings.Replace(goodPolicy, `key: "account/{account}"`, "key: \"account/{account}\"\n    lock_delay: 3s", 1))
+	tests := []struct{ key, want string }{
+		{"account/acct-1", "account"},
+		{"job/2026-10-18/7", "job"},
+		{"account/", ""},
+		{"accounts/x", ""},
+		{"leader/x", ""},
+	}
+	for _, tt := range tests {
+		got := ""
+		if r := p.ResourceFor(tt.key); r != nil {
+			got = r.Name
+		}
+		if got != tt.want {
+			t.Errorf("ResourceFor(%q) = %q, want %q", tt.key, got, tt.want)
+		}
+	}
+	if d := p.Resources["account"].LockDelay; d != 3*time.Second {
+		t.Errorf("lock_delay = %s, want 3s", d)
+	}
+	_, err := Parse("x.yaml", []byte(strings.Replace(goodPolicy, `key: "account/{account}"`, "key: \"account/{account}\"\n    lock_delay: soon", 1)))
+	if err == nil || !strings.Contains(err.Error(), "resources.account.lock_delay") {
+		t.Errorf("bad lock_delay: %v", err)
 	}
 }

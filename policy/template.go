@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -13,6 +14,7 @@ import (
 type Template struct {
 	source string
 	parts  []templatePart
+	re     *regexp.Regexp // for match; built by parseTemplate
 }
 
 type templatePart struct {
@@ -52,6 +54,7 @@ func parseTemplate(src string) (*Template, error) {
 	if len(t.parts) == 0 {
 		return nil, errors.New("empty key template")
 	}
+	t.match("") // build the matcher now: a compiled policy is read-only
 	return t, nil
 }
 
@@ -86,4 +89,23 @@ func (t *Template) render(value func(name string) any) string {
 		}
 	}
 	return b.String()
+}
+
+// match reports whether key could have been rendered by the template: its
+// literals in order, each argument standing for at least one character.
+func (t *Template) match(key string) bool {
+	if t.re == nil {
+		var b strings.Builder
+		b.WriteString("^")
+		for _, p := range t.parts {
+			if p.arg != "" {
+				b.WriteString("(.+)")
+				continue
+			}
+			b.WriteString(regexp.QuoteMeta(p.literal))
+		}
+		b.WriteString("$")
+		t.re = regexp.MustCompile(b.String())
+	}
+	return t.re.MatchString(key)
 }

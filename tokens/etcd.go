@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -28,6 +29,8 @@ type Etcd struct {
 	mu         sync.Mutex
 	haltReason *HaltedError
 
+	now func() time.Time // the clock lock-delay is measured on
+
 	// newestRevision is the highest revision any etcd response has shown
 	// this process. It only grows, so a token at or below it was certainly
 	// issued; a token above it costs one linearizable read to re-check.
@@ -37,7 +40,7 @@ type Etcd struct {
 // NewEtcd returns the authority for cli, at DefaultEpoch until Resume sets
 // the epoch that etcd and PostgreSQL agree on.
 func NewEtcd(cli *clientv3.Client) *Etcd {
-	a := &Etcd{cli: cli}
+	a := &Etcd{cli: cli, now: time.Now}
 	a.epoch.Store(DefaultEpoch)
 	return a
 }

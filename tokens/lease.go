@@ -58,6 +58,9 @@ type AcquireOptions struct {
 	TTL   time.Duration // lease length, MinTTL to MaxTTL
 	Wait  time.Duration // how long to queue behind earlier holders; 0 tries once
 	Value string        // stored with the lock key, shown to observers
+	// LockDelay keeps the lock from being granted for this long after a
+	// holder's lease expired (not after a release); see lockdelay.go.
+	LockDelay time.Duration
 }
 
 // Acquire takes the lock on resource with a new lease of opts.TTL, waiting
@@ -88,7 +91,7 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 		return Lease{}, unavailable("grant lease", err)
 	}
 	id := LeaseID(grant.ID)
-	lease, err := a.lock(ctx, resource, id, wait, opts.Value)
+	lease, err := a.lock(ctx, resource, id, opts)
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
@@ -99,10 +102,11 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	return lease, nil
 }
 
-func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, wait time.Duration, value string) (Lease, error) {
+func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts AcquireOptions) (Lease, error) {
+	waitUntil := a.now().Add(opts.Wait)
 	pfx := lockKeyPrefix(resource)
 	key := pfx + id.String()
-	put := clientv3.OpPut(key, value, clientv3.WithLease(clientv3.LeaseID(id)))
+	put := clientv3.OpPut(key, opts.Value, clientv3.WithLease(clientv3.LeaseID(id)))
 	holder := clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)
 	resp, err := a.cli.Txn(ctx).Then(put, holder).Commit()
 	if err != nil {
@@ -111,16 +115,18 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, wait time.
 	a.observe(resp.Header.Revision)
 	myRev := resp.Header.Revision
 	lease := Lease{ID: id, Resource: resource, Token: Token{Epoch: a.epoch.Load(), Revision: myRev}}
-	if owner := resp.Responses[1].GetResponseRange().Kvs; len(owner) == 0 || owner[0].CreateRevision == myRev {
+	owner := resp.Responses[1].GetResponseRange().Kvs
+	isHolder := len(owner) == 0 || owner[0].CreateRevision == myRev
+	if isHolder && opts.LockDelay == 0 {
 		return lease, nil
 	}
-	if wait == 0 {
+	if !isHolder && opts.Wait == 0 {
 		return Lease{}, a.lockedError(ctx, resource)
 	}
 
-	wctx, cancel := context.WithTimeout(ctx, wait)
+	wctx, cancel := context.WithDeadline(ctx, waitUntil)
 	defer cancel()
-	// The waiter's lease must outlive a wait longer than its TTL; the
+	// A waiter's lease must outlive a wait longer than its TTL; the
 	// keepalive stream stops with wctx.
 	acks, err := a.cli.KeepAlive(wctx, clientv3.LeaseID(id))
 	if err != nil {
@@ -130,11 +136,18 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, wait time.
 		for range acks { // closed when wctx ends
 		}
 	}()
-	if err := a.waitPredecessors(wctx, pfx, myRev-1); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return Lease{}, a.lockedError(ctx, resource)
+	if !isHolder {
+		if err := a.waitPredecessors(wctx, pfx, myRev-1); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				return Lease{}, a.lockedError(ctx, resource)
+			}
+			return Lease{}, unavailable("wait for lock", err)
 		}
-		return Lease{}, unavailable("wait for lock", err)
+	}
+	if opts.LockDelay > 0 {
+		if err := a.honourLockDelay(ctx, resource, id, opts.LockDelay, waitUntil); err != nil {
+			return Lease{}, err
+		}
 	}
 	// Refresh the lease so the holder gets its whole TTL from now, and learn
 	// whether it expired while waiting (then our key is gone too).
@@ -220,6 +233,9 @@ func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID) (time.Duration, error)
 
 // Release revokes lease id, deleting its lock key so the next waiter runs.
 func (a *Etcd) Release(ctx context.Context, id LeaseID) error {
+	if err := a.forgetLastHolder(ctx, id); err != nil {
+		return err
+	}
 	resp, err := a.cli.Revoke(ctx, clientv3.LeaseID(id))
 	if err != nil {
 		return leaseError("release lease", err)

@@ -3,6 +3,7 @@ package tokens_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -252,4 +253,52 @@ func TestValidateHolder(t *testing.T) {
 	if err := a.Validate(t.Context(), "holder/one", held.Token, tokens.ValidateHolder); !errors.Is(err, tokens.ErrRejected) {
 		t.Fatalf("released holder = %v, want ErrRejected", err)
 	}
+}
+
+// TestLockDelayAfterExpiryNotRelease: a released lock is granted at once; a
+// lock whose holder's lease expired is held back for the lock-delay.
+func TestLockDelayAfterExpiryNotRelease(t *testing.T) {
+	a, _ := newAuthority(t)
+	opts := func(ttl, wait time.Duration) tokens.AcquireOptions {
+		return tokens.AcquireOptions{TTL: ttl, Wait: wait, LockDelay: 2 * time.Second}
+	}
+	released, err := a.Acquire(t.Context(), "delay/released", opts(5*time.Second, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(t.Context(), released.ID); err != nil {
+		t.Fatal(err)
+	}
+	next, err := a.Acquire(t.Context(), "delay/released", opts(5*time.Second, 0))
+	if err != nil {
+		t.Fatalf("acquire after a release = %v, want it granted at once", err)
+	}
+	a.Release(t.Context(), next.ID)
+
+	if _, err := a.Acquire(t.Context(), "delay/expired", opts(time.Second, 0)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := a.Observe(t.Context(), "delay/expired")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Holder == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lease never expired")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_, err = a.Acquire(t.Context(), "delay/expired", opts(5*time.Second, 0))
+	if !errors.Is(err, tokens.ErrLocked) || !strings.Contains(err.Error(), "lock-delay") {
+		t.Fatalf("acquire right after an expiry = %v, want ErrLocked in lock-delay", err)
+	}
+	after, err := a.Acquire(t.Context(), "delay/expired", opts(5*time.Second, 10*time.Second))
+	if err != nil {
+		t.Fatalf("acquire waiting out the lock-delay = %v", err)
+	}
+	a.Release(t.Context(), after.ID)
 }
