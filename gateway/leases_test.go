@@ -155,3 +155,54 @@ func TestLockDelayFromPolicy(t *testing.T) {
 	other := h.mustAcquire("leader/no-template-matches", 1, 0) // no lock-delay outside the policy's resources
 	h.release(other)
 }
+
+// TestFIFOAcrossReplicas: waiters queued through two gateway replicas are
+// granted one at a time, in arrival order; each holder is alone.
+func TestFIFOAcrossReplicas(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	replica := newHarness(t, demoPolicy(t, "monotonic"))
+	const resource = "fifo/http"
+	first := h.mustAcquire(resource, 10, 0)
+
+	type grant struct {
+		who int
+		l   lease
+	}
+	grants := make(chan grant, 3)
+	for i := range 3 {
+		gw := []*harness{h, replica}[i%2]
+		go func() {
+			l, r := gw.acquire(resource, 10, 20)
+			if r.Status != http.StatusCreated {
+				t.Errorf("waiter %d: %d %s", i, r.Status, r.Body)
+			}
+			grants <- grant{i, l}
+		}()
+		// Arrival order is the order of the waiters' keys in etcd.
+		if !waitFor(10*time.Second, func() bool {
+			var st struct{ Waiters []any }
+			decodeJSON(t, h.do(http.MethodGet, "/v1/leases?resource="+resource, nil, "").Body, &st)
+			return len(st.Waiters) == i+1
+		}) {
+			t.Fatalf("waiter %d never queued", i)
+		}
+	}
+	holder := first
+	for want := range 3 {
+		select {
+		case g := <-grants:
+			t.Fatalf("waiter %d granted while %s held the lock", g.who, holder.Token)
+		case <-time.After(100 * time.Millisecond):
+		}
+		[]*harness{replica, h}[want%2].release(holder)
+		g := <-grants
+		if g.who != want {
+			t.Fatalf("granted waiter %d, want %d (FIFO)", g.who, want)
+		}
+		if mustToken(t, g.l.Token).Compare(mustToken(t, holder.Token)) <= 0 {
+			t.Fatalf("waiter %d's token %s is not newer than %s", g.who, g.l.Token, holder.Token)
+		}
+		holder = g.l
+	}
+	h.release(holder)
+}
