@@ -15,9 +15,9 @@ import (
 type Client struct {
 	base    string
 	baseErr error
-	http   *http.Client
-	bearer string
-	clock  Clock
+	http    *http.Client
+	bearer  string
+	clock   Clock
 }
 
 // Option configures a Client.
@@ -45,6 +45,12 @@ func New(baseURL string, opts ...Option) *Client {
 	}
 	for _, opt := range opts {
 		opt(c)
+	}
+	if c.http == nil {
+		c.http = http.DefaultClient
+	}
+	if c.clock == nil {
+		c.clock = SystemClock
 	}
 	return c
 }

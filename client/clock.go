@@ -12,7 +12,8 @@ type Clock interface {
 	// Now returns the current time. The real clock's readings carry the
 	// monotonic clock, so deadlines do not move with wall-clock steps.
 	Now() time.Time
-	// AfterFunc calls f in its own goroutine once d has passed.
+	// AfterFunc arranges for f to be called once d has passed, never from
+	// within AfterFunc itself, whatever d: callers hold locks f takes.
 	AfterFunc(d time.Duration, f func()) Timer
 }
 

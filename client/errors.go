@@ -1,8 +1,10 @@
 package client
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Sentinels, for errors.Is. The first group names the gateway's problem
@@ -25,6 +27,10 @@ var (
 	// unreachable, or the gateway itself. A write's outcome may be unknown:
 	// retry it with the same Idempotency-Key.
 	ErrUnavailable = errors.New("client: gateway unavailable")
+	// ErrAuthorityHalted (authority-halted, 503, also ErrUnavailable): etcd
+	// went back in time; the gateway refuses writes and leases until an
+	// operator runs `fencegw epoch bump`.
+	ErrAuthorityHalted = errors.New("client: token authority halted")
 
 	// ErrLeaseLost: the gateway no longer knows the lease (lease-not-found,
 	// 404): it expired, was released or revoked. Another holder may have
@@ -59,6 +65,7 @@ var kindErrors = map[string]error{
 	"too-large":            ErrTooLarge,
 	"internal":             ErrInternal,
 	"unavailable":          ErrUnavailable,
+	"authority-halted":     ErrAuthorityHalted,
 }
 
 // statusError is the sentinel for a status whose kind is unknown or absent.
@@ -94,24 +101,24 @@ func (e *ProblemError) Kind() string {
 }
 
 func (e *ProblemError) Error() string {
-	kind := e.Kind()
-	if kind == "" {
-		kind = e.Title
-	}
-	msg := fmt.Sprintf("%d %s", e.Status, printable(kind, 64))
+	msg := fmt.Sprintf("%d %s", e.Status, printable(cmp.Or(e.Kind(), e.Title, "problem"), 64))
 	if e.Detail != "" {
 		msg += ": " + printable(e.Detail, 512)
 	}
 	return msg
 }
 
-// Unwrap returns the sentinel of the problem's kind, or of its status for
-// a kind this client does not know.
-func (e *ProblemError) Unwrap() error {
+// Unwrap returns the sentinel of the problem's kind, and of its status:
+// every 502, 503 and 504 is ErrUnavailable, whatever its kind.
+func (e *ProblemError) Unwrap() []error {
+	var errs []error
 	if err, ok := kindErrors[e.Kind()]; ok {
-		return err
+		errs = append(errs, err)
 	}
-	return statusError(e.Status)
+	if err := statusError(e.Status); err != nil && !slices.Contains(errs, err) {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 // StaleTokenError is a write refused by the fence: the presented token is

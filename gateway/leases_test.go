@@ -53,8 +53,8 @@ func TestLeaseRequestsValidated(t *testing.T) {
 		{"resource with newline", "POST", "/v1/leases", `{"resource": "a\nb"}`, 400, "bad-request"},
 		{"not JSON", "POST", "/v1/leases", `resource=r`, 400, "bad-request"},
 		{"trailing data", "POST", "/v1/leases", `{"resource": "r"} {}`, 400, "bad-request"},
-		{"bad lease id", "POST", "/v1/leases/zz-top/keepalive", ``, 404, "lease-not-found"},
-		{"negative lease id", "DELETE", "/v1/leases/-5", ``, 404, "lease-not-found"},
+		{"bad lease id", "POST", "/v1/leases/zz-top/keepalive", ``, 400, "bad-request"},
+		{"negative lease id", "DELETE", "/v1/leases/-5", ``, 400, "bad-request"},
 		{"unknown path", "GET", "/v2/nothing", ``, 404, "not-found"},
 		{"wrong method", "GET", "/v1/ops/debit", ``, 405, "method-not-allowed"},
 	}

@@ -86,7 +86,8 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.Is(err, ErrBodyTooLarge):
 		p.set(http.StatusRequestEntityTooLarge, "too-large", "Request body too large")
 	case errors.Is(err, ErrBadRequest), errors.Is(err, tokens.ErrMalformed), errors.Is(err, policy.ErrBadArgs),
-		errors.Is(err, tokens.ErrBadResource), errors.Is(err, tokens.ErrBadTTL), errors.Is(err, tokens.ErrBadValue):
+		errors.Is(err, tokens.ErrBadResource), errors.Is(err, tokens.ErrBadTTL), errors.Is(err, tokens.ErrBadValue),
+		errors.Is(err, tokens.ErrBadLeaseID):
 		p.set(http.StatusBadRequest, "bad-request", "Bad request")
 	case errors.Is(err, tokens.ErrHalted):
 		p.set(http.StatusServiceUnavailable, "authority-halted", "Token authority halted")

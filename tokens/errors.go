@@ -20,6 +20,8 @@ var (
 	ErrBadResource = errors.New("tokens: bad resource name")
 	// ErrBadValue means a lock value over 4 KiB or with a NUL byte.
 	ErrBadValue = errors.New("tokens: bad lock value: at most 4096 bytes, no NUL")
+	// ErrBadLeaseID means a lease ID that is not a lease ID at all.
+	ErrBadLeaseID = errors.New("tokens: bad lease id")
 	// ErrBadTTL means a lease TTL out of the accepted range.
 	ErrBadTTL = errors.New("tokens: bad lease ttl")
 )

@@ -42,7 +42,7 @@ func (id LeaseID) String() string { return strconv.FormatInt(int64(id), 16) }
 func ParseLeaseID(s string) (LeaseID, error) {
 	n, err := strconv.ParseInt(s, 16, 64)
 	if err != nil || n <= 0 || len(s) > 16 {
-		return 0, fmt.Errorf("%w: lease id %q is not a positive hex number", ErrLeaseNotFound, clip(s))
+		return 0, fmt.Errorf("%w: %q is not a positive hex number", ErrBadLeaseID, clip(s))
 	}
 	return LeaseID(n), nil
 }

@@ -20,6 +20,7 @@ commands:
             PostgreSQL unless DATABASE_URL is set, the demo policy and data
   migrate   apply schema migrations: up | down N | version | force N
   policy    check FILE: validate a policy file and print it compiled
+  lock      RESOURCE -- CMD...: run CMD holding the lock, token in FENCING_TOKEN
   epoch     show | bump: inspect the token authority, or start a new epoch
             after etcd was restored from a snapshot or replaced
 
@@ -49,15 +50,21 @@ func main() {
 		err = runPolicy(args)
 	case "epoch":
 		err = runEpoch(ctx, args)
+	case "lock":
+		err = runLock(ctx, args)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return
 	default:
 		err = fmt.Errorf("%w: unknown command %q", errUsage, cmd)
 	}
+	var exit *exitError
 	switch {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &exit):
+		fmt.Fprintf(os.Stderr, "fencegw: %v\n", err)
+		os.Exit(exit.code)
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(os.Stderr, "fencegw: %v\n\n%s", err, usage)
 		os.Exit(2)

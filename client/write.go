@@ -1,0 +1,106 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+)
+
+// Header names of the write API.
+const (
+	TokenHeader       = "Fencing-Token"
+	IdempotencyHeader = "Idempotency-Key"
+	ReplayedHeader    = "Idempotent-Replayed"
+)
+
+// Result is an applied write: the resource the operation derived, the
+// token the gateway accepted, and per statement the rows affected and any
+// rows returned.
+type Result struct {
+	Operation  string            `json:"operation"`
+	Resource   string            `json:"resource"`
+	Token      string            `json:"token"`
+	Statements []StatementResult `json:"statements"`
+	// Replayed is true when the gateway answered a retry with the stored
+	// response of the write's first execution (Idempotent-Replayed: true):
+	// the write ran once, earlier.
+	Replayed bool `json:"-"`
+}
+
+// StatementResult is the outcome of one statement of an operation. Rows is
+// the JSON array of returned rows, nil for statements that return none.
+type StatementResult struct {
+	RowsAffected int64           `json:"rows_affected"`
+	Rows         json.RawMessage `json:"rows,omitempty"`
+}
+
+// WriteOption configures one write.
+type WriteOption func(*writeOptions)
+
+type writeOptions struct {
+	key string
+}
+
+// WithIdempotencyKey sends key as the write's Idempotency-Key instead of a
+// new random one. Reuse a key to retry a write whose outcome is unknown
+// (a 503, a broken connection): it runs at most once.
+func WithIdempotencyKey(key string) WriteOption {
+	return func(o *writeOptions) { o.key = key }
+}
+
+// NewIdempotencyKey returns a new random key of at least 128 bits, in
+// base32: printable, as the header requires.
+func NewIdempotencyKey() string { return rand.Text() }
+
+// Write sends operation with args, fenced by the lease's token. It sends
+// nothing, and returns an error that is ErrReleased, ErrLeaseLost or
+// ErrLeaseExpired, once the lease has ended or is past its local deadline.
+// A write already sent is not recalled when the lease ends: the fence
+// decides its fate. See Client.Write for the rest.
+func (l *Lease) Write(ctx context.Context, operation string, args any, opts ...WriteOption) (*Result, error) {
+	if err := l.Err(); err != nil {
+		return nil, fmt.Errorf("write %s: not sent: %w", operation, err)
+	}
+	return l.c.Write(ctx, l.token, operation, args, opts...)
+}
+
+// Write sends operation with args (a value encoding/json makes an object
+// of; json.RawMessage for JSON at hand), fenced by token, for callers that
+// hold a token some other way, such as FENCING_TOKEN under `fencegw lock`.
+// Each call gets a new random Idempotency-Key unless WithIdempotencyKey
+// gives one, so net/http's transport may resend it safely (it does for
+// requests with that header when a reused connection breaks). ctx bounds
+// the request; the gateway finishes a write it has started even if ctx
+// ends.
+//
+// A refusal is an error from the gateway: errors.As a *StaleTokenError
+// (errors.Is ErrStaleToken) when a newer token has written, a
+// *ProblemError for the others. A transport failure is returned as
+// net/http gives it; like ErrUnavailable, it leaves the outcome unknown.
+func (c *Client) Write(ctx context.Context, token, operation string, args any, opts ...WriteOption) (*Result, error) {
+	var o writeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.key == "" {
+		o.key = NewIdempotencyKey()
+	}
+	if args == nil {
+		args = struct{}{}
+	}
+	h := http.Header{}
+	if token != "" {
+		h.Set(TokenHeader, token)
+	}
+	h.Set(IdempotencyHeader, `"`+o.key+`"`) // an RFC 8941 string
+	var res Result
+	got, err := c.do(ctx, call{method: "POST", path: "/v1/ops/" + url.PathEscape(operation), header: h, body: args, want: 200, out: &res})
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", operation, err)
+	}
+	res.Replayed = got.Get(ReplayedHeader) == "true"
+	return &res, nil
+}

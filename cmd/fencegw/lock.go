@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/fencegw/fencegw/client"
+)
+
+const lockUsage = `usage: fencegw lock [flags] RESOURCE -- CMD [ARGS...]
+
+Takes the lock on RESOURCE through the gateway, runs CMD with the token in
+FENCING_TOKEN (and FENCEGW_LEASE_ID, FENCEGW_RESOURCE, FENCEGW_URL), keeps
+the lease alive, and stops CMD (SIGTERM, then SIGKILL after --grace) as soon
+as the lease is lost or its local deadline passes. CMD must still send its
+writes with the token: a paused process can outlive any local check, and
+only the fence refuses its late write.
+
+exit status: CMD's own when it finished while the lease was held;
+  3 the lease was lost and CMD was stopped; 4 the resource stayed locked;
+  5 the gateway could not be reached or refused; 2 usage.`
+
+// Exit statuses of `fencegw lock` other than the command's own.
+const (
+	exitLeaseLost   = 3
+	exitLocked      = 4
+	exitUnavailable = 5
+)
+
+// exitError carries an exit status out of runLock.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func runLock(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("lock", flag.ContinueOnError)
+	gw := fs.String("gateway", envOr("http://127.0.0.1:8080", "FENCEGW_URL"), "gateway base URL (FENCEGW_URL)")
+	ttl := fs.Duration("ttl", 10*time.Second, "lease TTL; renewed every TTL/3")
+	wait := fs.Duration("wait", 0, "how long to wait for the current holder")
+	grace := fs.Duration("grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lease is lost")
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), lockUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if len(rest) < 3 || rest[1] != "--" {
+		return fmt.Errorf("%w: lock: want RESOURCE -- CMD [ARGS...]", errUsage)
+	}
+	resource, command := rest[0], rest[2:]
+
+	c := client.New(*gw, client.WithBearerToken(os.Getenv("FENCEGW_BEARER_TOKEN")))
+	lease, err := c.Acquire(ctx, resource, client.AcquireOptions{TTL: *ttl, Wait: *wait})
+	switch {
+	case errors.Is(err, client.ErrLocked):
+		return &exitError{exitLocked, err}
+	case err != nil:
+		return &exitError{exitUnavailable, err}
+	}
+	// Release on a context that outlives ctx: after Ctrl-C we still hand
+	// the lock on at once instead of letting it expire.
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = lease.Release(rctx)
+	}()
+
+	cmd := exec.Command(command[0], command[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(),
+		"FENCING_TOKEN="+lease.Token(), "FENCEGW_LEASE_ID="+lease.ID(),
+		"FENCEGW_RESOURCE="+lease.Resource(), "FENCEGW_URL="+*gw)
+	if err := cmd.Start(); err != nil {
+		return &exitError{1, fmt.Errorf("lock: start %s: %w", command[0], err)}
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	select {
+	case err := <-exited:
+		// A command that ends just as the process wakes from a pause
+		// may beat the keepalive to the news: the deadline decides.
+		if lost := leaseLost(lease); lost != nil {
+			return &exitError{exitLeaseLost, fmt.Errorf("lock: the lease on %s was lost while %s ran (%w); it exited: %v", resource, command[0], lost, err)}
+		}
+		return childExit(err)
+	case <-ctx.Done():
+		// Our own SIGINT/SIGTERM: pass it on and wait for the command.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		return childExit(stopChild(cmd, exited, *grace))
+	case <-lease.Done():
+		fmt.Fprintf(os.Stderr, "fencegw lock: lost %s (%v): stopping %s\n", resource, lease.Err(), command[0])
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = stopChild(cmd, exited, *grace)
+		return &exitError{exitLeaseLost, fmt.Errorf("lock: lease on %s lost: %w", resource, lease.Err())}
+	}
+}
+
+// leaseLost reports why the lease is gone or past its local deadline.
+func leaseLost(l *client.Lease) error {
+	select {
+	case <-l.Done():
+		return l.Err()
+	default:
+	}
+	if time.Now().After(l.Deadline()) {
+		return client.ErrLeaseExpired
+	}
+	return nil
+}
+
+// stopChild waits up to grace for the command to exit after SIGTERM, then
+// kills it.
+func stopChild(cmd *exec.Cmd, exited <-chan error, grace time.Duration) error {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case err := <-exited:
+		return err
+	case <-t.C:
+		_ = cmd.Process.Kill()
+		return <-exited
+	}
+}
+
+// childExit turns the command's end into ours: same status.
+func childExit(err error) error {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee):
+		code := ee.ExitCode()
+		if code < 0 {
+			code = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
+		}
+		return &exitError{code, fmt.Errorf("lock: command exited with status %d", code)}
+	}
+	return &exitError{1, err}
+}

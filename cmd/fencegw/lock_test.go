@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// writerEnv switches the test binary into the command `fencegw lock` runs:
+// it signals it is ready, waits for a go-ahead file, sends one debit with
+// FENCING_TOKEN and prints the HTTP status. It ignores SIGTERM, like a
+// process too busy to notice, so the test can see the fence refuse it.
+const writerEnv = "FENCEGW_TEST_WRITER"
+
+func writerMain() int {
+	signal.Ignore(syscall.SIGTERM)
+	dir := os.Getenv(writerEnv)
+	if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644); err != nil {
+		return 10
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "go")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 11
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, os.Getenv("FENCEGW_URL")+"/v1/ops/debit",
+		strings.NewReader(`{"account": "acct-5", "amount_cents": 100}`))
+	req.Header.Set("Fencing-Token", os.Getenv("FENCING_TOKEN"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Println("error", err)
+		return 12
+	}
+	resp.Body.Close()
+	fmt.Println("status", resp.StatusCode)
+	if resp.StatusCode != http.StatusOK {
+		return 1
+	}
+	return 0
+}
+
+func buildFencegw(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "fencegw")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestLockStopsAPausedHolder is the seed's cron-job timeline with real
+// processes: A runs under `fencegw lock` and is frozen with SIGSTOP past
+// its TTL; B takes the lock and writes; A is resumed and writes. The fence
+// refuses A's write, `fencegw lock` stops A and exits 3, and the database
+// holds B's write only.
+func TestLockStopsAPausedHolder(t *testing.T) {
+	bin := buildFencegw(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dbURL := migrated(t)
+	addrs, served := make(chan string, 1), make(chan error, 1)
+	go func() {
+		served <- serve(ctx, serveConfigFor(t, dbURL, "../../testdata/demo/policy.yaml"), func(a string) { addrs <- a })
+	}()
+	defer func() { cancel(); <-served }()
+	base := "http://" + <-addrs
+
+	start := func(name string) (*exec.Cmd, string, *bytes.Buffer) {
+		dir := filepath.Join(t.TempDir(), name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		cmd := exec.Command(bin, "lock", "--gateway", base, "--ttl", "2s", "--grace", "1s", "account/acct-5", "--", os.Args[0])
+		cmd.Env = append(os.Environ(), writerEnv+"="+dir)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // SIGSTOP freezes lock and command together
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+		if !waitFor(20*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "ready")); return err == nil }) {
+			t.Fatalf("%s never started its command:\n%s", name, &out)
+		}
+		return cmd, dir, &out
+	}
+	goAhead := func(dir string) {
+		if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	a, aDir, aOut := start("a")
+	if err := syscall.Kill(-a.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(15*time.Second, func() bool {
+		resp, err := http.Get(base + "/v1/leases?resource=account/acct-5")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return strings.Contains(b.String(), `"holder":null`)
+	}) {
+		t.Fatal("A's lease never expired while A was stopped")
+	}
+
+	b, bDir, bOut := start("b")
+	goAhead(bDir)
+	if err := b.Wait(); err != nil || !strings.Contains(bOut.String(), "status 200") {
+		t.Fatalf("B: %v\n%s", err, bOut)
+	}
+
+	goAhead(aDir)
+	if err := syscall.Kill(-a.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	err := a.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitLeaseLost {
+		t.Fatalf("A's fencegw lock exit = %v, want status %d\n%s", err, exitLeaseLost, aOut)
+	}
+	if !strings.Contains(aOut.String(), "status 409") {
+		t.Fatalf("A's late write was not refused with 409:\n%s", aOut)
+	}
+
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	var balance int64
+	if err := conn.QueryRow(ctx, "SELECT (SELECT count(*) FROM demo.write_log WHERE account = 'acct-5'), (SELECT balance_cents FROM demo.accounts WHERE id = 'acct-5')").Scan(&n, &balance); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || balance != 900 {
+		t.Fatalf("database: %d write(s), balance %d; want B's one write and 900", n, balance)
+	}
+}
+
+func waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return cond()
+}
+
+// TestLockExitStatuses: the command's own status passes through with the
+// token in its environment; a held resource is status 4.
+func TestLockExitStatuses(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrs, served := make(chan string, 1), make(chan error, 1)
+	go func() {
+		served <- serve(ctx, serveConfigFor(t, migrated(t), "../../testdata/demo/policy.yaml"), func(a string) { addrs <- a })
+	}()
+	defer func() { cancel(); <-served }()
+	base := "http://" + <-addrs
+
+	err := runLock(ctx, []string{"--gateway", base, "account/acct-6", "--", "sh", "-c", `case "$FENCING_TOKEN" in 1:*) exit 7;; esac; exit 1`})
+	var exit *exitError
+	if !errors.As(err, &exit) || exit.code != 7 {
+		t.Fatalf("lock with a command exiting 7 = %v, want status 7 (and FENCING_TOKEN set)", err)
+	}
+	if err := runLock(ctx, []string{"--gateway", base, "account/acct-6", "--", "true"}); err != nil {
+		t.Fatalf("lock true = %v (was the lock released after the first run?)", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- runLock(ctx, []string{"--gateway", base, "--ttl", "5s", "account/acct-6", "--", "sh", "-c", "touch " + filepath.Join(t.TempDir(), "x") + "; sleep 3"})
+	}()
+	if !waitFor(10*time.Second, func() bool {
+		resp, err := http.Get(base + "/v1/leases?resource=account/acct-6")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return !strings.Contains(b.String(), `"holder":null`)
+	}) {
+		t.Fatal("the first lock never held the resource")
+	}
+	err = runLock(ctx, []string{"--gateway", base, "account/acct-6", "--", "true"})
+	if !errors.As(err, &exit) || exit.code != exitLocked {
+		t.Fatalf("lock on a held resource = %v, want status %d", err, exitLocked)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("first lock = %v", err)
+	}
+	if err := runLock(ctx, []string{"account/acct-6", "true"}); !errors.Is(err, errUsage) {
+		t.Fatalf("lock without -- = %v, want a usage error", err)
+	}
+}
