@@ -44,10 +44,6 @@ func gatewayOn(t *testing.T, dbURL string) (*gateway.Gateway, string) {
 
 func gatewayWith(t *testing.T, dbURL string, cli *clientv3.Client) (*gateway.Gateway, string) {
 	t.Helper()
-	pol, err := policy.Parse("p.yaml", []byte(demoPolicy(t, "monotonic")))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -58,9 +54,19 @@ func gatewayWith(t *testing.T, dbURL string, cli *clientv3.Client) (*gateway.Gat
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
+	return gatewayWithPool(t, pool, tokens.NewEtcd(cli))
+}
+
+// gatewayWithPool serves the demo policy on pool and auth.
+func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *tokens.Etcd) (*gateway.Gateway, string) {
+	t.Helper()
+	pol, err := policy.Parse("p.yaml", []byte(demoPolicy(t, "monotonic")))
+	if err != nil {
+		t.Fatal(err)
+	}
 	version, _ := schema.Latest(schema.Gateway())
 	gw, err := gateway.New(gateway.Config{
-		Pool: pool, Authority: tokens.NewEtcd(cli), Policy: pol, SchemaVersion: version,
+		Pool: pool, Authority: auth, Policy: pol, SchemaVersion: version,
 		WriteTimeout: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
