@@ -1,0 +1,43 @@
+package policy
+
+import (
+	"testing"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+func BenchmarkDecodeArgs(b *testing.B) {
+	p, err := Load("../testdata/demo/policy.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	op := p.Operations["debit"]
+	body := []byte(`{"account": "acct-42", "amount_cents": 100}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := op.DecodeArgs(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkBind(b *testing.B) {
+	p, err := Load("../testdata/demo/policy.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	op := p.Operations["debit"]
+	vals, err := op.DecodeArgs([]byte(`{"account": "acct-42", "amount_cents": 100}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		key, _ := op.ResourceKey(vals)
+		for i := range op.Statements {
+			_ = op.Bind(&op.Statements[i], vals, key, testToken)
+		}
+	}
+}
+
+var testToken = tokens.Token{Epoch: 1, Revision: 42}
