@@ -74,6 +74,7 @@ func New(cfg Config) (*Gateway, error) {
 		func() float64 { return float64(cfg.Authority.NewestRevision()) },
 		func() float64 { return float64(cfg.Authority.Epoch()) },
 	)
+	g.metrics.forOperations(cfg.Policy.OperationNames())
 	return g, nil
 }
 

@@ -13,6 +13,22 @@ type metrics struct {
 	rejections *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	leases     *prometheus.CounterVec
+	ops        map[string]opMetrics // per policy operation, resolved once
+}
+
+// opMetrics are the children of the vectors an accepted write touches,
+// looked up once instead of on every request.
+type opMetrics struct {
+	ok      prometheus.Counter
+	latency prometheus.Observer
+}
+
+// forOperations resolves the per-operation series of names.
+func (m *metrics) forOperations(names []string) {
+	m.ops = make(map[string]opMetrics, len(names))
+	for _, n := range names {
+		m.ops[n] = opMetrics{ok: m.writes.WithLabelValues(n, "ok"), latency: m.latency.WithLabelValues(n)}
+	}
 }
 
 func newMetrics(revision, epoch func() float64) *metrics {

@@ -39,9 +39,13 @@ func (g *Gateway) handleWrite(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(reply.Status)
 		_, _ = w.Write(reply.Body)
 	}
-	if _, known := g.cfg.Policy.Operations[name]; known { // bound label cardinality
-		g.metrics.writes.WithLabelValues(name, outcome).Inc()
-		g.metrics.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	if m, known := g.metrics.ops[name]; known { // unknown names would grow the label set without bound
+		if outcome == "ok" {
+			m.ok.Inc()
+		} else {
+			g.metrics.writes.WithLabelValues(name, outcome).Inc()
+		}
+		m.latency.Observe(time.Since(start).Seconds())
 	}
 }
 
