@@ -13,6 +13,9 @@ var (
 	ErrBadRequest       = errors.New("gateway: bad request")
 	ErrBodyTooLarge     = errors.New("gateway: request body too large")
 	ErrUnavailable      = errors.New("gateway: unavailable")
+	// ErrOutcomeUnknown marks a 503 after which the write may have
+	// committed: the connection broke after the batch was sent.
+	ErrOutcomeUnknown = errors.New("gateway: outcome unknown")
 	ErrNotReady         = errors.New("gateway: not ready")
 	ErrNoRoute          = errors.New("gateway: no such endpoint")
 	ErrMethod           = errors.New("gateway: method not allowed")

@@ -151,5 +151,5 @@ func classify(err error, w Write) error {
 	}
 	// The batch may have reached the server and committed before the
 	// connection failed: say so rather than guess.
-	return fmt.Errorf("%w: the connection to PostgreSQL failed mid-write; the write may or may not have been applied: retry with the same Idempotency-Key, or read the resource's state first: %w", ErrUnavailable, err)
+	return fmt.Errorf("%w (%w): the connection to PostgreSQL failed mid-write; the write may or may not have been applied: retry with the same Idempotency-Key, or read the resource's state first: %w", ErrUnavailable, ErrOutcomeUnknown, err)
 }

@@ -97,7 +97,8 @@ func TestDatabaseDownIsUnavailable(t *testing.T) {
 	h := &harness{t: t, base: base}
 	l := (&harness{t: t, base: base}).mustAcquire("account/acct-61", 5, 0)
 	r := h.write("debit", l.Token, debit("acct-61", 1))
-	if r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "unavailable" || !strings.Contains(r.Problem.Detail, "nothing was written") {
+	if r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "unavailable" || r.Problem.Outcome != "not-applied" ||
+		!strings.Contains(r.Problem.Detail, "nothing was written") || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("write with PostgreSQL down: %d %s, want 503 unavailable, nothing written", r.Status, r.Body)
 	}
 	if r := h.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusServiceUnavailable {

@@ -23,6 +23,9 @@ type Problem struct {
 	Operation      string `json:"operation,omitempty"`
 	PresentedToken string `json:"presented_token,omitempty"`
 	CurrentToken   string `json:"current_token,omitempty"`
+	// Outcome, on 503s: "not-applied" (safe to retry as is) or "unknown"
+	// (retry only with the same Idempotency-Key).
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // Kind returns the type suffix, e.g. "stale-token".
@@ -91,8 +94,13 @@ func problemFor(err error, scope problemScope) Problem {
 		p.set(http.StatusBadRequest, "bad-request", "Bad request")
 	case errors.Is(err, tokens.ErrHalted):
 		p.set(http.StatusServiceUnavailable, "authority-halted", "Token authority halted")
+		p.Outcome = "not-applied"
 	case errors.Is(err, ErrUnavailable), errors.Is(err, tokens.ErrUnavailable), errors.Is(err, ErrNotReady):
 		p.set(http.StatusServiceUnavailable, "unavailable", "Service unavailable")
+		p.Outcome = "not-applied"
+		if errors.Is(err, ErrOutcomeUnknown) {
+			p.Outcome = "unknown"
+		}
 	default:
 		// Internal details (SQL, stack) stay in the log.
 		p.set(http.StatusInternalServerError, "internal", "Internal error")
@@ -119,8 +127,11 @@ func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, err error
 		slog.String("resource", p.Resource), slog.String("presented_token", p.PresentedToken),
 		slog.String("current_token", p.CurrentToken), slog.String("error", err.Error()))
 	w.Header().Set("Content-Type", "application/problem+json")
-	if p.Status == http.StatusUnauthorized {
+	switch p.Status {
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="fencegw"`)
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "1")
 	}
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)

@@ -17,6 +17,7 @@ type tripCounter struct {
 	mu        sync.Mutex
 	trips     int
 	lastWrite bool
+	breakAt   int // if > 0: close the connection right after sending round trip breakAt
 }
 
 type countingConn struct {
@@ -30,8 +31,20 @@ func (cc countingConn) Write(b []byte) (int, error) {
 		cc.c.trips++
 	}
 	cc.c.lastWrite = true
+	breakNow := cc.c.breakAt > 0 && cc.c.trips == cc.c.breakAt
 	cc.c.mu.Unlock()
-	return cc.Conn.Write(b)
+	n, err := cc.Conn.Write(b)
+	if breakNow {
+		// The request reached PostgreSQL; its answer never comes back.
+		cc.Conn.Close()
+	}
+	return n, err
+}
+
+func (c *tripCounter) breakAfter(trip int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.trips, c.breakAt = 0, trip
 }
 
 func (cc countingConn) Read(b []byte) (int, error) {
@@ -56,24 +69,7 @@ func (c *tripCounter) take() int {
 func TestOneRoundTripPerWrite(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	var trips tripCounter
-	cfg, err := pgxpool.ParseConfig(h.pool.Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // one connection: its statement cache is warm after the first write
-	var d net.Dialer
-	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := d.DialContext(ctx, network, addr)
-		return countingConn{conn, &trips}, err
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	_, base := gatewayWithPool(t, pool, h.auth)
-	counted := &harness{t: t, base: base, pool: h.pool}
-
+	counted := countedGateway(t, h, &trips)
 	l := h.mustAcquire("account/acct-97", 10, 0)
 	defer h.release(l)
 	for _, tt := range []struct {
@@ -103,5 +99,65 @@ func TestOneRoundTripPerWrite(t *testing.T) {
 				t.Fatalf("%d round trips to PostgreSQL, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// countedGateway serves the demo policy through a one-connection pool
+// whose round trips are counted (and can be cut).
+func countedGateway(t *testing.T, h *harness, trips *tripCounter) *harness {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(h.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	var d net.Dialer
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, addr)
+		return countingConn{conn, trips}, err
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	_, base := gatewayWithPool(t, pool, h.auth)
+	return &harness{t: t, base: base, pool: h.pool}
+}
+
+// TestConnectionLostMidWrite cuts the connection right after a write's
+// batch reached PostgreSQL. The gateway cannot know whether it committed
+// and must say so (outcome "unknown"); a retry with the same
+// Idempotency-Key then applies the write exactly once.
+func TestConnectionLostMidWrite(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	var trips tripCounter
+	counted := countedGateway(t, h, &trips)
+	l := h.mustAcquire("account/acct-98", 10, 0)
+	defer h.release(l)
+	if r := counted.write("credit", l.Token, debit("acct-98", 1)); r.Status != http.StatusOK { // warm up
+		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
+	}
+
+	trips.breakAfter(1)
+	r := counted.write("credit", l.Token, debit("acct-98", 1))
+	if r.Status != http.StatusServiceUnavailable || r.Problem.Outcome != "unknown" {
+		t.Fatalf("write with the connection cut: %d %s, want 503 with outcome unknown", r.Status, r.Body)
+	}
+
+	before := h.balance("acct-98")
+	hdr := keyed(l.Token, "lost-1")
+	trips.breakAfter(2) // the keyed write's second round trip carries the COMMIT
+	if r := counted.do(http.MethodPost, "/v1/ops/credit", hdr, debit("acct-98", 10)); r.Status != http.StatusServiceUnavailable || r.Problem.Outcome != "unknown" {
+		t.Fatalf("keyed write with the COMMIT cut: %d %s, want 503 outcome unknown", r.Status, r.Body)
+	}
+	trips.breakAfter(0)
+	for i := range 2 {
+		if r := counted.do(http.MethodPost, "/v1/ops/credit", hdr, debit("acct-98", 10)); r.Status != http.StatusOK {
+			t.Fatalf("retry %d with the same key: %d %s", i, r.Status, r.Body)
+		}
+	}
+	if got := h.balance("acct-98"); got != before+10 {
+		t.Fatalf("balance %d -> %d, want +10: the keyed write applied exactly once", before, got)
 	}
 }
