@@ -16,11 +16,11 @@ var (
 	// ErrOutcomeUnknown marks a 503 after which the write may have
 	// committed: the connection broke after the batch was sent.
 	ErrOutcomeUnknown = errors.New("gateway: outcome unknown")
-	ErrNotReady         = errors.New("gateway: not ready")
-	ErrNoRoute          = errors.New("gateway: no such endpoint")
-	ErrMethod           = errors.New("gateway: method not allowed")
-	ErrUnauthorized     = errors.New("gateway: unauthorized")
-	ErrForbidden        = errors.New("gateway: forbidden")
+	ErrNotReady       = errors.New("gateway: not ready")
+	ErrNoRoute        = errors.New("gateway: no such endpoint")
+	ErrMethod         = errors.New("gateway: method not allowed")
+	ErrUnauthorized   = errors.New("gateway: unauthorized")
+	ErrForbidden      = errors.New("gateway: forbidden")
 )
 
 // StaleTokenError is a write refused by the fence: Presented is older than
