@@ -1,11 +1,8 @@
 package policy
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,47 +20,93 @@ type Values []any
 // refused, integers must be JSON integers within int64 and the declared
 // bounds, and nothing may follow the object.
 func (op *Operation) DecodeArgs(body []byte) (Values, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	l := argLexer{b: body}
+	l.ws()
+	if !l.eat('{') {
 		return nil, argErrorf("", "the body must be a JSON object of the operation's arguments")
 	}
 	vals := make(Values, len(op.Args))
-	seen := make([]bool, len(op.Args))
-	for dec.More() {
-		t, err := dec.Token()
+	var seen uint64 // compile caps arguments at 64
+	l.ws()
+	for !l.eat('}') {
+		raw, key, escaped, err := l.str()
 		if err != nil {
-			return nil, argErrorf("", "malformed JSON: %v", err)
+			return nil, err
 		}
-		key, _ := t.(string)
+		if !escaped {
+			key = string(raw) // no allocation when used only as a map key below
+		}
 		i, ok := op.argIndex[key]
 		if !ok {
 			return nil, argErrorf(clipArg(key), "unknown argument: %s takes %s", op.Name, op.argNames())
 		}
-		if seen[i] {
-			return nil, argErrorf(key, "given more than once")
+		if seen&(1<<i) != 0 {
+			return nil, argErrorf(op.Args[i].Name, "given more than once")
 		}
-		seen[i] = true
-		t, err = dec.Token()
-		if err != nil {
-			return nil, argErrorf(key, "malformed JSON: %v", err)
+		seen |= 1 << i
+		l.ws()
+		if !l.eat(':') {
+			return nil, malformed("want ':'", l.i)
 		}
-		if vals[i], err = op.Args[i].convert(t); err != nil {
+		l.ws()
+		if vals[i], err = op.Args[i].read(&l); err != nil {
 			return nil, err
 		}
+		l.ws()
+		if l.eat(',') {
+			l.ws()
+			if l.peek() == '}' {
+				return nil, malformed("trailing comma", l.i)
+			}
+			continue
+		}
+		if l.peek() != '}' {
+			return nil, malformed("want ',' or '}'", l.i)
+		}
 	}
-	if _, err := dec.Token(); err != nil { // the closing '}'
-		return nil, argErrorf("", "malformed JSON: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	l.ws()
+	if l.i != len(l.b) {
 		return nil, argErrorf("", "unexpected data after the JSON object")
 	}
-	for i, ok := range seen {
-		if !ok {
+	for i := range op.Args {
+		if seen&(1<<i) == 0 {
 			return nil, argErrorf(op.Args[i].Name, "missing")
 		}
 	}
 	return vals, nil
+}
+
+// read reads one JSON value and converts it to a's type.
+func (a *Arg) read(l *argLexer) (any, error) {
+	switch c := l.peek(); {
+	case c == '"':
+		raw, s, escaped, err := l.str()
+		if err != nil {
+			return nil, err
+		}
+		if !escaped {
+			s = string(raw)
+		}
+		return a.convert(s)
+	case c == '-' || (c >= '0' && c <= '9'):
+		lit, _, err := l.number()
+		if err != nil {
+			return nil, err
+		}
+		return a.convert(json.Number(lit))
+	case c == 't' || c == 'f' || c == 'n':
+		w, err := l.literal()
+		if err != nil {
+			return nil, err
+		}
+		if w == "null" {
+			return a.convert(nil)
+		}
+		return a.convert(w == "true")
+	case c == '{' || c == '[':
+		return a.convert(json.Delim(c))
+	}
+	return nil, malformed("want a value", l.i)
 }
 
 func (a *Arg) convert(t json.Token) (any, error) {

@@ -45,6 +45,14 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "trailing data", op: debit, body: `{"account":"acct-1","amount":1} {}`, err: "after the JSON object"},
 		{name: "truncated", op: debit, body: `{"account":"acct-1","amount":1`, err: "malformed JSON"},
 		{name: "trailing comma", op: debit, body: `{"account":"acct-1","amount":1,}`, err: "malformed JSON"},
+		{name: "escapes decoded", op: run, body: `{"day":"\u0032\u00e9\ud83d\ude00\t","n":1,"dry":false}`, want: Values{"2é😀\t", false, int64(1)}},
+		{name: "escaped key", op: debit, body: `{"\u0061ccount":"acct-1","amount":1}`, want: Values{"acct-1", int64(1)}},
+		{name: "bad escape", op: run, body: `{"day":"\x","n":1,"dry":false}`, err: "malformed JSON"},
+		{name: "raw newline in string", op: run, body: "{\"day\":\"a\nb\",\"n\":1,\"dry\":false}", err: "malformed JSON"},
+		{name: "leading zero", op: run, body: `{"day":"d","n":01,"dry":false}`, err: "malformed JSON"},
+		{name: "bare minus", op: debit, body: `{"account":"acct-1","amount":-}`, err: "malformed JSON"},
+		{name: "truncated literal", op: run, body: `{"day":"d","n":1,"dry":tru}`, err: "malformed JSON"},
+		{name: "missing colon", op: debit, body: `{"account" "acct-1"}`, err: "malformed JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

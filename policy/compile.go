@@ -13,6 +13,7 @@ import (
 // Limits on policy entries. They keep one request's work bounded.
 const (
 	maxStatements          = 16
+	maxArgs                = 64 // DecodeArgs tracks them in a uint64
 	defaultMaxLength       = 256
 	maxMaxLength           = 1 << 20
 	maxNameLength          = 63
@@ -125,6 +126,9 @@ func compileOperation(ps *problems, p *Policy, name string, fo fileOperation) *O
 			}
 			used[an] = true
 		}
+	}
+	if len(op.Args) > maxArgs {
+		ps.add(entry+".args", "%d arguments, at most %d", len(op.Args), maxArgs)
 	}
 	if len(fo.Statements) == 0 || len(fo.Statements) > maxStatements {
 		ps.add(entry+".statements", "want 1 to %d statements, have %d", maxStatements, len(fo.Statements))

@@ -48,6 +48,7 @@ func FuzzDecodeArgs(f *testing.F) {
 		`{"account":"acct-1","amount":100}`, `{"amount":1,"account":"acct-9"}`, `{"account":"acct-1","amount":1,"amount":2}`,
 		`{"account":"acct-1","amount":1e2}`, `{"account":"acct-1"}`, `[]`, `{"account":"acct-1","amount":1}x`,
 		`{"day":"d","n":-9223372036854775808,"dry":false}`, `{"day":"\ud800","n":1,"dry":true}`,
+		`{"day":"\u00e9\n\"\\\/","n":0,"dry":true}`, `{"day":"\ud83d\ude00","n":-0,"dry":false}`, ` {"n":1 , "dry":null,"day":"x"}`,
 	} {
 		f.Add(s)
 	}
@@ -65,8 +66,22 @@ func FuzzDecodeArgs(f *testing.F) {
 			if !json.Valid([]byte(body)) {
 				t.Fatalf("%s: accepted invalid JSON %q", name, body)
 			}
+			// Differential check: encoding/json must read the same values.
+			var ref map[string]any
+			dec := json.NewDecoder(strings.NewReader(body))
+			dec.UseNumber()
+			if err := dec.Decode(&ref); err != nil {
+				t.Fatalf("%s: accepted %q that encoding/json refuses: %v", name, body, err)
+			}
 			for i, a := range op.Args {
 				checkValue(t, a, vals[i])
+				want := ref[a.Name]
+				if n, ok := want.(json.Number); ok {
+					want, _ = n.Int64()
+				}
+				if want != vals[i] {
+					t.Fatalf("%s: arg %s = %#v, encoding/json reads %#v from %q", name, a.Name, vals[i], want, body)
+				}
 			}
 		}
 	})
