@@ -36,10 +36,10 @@ func loadRecord(ctx context.Context, q querier) (tokens.Record, error) {
 // unreachable etcd or PostgreSQL is reported, not a reason to halt.
 func (g *Gateway) CheckAuthority(ctx context.Context) error {
 	auth := g.cfg.Authority
-	view, err := auth.View(ctx)
-	if err != nil {
-		return err
-	}
+	// Everything compared with etcd's view must be read before it: the view
+	// is linearizable, so it is at least as new as any revision seen
+	// earlier, here or by another replica that recorded it. Read after it,
+	// normal traffic would look like etcd going back in time.
 	rec, err := loadRecord(ctx, g.cfg.Pool)
 	if err != nil {
 		return err
@@ -47,6 +47,10 @@ func (g *Gateway) CheckAuthority(ctx context.Context) error {
 	var seen int64
 	if auth.Epoch() == rec.Epoch {
 		seen = auth.NewestRevision()
+	}
+	view, err := auth.View(ctx)
+	if err != nil {
+		return err
 	}
 	next, err := tokens.Reconcile(view, rec, seen)
 	var halt *tokens.HaltedError

@@ -102,3 +102,26 @@ func TestEtcdRollbackHaltsUntilEpochBump(t *testing.T) {
 		t.Fatalf("fence = %s, want %s", got, fresh.Token)
 	}
 }
+
+// TestNoFalseHaltUnderTraffic: lock traffic racing the authority check must
+// never look like etcd going back in time.
+func TestNoFalseHaltUnderTraffic(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			l, err := h.auth.Acquire(ctx, "traffic/one", tokens.AcquireOptions{TTL: 5 * time.Second})
+			if err == nil {
+				h.auth.Release(context.Background(), l.ID)
+			}
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	for i := range 200 {
+		if err := h.gw.CheckAuthority(t.Context()); err != nil {
+			t.Fatalf("check %d under traffic: %v", i, err)
+		}
+	}
+}
