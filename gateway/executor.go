@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,11 +124,16 @@ func readWrite(br pgx.BatchResults, op *policy.Operation, res *Result) error {
 	return nil
 }
 
-// classify turns a failed batch into the gateway's errors.
+// classify turns a failed batch into the gateway's errors. The outcome
+// rule: an ERROR from PostgreSQL aborts the transaction before its commit
+// completes, so nothing was applied; a FATAL or a broken connection after
+// the batch was sent may come after the commit, so the outcome is unknown.
 func classify(err error, w Write) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		switch {
+		switch severity := cmp.Or(pgErr.SeverityUnlocalized, pgErr.Severity); {
+		case severity == "FATAL" || severity == "PANIC":
+			return fmt.Errorf("%w (%w): PostgreSQL ended the session mid-write: %w", ErrUnavailable, ErrOutcomeUnknown, err)
 		case pgErr.Code == sqlstateStale:
 			current, perr := tokens.Parse(pgErr.Detail)
 			if perr != nil {
@@ -142,7 +148,7 @@ func classify(err error, w Write) error {
 			return badRequest("the database refused an argument value: %s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
 		case pgerrcode.IsTransactionRollback(pgErr.Code), pgerrcode.IsInsufficientResources(pgErr.Code),
 			pgerrcode.IsOperatorIntervention(pgErr.Code), pgerrcode.IsConnectionException(pgErr.Code):
-			return fmt.Errorf("%w: PostgreSQL rolled the write back, retry: %s (SQLSTATE %s)", ErrUnavailable, pgErr.Message, pgErr.Code)
+			return fmt.Errorf("%w: PostgreSQL rolled the write back, retry: %w", ErrUnavailable, err)
 		}
 		return fmt.Errorf("gateway: operation %s: %w", w.Operation.Name, err)
 	}
@@ -151,5 +157,5 @@ func classify(err error, w Write) error {
 	}
 	// The batch may have reached the server and committed before the
 	// connection failed: say so rather than guess.
-	return fmt.Errorf("%w (%w): the connection to PostgreSQL failed mid-write; the write may or may not have been applied: retry with the same Idempotency-Key, or read the resource's state first: %w", ErrUnavailable, ErrOutcomeUnknown, err)
+	return fmt.Errorf("%w (%w): the connection to PostgreSQL failed mid-write: %w", ErrUnavailable, ErrOutcomeUnknown, err)
 }

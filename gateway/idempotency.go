@@ -117,7 +117,8 @@ func replay(ctx context.Context, conn *pgxpool.Conn, idem Idempotency, op string
 	err := conn.QueryRow(ctx, "SELECT status, response FROM fencegw.idempotency_keys WHERE (client, operation, key) = ($1, $2, $3)",
 		idem.Client, op, idem.Key).Scan(&r.Status, &r.Body)
 	if err != nil {
-		return Reply{}, fmt.Errorf("%w: reading the stored response of key %q: %w", ErrUnavailable, idem.Key, err)
+		// The write was applied earlier; only its answer is out of reach.
+		return Reply{}, fmt.Errorf("%w (%w): reading the stored response of key %q: %w", ErrUnavailable, ErrOutcomeUnknown, idem.Key, err)
 	}
 	return r, nil
 }

@@ -96,10 +96,12 @@ func problemFor(err error, scope problemScope) Problem {
 		p.set(http.StatusServiceUnavailable, "authority-halted", "Token authority halted")
 		p.Outcome = "not-applied"
 	case errors.Is(err, ErrUnavailable), errors.Is(err, tokens.ErrUnavailable), errors.Is(err, ErrNotReady):
+		// The cause (connection strings, server messages) stays in the log.
 		p.set(http.StatusServiceUnavailable, "unavailable", "Service unavailable")
-		p.Outcome = "not-applied"
+		p.Outcome, p.Detail = "not-applied", "PostgreSQL or etcd is unavailable; nothing was written: retry"
 		if errors.Is(err, ErrOutcomeUnknown) {
 			p.Outcome = "unknown"
+			p.Detail = "the connection to PostgreSQL failed after the write was sent: it may have been applied; retry only with the same Idempotency-Key"
 		}
 	default:
 		// Internal details (SQL, stack) stay in the log.
