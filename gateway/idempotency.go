@@ -111,6 +111,27 @@ func (e *Executor) ExecuteOnce(ctx context.Context, w Write, idem Idempotency, r
 	return Reply{Status: http.StatusOK, Body: body}, nil
 }
 
+// Replay returns the stored response of a completed request with idem's
+// key, if there is one; it is how a keyed retry is answered even when the
+// authority now refuses its token (a successor holds the lock, the epoch
+// moved on). ok is false when no response is stored.
+func (e *Executor) Replay(ctx context.Context, op string, idem Idempotency) (r Reply, ok bool, err error) {
+	var fingerprint []byte
+	r.Replayed = true
+	err = e.pool.QueryRow(ctx, `SELECT fingerprint, status, response FROM fencegw.idempotency_keys
+		WHERE (client, operation, key) = ($1, $2, $3) AND created_at >= now() - $4::interval AND response IS NOT NULL`,
+		idem.Client, op, idem.Key, idem.Retention).Scan(&fingerprint, &r.Status, &r.Body)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return Reply{}, false, nil
+	case err != nil:
+		return Reply{}, false, fmt.Errorf("%w: looking up key %q: %w", ErrUnavailable, idem.Key, err)
+	case string(fingerprint) != string(idem.Fingerprint[:]):
+		return Reply{}, false, &IdempotencyMismatchError{Key: idem.Key}
+	}
+	return r, true, nil
+}
+
 // replay answers with the stored response of the key's first execution.
 func replay(ctx context.Context, conn *pgxpool.Conn, idem Idempotency, op string) (Reply, error) {
 	r := Reply{Replayed: true}

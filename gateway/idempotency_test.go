@@ -170,3 +170,32 @@ func TestIdempotencyKeyValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayEvenWhenTheAuthorityRefuses: in holder mode a retired holder's
+// token is refused by etcd, but its keyed retry still gets its answer.
+func TestReplayEvenWhenTheAuthorityRefuses(t *testing.T) {
+	pol := strings.Replace(demoPolicy(t, "monotonic"), "compare: monotonic", "compare: monotonic\n    validation: holder", 1)
+	h := newHarness(t, pol)
+	const account, resource = "acct-86", "account/acct-86"
+	a := h.mustAcquire(resource, 5, 0)
+	first := h.do(http.MethodPost, "/v1/ops/debit", keyed(a.Token, "k86"), debit(account, 100))
+	if first.Status != http.StatusOK {
+		t.Fatalf("A: %d %s", first.Status, first.Body)
+	}
+	h.release(a)
+	b := h.mustAcquire(resource, 5, 0)
+	defer h.release(b)
+	r := h.do(http.MethodPost, "/v1/ops/debit", keyed(a.Token, "k86"), debit(account, 100))
+	if r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "true" || string(r.Body) != string(first.Body) {
+		t.Fatalf("A's keyed retry after B took the lock: %d %s, want the replayed 200", r.Status, r.Body)
+	}
+	if r := h.do(http.MethodPost, "/v1/ops/debit", keyed(a.Token, "k86"), debit(account, 5)); r.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("same key, other amount: %d %s, want 422", r.Status, r.Body)
+	}
+	if r := h.do(http.MethodPost, "/v1/ops/debit", keyed(a.Token, "k86-new"), debit(account, 100)); r.Status != http.StatusForbidden {
+		t.Fatalf("A's new keyed write: %d %s, want 403", r.Status, r.Body)
+	}
+	if got := h.balance(account); got != 900 {
+		t.Fatalf("balance = %d, want 900", got)
+	}
+}

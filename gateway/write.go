@@ -84,12 +84,22 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (Reply, error) {
 	// the client's: a disconnect must not leave its outcome to chance.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)
 	defer cancel()
+	wr := Write{Operation: op, Args: args, Resource: resource, Token: tok}
+	var idem Idempotency
+	if once {
+		idem = Idempotency{Client: clientName(r.Context()), Key: key, Fingerprint: op.Fingerprint(args), Retention: g.retention}
+	}
 	if err := g.validate(ctx, resource, tok, op.Resource.Validation); err != nil {
+		// A retry of a completed write is answered whoever asks, even once
+		// the authority no longer vouches for its token.
+		if once && (errors.Is(err, tokens.ErrRejected) || errors.Is(err, tokens.ErrHalted)) {
+			if reply, ok, rerr := g.exec.Replay(ctx, op.Name, idem); ok || rerr != nil {
+				return reply, rerr
+			}
+		}
 		return Reply{}, err
 	}
-	wr := Write{Operation: op, Args: args, Resource: resource, Token: tok}
 	if once {
-		idem := Idempotency{Client: clientName(r.Context()), Key: key, Fingerprint: op.Fingerprint(args), Retention: g.retention}
 		return g.exec.ExecuteOnce(ctx, wr, idem, renderResult)
 	}
 	res, err := g.exec.Execute(ctx, wr)
