@@ -21,6 +21,7 @@ commands:
   migrate   apply schema migrations: up | down N | version | force N
   policy    check FILE: validate a policy file and print it compiled
   lock      RESOURCE -- CMD...: run CMD holding the lock, token in FENCING_TOKEN
+  bench     measure fenced writes direct via pgx and through the gateway
   epoch     show | bump: inspect the token authority, or start a new epoch
             after etcd was restored from a snapshot or replaced
 
@@ -52,6 +53,8 @@ func main() {
 		err = runEpoch(ctx, args)
 	case "lock":
 		err = runLock(ctx, args)
+	case "bench":
+		err = runBench(ctx, args, os.Stdout)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

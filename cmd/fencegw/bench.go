@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/fencegw/fencegw/internal/bench"
+	"github.com/fencegw/fencegw/internal/etcdserver"
+	"github.com/fencegw/fencegw/internal/pgcluster"
+)
+
+// runBench serves `fencegw bench`: the same fenced writes direct through
+// pgx and through the gateway, on the setup of `fencegw dev` unless told
+// otherwise. Nothing it starts outlives it.
+func runBench(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	clients := fs.String("clients", "1,4,16,64", "comma-separated client counts")
+	dists := fs.String("dist", "uniform,hot,zipf", "comma-separated distributions over the 10,000 accounts: uniform, hot (account 1 only), zipf")
+	cfg := bench.Config{Progress: os.Stderr, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	fs.DurationVar(&cfg.Duration, "duration", 3*time.Second, "measured time per path and cell")
+	fs.DurationVar(&cfg.Warmup, "warmup", 500*time.Millisecond, "unmeasured time before each measurement")
+	fs.IntVar(&cfg.PoolMaxConns, "pool-max-conns", 0, "pgx pool size on both paths (0: min(4×GOMAXPROCS, clients))")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", envOr("", "FENCEGW_DATABASE_URL", "DATABASE_URL"), "PostgreSQL to write to (default: a throwaway cluster)")
+	fs.StringVar(&cfg.GatewayURL, "gateway", "", "drive this running gateway (loopback only) instead of one in process; needs --database-url")
+	fs.StringVar(&cfg.Dir, "bench", "testdata/bench", "folder with the bench's policy.yaml and migrations/")
+	asJSON := fs.Bool("json", false, "print the report as one JSON document")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: bench takes no arguments, got %q", errUsage, fs.Args())
+	}
+	var err error
+	if cfg.Clients, err = bench.ParseClients(*clients); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if cfg.Dists, err = bench.ParseDists(*dists); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if cfg.GatewayURL != "" && cfg.DatabaseURL == "" {
+		return fmt.Errorf("%w: --gateway needs --database-url: the gateway's database, for the direct path", errUsage)
+	}
+	if err := cfg.CheckLoad(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if _, err := os.Stat(cfg.Dir); err != nil {
+		return fmt.Errorf("bench: %w (run from the repository root or pass --bench DIR)", err)
+	}
+
+	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if cfg.GatewayURL == "" {
+		etcd, err := etcdserver.Start(startCtx, "")
+		if err != nil {
+			return fmt.Errorf("bench: etcd: %w", err)
+		}
+		defer etcd.Close()
+		cfg.EtcdEndpoints = etcd.Endpoints()
+	}
+	if cfg.DatabaseURL == "" {
+		pg, err := pgcluster.Start(startCtx, pgcluster.Options{})
+		if err != nil {
+			return fmt.Errorf("bench: PostgreSQL: %w (or set DATABASE_URL to use a running server)", err)
+		}
+		defer pg.Stop()
+		cfg.DatabaseURL = pg.URL()
+	}
+
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		err = rep.WriteJSON(out)
+	} else {
+		err = rep.WriteText(out)
+	}
+	return errors.Join(err, rep.Err())
+}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+)
+
+// TestBenchRefusesBadFlags checks that flag mistakes are usage errors
+// caught before any server starts.
+func TestBenchRefusesBadFlags(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("FENCEGW_DATABASE_URL", "")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"zero clients", []string{"--clients", "0"}},
+		{"unknown distribution", []string{"--dist", "gaussian"}},
+		{"no duration", []string{"--duration", "0s"}},
+		{"negative warmup", []string{"--warmup", "-1s"}},
+		{"gateway without database", []string{"--gateway", "http://127.0.0.1:8080"}},
+		{"remote gateway", []string{"--gateway", "http://10.1.2.3:8080", "--database-url", "postgres://x@127.0.0.1/x"}},
+		{"stray argument", []string{"now"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := runBench(context.Background(), tc.args, io.Discard)
+			if !errors.Is(err, errUsage) {
+				t.Errorf("runBench(%q) = %v, want a usage error", tc.args, err)
+			}
+		})
+	}
+}

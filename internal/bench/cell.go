@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// tokenResource is the lock whose lease lends each cell its token. Its name
+// matches no resource of the bench policy, so no lock-delay applies.
+const tokenResource = "bench/token"
+
+// leaseTTL is short: the client keeps the lease alive while a cell runs.
+const leaseTTL = 30 * time.Second
+
+// Cell is one client count and distribution, measured on both paths.
+type Cell struct {
+	Clients      int  `json:"clients"`
+	Dist         Dist `json:"dist"`
+	PoolMaxConns int  `json:"pool_max_conns"`
+	Direct       Path `json:"direct"`
+	Gateway      Path `json:"gateway"`
+	// Ratio is gateway throughput over direct throughput.
+	Ratio float64 `json:"ratio"`
+}
+
+// Valid reports whether both paths wrote and nothing failed: a cell with
+// errors measured something other than the writes it claims.
+func (c *Cell) Valid() bool {
+	return c.Direct.Writes > 0 && c.Gateway.Writes > 0 && c.Direct.ErrorCount() == 0 && c.Gateway.ErrorCount() == 0
+}
+
+// runCell measures one cell. Both paths write with the token of one real
+// lease taken through the gateway: monotonic fences accept it again and
+// again, on every account. gatewayFirst alternates the order between cells
+// so neither path always runs on the table the other one just churned.
+func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ Cell, err error) {
+	size := e.cfg.poolSize(n)
+	cell := Cell{Clients: n, Dist: d, PoolMaxConns: size}
+	base := e.cfg.GatewayURL
+	if base == "" {
+		gw, gerr := startGateway(ctx, e, size)
+		if gerr != nil {
+			return cell, gerr
+		}
+		defer func() { err = errors.Join(err, gw.close()) }()
+		base = gw.url
+	}
+	hc := newHTTPClient(n)
+	defer hc.CloseIdleConnections()
+	lease, err := client.New(base, client.WithHTTPClient(hc)).Acquire(ctx, tokenResource, client.AcquireOptions{TTL: leaseTTL})
+	if err != nil {
+		return cell, fmt.Errorf("bench: lease for the cell's token: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		err = errors.Join(err, lease.Release(rctx))
+	}()
+	tok, err := tokens.Parse(lease.Token())
+	if err != nil {
+		return cell, fmt.Errorf("bench: the gateway granted a malformed token: %w", err)
+	}
+
+	direct := func() (err error) {
+		cell.Direct, err = e.runDirect(ctx, n, d, size, tok)
+		return err
+	}
+	viaGateway := func() error {
+		cell.Gateway = drive(ctx, n, d, e.cfg.Warmup, e.cfg.Duration, httpWriter(hc, base, e.work.op.Name, lease.Token()))
+		if e.cfg.GatewayURL != "" { // only the load generator's allocations were seen
+			cell.Gateway.AllocsPerWrite, cell.Gateway.BytesPerWrite = 0, 0
+		}
+		return nil
+	}
+	order := []func() error{direct, viaGateway}
+	if gatewayFirst {
+		order[0], order[1] = order[1], order[0]
+	}
+	for _, run := range order {
+		if err := run(); err != nil {
+			return cell, err
+		}
+		if err := ctx.Err(); err != nil {
+			return cell, fmt.Errorf("bench: interrupted: %w", err)
+		}
+	}
+	if cell.Direct.TxPerSec > 0 {
+		cell.Ratio = cell.Gateway.TxPerSec / cell.Direct.TxPerSec
+	}
+	return cell, nil
+}
+
+// runDirect measures the reference path on a pool of its own, closed
+// before the other path runs.
+func (e *env) runDirect(ctx context.Context, n int, d Dist, size int, tok tokens.Token) (Path, error) {
+	pool, err := newPool(ctx, e.cfg.DatabaseURL, size)
+	if err != nil {
+		return Path{}, err
+	}
+	defer pool.Close()
+	return drive(ctx, n, d, e.cfg.Warmup, e.cfg.Duration, directWriter(gateway.NewExecutor(pool), e.work, tok)), nil
+}

@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrConfig is wrapped by every error of Config.Check.
+var ErrConfig = errors.New("bench: bad configuration")
+
+// Config is one run of the benchmark matrix: every client count with every
+// distribution.
+type Config struct {
+	// DatabaseURL is the PostgreSQL the writes go to, on both paths.
+	DatabaseURL string
+	// EtcdEndpoints serve the in-process gateway's leases and tokens;
+	// unused with GatewayURL.
+	EtcdEndpoints []string
+	// GatewayURL drives a running gateway instead of one in this process.
+	// It must be on loopback, write to DatabaseURL and load Dir's policy.
+	GatewayURL string
+	// Dir holds policy.yaml and migrations/ (testdata/bench).
+	Dir string
+
+	Clients  []int
+	Dists    []Dist
+	Duration time.Duration // measured, per path and cell
+	Warmup   time.Duration // run but not measured, before Duration
+
+	// PoolMaxConns is pgx's pool size on both paths; 0 means
+	// min(4×GOMAXPROCS, clients) per cell.
+	PoolMaxConns int
+
+	// Logger receives the in-process gateway's log; nil discards it.
+	Logger *slog.Logger
+	// Progress, if set, gets one line per cell as the run goes.
+	Progress io.Writer
+}
+
+// Check reports the first problem with c.
+func (c *Config) Check() error {
+	switch {
+	case c.DatabaseURL == "":
+		return fmt.Errorf("%w: no database URL", ErrConfig)
+	case c.GatewayURL == "" && len(c.EtcdEndpoints) == 0:
+		return fmt.Errorf("%w: no etcd endpoints for the in-process gateway", ErrConfig)
+	}
+	return c.CheckLoad()
+}
+
+// CheckLoad reports the first problem with the load alone: the matrix,
+// the durations, the folder and the gateway URL. A command can check its
+// flags with it before starting any server.
+func (c *Config) CheckLoad() error {
+	switch {
+	case c.Dir == "":
+		return fmt.Errorf("%w: no bench folder (policy.yaml, migrations/)", ErrConfig)
+	case len(c.Clients) == 0 || len(c.Dists) == 0:
+		return fmt.Errorf("%w: want at least one client count and one distribution", ErrConfig)
+	case c.Duration <= 0 || c.Warmup < 0:
+		return fmt.Errorf("%w: want a positive duration and a warmup >= 0", ErrConfig)
+	case c.PoolMaxConns < 0:
+		return fmt.Errorf("%w: pool size %d is negative", ErrConfig, c.PoolMaxConns)
+	}
+	for _, n := range c.Clients {
+		if n < 1 || n > maxClients {
+			return fmt.Errorf("%w: %d clients: want 1 to %d", ErrConfig, n, maxClients)
+		}
+	}
+	if c.GatewayURL != "" {
+		return checkLoopback(c.GatewayURL)
+	}
+	return nil
+}
+
+// maxClients bounds one cell's goroutines and connections.
+const maxClients = 1024
+
+// poolSize is the pgx pool size of a cell with n clients: more connections
+// than clients are never used, and more than a few per core only queue
+// inside PostgreSQL instead of in the pool.
+func (c *Config) poolSize(n int) int {
+	if c.PoolMaxConns > 0 {
+		return c.PoolMaxConns
+	}
+	return min(4*runtime.GOMAXPROCS(0), n)
+}
+
+// checkLoopback refuses to aim the load anywhere but this machine: a
+// benchmark pointed at a shared gateway by mistake is an outage.
+func checkLoopback(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: gateway URL: want http://127.0.0.1:PORT", ErrConfig)
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%w: gateway %s is not on loopback: the benchmark only loads this machine", ErrConfig, host)
+	}
+	return nil
+}
+
+// ParseClients parses a comma-separated list of client counts: "1,4,16,64".
+func ParseClients(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > maxClients {
+			return nil, fmt.Errorf("%w: client count %q: want 1 to %d", ErrConfig, f, maxClients)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// ParseDists parses a comma-separated list of distributions: "uniform,hot,zipf".
+func ParseDists(s string) ([]Dist, error) {
+	var out []Dist
+	for _, f := range strings.Split(s, ",") {
+		d := Dist(strings.TrimSpace(f))
+		switch d {
+		case Uniform, Hot, Zipf:
+			out = append(out, d)
+		default:
+			return nil, fmt.Errorf("%w: distribution %q: want uniform, hot or zipf", ErrConfig, f)
+		}
+	}
+	return out, nil
+}

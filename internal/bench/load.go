@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// writeFunc sends one write to account id and waits for its outcome: ""
+// when it was acknowledged, otherwise a short kind for the report ("409
+// stale-token", "unavailable") and the error's text. ctx is not the
+// cell's deadline: a write is never abandoned halfway, because an aborted
+// write may still commit and would then go uncounted.
+type writeFunc func(ctx context.Context, id int64) (kind, detail string)
+
+// Path is one path's measurement in one cell.
+type Path struct {
+	// Writes were acknowledged in the measured window; WarmupWrites
+	// before it. Both committed.
+	Writes       int64       `json:"writes"`
+	WarmupWrites int64       `json:"warmup_writes"`
+	TxPerSec     float64     `json:"tx_per_sec"`
+	Latency      Percentiles `json:"latency"`
+	// Errors counts failed writes by kind, warmup included; FirstError is
+	// the text of one of them.
+	Errors     map[string]int64 `json:"errors,omitempty"`
+	FirstError string           `json:"first_error,omitempty"`
+	// AllocsPerWrite and BytesPerWrite are the whole process's heap
+	// allocations in the measured window divided by its writes.
+	AllocsPerWrite float64 `json:"allocs_per_write"`
+	BytesPerWrite  float64 `json:"bytes_per_write"`
+}
+
+// ErrorCount is the number of failed writes.
+func (p *Path) ErrorCount() int64 {
+	var n int64
+	for _, c := range p.Errors {
+		n += c
+	}
+	return n
+}
+
+// client is one closed-loop client's own record: no locks on the hot path.
+type loopClient struct {
+	lat          []time.Duration
+	warmupWrites int64
+	errors       map[string]int64
+	firstError   string
+}
+
+// drive runs clients closed-loop clients against write: each sends a write,
+// waits for its answer, and sends the next, until the deadline. Writes
+// started during warmup are not measured. Every client uses its own
+// generator seeded by its index, so both paths of a cell write the same
+// accounts in the same order.
+func drive(ctx context.Context, clients int, dist Dist, warmup, duration time.Duration, write writeFunc) Path {
+	start := time.Now()
+	measureFrom, end := start.Add(warmup), start.Add(warmup+duration)
+	// Room for 50,000 writes per second shared by all clients; append
+	// grows past it if the machine is faster.
+	capacity := min(int(duration.Seconds()*50_000)/clients+1024, 1<<20)
+
+	recs := make([]loopClient, clients)
+	var wg sync.WaitGroup
+	for i := range recs {
+		rec := &recs[i]
+		rec.lat = make([]time.Duration, 0, capacity)
+		wg.Go(func() {
+			next := dist.picker(rand.New(rand.NewPCG(uint64(i), 0x62656e6368)))
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				if !t0.Before(end) {
+					return
+				}
+				kind, detail := write(ctx, next())
+				switch {
+				case kind != "":
+					rec.fail(kind, detail)
+				case t0.Before(measureFrom):
+					rec.warmupWrites++
+				default:
+					rec.lat = append(rec.lat, time.Since(t0))
+				}
+			}
+		})
+	}
+
+	// Allocations are read around the measured window; the few writes
+	// straddling its edges are noise next to thousands inside it.
+	sleepUntil(ctx, measureFrom)
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	t0 := time.Now()
+	wg.Wait()
+	elapsed := time.Since(t0)
+	runtime.ReadMemStats(&m1)
+
+	var p Path
+	parts := make([][]time.Duration, clients)
+	for i, rec := range recs {
+		parts[i] = rec.lat
+		p.WarmupWrites += rec.warmupWrites
+		for k, n := range rec.errors {
+			if p.Errors == nil {
+				p.Errors = map[string]int64{}
+			}
+			p.Errors[k] += n
+			if p.FirstError == "" {
+				p.FirstError = rec.firstError
+			}
+		}
+	}
+	lat := merge(parts)
+	p.Writes = int64(len(lat))
+	p.Latency = summarize(lat)
+	if elapsed > 0 {
+		p.TxPerSec = float64(p.Writes) / elapsed.Seconds()
+	}
+	if p.Writes > 0 {
+		p.AllocsPerWrite = float64(m1.Mallocs-m0.Mallocs) / float64(p.Writes)
+		p.BytesPerWrite = float64(m1.TotalAlloc-m0.TotalAlloc) / float64(p.Writes)
+	}
+	return p
+}
+
+func (c *loopClient) fail(kind, detail string) {
+	if c.errors == nil {
+		c.errors = map[string]int64{}
+		c.firstError = detail
+	}
+	c.errors[kind]++
+}
+
+func sleepUntil(ctx context.Context, t time.Time) {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,12 @@
+package bench
+
+import (
+	"os"
+	"testing"
+
+	"github.com/fencegw/fencegw/internal/testenv"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m))
+}

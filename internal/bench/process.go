@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strconv"
+)
+
+// Allocs is heap allocation per acknowledged write.
+type Allocs struct {
+	Objects float64 `json:"allocs_per_write"`
+	Bytes   float64 `json:"bytes_per_write"`
+}
+
+// Process is what the run cost this process. With the gateway in process,
+// every figure includes the load generator and the embedded etcd too;
+// PostgreSQL is a process of its own.
+type Process struct {
+	// GatewayPath is nil when the gateway runs elsewhere.
+	GatewayPath *Allocs `json:"gateway_path"`
+	DirectPath  Allocs  `json:"direct_path"`
+	// EmptyHTTP is the same HTTP client against a handler that does
+	// nothing: the part of GatewayPath that is not the gateway's.
+	EmptyHTTP Allocs `json:"empty_http_round_trip"`
+	// RSSBytes is VmRSS at the end, PeakRSSBytes VmHWM; 0 where
+	// /proc/self/status is not available.
+	RSSBytes     int64 `json:"rss_bytes"`
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+}
+
+// meanAllocs is the per-write allocation over paths, weighted by writes.
+func meanAllocs(paths []*Path) Allocs {
+	var objects, bytes, writes float64
+	for _, p := range paths {
+		w := float64(p.Writes)
+		objects += p.AllocsPerWrite * w
+		bytes += p.BytesPerWrite * w
+		writes += w
+	}
+	if writes == 0 {
+		return Allocs{}
+	}
+	return Allocs{Objects: objects / writes, Bytes: bytes / writes}
+}
+
+// readRSS returns VmRSS and VmHWM of this process in bytes.
+func readRSS() (rss, peak int64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		fields := bytes.Fields(sc.Bytes())
+		if len(fields) != 3 || string(fields[2]) != "kB" {
+			continue
+		}
+		kb, err := strconv.ParseInt(string(fields[1]), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch string(fields[0]) {
+		case "VmRSS:":
+			rss = kb << 10
+		case "VmHWM:":
+			peak = kb << 10
+		}
+	}
+	return rss, peak
+}

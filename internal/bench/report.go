@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// ErrInvalid is wrapped by Report.Err when a cell is not a valid
+// measurement.
+var ErrInvalid = errors.New("bench: invalid cells")
+
+// Report is one run of the matrix.
+type Report struct {
+	Gateway         string  `json:"gateway"` // "in-process" or the URL driven
+	Server          Server  `json:"postgresql"`
+	GOMAXPROCS      int     `json:"gomaxprocs"`
+	Operation       string  `json:"operation"`
+	DurationSeconds float64 `json:"duration_seconds"`
+	WarmupSeconds   float64 `json:"warmup_seconds"`
+	Cells           []Cell  `json:"cells"`
+	Process         Process `json:"process"`
+}
+
+// Server is the PostgreSQL the writes went to.
+type Server struct {
+	Version           string `json:"version"`
+	Fsync             string `json:"fsync"`
+	SynchronousCommit string `json:"synchronous_commit"`
+}
+
+// Err is non-nil, wrapping ErrInvalid, when any cell had failed writes or
+// none at all on a path.
+func (r *Report) Err() error {
+	var bad []string
+	for _, c := range r.Cells {
+		if !c.Valid() {
+			bad = append(bad, fmt.Sprintf("%d×%s", c.Clients, c.Dist))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: %s: a cell with failed writes, or none, measured nothing valid", ErrInvalid, strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// WriteJSON writes r as one JSON document.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes r as a table, one row per cell, then the process's costs.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	where := "in-process on 127.0.0.1 (janitor and authority guard not running)"
+	if r.Gateway != "in-process" {
+		where = r.Gateway
+	}
+	fmt.Fprintf(&b, "fencegw bench: closed-loop clients on loopback, %s measured per path and cell after %s warmup\n",
+		seconds(r.DurationSeconds), seconds(r.WarmupSeconds))
+	fmt.Fprintf(&b, "  write       fence + %s, one batch, one round trip, one transaction\n", r.Operation)
+	fmt.Fprintf(&b, "  gateway     %s\n", where)
+	fmt.Fprintf(&b, "  direct      the gateway's executor on pgx, same SQL, no HTTP\n")
+	fmt.Fprintf(&b, "  pgx pool    pool column: min(4×GOMAXPROCS, clients) unless --pool-max-conns; GOMAXPROCS %d\n", r.GOMAXPROCS)
+	fmt.Fprintf(&b, "  PostgreSQL  %s, fsync %s, synchronous_commit %s\n\n", r.Server.Version, r.Server.Fsync, r.Server.SynchronousCommit)
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "clients\tdist   \tpool\tdirect tx/s\tgateway tx/s\tratio\tdirect p50/p99/p999 ms\tgateway p50/p99/p999 ms\terrors\t")
+	for _, c := range r.Cells {
+		fmt.Fprintf(tw, "%d\t%-7s\t%d\t%.0f\t%.0f\t%.2f\t%s\t%s\t%s\t\n", c.Clients, c.Dist, c.PoolMaxConns,
+			c.Direct.TxPerSec, c.Gateway.TxPerSec, c.Ratio, percentiles(c.Direct.Latency), percentiles(c.Gateway.Latency), errorCell(c))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range r.Cells {
+		for _, side := range []struct {
+			name string
+			p    *Path
+		}{{"direct", &c.Direct}, {"gateway", &c.Gateway}} {
+			if side.p.ErrorCount() > 0 {
+				fmt.Fprintf(&b, "  errors, %d×%s %s: %s; first: %s\n", c.Clients, c.Dist, side.name, kinds(side.p.Errors), side.p.FirstError)
+			}
+		}
+	}
+	r.writeProcess(&b)
+	if err := r.Err(); err != nil {
+		fmt.Fprintf(&b, "\nINVALID: %v\n", err)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (r *Report) writeProcess(b *strings.Builder) {
+	p := r.Process
+	fmt.Fprintf(b, "\nheap allocations per write, whole process, measured windows only:\n")
+	if g := p.GatewayPath; g != nil {
+		fmt.Fprintf(b, "  gateway path           %s  (gateway + this load generator's HTTP client)\n", allocs(*g))
+		fmt.Fprintf(b, "  empty HTTP round trip  %s  (same client, net/http server, a handler doing nothing)\n", allocs(p.EmptyHTTP))
+		fmt.Fprintf(b, "  gateway's own          %s  (gateway path − empty round trip: routing, JSON, validation, executor, pgx)\n",
+			allocs(Allocs{Objects: g.Objects - p.EmptyHTTP.Objects, Bytes: g.Bytes - p.EmptyHTTP.Bytes}))
+	} else {
+		fmt.Fprintf(b, "  gateway path           n/a (the gateway is another process)\n")
+	}
+	fmt.Fprintf(b, "  direct path            %s  (executor + pgx)\n", allocs(p.DirectPath))
+	if p.RSSBytes > 0 {
+		fmt.Fprintf(b, "RSS %s at the end, %s peak: this whole process (gateway, load generator, embedded etcd; PostgreSQL not included)\n",
+			mib(p.RSSBytes), mib(p.PeakRSSBytes))
+	} else {
+		fmt.Fprintf(b, "RSS n/a\n")
+	}
+}
+
+func percentiles(p Percentiles) string {
+	return ms(p.P50) + " / " + ms(p.P99) + " / " + ms(p.P999)
+}
+
+// ms prints a latency in milliseconds with about three significant digits.
+func ms(d time.Duration) string {
+	v := float64(d) / float64(time.Millisecond)
+	switch {
+	case v < 1:
+		return fmt.Sprintf("%.3f", v)
+	case v < 10:
+		return fmt.Sprintf("%.2f", v)
+	case v < 100:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func errorCell(c Cell) string {
+	d, g := c.Direct.ErrorCount(), c.Gateway.ErrorCount()
+	if d == 0 && g == 0 {
+		if !c.Valid() {
+			return "no writes"
+		}
+		return "0"
+	}
+	return fmt.Sprintf("direct %d, gateway %d", d, g)
+}
+
+func kinds(m map[string]int64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func allocs(a Allocs) string {
+	return fmt.Sprintf("%6.1f allocs %8.0f B", a.Objects, a.Bytes)
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+func seconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).String()
+}

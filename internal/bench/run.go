@@ -1,0 +1,78 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Run measures every cell of cfg's matrix, one after the other, and
+// returns the report. It returns an error only when it could not measure;
+// a cell whose writes failed is in the report, marked invalid (see
+// Report.Err). ctx ends the run early, with an error.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	e, err := setup(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	srv, err := serverFacts(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{
+		Gateway:         cmp.Or(cfg.GatewayURL, "in-process"),
+		Server:          srv,
+		GOMAXPROCS:      runtime.GOMAXPROCS(0),
+		Operation:       describe(e.work),
+		DurationSeconds: cfg.Duration.Seconds(),
+		WarmupSeconds:   cfg.Warmup.Seconds(),
+	}
+	empty, err := emptyRoundTrip(ctx, 100*time.Millisecond, min(cfg.Duration, time.Second))
+	if err != nil {
+		return nil, err
+	}
+	rep.Process.EmptyHTTP = Allocs{Objects: empty.AllocsPerWrite, Bytes: empty.BytesPerWrite}
+
+	for _, n := range cfg.Clients {
+		for _, d := range cfg.Dists {
+			cell, err := e.runCell(ctx, n, d, len(rep.Cells)%2 == 1)
+			if err != nil {
+				return nil, fmt.Errorf("bench: %d clients, %s: %w", n, d, err)
+			}
+			rep.Cells = append(rep.Cells, cell)
+			if cfg.Progress != nil {
+				fmt.Fprintf(cfg.Progress, "bench: %3d clients %-7s  direct %8.0f tx/s  gateway %8.0f tx/s  ratio %.2f  errors %d\n",
+					n, d, cell.Direct.TxPerSec, cell.Gateway.TxPerSec, cell.Ratio, cell.Direct.ErrorCount()+cell.Gateway.ErrorCount())
+			}
+		}
+	}
+
+	var direct, viaGateway []*Path
+	for i := range rep.Cells {
+		direct = append(direct, &rep.Cells[i].Direct)
+		viaGateway = append(viaGateway, &rep.Cells[i].Gateway)
+	}
+	rep.Process.DirectPath = meanAllocs(direct)
+	if cfg.GatewayURL == "" {
+		a := meanAllocs(viaGateway)
+		rep.Process.GatewayPath = &a
+		rep.Process.RSSBytes, rep.Process.PeakRSSBytes = readRSS()
+	}
+	return rep, nil
+}
+
+// describe is the workload's SQL as the executor sends it after the fence.
+func describe(w workload) string {
+	var sqls []string
+	for _, st := range w.op.Statements {
+		sqls = append(sqls, strings.Join(strings.Fields(st.SQL), " "))
+	}
+	return w.op.Name + ": " + strings.Join(sqls, "; ")
+}

@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegw/fencegw/internal/testenv"
+)
+
+// TestRunWritesWhatItCounts runs a tiny matrix against real PostgreSQL and
+// etcd and checks that the bench measured real writes: every acknowledged
+// write, warmup included, is in the balances, and nothing else is. It
+// asserts nothing about speed.
+func TestRunWritesWhatItCounts(t *testing.T) {
+	dbURL := testenv.NewDatabase(t)
+	endpoints := testenv.EtcdEndpoints() // starts the shared servers before counting goroutines
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	rep, err := Run(ctx, Config{
+		DatabaseURL:   dbURL,
+		EtcdEndpoints: endpoints,
+		Dir:           "../../testdata/bench",
+		Clients:       []int{1, 4},
+		Dists:         []Dist{Uniform, Hot},
+		Duration:      300 * time.Millisecond,
+		Warmup:        50 * time.Millisecond,
+		Progress:      &progress,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if err := rep.Err(); err != nil {
+		t.Errorf("Report.Err = %v, want nil", err)
+	}
+	checkNoLeaks(t, before)
+	if got, want := len(rep.Cells), 4; got != want {
+		t.Fatalf("%d cells, want %d", got, want)
+	}
+
+	var acknowledged int64
+	for _, c := range rep.Cells {
+		for _, side := range []struct {
+			name string
+			p    Path
+		}{{"direct", c.Direct}, {"gateway", c.Gateway}} {
+			p, name := side.p, side.name
+			if p.Writes == 0 || p.TxPerSec <= 0 {
+				t.Errorf("%d×%s %s: %d writes, %.0f tx/s, want some", c.Clients, c.Dist, name, p.Writes, p.TxPerSec)
+			}
+			if n := p.ErrorCount(); n != 0 {
+				t.Errorf("%d×%s %s: %d errors %v, first: %s", c.Clients, c.Dist, name, n, p.Errors, p.FirstError)
+			}
+			if l := p.Latency; l.P50 <= 0 || l.P50 > l.P99 || l.P99 > l.P999 || l.P999 > l.Max {
+				t.Errorf("%d×%s %s: latency %+v, want 0 < p50 <= p99 <= p999 <= max", c.Clients, c.Dist, name, l)
+			}
+			acknowledged += p.Writes + p.WarmupWrites
+		}
+		if want := min(4*rep.GOMAXPROCS, c.Clients); c.PoolMaxConns != want {
+			t.Errorf("%d×%s: pool %d, want %d", c.Clients, c.Dist, c.PoolMaxConns, want)
+		}
+	}
+
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var sum, rows int64
+	if err := conn.QueryRow(ctx, "SELECT sum(balance), count(*) FROM bench.accounts").Scan(&sum, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != Accounts {
+		t.Errorf("bench.accounts has %d rows, want %d", rows, Accounts)
+	}
+	if want := acknowledged * Amount; sum != want {
+		t.Errorf("sum of balances = %d, want %d (%d acknowledged writes × %d)", sum, want, acknowledged, Amount)
+	}
+	var hot int64
+	if err := conn.QueryRow(ctx, "SELECT balance FROM bench.accounts WHERE id = 1").Scan(&hot); err != nil {
+		t.Fatal(err)
+	}
+	if hot == 0 {
+		t.Error("account 1 has no writes, but the hot cells write only it")
+	}
+
+	var text, js bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"gateway tx/s", "uniform", "hot", "gateway's own", "RSS"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Cells) != len(rep.Cells) || back.Process.GatewayPath == nil {
+		t.Errorf("JSON report does not read back (%v):\n%s", err, js.String())
+	}
+	t.Logf("progress:\n%s\nreport:\n%s", progress.String(), text.String())
+}
+
+// checkNoLeaks fails if Run left goroutines behind: gateways, pools, HTTP
+// connections, lease keepalives and the etcd client are all its own.
+func checkNoLeaks(t *testing.T, before int) {
+	t.Helper()
+	// Closed connections' goroutines wind down just after Close returns;
+	// allow them a moment, and a little slack for runtime helpers.
+	const slack = 3
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before+slack && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+slack {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines after Run, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestRunDrivesAnExternalGateway points Run at a gateway it did not start:
+// the writes go through it, and its process costs are not claimed.
+func TestRunDrivesAnExternalGateway(t *testing.T) {
+	dbURL := testenv.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := Config{
+		DatabaseURL:   dbURL,
+		EtcdEndpoints: testenv.EtcdEndpoints(),
+		Dir:           "../../testdata/bench",
+		Clients:       []int{2},
+		Dists:         []Dist{Zipf},
+		Duration:      200 * time.Millisecond,
+	}
+	e, err := setup(ctx, cfg) // migrates, so the gateway finds its schema
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close()
+	gw, err := startGateway(ctx, e, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.close()
+
+	cfg.GatewayURL, cfg.EtcdEndpoints = gw.url, nil
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if err := rep.Err(); err != nil {
+		t.Errorf("Report.Err = %v, want nil", err)
+	}
+	if rep.Gateway != gw.url || rep.Process.GatewayPath != nil || rep.Process.RSSBytes != 0 {
+		t.Errorf("report claims the external gateway's costs: gateway %q, process %+v", rep.Gateway, rep.Process)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "n/a") {
+		t.Errorf("text report does not say the gateway's costs are n/a:\n%s", text.String())
+	}
+}

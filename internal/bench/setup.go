@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/schema"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// Names of the bench workload in Config.Dir.
+const (
+	operationName  = "add"
+	migrationTable = "bench_schema_migrations"
+)
+
+// setupTimeout bounds migrations and connecting to etcd and PostgreSQL.
+const setupTimeout = time.Minute
+
+// env is what every cell shares: the workload and, for the in-process
+// gateway, the token authority.
+type env struct {
+	cfg           Config
+	work          workload
+	pol           *policy.Policy
+	etcd          *clientv3.Client // nil with an external gateway
+	auth          *tokens.Etcd
+	schemaVersion uint
+}
+
+// setup migrates the gateway's and the bench's schemas (a no-op when they
+// are current), loads the policy and connects to etcd.
+func setup(ctx context.Context, cfg Config) (*env, error) {
+	for _, src := range []schema.Source{schema.Gateway(), schema.Dir(filepath.Join(cfg.Dir, "migrations"), migrationTable)} {
+		if err := migrateUp(cfg.DatabaseURL, src); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
+	pol, err := policy.Load(filepath.Join(cfg.Dir, "policy.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	work, err := newWorkload(pol, operationName)
+	if err != nil {
+		return nil, err
+	}
+	version, err := schema.Latest(schema.Gateway())
+	if err != nil {
+		return nil, err
+	}
+	e := &env{cfg: cfg, work: work, pol: pol, schemaVersion: version}
+	if cfg.GatewayURL != "" {
+		return e, nil
+	}
+	e.etcd, err = clientv3.New(clientv3.Config{
+		Endpoints: cfg.EtcdEndpoints, DialTimeout: 5 * time.Second, Context: ctx,
+		Logger: zap.NewNop(), // it reports every retry at info level
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: etcd: %w", err)
+	}
+	e.auth = tokens.NewEtcd(e.etcd)
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	if _, err := e.auth.Revision(ctx); err != nil {
+		e.close()
+		return nil, fmt.Errorf("bench: etcd at %v: %w", cfg.EtcdEndpoints, err)
+	}
+	return e, nil
+}
+
+func (e *env) close() {
+	if e.etcd != nil {
+		_ = e.etcd.Close()
+	}
+}
+
+func migrateUp(databaseURL string, src schema.Source) error {
+	m, err := schema.Open(databaseURL, src)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	return m.Up()
+}
+
+// newPool returns a pgx pool of at most size connections to databaseURL,
+// whatever pool_max_conns the URL says: both paths of a cell must get the
+// same.
+func newPool(ctx context.Context, databaseURL string, size int) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("bench: database URL: %w", err)
+	}
+	cfg.MaxConns = int32(size)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bench: database: %w", err)
+	}
+	return pool, nil
+}
+
+// serverFacts describes the PostgreSQL server: its version and the
+// settings that decide what a commit costs.
+func serverFacts(ctx context.Context, databaseURL string) (Server, error) {
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return Server{}, fmt.Errorf("bench: database: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var s Server
+	err = conn.QueryRow(ctx, "SELECT current_setting('server_version'), current_setting('fsync'), current_setting('synchronous_commit')").
+		Scan(&s.Version, &s.Fsync, &s.SynchronousCommit)
+	if err != nil {
+		return Server{}, fmt.Errorf("bench: database: %w", err)
+	}
+	return s, nil
+}
