@@ -73,17 +73,25 @@ func (c *Client) Acquire(ctx context.Context, resource string, opts AcquireOptio
 	if margin == 0 {
 		margin = max(time.Duration(resp.TTL)*time.Second/10, minSafetyMargin)
 	}
-	l := newLease(ctx, c, resp, margin, sent)
-
 	// After a long wait little may be left of the TTL counted from the
 	// request, though the gateway renewed the lease when it granted the
-	// lock: a keepalive now tells how long it really lasts.
-	if c.clock.Now().Sub(sent) >= l.ttl/3 {
-		if err := l.renew(ctx); errors.Is(err, ErrLeaseLost) {
-			l.end(fmt.Errorf("%w: keepalive after the wait: %w", ErrLeaseLost, err), true)
-			return nil, fmt.Errorf("acquire %s: %w", resource, l.Err())
+	// lock: a keepalive now, before the deadline is armed, tells how long
+	// it really lasts.
+	if c.clock.Now().Sub(sent) >= time.Duration(resp.TTL)*time.Second/3 {
+		renewed := c.clock.Now()
+		var ka leaseResponse
+		_, err := c.do(ctx, call{method: "POST", path: leasePath(resp.LeaseID) + "/keepalive", want: 200, out: &ka})
+		switch {
+		case errors.Is(err, ErrLeaseLost):
+			return nil, fmt.Errorf("acquire %s: %w: keepalive after the wait: %w", resource, ErrLeaseLost, err)
+		case err != nil:
+			c.releaseQuietly(ctx, resp.LeaseID)
+			return nil, fmt.Errorf("acquire %s: keepalive after the wait: %w", resource, err)
+		case ka.TTL >= 1:
+			sent, resp.TTL = renewed, ka.TTL
 		}
 	}
+	l := newLease(ctx, c, resp, margin, sent)
 	if err := l.Err(); err != nil {
 		c.releaseQuietly(ctx, l.id)
 		return nil, fmt.Errorf("acquire %s: %w", resource, err)

@@ -189,48 +189,58 @@ func TestKeepaliveExtendsLease(t *testing.T) {
 }
 
 // TestAcquireAfterWaitRenews: when the wait for the lock used up a third
-// of the TTL counted from the request, Acquire renews at once so the
-// deadline counts from the keepalive instead.
+// of the TTL counted from the request — or all of it — Acquire renews at
+// once, before arming the deadline, so the deadline counts from the
+// keepalive and the freshly granted lock is not thrown away.
 func TestAcquireAfterWaitRenews(t *testing.T) {
-	base := newGateway(t, demoPolicy(t))
-	ctx := context.Background()
-	holder, err := client.New(base).Acquire(ctx, "account/acct-8", client.AcquireOptions{TTL: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
+	for _, tt := range []struct {
+		wait    time.Duration
+		account string
+	}{
+		{2 * time.Second, "account/acct-8"},
+		{5 * time.Second, "account/acct-9"}, // past the 2.7 s deadline counted from the request
+	} {
+		t.Run(tt.wait.String(), func(t *testing.T) {
+			base := newGateway(t, demoPolicy(t))
+			ctx := context.Background()
+			holder, err := client.New(base).Acquire(ctx, tt.account, client.AcquireOptions{TTL: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy := newFaultProxy(t, base)
+			clk := newFakeClock()
+			start := clk.Now()
+			type acquired struct {
+				l   *client.Lease
+				err error
+			}
+			got := make(chan acquired, 1)
+			go func() {
+				l, err := client.New(proxy.URL, client.WithClock(clk)).Acquire(ctx, tt.account,
+					client.AcquireOptions{TTL: 3 * time.Second, Wait: 10 * time.Second})
+				got <- acquired{l, err}
+			}()
+			if !waitFor(10*time.Second, func() bool { return proxy.count("acquire") == 1 }) {
+				t.Fatal("the waiting Acquire never reached the gateway")
+			}
+			clk.Advance(tt.wait)
+			if err := holder.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			a := <-got
+			if a.err != nil {
+				t.Fatal(a.err)
+			}
+			if n := proxy.count("keepalive"); n != 1 {
+				t.Errorf("%d keepalives during Acquire, want 1", n)
+			}
+			if want := start.Add(tt.wait + 3*time.Second - 300*time.Millisecond); !a.l.Deadline().Equal(want) {
+				t.Errorf("deadline %s after the request, want %s (renewed at %s)", a.l.Deadline().Sub(start), want.Sub(start), tt.wait)
+			}
+			if err := a.l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			checkNoKeepalive(t)
+		})
 	}
-
-	proxy := newFaultProxy(t, base)
-	clk := newFakeClock()
-	start := clk.Now()
-	type acquired struct {
-		l   *client.Lease
-		err error
-	}
-	got := make(chan acquired, 1)
-	go func() {
-		l, err := client.New(proxy.URL, client.WithClock(clk)).Acquire(ctx, "account/acct-8",
-			client.AcquireOptions{TTL: 3 * time.Second, Wait: 10 * time.Second})
-		got <- acquired{l, err}
-	}()
-	if !waitFor(10*time.Second, func() bool { return proxy.count("acquire") == 1 }) {
-		t.Fatal("the waiting Acquire never reached the gateway")
-	}
-	clk.Advance(2 * time.Second) // the wait takes 2 s
-	if err := holder.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a := <-got
-	if a.err != nil {
-		t.Fatal(a.err)
-	}
-	if n := proxy.count("keepalive"); n != 1 {
-		t.Errorf("%d keepalives during Acquire, want 1", n)
-	}
-	if want := start.Add(2*time.Second + 3*time.Second - 300*time.Millisecond); !a.l.Deadline().Equal(want) {
-		t.Errorf("deadline %s after the request, want 4.7s (renewed at 2s)", a.l.Deadline().Sub(start))
-	}
-	if err := a.l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	checkNoKeepalive(t)
 }
