@@ -72,6 +72,17 @@ clients:
 	if r := h.do(http.MethodPost, "/v1/ops/debit", with("billing-secret"), debit("acct-71", 10)); r.Status != http.StatusOK {
 		t.Fatalf("debit as billing: %d %s", r.Status, r.Body)
 	}
+	// A lease ID is not a capability: only the client that took the lease
+	// renews or releases it.
+	if r := h.do(http.MethodPost, "/v1/leases/"+l.LeaseID+"/keepalive", bearer("opener-secret"), ""); r.Status != http.StatusForbidden {
+		t.Fatalf("keepalive of billing's lease by opener: %d %s, want 403", r.Status, r.Body)
+	}
+	if r := h.do(http.MethodDelete, "/v1/leases/"+l.LeaseID, bearer("opener-secret"), ""); r.Status != http.StatusForbidden {
+		t.Fatalf("release of billing's lease by opener: %d %s, want 403", r.Status, r.Body)
+	}
+	if r := h.do(http.MethodPost, "/v1/leases/"+l.LeaseID+"/keepalive", bearer("billing-secret"), ""); r.Status != http.StatusOK {
+		t.Fatalf("keepalive by billing: %d %s", r.Status, r.Body)
+	}
 	if r := h.do(http.MethodGet, "/livez", nil, ""); r.Status != http.StatusOK {
 		t.Fatalf("livez must not need a token: %d", r.Status)
 	}

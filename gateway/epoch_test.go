@@ -114,7 +114,7 @@ func TestNoFalseHaltUnderTraffic(t *testing.T) {
 		for ctx.Err() == nil {
 			l, err := h.auth.Acquire(ctx, "traffic/one", tokens.AcquireOptions{TTL: 5 * time.Second})
 			if err == nil {
-				h.auth.Release(context.Background(), l.ID)
+				h.auth.Release(context.Background(), l.ID, "")
 			}
 		}
 	}()

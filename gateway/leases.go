@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -49,7 +50,7 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	if req.Wait != nil {
 		wait = time.Duration(*req.Wait * float64(time.Second))
 	}
-	opts := tokens.AcquireOptions{TTL: ttl, Wait: wait, Value: req.Value}
+	opts := tokens.AcquireOptions{TTL: ttl, Wait: wait, Value: req.Value, Owner: clientName(r.Context())}
 	if res := g.cfg.Policy.ResourceFor(req.Resource); res != nil {
 		opts.LockDelay = res.LockDelay
 	}
@@ -59,6 +60,14 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 			g.metrics.leases.WithLabelValues("locked").Inc()
 		}
 		g.writeProblem(w, r, err, scope)
+		return
+	}
+	if r.Context().Err() != nil {
+		// The client left while waiting: nobody will ever learn this lease
+		// ID, so hand the lock on now instead of at the TTL.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+		defer cancel()
+		_ = g.cfg.Authority.Release(ctx, lease.ID, opts.Owner)
 		return
 	}
 	g.metrics.leases.WithLabelValues("granted").Inc()
@@ -96,7 +105,7 @@ func (g *Gateway) handleKeepAlive(w http.ResponseWriter, r *http.Request) {
 	id, err := tokens.ParseLeaseID(chi.URLParam(r, "id"))
 	if err == nil {
 		var ttl time.Duration
-		if ttl, err = g.cfg.Authority.KeepAlive(r.Context(), id); err == nil {
+		if ttl, err = g.cfg.Authority.KeepAlive(r.Context(), id, clientName(r.Context())); err == nil {
 			g.metrics.leases.WithLabelValues("renewed").Inc()
 			writeJSON(w, http.StatusOK, leaseResponse{LeaseID: id.String(), TTL: int64(ttl / time.Second)})
 			return
@@ -111,7 +120,7 @@ func (g *Gateway) handleKeepAlive(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) handleRelease(w http.ResponseWriter, r *http.Request) {
 	id, err := tokens.ParseLeaseID(chi.URLParam(r, "id"))
 	if err == nil {
-		if err = g.cfg.Authority.Release(r.Context(), id); err == nil {
+		if err = g.cfg.Authority.Release(r.Context(), id, clientName(r.Context())); err == nil {
 			g.metrics.leases.WithLabelValues("released").Inc()
 			w.WriteHeader(http.StatusNoContent)
 			return

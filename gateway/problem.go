@@ -64,7 +64,7 @@ func problemFor(err error, scope problemScope) Problem {
 		p.PresentedToken = rejected.Presented.String()
 	case errors.Is(err, ErrUnauthorized):
 		p.set(http.StatusUnauthorized, "unauthorized", "Unauthorized")
-	case errors.Is(err, ErrForbidden):
+	case errors.Is(err, ErrForbidden), errors.Is(err, tokens.ErrNotOwner):
 		p.set(http.StatusForbidden, "forbidden", "Forbidden")
 	case errors.Is(err, ErrUnknownOperation):
 		p.set(http.StatusNotFound, "unknown-operation", "Unknown operation")

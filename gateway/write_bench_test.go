@@ -62,7 +62,7 @@ func BenchmarkAcceptedWrite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer auth.Release(context.Background(), lease.ID)
+	defer auth.Release(context.Background(), lease.ID, "")
 	body := `{"account": "acct-99", "amount_cents": 1}`
 	send := func() {
 		r := httptest.NewRequest(http.MethodPost, "/v1/ops/credit", strings.NewReader(body))

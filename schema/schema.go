@@ -36,6 +36,9 @@ var (
 	ErrNoVersion = errors.New("schema: no migration applied")
 )
 
+// VersionSchema holds the version tables.
+const VersionSchema = "public"
+
 // Source is a set of migrations and the table that records their version.
 type Source struct {
 	FS    fs.FS
@@ -83,7 +86,10 @@ func Open(databaseURL string, src Source) (*Migrator, error) {
 		return nil, fmt.Errorf("schema: parse database URL: %w", err)
 	}
 	db := stdlib.OpenDB(*cfg)
-	driver, err := pgxmigrate.WithInstance(db, &pgxmigrate.Config{MigrationsTable: src.Table})
+	// The version table lives in public, not in whatever the role's
+	// search_path resolves first: for a role named fencegw that would be
+	// the fencegw schema once migration 1 created it.
+	driver, err := pgxmigrate.WithInstance(db, &pgxmigrate.Config{MigrationsTable: src.Table, SchemaName: VersionSchema})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("schema: open database: %w", err)
@@ -157,7 +163,7 @@ func Applied(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, table string) (version uint, dirty bool, err error) {
 	var v int64
-	err = q.QueryRow(ctx, "SELECT version, dirty FROM "+pgx.Identifier{table}.Sanitize()+" LIMIT 1").Scan(&v, &dirty)
+	err = q.QueryRow(ctx, "SELECT version, dirty FROM "+pgx.Identifier{VersionSchema, table}.Sanitize()+" LIMIT 1").Scan(&v, &dirty)
 	var pgErr *pgconn.PgError
 	if errors.Is(err, pgx.ErrNoRows) || (errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UndefinedTable) {
 		return 0, false, ErrNoVersion

@@ -125,3 +125,25 @@ func connect(t *testing.T, dbURL string) *pgx.Conn {
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
 }
+
+// TestVersionTableIgnoresSearchPath: for a role whose search_path finds the
+// fencegw schema first (a role named fencegw), the version table must stay
+// where it was, or the next `migrate up` would re-run migration 1.
+func TestVersionTableIgnoresSearchPath(t *testing.T) {
+	dbURL := testenv.NewDatabase(t)
+	if err := open(t, dbURL, schema.Gateway()).Up(); err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, dbURL)
+	if _, err := conn.Exec(t.Context(), "ALTER DATABASE "+pgx.Identifier{conn.Config().Database}.Sanitize()+" SET search_path = fencegw, public"); err != nil {
+		t.Fatal(err)
+	}
+	again := open(t, dbURL, schema.Gateway())
+	if err := again.Up(); err != nil {
+		t.Fatalf("second Up with fencegw first on the search_path: %v", err)
+	}
+	latest, _ := schema.Latest(schema.Gateway())
+	if v, dirty, err := again.Version(); v != latest || dirty || err != nil {
+		t.Fatalf("version %d dirty %t %v, want %d", v, dirty, err, latest)
+	}
+}

@@ -13,6 +13,8 @@ var (
 	ErrUnavailable = errors.New("tokens: authority unavailable")
 	// ErrLeaseNotFound means the lease expired, was released or never existed.
 	ErrLeaseNotFound = errors.New("tokens: lease not found")
+	// ErrNotOwner means a lease taken by another client.
+	ErrNotOwner = errors.New("tokens: lease belongs to another client")
 	// ErrLocked is wrapped by *LockedError: another holder kept the lock for
 	// the whole wait.
 	ErrLocked = errors.New("tokens: resource is locked")

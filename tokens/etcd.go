@@ -13,8 +13,9 @@ import (
 // Key layout in etcd. Resources are path-escaped inside lockPrefix so that
 // the lock prefix of "a" can never contain the keys of "a/b".
 const (
-	lockPrefix = "/fencegw/locks/"
-	epochKey   = "/fencegw/epoch"
+	lockPrefix  = "/fencegw/locks/"
+	ownerPrefix = "/fencegw/owners/"
+	epochKey    = "/fencegw/epoch"
 )
 
 // DefaultEpoch is the epoch of a cluster whose operator never bumped it.

@@ -61,6 +61,30 @@ type AcquireOptions struct {
 	// LockDelay keeps the lock from being granted for this long after a
 	// holder's lease expired (not after a release); see lockdelay.go.
 	LockDelay time.Duration
+	// Owner names the client the lease belongs to; only it may renew or
+	// release the lease.
+	Owner string
+}
+
+// ownerKey records, attached to the lease itself, which client took it. It
+// also marks the lease as fencegw's: the gateway renews and revokes no
+// other etcd lease.
+func ownerKey(id LeaseID) string { return ownerPrefix + id.String() }
+
+// checkOwner reports ErrLeaseNotFound for a lease fencegw does not know
+// (expired, released, or never its own) and ErrNotOwner for another
+// client's lease.
+func (a *Etcd) checkOwner(ctx context.Context, id LeaseID, owner string) error {
+	resp, err := a.cli.Get(ctx, ownerKey(id))
+	switch {
+	case err != nil:
+		return unavailable("read lease owner", err)
+	case len(resp.Kvs) == 0:
+		return fmt.Errorf("lease %s: %w", id, ErrLeaseNotFound)
+	case string(resp.Kvs[0].Value) != owner:
+		return fmt.Errorf("lease %s: %w", id, ErrNotOwner)
+	}
+	return nil
 }
 
 // Acquire takes the lock on resource with a new lease of opts.TTL, waiting
@@ -108,7 +132,8 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 	key := pfx + id.String()
 	put := clientv3.OpPut(key, opts.Value, clientv3.WithLease(clientv3.LeaseID(id)))
 	holder := clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)
-	resp, err := a.cli.Txn(ctx).Then(put, holder).Commit()
+	recordOwner := clientv3.OpPut(ownerKey(id), opts.Owner, clientv3.WithLease(clientv3.LeaseID(id)))
+	resp, err := a.cli.Txn(ctx).Then(put, holder, recordOwner).Commit()
 	if err != nil {
 		return Lease{}, unavailable("create lock key", err)
 	}
@@ -217,10 +242,14 @@ func (a *Etcd) Holder(ctx context.Context, resource string) (Token, bool, error)
 	return Token{Epoch: a.epoch.Load(), Revision: resp.Kvs[0].CreateRevision}, true, nil
 }
 
-// KeepAlive renews lease id once and returns its TTL. A lease that is gone
-// yields ErrLeaseNotFound: the holder has lost the lock and must stop.
-func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID) (time.Duration, error) {
+// KeepAlive renews owner's lease id once and returns its TTL. A lease that
+// is gone yields ErrLeaseNotFound: the holder has lost the lock and must
+// stop.
+func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID, owner string) (time.Duration, error) {
 	if err := a.Halted(); err != nil {
+		return 0, err
+	}
+	if err := a.checkOwner(ctx, id, owner); err != nil {
 		return 0, err
 	}
 	resp, err := a.cli.KeepAliveOnce(ctx, clientv3.LeaseID(id))
@@ -231,8 +260,12 @@ func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID) (time.Duration, error)
 	return time.Duration(resp.TTL) * time.Second, nil
 }
 
-// Release revokes lease id, deleting its lock key so the next waiter runs.
-func (a *Etcd) Release(ctx context.Context, id LeaseID) error {
+// Release revokes owner's lease id, deleting its lock key so the next
+// waiter runs.
+func (a *Etcd) Release(ctx context.Context, id LeaseID, owner string) error {
+	if err := a.checkOwner(ctx, id, owner); err != nil {
+		return err
+	}
 	if err := a.forgetLastHolder(ctx, id); err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ func TestMutualExclusionAndFIFO(t *testing.T) {
 		t.Fatalf("%s was granted while A held the lock", g)
 	case <-time.After(200 * time.Millisecond):
 	}
-	if err := a.Release(t.Context(), holder.ID); err != nil {
+	if err := a.Release(t.Context(), holder.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if g := <-granted; g != "B" {
@@ -87,14 +87,14 @@ func TestMutualExclusionAndFIFO(t *testing.T) {
 	if b.Token.Compare(holder.Token) <= 0 {
 		t.Fatalf("B's token %s is not newer than A's %s", b.Token, holder.Token)
 	}
-	if err := a.Release(t.Context(), b.ID); err != nil {
+	if err := a.Release(t.Context(), b.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if g := <-granted; g != "C" {
 		t.Fatalf("granted after B: %s, want C", g)
 	}
 	c := <-leases
-	if err := a.Release(t.Context(), c.ID); err != nil {
+	if err := a.Release(t.Context(), c.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -131,7 +131,7 @@ func TestWaitTimeoutCleansUp(t *testing.T) {
 	if len(keys.Kvs) != 1 || keys.Kvs[0].CreateRevision != holder.Token.Revision {
 		t.Fatalf("lock keys after the failed wait: %d, want only the holder's", len(keys.Kvs))
 	}
-	if err := a.Release(t.Context(), holder.ID); err != nil {
+	if err := a.Release(t.Context(), holder.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -139,16 +139,16 @@ func TestWaitTimeoutCleansUp(t *testing.T) {
 func TestLostLeaseIsNotFound(t *testing.T) {
 	a, _ := newAuthority(t)
 	l := acquire(t, a, "lost/one", 0)
-	if ttl, err := a.KeepAlive(t.Context(), l.ID); err != nil || ttl <= 0 {
+	if ttl, err := a.KeepAlive(t.Context(), l.ID, ""); err != nil || ttl <= 0 {
 		t.Fatalf("KeepAlive on a live lease = %s, %v", ttl, err)
 	}
-	if err := a.Release(t.Context(), l.ID); err != nil {
+	if err := a.Release(t.Context(), l.ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.KeepAlive(t.Context(), l.ID); !errors.Is(err, tokens.ErrLeaseNotFound) {
+	if _, err := a.KeepAlive(t.Context(), l.ID, ""); !errors.Is(err, tokens.ErrLeaseNotFound) {
 		t.Fatalf("KeepAlive after release = %v, want ErrLeaseNotFound", err)
 	}
-	if err := a.Release(t.Context(), l.ID); !errors.Is(err, tokens.ErrLeaseNotFound) {
+	if err := a.Release(t.Context(), l.ID, ""); !errors.Is(err, tokens.ErrLeaseNotFound) {
 		t.Fatalf("second Release = %v, want ErrLeaseNotFound", err)
 	}
 }
@@ -160,7 +160,7 @@ func TestNestedResourcesAreIndependent(t *testing.T) {
 	inner := acquire(t, a, "nest/a/b", 0) // would be locked if prefixes overlapped
 	again := acquire(t, a, "nest/a/b/c", 0)
 	for _, l := range []tokens.Lease{outer, inner, again} {
-		if err := a.Release(t.Context(), l.ID); err != nil {
+		if err := a.Release(t.Context(), l.ID, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -190,7 +190,7 @@ func TestAcquireRefusesBadInput(t *testing.T) {
 func TestValidate(t *testing.T) {
 	a, cli := newAuthority(t)
 	l := acquire(t, a, "validate/one", 0)
-	defer a.Release(context.Background(), l.ID)
+	defer a.Release(context.Background(), l.ID, "")
 
 	// A fresh authority has seen no revision yet: it must ask etcd.
 	fresh := tokens.NewEtcd(cli)
@@ -236,7 +236,7 @@ func TestValidateHolder(t *testing.T) {
 	a, _ := newAuthority(t)
 	held := acquire(t, a, "holder/one", 0)
 	other := acquire(t, a, "holder/two", 0)
-	defer a.Release(context.Background(), other.ID)
+	defer a.Release(context.Background(), other.ID, "")
 	if err := a.Validate(t.Context(), "holder/one", held.Token, tokens.ValidateHolder); err != nil {
 		t.Fatalf("live holder refused: %v", err)
 	}
@@ -247,7 +247,7 @@ func TestValidateHolder(t *testing.T) {
 	if err := a.Validate(t.Context(), "holder/one", other.Token, tokens.ValidateFence); err != nil {
 		t.Fatalf("fence mode only checks issuance: %v", err)
 	}
-	if err := a.Release(t.Context(), held.ID); err != nil {
+	if err := a.Release(t.Context(), held.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Validate(t.Context(), "holder/one", held.Token, tokens.ValidateHolder); !errors.Is(err, tokens.ErrRejected) {
@@ -266,14 +266,14 @@ func TestLockDelayAfterExpiryNotRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Release(t.Context(), released.ID); err != nil {
+	if err := a.Release(t.Context(), released.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	next, err := a.Acquire(t.Context(), "delay/released", opts(5*time.Second, 0))
 	if err != nil {
 		t.Fatalf("acquire after a release = %v, want it granted at once", err)
 	}
-	a.Release(t.Context(), next.ID)
+	a.Release(t.Context(), next.ID, "")
 
 	if _, err := a.Acquire(t.Context(), "delay/expired", opts(time.Second, 0)); err != nil {
 		t.Fatal(err)
@@ -300,5 +300,39 @@ func TestLockDelayAfterExpiryNotRelease(t *testing.T) {
 	if err != nil {
 		t.Fatalf("acquire waiting out the lock-delay = %v", err)
 	}
-	a.Release(t.Context(), after.ID)
+	a.Release(t.Context(), after.ID, "")
+}
+
+// TestOnlyTheOwnerRenewsOrReleases: a lease ID is not a capability; and the
+// authority touches no etcd lease it did not grant.
+func TestOnlyTheOwnerRenewsOrReleases(t *testing.T) {
+	a, cli := newAuthority(t)
+	l, err := a.Acquire(t.Context(), "owner/one", tokens.AcquireOptions{TTL: 5 * time.Second, Owner: "billing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.KeepAlive(t.Context(), l.ID, "reports"); !errors.Is(err, tokens.ErrNotOwner) {
+		t.Fatalf("KeepAlive by another client = %v, want ErrNotOwner", err)
+	}
+	if err := a.Release(t.Context(), l.ID, "reports"); !errors.Is(err, tokens.ErrNotOwner) {
+		t.Fatalf("Release by another client = %v, want ErrNotOwner", err)
+	}
+	if _, err := a.KeepAlive(t.Context(), l.ID, "billing"); err != nil {
+		t.Fatalf("KeepAlive by the owner = %v", err)
+	}
+	if err := a.Release(t.Context(), l.ID, "billing"); err != nil {
+		t.Fatalf("Release by the owner = %v", err)
+	}
+
+	foreign, err := cli.Grant(t.Context(), 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Revoke(context.Background(), foreign.ID)
+	if _, err := a.KeepAlive(t.Context(), tokens.LeaseID(foreign.ID), ""); !errors.Is(err, tokens.ErrLeaseNotFound) {
+		t.Fatalf("KeepAlive of a lease fencegw did not grant = %v, want ErrLeaseNotFound", err)
+	}
+	if err := a.Release(t.Context(), tokens.LeaseID(foreign.ID), ""); !errors.Is(err, tokens.ErrLeaseNotFound) {
+		t.Fatalf("Release of a lease fencegw did not grant = %v, want ErrLeaseNotFound", err)
+	}
 }
