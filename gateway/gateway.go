@@ -49,6 +49,7 @@ type Gateway struct {
 	cfg       Config
 	log       *slog.Logger
 	exec      *Executor
+	coal      *coalescer // for resources with coalesce: true
 	metrics   *metrics
 	ready     atomic.Bool
 	maxBody   int64
@@ -75,6 +76,7 @@ func New(cfg Config) (*Gateway, error) {
 		func() float64 { return float64(cfg.Authority.Epoch()) },
 	)
 	g.metrics.forOperations(cfg.Policy.OperationNames())
+	g.coal = newCoalescer(g.exec, g.writeTTL, func(n int) { g.metrics.batchSize.Observe(float64(n)) })
 	return g, nil
 }
 

@@ -13,6 +13,7 @@ type metrics struct {
 	rejections *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	leases     *prometheus.CounterVec
+	batchSize  prometheus.Histogram
 	ops        map[string]opMetrics // per policy operation, resolved once
 }
 
@@ -52,7 +53,12 @@ func newMetrics(revision, epoch func() float64) *metrics {
 			Help: "Lease calls by event: granted, locked, renewed, renew_failed, released.",
 		}, []string{"event"}),
 	}
-	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases,
+	m.batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "fencegw_coalesced_batch_size",
+		Help:    "Writes per transaction on resources with coalesce: true.",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+	})
+	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases, m.batchSize,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_revision",
 			Help: "The newest etcd revision this gateway has seen.",

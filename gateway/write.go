@@ -102,7 +102,11 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (Reply, error) {
 	if once {
 		return g.exec.ExecuteOnce(ctx, wr, idem, renderResult)
 	}
-	res, err := g.exec.Execute(ctx, wr)
+	execute := g.exec.Execute
+	if op.Resource.Coalesce {
+		execute = g.coal.Execute
+	}
+	res, err := execute(ctx, wr)
 	if err != nil {
 		return Reply{}, err
 	}

@@ -74,6 +74,7 @@ func compileResource(ps *problems, name string, fr fileResource) *Resource {
 		ps.add(entry+".validation", "%q is not a validation mode: use fence or holder", fr.Validation)
 		ok = false
 	}
+	r.Coalesce = fr.Coalesce
 	if fr.LockDelay != "" {
 		d, err := time.ParseDuration(fr.LockDelay)
 		if err != nil || d < 0 || d > maxLockDelay {
@@ -270,7 +271,7 @@ func (p *Policy) Describe() string {
 	fmt.Fprintf(&b, "policy %s: %d resource(s), %d operation(s)\n", p.Source, len(p.Resources), len(p.Operations))
 	for _, name := range sortedKeys(p.Resources) {
 		r := p.Resources[name]
-		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s, validation %s, lock-delay %s\n", r.Name, r.Key, r.Compare, r.Validation, r.LockDelay)
+		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s, validation %s, lock-delay %s, coalesce %t\n", r.Name, r.Key, r.Compare, r.Validation, r.LockDelay, r.Coalesce)
 	}
 	for _, name := range sortedKeys(p.Operations) {
 		op := p.Operations[name]

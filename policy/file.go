@@ -26,6 +26,7 @@ type fileResource struct {
 	Compare    string `yaml:"compare"`
 	Validation string `yaml:"validation"`
 	LockDelay  string `yaml:"lock_delay"`
+	Coalesce   bool   `yaml:"coalesce"`
 }
 
 type fileOperation struct {

@@ -43,6 +43,9 @@ type Resource struct {
 	Compare    Compare
 	Validation tokens.Validation
 	LockDelay  time.Duration // after an expired (not released) lease
+	// Coalesce queues writes that arrive while one is in flight and runs
+	// them together, each in its own savepoint, under one commit.
+	Coalesce bool
 }
 
 // Operation is a named, parameterised write that clients may call.

@@ -1,0 +1,126 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// executeBatch applies several writes of one resource in one explicit
+// transaction, each in its own savepoint, and answers each write once the
+// transaction has committed. It pipelines optimistically: all writes go in
+// one round trip; if write k fails, PostgreSQL skips the rest of that
+// pipeline, so the gateway rolls back to k's savepoint and sends the writes
+// after k again. COMMIT is the last round trip.
+func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
+	outcomes := make([]writeOutcome, len(batch))
+	fail := func(from int, err error) {
+		for i := from; i < len(batch); i++ {
+			if outcomes[i].err == nil {
+				outcomes[i] = writeOutcome{err: err}
+			}
+		}
+	}
+	defer func() {
+		for i, qw := range batch {
+			qw.done <- outcomes[i]
+		}
+	}()
+
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		fail(0, fmt.Errorf("%w: no PostgreSQL connection, nothing was written: %w", ErrUnavailable, err))
+		return
+	}
+	defer conn.Release()
+
+	sessionFailed := func(err error) {
+		rollback(conn) // nothing was committed: the transaction dies with it
+		fail(0, fmt.Errorf("%w: PostgreSQL failed during a coalesced transaction, nothing was written: %w", ErrUnavailable, err))
+	}
+	next, aborted := 0, -1 // aborted: the write whose savepoint must be rolled back first
+	for round := 0; next < len(batch) || aborted >= 0; round++ {
+		if aborted >= 0 {
+			// Its own round trip: the transaction is in the aborted state,
+			// where pgx could not even prepare the next round's statements.
+			if _, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT "+savepoint(aborted)); err != nil {
+				sessionFailed(err)
+				return
+			}
+			aborted = -1
+			continue
+		}
+		b := &pgx.Batch{}
+		if round == 0 {
+			b.Queue("BEGIN")
+		}
+		for i := next; i < len(batch); i++ {
+			b.Queue("SAVEPOINT " + savepoint(i))
+			queueWrite(b, batch[i].w)
+			b.Queue("RELEASE SAVEPOINT " + savepoint(i))
+		}
+		failedAt, werr, connErr := readBatchRound(conn.SendBatch(ctx, b), round == 0, batch, next, outcomes)
+		if connErr != nil {
+			sessionFailed(connErr)
+			return
+		}
+		if failedAt < 0 {
+			break
+		}
+		outcomes[failedAt] = writeOutcome{err: classify(werr, batch[failedAt].w)}
+		next, aborted = failedAt+1, failedAt
+	}
+
+	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+		rollback(conn)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.SeverityUnlocalized != "FATAL" && pgErr.SeverityUnlocalized != "PANIC" {
+			fail(0, fmt.Errorf("%w: PostgreSQL refused the coalesced commit, nothing was written: %w", ErrUnavailable, err))
+			return
+		}
+		fail(0, fmt.Errorf("%w (%w): the connection to PostgreSQL failed at commit: %w", ErrUnavailable, ErrOutcomeUnknown, err))
+	}
+}
+
+// readBatchRound reads one round's results into outcomes. It returns the
+// index of the first write that failed with a PostgreSQL error and that
+// error (-1 if none), or connErr if the session itself failed.
+func readBatchRound(br pgx.BatchResults, begin bool, batch []*queuedWrite, next int, outcomes []writeOutcome) (failedAt int, werr, connErr error) {
+	defer br.Close()
+	failedAt = -1
+	if begin {
+		if _, err := br.Exec(); err != nil {
+			return failedAt, nil, err
+		}
+	}
+	for i := next; i < len(batch); i++ {
+		w := batch[i].w
+		res := Result{Operation: w.Operation.Name, Resource: w.Resource, Token: w.Token.String()}
+		_, err := br.Exec() // SAVEPOINT
+		if err == nil {
+			err = readWrite(br, w.Operation, &res)
+		}
+		if err == nil {
+			_, err = br.Exec() // RELEASE SAVEPOINT
+		}
+		var pgErr *pgconn.PgError
+		switch {
+		case err == nil:
+			outcomes[i] = writeOutcome{res: res}
+		case errors.As(err, &pgErr) && pgErr.SeverityUnlocalized != "FATAL" && pgErr.SeverityUnlocalized != "PANIC":
+			return i, err, nil
+		default:
+			return failedAt, nil, err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return failedAt, nil, err
+	}
+	return failedAt, nil, nil
+}
+
+func savepoint(i int) string { return "fencegw_w" + strconv.Itoa(i) }

@@ -1,0 +1,94 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// maxCoalesced bounds one coalesced transaction: the fence row stays locked
+// for all of it, so a bigger batch trades latency for throughput.
+const maxCoalesced = 64
+
+// coalescer runs the writes of a hot resource together. A write that finds
+// another of its resource in flight is queued; a drainer per busy resource
+// takes everything queued, in arrival order, and applies it in one
+// transaction (see executeBatch), so PostgreSQL commits once per batch
+// instead of once per write. Each write stays atomic in its own savepoint,
+// serial order is arrival order, and no write is answered before the
+// commit that makes it durable.
+type coalescer struct {
+	exec    *Executor
+	timeout time.Duration
+	onBatch func(size int)
+
+	mu     sync.Mutex
+	queues map[string]*writeQueue
+}
+
+type writeQueue struct {
+	waiting []*queuedWrite
+}
+
+type queuedWrite struct {
+	w    Write
+	done chan writeOutcome // buffered: the drainer never blocks on it
+}
+
+type writeOutcome struct {
+	res Result
+	err error
+}
+
+func newCoalescer(exec *Executor, timeout time.Duration, onBatch func(int)) *coalescer {
+	return &coalescer{exec: exec, timeout: timeout, onBatch: onBatch, queues: map[string]*writeQueue{}}
+}
+
+// Execute applies w, alone or with the writes queued beside it. It waits
+// for the outcome even past ctx: once queued, the write will be attempted,
+// and its caller must not be told anything before it is.
+func (c *coalescer) Execute(_ context.Context, w Write) (Result, error) {
+	qw := &queuedWrite{w: w, done: make(chan writeOutcome, 1)}
+	c.mu.Lock()
+	q, busy := c.queues[w.Resource]
+	if !busy {
+		q = &writeQueue{}
+		c.queues[w.Resource] = q
+	}
+	q.waiting = append(q.waiting, qw)
+	c.mu.Unlock()
+	if !busy {
+		// The drainer ends when the queue is empty; every queued write's
+		// caller waits for it, so it cannot outlive the requests it serves.
+		go c.drain(w.Resource, q)
+	}
+	out := <-qw.done
+	return out.res, out.err
+}
+
+func (c *coalescer) drain(resource string, q *writeQueue) {
+	for {
+		c.mu.Lock()
+		n := min(len(q.waiting), maxCoalesced)
+		if n == 0 {
+			delete(c.queues, resource)
+			c.mu.Unlock()
+			return
+		}
+		batch := q.waiting[:n:n]
+		q.waiting = q.waiting[n:]
+		c.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+		if n == 1 {
+			res, err := c.exec.Execute(ctx, batch[0].w)
+			batch[0].done <- writeOutcome{res, err}
+		} else {
+			c.exec.executeBatch(ctx, batch)
+		}
+		cancel()
+		if c.onBatch != nil {
+			c.onBatch(n)
+		}
+	}
+}
