@@ -60,7 +60,7 @@ func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
 		}
 		for i := next; i < len(batch); i++ {
 			b.Queue("SAVEPOINT " + savepoint(i))
-			queueWrite(b, batch[i].w)
+			e.queueWrite(b, batch[i].w)
 			b.Queue("RELEASE SAVEPOINT " + savepoint(i))
 		}
 		failedAt, werr, connErr := readBatchRound(conn.SendBatch(ctx, b), round == 0, batch, next, outcomes)

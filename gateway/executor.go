@@ -52,10 +52,18 @@ type StatementResult struct {
 // Executor applies fenced writes to PostgreSQL.
 type Executor struct {
 	pool *pgxpool.Pool
+	// unsafeNoFence replaces the fence with a statement that accepts every
+	// token. It exists only so `fencegw torture` can show its checker
+	// catching the stale writes fencing prevents.
+	unsafeNoFence bool
 }
 
 // NewExecutor returns an executor writing through pool.
 func NewExecutor(pool *pgxpool.Pool) *Executor { return &Executor{pool: pool} }
+
+// unfencedSQL stands in for fenceSQL in unsafe mode: one result, like the
+// fence, and the same transaction-local setting, but no check.
+const unfencedSQL = "SELECT set_config('fencegw.resource', $1, true)"
 
 // Execute applies w in one PostgreSQL round trip: the fence advance and the
 // operation's statements are pipelined as one batch, which PostgreSQL runs
@@ -66,7 +74,7 @@ func NewExecutor(pool *pgxpool.Pool) *Executor { return &Executor{pool: pool} }
 func (e *Executor) Execute(ctx context.Context, w Write) (Result, error) {
 	op := w.Operation
 	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 1+len(op.Statements))}
-	queueWrite(b, w)
+	e.queueWrite(b, w)
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: no PostgreSQL connection, nothing was written: %w", ErrUnavailable, err)
@@ -87,9 +95,13 @@ func (e *Executor) Execute(ctx context.Context, w Write) (Result, error) {
 }
 
 // queueWrite queues the fence advance and the operation's statements.
-func queueWrite(b *pgx.Batch, w Write) {
+func (e *Executor) queueWrite(b *pgx.Batch, w Write) {
 	op := w.Operation
-	b.Queue(fenceSQL, w.Resource, w.Token.Epoch, w.Token.Revision, op.Resource.Compare == policy.Strict)
+	if e.unsafeNoFence {
+		b.Queue(unfencedSQL, w.Resource)
+	} else {
+		b.Queue(fenceSQL, w.Resource, w.Token.Epoch, w.Token.Revision, op.Resource.Compare == policy.Strict)
+	}
 	for i := range op.Statements {
 		st := &op.Statements[i]
 		b.Queue(st.SQL, op.Bind(st, w.Args, w.Resource, w.Token)...)

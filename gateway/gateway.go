@@ -41,6 +41,9 @@ type Config struct {
 	// IdempotencyRetention is how long a completed Idempotency-Key is
 	// replayed; after that the key may be reused.
 	IdempotencyRetention time.Duration
+	// UnsafeNoFence turns the fence check off. Only `fencegw torture`'s
+	// control runs set it, to prove their checker can fail.
+	UnsafeNoFence bool
 }
 
 // Gateway serves the HTTP API. It holds no lease or fence state of its own:
@@ -66,7 +69,7 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{
 		cfg:       cfg,
 		log:       cmp.Or(cfg.Logger, slog.Default()),
-		exec:      NewExecutor(cfg.Pool),
+		exec:      &Executor{pool: cfg.Pool, unsafeNoFence: cfg.UnsafeNoFence},
 		maxBody:   cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
 		writeTTL:  cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
 		retention: cmp.Or(cfg.IdempotencyRetention, DefaultIdempotencyRetention),

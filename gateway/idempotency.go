@@ -70,7 +70,7 @@ func (e *Executor) ExecuteOnce(ctx context.Context, w Write, idem Idempotency, r
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SELECT fencegw.claim_key($1, $2, $3, $4, $5)", idem.Client, op.Name, idem.Key, idem.Fingerprint[:], idem.Retention)
-	queueWrite(b, w)
+	e.queueWrite(b, w)
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
 	if err == nil {

@@ -25,6 +25,7 @@ type serveConfig struct {
 
 	IdempotencyRetention time.Duration
 	AuthorityCheck       time.Duration
+	UnsafeNoFence        bool
 }
 
 // bind registers the flags shared by serve and dev on fs.

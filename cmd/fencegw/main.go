@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/fencegw/fencegw/internal/torture"
 )
 
 const usage = `usage: fencegw COMMAND [flags]
@@ -22,6 +24,7 @@ commands:
   policy    check FILE: validate a policy file and print it compiled
   lock      RESOURCE -- CMD...: run CMD holding the lock, token in FENCING_TOKEN
   bench     measure fenced writes direct via pgx and through the gateway
+  torture   run gateways and workers under faults and check no stale write landed
   epoch     show | bump: inspect the token authority, or start a new epoch
             after etcd was restored from a snapshot or replaced
 
@@ -53,6 +56,10 @@ func main() {
 		err = runEpoch(ctx, args)
 	case "lock":
 		err = runLock(ctx, args)
+	case "torture":
+		err = runTorture(ctx, args, os.Stdout)
+	case "torture-worker": // a child of `fencegw torture`, not for people
+		os.Exit(torture.WorkerMain(args))
 	case "bench":
 		err = runBench(ctx, args, os.Stdout)
 	case "-h", "-help", "--help", "help":

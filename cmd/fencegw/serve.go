@@ -27,6 +27,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg.bind(fs, "127.0.0.1:8080")
 	cfg.bindBackends(fs)
+	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "DANGER, for `fencegw torture` control runs only: accept every token, stale or not")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,6 +45,9 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	pol, err := policy.Load(cfg.PolicyPath)
 	if err != nil {
 		return err
+	}
+	if cfg.UnsafeNoFence {
+		log.Error("--unsafe-no-fence: FENCING IS OFF, stale writes will land; this mode exists only for torture control runs")
 	}
 	if !pol.AuthRequired() {
 		log.Warn("the policy declares no clients: any caller may call any operation; declare clients before exposing the gateway")
@@ -79,7 +83,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	gw, err := gateway.New(gateway.Config{
 		Pool: pool, Authority: auth, Policy: pol, Logger: log,
 		MaxBodyBytes: cfg.MaxBodyBytes, WriteTimeout: cfg.WriteTimeout, SchemaVersion: want,
-		IdempotencyRetention: cfg.IdempotencyRetention,
+		IdempotencyRetention: cfg.IdempotencyRetention, UnsafeNoFence: cfg.UnsafeNoFence,
 	})
 	if err != nil {
 		return err

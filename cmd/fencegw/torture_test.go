@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"testing"
+
+	"github.com/fencegw/fencegw/internal/torture/check"
+)
+
+// TestTortureCIProfile runs the CI profile twice with the real binary:
+// with fencing, the checker must find nothing under pauses, gateway crashes
+// and PostgreSQL restarts; with fencing off, the same run must show stale
+// writes — a checker that cannot fail would prove nothing.
+func TestTortureCIProfile(t *testing.T) {
+	bin := buildFencegw(t)
+	run := func(extra ...string) (check.Report, string, error) {
+		args := append([]string{"torture", "--json", "--seed", "1"}, extra...)
+		cmd := exec.Command(bin, args...)
+		var out, logs bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &logs
+		err := cmd.Run()
+		var r check.Report
+		dec := json.NewDecoder(&out)
+		if derr := dec.Decode(&r); derr != nil {
+			t.Fatalf("torture %v: no report (%v); exit %v\n%s", extra, derr, err, &logs)
+		}
+		return r, logs.String(), err
+	}
+
+	fenced, logs, err := run()
+	t.Logf("fenced: %s faults %v events %v", fenced.Verdict, fenced.Faults, fenced.Events)
+	if err != nil || !fenced.OK() {
+		t.Fatalf("with fencing: %v, %s\n%+v\n%s", err, fenced.Verdict, fenced.Violations, logs)
+	}
+	if fenced.Events["ok"] < 20 || fenced.Faults["pause-worker"] < 5 {
+		t.Fatalf("the fenced run did too little to prove anything: %v events, %v faults", fenced.Events, fenced.Faults)
+	}
+
+	control, logs, err := run("--unsafe-no-fence")
+	t.Logf("control: %s faults %v events %v", control.Verdict, control.Faults, control.Events)
+	if err != nil || control.OK() {
+		t.Fatalf("with fencing off the checker found no violation (%v): %s\n%s", err, control.Verdict, logs)
+	}
+}

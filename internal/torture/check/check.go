@@ -1,0 +1,203 @@
+package check
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Row is one applied write, read from the log table in commit order of its
+// resource (ascending ID: the fence's row lock serialises writers of one
+// resource, and the ID is taken inside that lock).
+type Row struct {
+	ID       int64  `json:"id"`
+	Resource string `json:"resource"`
+	Epoch    int64  `json:"epoch"`
+	Revision int64  `json:"revision"`
+	Intent   string `json:"intent"`
+	Worker   int    `json:"worker"`
+}
+
+// token is the row's fencing token in its text form "E:R".
+func (r Row) token() string { return fmt.Sprintf("%d:%d", r.Epoch, r.Revision) }
+
+// compareTokens orders rows by token: epoch first, then revision.
+func compareTokens(a, b Row) int {
+	return cmp.Or(cmp.Compare(a.Epoch, b.Epoch), cmp.Compare(a.Revision, b.Revision))
+}
+
+// Check proves the run safe, or lists how it was not. It reads the
+// workers' histories (in any order: each worker's events in its own order)
+// and every row of the log table, and does not modify either. faults is
+// copied into the Report as the runner's account of what it injected.
+func Check(history []Event, rows []Row, faults map[string]int) Report {
+	c := newChecker(history, rows)
+	c.checkOrder()
+	acked := c.checkIntents()
+	sortViolations(c.violations)
+
+	events := map[string]int{}
+	resources := map[string]bool{}
+	for _, e := range history {
+		events[e.Type]++
+		resources[e.Resource] = true
+	}
+	for _, r := range rows {
+		resources[r.Resource] = true
+	}
+	if faults = maps.Clone(faults); faults == nil {
+		faults = map[string]int{}
+	}
+	return Report{
+		Events:     events,
+		Rows:       len(rows),
+		Resources:  len(resources),
+		Faults:     faults,
+		Violations: c.violations,
+		Verdict:    verdict(acked, c.violations),
+	}
+}
+
+type checker struct {
+	history      []Event
+	byIntent     map[string][]int // indices into history, in history order
+	rowsByIntent map[string][]Row
+	byResource   map[string][]Row // ascending ID
+	violations   []Violation
+}
+
+func newChecker(history []Event, rows []Row) *checker {
+	c := &checker{
+		history:      history,
+		byIntent:     map[string][]int{},
+		rowsByIntent: map[string][]Row{},
+		byResource:   map[string][]Row{},
+		violations:   []Violation{},
+	}
+	for i, e := range history {
+		c.byIntent[e.Intent] = append(c.byIntent[e.Intent], i)
+	}
+	// Sort a copy: the caller's order is a promise we rely on only for
+	// meaning (ID is commit order), not for layout.
+	sorted := slices.Clone(rows)
+	slices.SortStableFunc(sorted, func(a, b Row) int { return cmp.Compare(a.ID, b.ID) })
+	for _, r := range sorted {
+		c.rowsByIntent[r.Intent] = append(c.rowsByIntent[r.Intent], r)
+		c.byResource[r.Resource] = append(c.byResource[r.Resource], r)
+	}
+	return c
+}
+
+func (c *checker) report(kind, resource string, rows []Row, intents []string, format string, args ...any) {
+	c.violations = append(c.violations, Violation{
+		Kind:     kind,
+		Resource: resource,
+		Message:  fmt.Sprintf(format, args...),
+		Rows:     slices.Clone(rows),
+		Timeline: c.timeline(intents),
+	})
+}
+
+// timeline is every event of the intents, by time; history order breaks
+// ties, so one worker's events keep their order when its clock is coarse.
+func (c *checker) timeline(intents []string) []Event {
+	var idx []int
+	seen := map[string]bool{}
+	for _, in := range intents {
+		if !seen[in] {
+			seen[in] = true
+			idx = append(idx, c.byIntent[in]...)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		return cmp.Or(c.history[a].Time.Compare(c.history[b].Time), cmp.Compare(a, b))
+	})
+	out := make([]Event, len(idx))
+	for i, j := range idx {
+		out[i] = c.history[j]
+	}
+	return out
+}
+
+// outcome sums one intent's history. A worker may retry an intent, so an
+// intent may have several invokes, each with at most one outcome.
+type outcome struct {
+	first                      Event // the intent's first event, for messages
+	invokes, oks, fails, infos int
+	refusal                    string // " (Detail)" of the last "fail" that had one
+}
+
+// checkIntents runs the checks that follow one intent from history to
+// rows: lost-write, duplicate-intent, refused-but-applied, unknown-intent.
+// It returns the number of acknowledged intents.
+func (c *checker) checkIntents() (acked int) {
+	outcomes := map[string]*outcome{}
+	for _, e := range c.history {
+		o := outcomes[e.Intent]
+		if o == nil {
+			o = &outcome{first: e}
+			outcomes[e.Intent] = o
+		}
+		switch e.Type {
+		case TypeInvoke:
+			o.invokes++
+		case TypeOK:
+			o.oks++
+		case TypeFail:
+			o.fails++
+			if e.Detail != "" {
+				o.refusal = " (" + e.Detail + ")"
+			}
+		case TypeInfo:
+			o.infos++
+		}
+	}
+
+	for _, in := range slices.Sorted(maps.Keys(outcomes)) {
+		o, rows := outcomes[in], c.rowsByIntent[in]
+		if o.oks > 0 {
+			acked++
+			if len(rows) == 0 {
+				c.report(KindLostWrite, o.first.Resource, nil, []string{in},
+					"intent %s (worker %d, token %s) was acknowledged but has no row", in, o.first.Worker, o.first.Token)
+			}
+		}
+		// A row is explained by any attempt that was not definitely
+		// refused, including an invoke whose outcome the worker never
+		// recorded; only when every attempt was refused is a row wrong.
+		if len(rows) > 0 && o.invokes > 0 && o.oks == 0 && o.infos == 0 && o.fails >= o.invokes {
+			c.report(KindRefusedButApplied, rows[0].Resource, rows, []string{in},
+				"intent %s (worker %d) was refused%s but %s applied it", in, o.first.Worker, o.refusal, rowIDs(rows))
+		}
+	}
+
+	for _, in := range slices.Sorted(maps.Keys(c.rowsByIntent)) {
+		rows := c.rowsByIntent[in]
+		if len(rows) > 1 {
+			c.report(KindDuplicateIntent, rows[0].Resource, rows, []string{in},
+				"intent %s was applied %d times: %s", in, len(rows), rowIDs(rows))
+		}
+		if o := outcomes[in]; o == nil || o.invokes == 0 {
+			c.report(KindUnknownIntent, rows[0].Resource, rows, []string{in},
+				"%s (worker %d, token %s) carries intent %q that no worker invoked", rowIDs(rows), rows[0].Worker, rows[0].token(), in)
+		}
+	}
+	return acked
+}
+
+// rowIDs names rows for a message: "row 4" or "rows 4, 7".
+func rowIDs(rows []Row) string {
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = fmt.Sprint(r.ID)
+	}
+	if len(rows) == 1 {
+		return "row " + ids[0]
+	}
+	return "rows " + strings.Join(ids, ", ")
+}

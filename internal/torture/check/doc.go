@@ -1,0 +1,9 @@
+// Package check is the torture test's checker: a pure function from the
+// workers' histories and the log table's rows to a Report that either finds
+// no stale, lost, duplicated, refused or unexplained write in PostgreSQL, or
+// lists the violations, each with the rows and events that prove it.
+//
+// It trusts two things it cannot verify: a worker records "invoke" before it
+// sends the write, and ascending row ID is commit order within a resource
+// (the ID is taken under the fence's row lock).
+package check

@@ -1,0 +1,90 @@
+package check
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Event is one line of a worker's history (JSON lines).
+type Event struct {
+	Time     time.Time `json:"time"`
+	Worker   int       `json:"worker"`
+	Type     string    `json:"type"`   // "invoke" before sending a write; then exactly one of "ok" (200), "fail" (a definite refusal: nothing was applied), "info" (outcome unknown: timeout, connection error, 503 with outcome "unknown")
+	Intent   string    `json:"intent"` // unique id of one intended write
+	Resource string    `json:"resource"`
+	Token    string    `json:"token"`            // "E:R"
+	Detail   string    `json:"detail,omitempty"` // e.g. the problem kind "stale-token", or an error
+}
+
+// The event types a history may hold.
+const (
+	TypeInvoke = "invoke"
+	TypeOK     = "ok"
+	TypeFail   = "fail"
+	TypeInfo   = "info"
+)
+
+// ErrMalformed is wrapped by every ReadHistory error about a line's content.
+var ErrMalformed = errors.New("check: malformed history")
+
+// ReadHistory reads one worker's history, one JSON Event per line; blank
+// lines are skipped. A final line that ends without a newline in the middle
+// of its JSON is ignored: the worker was killed while writing it. Any other
+// malformed line is an error that names its line number and wraps
+// ErrMalformed. Read each worker's file separately: only the end of a file
+// can be torn, so a torn line in the middle of concatenated files is an error.
+func ReadHistory(r io.Reader) ([]Event, error) {
+	br := bufio.NewReader(r)
+	var events []Event
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("check: read history line %d: %w", n, err)
+		}
+		final := err != nil
+		if len(bytes.TrimSpace(line)) > 0 {
+			ev, err := parseEvent(line)
+			switch {
+			case err == nil:
+				events = append(events, ev)
+			case final && errors.Is(err, io.ErrUnexpectedEOF):
+				// Dropping a torn outcome turns an "ok" into an unknown
+				// outcome, which the checks treat more leniently, never
+				// more strictly: a torn line cannot create a violation.
+			default:
+				return nil, fmt.Errorf("%w: line %d: %w", ErrMalformed, n, err)
+			}
+		}
+		if final {
+			return events, nil
+		}
+	}
+}
+
+// parseEvent decodes one line strictly, so that a history written by a
+// different version of the worker fails loudly instead of losing fields.
+func parseEvent(line []byte) (Event, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	var ev Event
+	if err := dec.Decode(&ev); err != nil {
+		return Event{}, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Event{}, errors.New("trailing data after the event")
+	}
+	switch ev.Type {
+	case TypeInvoke, TypeOK, TypeFail, TypeInfo:
+	default:
+		return Event{}, fmt.Errorf("unknown event type %q", ev.Type)
+	}
+	if ev.Intent == "" {
+		return Event{}, errors.New("event without an intent")
+	}
+	return ev, nil
+}

@@ -1,0 +1,49 @@
+package torture
+
+import (
+	"errors"
+	"time"
+)
+
+// Config sizes one torture run. Every loop is bounded by Duration.
+type Config struct {
+	Workers   int
+	Resources int
+	Gateways  int
+	Duration  time.Duration
+	TTL       time.Duration // of the workers' leases
+	Seed      int64
+	// Faults: how often the nemesis acts, and what it may do.
+	FaultEvery      time.Duration
+	KillGateways    bool
+	RestartPostgres bool
+	// UnsafeNoFence runs the gateways with fencing off: the control run,
+	// whose checker must find violations.
+	UnsafeNoFence bool
+	Dir           string // run folder (histories, logs); "" = a temp dir, removed unless Keep
+	Keep          bool
+	Binary        string // the fencegw binary for child processes; "" = this one
+}
+
+// Defaults are the CI profile: half a minute on two cores, with a pause of
+// a worker past its lease every second or so.
+func Defaults() Config {
+	return Config{
+		Workers: 6, Resources: 4, Gateways: 2, Duration: 30 * time.Second, TTL: time.Second, Seed: 1,
+		FaultEvery: 600 * time.Millisecond, KillGateways: true, RestartPostgres: true,
+	}
+}
+
+func (c Config) check() error {
+	switch {
+	case c.Workers < 1 || c.Workers > 64, c.Resources < 1 || c.Resources > 64, c.Gateways < 1 || c.Gateways > 8:
+		return errors.New("torture: want 1-64 workers, 1-64 resources, 1-8 gateways")
+	case c.Duration < 5*time.Second || c.Duration > time.Hour:
+		return errors.New("torture: duration must be 5s to 1h")
+	case c.TTL < time.Second || c.TTL > 30*time.Second:
+		return errors.New("torture: ttl must be 1s to 30s")
+	case c.FaultEvery < 100*time.Millisecond:
+		return errors.New("torture: faults at most every 100ms")
+	}
+	return nil
+}

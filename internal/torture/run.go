@@ -1,0 +1,231 @@
+package torture
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegw/fencegw/internal/etcdserver"
+	"github.com/fencegw/fencegw/internal/torture/check"
+	"github.com/fencegw/fencegw/schema"
+)
+
+// Run starts the topology — an in-process etcd, a restartable PostgreSQL,
+// cfg.Gateways gateway processes and cfg.Workers worker processes — lets
+// the nemesis loose for cfg.Duration, then checks the workers' histories
+// against the database. Progress goes to log; the report is also written
+// to report.json in the run folder.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error) {
+	if err := cfg.check(); err != nil {
+		return check.Report{}, err
+	}
+	dir, cleanup, err := runDir(cfg)
+	if err != nil {
+		return check.Report{}, err
+	}
+	defer cleanup()
+	bin := cfg.Binary
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return check.Report{}, err
+		}
+	}
+
+	setupCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	etcd, err := etcdserver.Start(setupCtx, "")
+	if err != nil {
+		return check.Report{}, err
+	}
+	defer etcd.Close()
+	pg, err := startPostgres(setupCtx, filepath.Join(dir, "pg"))
+	if err != nil {
+		return check.Report{}, err
+	}
+	defer func() { _ = pg.pg.Stop() }()
+	if err := prepareDatabase(setupCtx, pg.url()); err != nil {
+		return check.Report{}, err
+	}
+	policy := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policy, []byte(policyYAML), 0o644); err != nil {
+		return check.Report{}, err
+	}
+
+	var gateways []*gatewayProc
+	defer func() {
+		for _, g := range gateways {
+			g.stop()
+		}
+	}()
+	var urls []string
+	for i := range cfg.Gateways {
+		g, err := newGateway(bin, dir, i, pg.url(), etcd.Endpoints(), policy, cfg.UnsafeNoFence)
+		if err != nil {
+			return check.Report{}, err
+		}
+		if err := g.start(setupCtx); err != nil {
+			return check.Report{}, fmt.Errorf("%w (log: %s)", err, g.log)
+		}
+		gateways = append(gateways, g)
+		urls = append(urls, g.url())
+	}
+	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence)
+
+	until := time.Now().Add(cfg.Duration)
+	workers, err := startWorkers(bin, dir, cfg, urls, until)
+	if err != nil {
+		return check.Report{}, err
+	}
+	n := &nemesis{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), log: log, workers: workers,
+		gateways: gateways, pg: pg, faults: map[string]int{}, paused: map[int]bool{}}
+	nctx, stopNemesis := context.WithDeadline(ctx, until)
+	n.run(nctx) // returns at the deadline with every worker resumed
+	stopNemesis()
+	waitWorkers(workers, 30*time.Second)
+	log.Info("torture: workers done, checking", "faults", n.faults)
+
+	report, err := collect(ctx, dir, pg.url(), cfg.Workers, n.faults)
+	if err != nil {
+		return check.Report{}, err
+	}
+	b, _ := json.MarshalIndent(report, "", "  ")
+	_ = os.WriteFile(filepath.Join(dir, "report.json"), b, 0o644)
+	return report, nil
+}
+
+func runDir(cfg Config) (string, func(), error) {
+	dir, remove := cfg.Dir, false
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "fencegw-torture-"); err != nil {
+			return "", nil, err
+		}
+		remove = !cfg.Keep
+	}
+	// PostgreSQL may run as another user (when we are root): it must be
+	// able to reach its folder.
+	for _, d := range []string{dir, filepath.Join(dir, "pg")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", nil, err
+		}
+		if err := os.Chmod(d, 0o755); err != nil {
+			return "", nil, err
+		}
+	}
+	return dir, func() {
+		if remove {
+			os.RemoveAll(dir)
+		}
+	}, nil
+}
+
+func prepareDatabase(ctx context.Context, dbURL string) error {
+	m, err := schema.Open(dbURL, schema.Gateway())
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if err := m.Up(); err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, schemaSQL)
+	return err
+}
+
+func startWorkers(bin, dir string, cfg Config, urls []string, until time.Time) ([]*exec.Cmd, error) {
+	var cmds []*exec.Cmd
+	for i := range cfg.Workers {
+		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%d.log", i)))
+		if err != nil {
+			return cmds, err
+		}
+		cmd := exec.Command(bin, "torture-worker", "--gateways", strings.Join(urls, ","),
+			"--resources", strconv.Itoa(cfg.Resources), "--ttl", cfg.TTL.String(),
+			"--until", until.Format(time.RFC3339Nano), "--history", historyPath(dir, i),
+			"--worker", strconv.Itoa(i), "--seed", strconv.FormatInt(cfg.Seed, 10))
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			out.Close()
+			return cmds, err
+		}
+		out.Close() // the child has its own descriptor
+		cmds = append(cmds, cmd)
+	}
+	return cmds, nil
+}
+
+func historyPath(dir string, i int) string {
+	return filepath.Join(dir, fmt.Sprintf("history-%d.jsonl", i))
+}
+
+// waitWorkers waits for the workers to pass their deadline and exit, and
+// kills those that do not within grace.
+func waitWorkers(cmds []*exec.Cmd, grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		for _, c := range cmds {
+			_ = c.Wait()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		for _, c := range cmds {
+			_ = c.Process.Kill()
+		}
+		<-done
+	}
+}
+
+// collect reads every history and the log table and checks them.
+func collect(ctx context.Context, dir, dbURL string, workers int, faults map[string]int) (check.Report, error) {
+	var history []check.Event
+	for i := range workers {
+		f, err := os.Open(historyPath(dir, i))
+		if err != nil {
+			return check.Report{}, err
+		}
+		evs, err := check.ReadHistory(f)
+		f.Close()
+		if err != nil {
+			return check.Report{}, fmt.Errorf("torture: worker %d: %w", i, err)
+		}
+		history = append(history, evs...)
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return check.Report{}, err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT id, resource, epoch, revision, intent, worker FROM torture.log ORDER BY id")
+	if err != nil {
+		return check.Report{}, err
+	}
+	logRows, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (check.Row, error) {
+		var row check.Row
+		err := r.Scan(&row.ID, &row.Resource, &row.Epoch, &row.Revision, &row.Intent, &row.Worker)
+		return row, err
+	})
+	if err != nil {
+		return check.Report{}, err
+	}
+	return check.Check(history, logRows, faults), nil
+}

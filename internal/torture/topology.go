@@ -1,0 +1,141 @@
+package torture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fencegw/fencegw/internal/pgcluster"
+)
+
+// gatewayProc is one `fencegw serve` child on a fixed loopback port, so a
+// restart keeps its address.
+type gatewayProc struct {
+	args []string
+	log  string
+	addr string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func newGateway(bin, dir string, i int, dbURL string, etcd []string, policy string, unsafe bool) (*gatewayProc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	args := []string{"serve", "--listen", addr, "--database-url", dbURL, "--etcd", strings.Join(etcd, ","),
+		"--policy", policy, "--log-format", "text", "--authority-check", "1s", "--shutdown-timeout", "3s"}
+	if unsafe {
+		args = append(args, "--unsafe-no-fence")
+	}
+	return &gatewayProc{args: append([]string{bin}, args...), log: filepath.Join(dir, fmt.Sprintf("gateway-%d.log", i)), addr: addr}, nil
+}
+
+func (g *gatewayProc) url() string { return "http://" + g.addr }
+
+// start launches the process and waits until /readyz answers 200.
+func (g *gatewayProc) start(ctx context.Context) error {
+	out, err := os.OpenFile(g.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	g.cmd = exec.Command(g.args[0], g.args[1:]...)
+	g.cmd.Stdout, g.cmd.Stderr = out, out
+	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := g.cmd.Start(); err != nil {
+		out.Close()
+		return fmt.Errorf("torture: start gateway: %w", err)
+	}
+	g.done = make(chan struct{})
+	go func() { g.cmd.Wait(); out.Close(); close(g.done) }()
+	return waitReady(ctx, g.url()+"/readyz", g.done)
+}
+
+func waitReady(ctx context.Context, url string, exited <-chan struct{}) error {
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return errors.New("torture: gateway exited before it was ready (see its log)")
+		case <-ctx.Done():
+			return fmt.Errorf("torture: gateway not ready: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// kill is the crash the nemesis injects: SIGKILL, no shutdown.
+func (g *gatewayProc) kill() {
+	if g.cmd != nil && g.cmd.Process != nil {
+		_ = g.cmd.Process.Kill()
+		<-g.done
+	}
+}
+
+// stop shuts the gateway down as an operator would.
+func (g *gatewayProc) stop() {
+	if g.cmd == nil || g.cmd.Process == nil {
+		return
+	}
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-g.done:
+	case <-time.After(5 * time.Second):
+		g.kill()
+	}
+}
+
+// postgres is the run's PostgreSQL, restartable on the same port and data.
+type postgres struct {
+	opts pgcluster.Options
+	pg   *pgcluster.Cluster
+}
+
+func startPostgres(ctx context.Context, dir string) (*postgres, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	p := &postgres{opts: pgcluster.Options{Dir: dir, Port: port}}
+	if p.pg, err = pgcluster.Start(ctx, p.opts); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *postgres) url() string { return p.pg.URL() }
+
+// restart stops PostgreSQL (fast shutdown: acknowledged commits are on
+// disk) and starts it again on the same data.
+func (p *postgres) restart(ctx context.Context) error {
+	if err := p.pg.Stop(); err != nil {
+		return err
+	}
+	var err error
+	p.pg, err = pgcluster.Start(ctx, p.opts)
+	return err
+}

@@ -1,0 +1,117 @@
+package torture
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/internal/torture/check"
+)
+
+// WorkerMain is one worker process (`fencegw torture-worker`): until its
+// deadline it takes a lease on a random resource through a random gateway,
+// spends a random part of the TTL in its "critical section", then sends
+// one write with its token through a random gateway and records what
+// happened. It writes with Client.Write, not Lease.Write: the point is to
+// send the late write a paused holder would send, and see the fence refuse
+// it.
+func WorkerMain(args []string) int {
+	fs := flag.NewFlagSet("torture-worker", flag.ContinueOnError)
+	gateways := fs.String("gateways", "", "comma-separated gateway URLs")
+	resources := fs.Int("resources", 2, "resources res/r0..")
+	ttl := fs.Duration("ttl", time.Second, "lease TTL")
+	until := fs.String("until", "", "stop at this RFC 3339 time")
+	history := fs.String("history", "", "history file (JSON lines)")
+	workerID := fs.Int("worker", 0, "worker number")
+	seed := fs.Int64("seed", 1, "random seed")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	deadline, err := time.Parse(time.RFC3339Nano, *until)
+	if err != nil || *gateways == "" || *history == "" {
+		fmt.Fprintln(os.Stderr, "torture-worker: needs --gateways, --history and --until")
+		return 2
+	}
+	f, err := os.OpenFile(*history, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "torture-worker:", err)
+		return 1
+	}
+	defer f.Close()
+	w := &worker{
+		id: *workerID, rnd: rand.New(rand.NewPCG(uint64(*seed), uint64(*workerID))), ttl: *ttl,
+		resources: *resources, history: json.NewEncoder(f),
+	}
+	for _, g := range strings.Split(*gateways, ",") {
+		w.clients = append(w.clients, client.New(g))
+	}
+	for n := 0; time.Now().Before(deadline); n++ {
+		w.round(deadline, n)
+	}
+	return 0
+}
+
+type worker struct {
+	id        int
+	rnd       *rand.Rand
+	ttl       time.Duration
+	resources int
+	clients   []*client.Client
+	history   *json.Encoder
+}
+
+func (w *worker) pick() *client.Client { return w.clients[w.rnd.IntN(len(w.clients))] }
+
+func (w *worker) round(deadline time.Time, n int) {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	r := fmt.Sprintf("r%d", w.rnd.IntN(w.resources))
+	lease, err := w.pick().Acquire(ctx, "res/"+r, client.AcquireOptions{TTL: w.ttl, Wait: 3 * w.ttl})
+	if err != nil {
+		time.Sleep(50 * time.Millisecond)
+		return
+	}
+	defer lease.Release(context.Background())
+
+	// The critical section: a pause here (GC, SIGSTOP) outlives the lease.
+	time.Sleep(time.Duration(float64(w.ttl) * (0.2 + 0.6*w.rnd.Float64())))
+
+	intent := fmt.Sprintf("w%d-%d", w.id, n)
+	ev := check.Event{Worker: w.id, Intent: intent, Resource: "res/" + r, Token: lease.Token()}
+	w.record(ev, "invoke", "")
+	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer wcancel()
+	_, err = w.pick().Write(wctx, lease.Token(), "append",
+		map[string]any{"r": r, "intent": intent, "worker": w.id}, client.WithIdempotencyKey(intent))
+	typ, detail := outcome(err)
+	w.record(ev, typ, detail)
+}
+
+// outcome sorts a write's answer: "ok", "fail" when the gateway definitely
+// applied nothing (a 4xx problem), "info" when it may have (timeouts,
+// broken connections, 5xx).
+func outcome(err error) (string, string) {
+	var p *client.ProblemError
+	switch {
+	case err == nil:
+		return "ok", ""
+	case errors.As(err, &p) && p.Status >= 400 && p.Status < 500:
+		return "fail", p.Kind()
+	}
+	return "info", err.Error()
+}
+
+func (w *worker) record(ev check.Event, typ, detail string) {
+	ev.Time, ev.Type, ev.Detail = time.Now(), typ, detail
+	if err := w.history.Encode(ev); err != nil {
+		fmt.Fprintln(os.Stderr, "torture-worker: history:", err)
+		os.Exit(1)
+	}
+}
