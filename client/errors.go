@@ -89,6 +89,10 @@ type ProblemError struct {
 	Operation      string
 	PresentedToken string
 	CurrentToken   string
+	// Outcome, on 503s: "not-applied" (nothing was written: retry freely)
+	// or "unknown" (the write may have been applied: retry only with the
+	// same Idempotency-Key).
+	Outcome string
 }
 
 // Kind returns the suffix of Type after urn:fencegw:problem:, e.g.

@@ -32,6 +32,7 @@ type problemDoc struct {
 	Operation      string `json:"operation"`
 	PresentedToken string `json:"presented_token"`
 	CurrentToken   string `json:"current_token"`
+	Outcome        string `json:"outcome"`
 }
 
 // decodeResponse reads an answer: with status want, its JSON body into out
@@ -69,7 +70,7 @@ func decodeError(status int, contentType string, body []byte) error {
 	p := &ProblemError{
 		Type: doc.Type, Title: doc.Title, Status: status, Detail: doc.Detail,
 		Resource: doc.Resource, Operation: doc.Operation,
-		PresentedToken: doc.PresentedToken, CurrentToken: doc.CurrentToken,
+		PresentedToken: doc.PresentedToken, CurrentToken: doc.CurrentToken, Outcome: doc.Outcome,
 	}
 	switch p.Kind() {
 	case "stale-token":

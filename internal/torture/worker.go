@@ -94,15 +94,16 @@ func (w *worker) round(deadline time.Time, n int) {
 	w.record(ev, typ, detail)
 }
 
-// outcome sorts a write's answer: "ok", "fail" when the gateway definitely
-// applied nothing (a 4xx problem), "info" when it may have (timeouts,
-// broken connections, 5xx).
+// outcome sorts a write's answer: "ok", "fail" when the gateway says it
+// applied nothing (a 4xx problem, or a 503 with outcome not-applied —
+// which the checker holds it to), "info" when it may have (timeouts,
+// broken connections, outcome unknown).
 func outcome(err error) (string, string) {
 	var p *client.ProblemError
 	switch {
 	case err == nil:
 		return "ok", ""
-	case errors.As(err, &p) && p.Status >= 400 && p.Status < 500:
+	case errors.As(err, &p) && (p.Status >= 400 && p.Status < 500 || p.Outcome == "not-applied"):
 		return "fail", p.Kind()
 	}
 	return "info", err.Error()
