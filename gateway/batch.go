@@ -4,18 +4,36 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// executeOne applies a lone queued write the ordinary way.
+func (e *Executor) executeOne(ctx context.Context, qw *queuedWrite) writeOutcome {
+	if qw.idem != nil {
+		r, err := e.ExecuteOnce(ctx, qw.w, *qw.idem, renderResult)
+		return writeOutcome{r, err}
+	}
+	res, err := e.Execute(ctx, qw.w)
+	if err != nil {
+		return writeOutcome{err: err}
+	}
+	body, err := renderResult(res)
+	return writeOutcome{Reply{Status: http.StatusOK, Body: body}, err}
+}
 
 // executeBatch applies several writes of one resource in one explicit
 // transaction, each in its own savepoint, and answers each write once the
 // transaction has committed. It pipelines optimistically: all writes go in
 // one round trip; if write k fails, PostgreSQL skips the rest of that
 // pipeline, so the gateway rolls back to k's savepoint and sends the writes
-// after k again. COMMIT is the last round trip.
+// after k again. Keyed writes claim their key in their savepoint, and their
+// responses are stored in the last round trip, with the COMMIT; a key that
+// completed earlier is replayed after it.
 func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
 	outcomes := make([]writeOutcome, len(batch))
 	fail := func(from int, err error) {
@@ -27,6 +45,14 @@ func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
 	}
 	defer func() {
 		for i, qw := range batch {
+			if errors.Is(outcomes[i].err, errReplay) {
+				// Its key completed in an earlier transaction: whatever
+				// became of this one, that answer stands.
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				r, err := replay(rctx, e.pool, *qw.idem, qw.w.Operation.Name)
+				cancel()
+				outcomes[i] = writeOutcome{r, err}
+			}
 			qw.done <- outcomes[i]
 		}
 	}()
@@ -60,6 +86,9 @@ func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
 		}
 		for i := next; i < len(batch); i++ {
 			b.Queue("SAVEPOINT " + savepoint(i))
+			if idem := batch[i].idem; idem != nil {
+				b.Queue(claimSQL, idem.Client, batch[i].w.Operation.Name, idem.Key, idem.Fingerprint[:], idem.Retention)
+			}
 			e.queueWrite(b, batch[i].w)
 			b.Queue("RELEASE SAVEPOINT " + savepoint(i))
 		}
@@ -71,19 +100,49 @@ func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
 		if failedAt < 0 {
 			break
 		}
-		outcomes[failedAt] = writeOutcome{err: classify(werr, batch[failedAt].w)}
+		outcomes[failedAt] = writeOutcome{err: classifyQueued(werr, batch[failedAt])}
 		next, aborted = failedAt+1, failedAt
 	}
 
-	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+	// Store the keyed writes' responses, then commit, in one round trip.
+	b := &pgx.Batch{}
+	for i, qw := range batch {
+		if outcomes[i].err != nil {
+			continue
+		}
+		if qw.idem != nil {
+			b.Queue("UPDATE fencegw.idempotency_keys SET status = $4, response = $5 WHERE (client, operation, key) = ($1, $2, $3)",
+				qw.idem.Client, qw.w.Operation.Name, qw.idem.Key, http.StatusOK, outcomes[i].reply.Body)
+		}
+	}
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		rollback(conn)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.SeverityUnlocalized != "FATAL" && pgErr.SeverityUnlocalized != "PANIC" {
 			fail(0, fmt.Errorf("%w: PostgreSQL refused the coalesced commit, nothing was written: %w", ErrUnavailable, err))
-			return
+		} else {
+			fail(0, fmt.Errorf("%w (%w): the connection to PostgreSQL failed at commit: %w", ErrUnavailable, ErrOutcomeUnknown, err))
 		}
-		fail(0, fmt.Errorf("%w (%w): the connection to PostgreSQL failed at commit: %w", ErrUnavailable, ErrOutcomeUnknown, err))
 	}
+}
+
+// errReplay marks a keyed write whose key completed before: answered with
+// the stored response once the batch is over.
+var errReplay = errors.New("gateway: replay")
+
+// classifyQueued classifies a write's failure in a batch, keyed or not.
+func classifyQueued(err error, qw *queuedWrite) error {
+	var pgErr *pgconn.PgError
+	if qw.idem != nil && errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case sqlstateReplay:
+			return errReplay
+		case sqlstateMismatch:
+			return &IdempotencyMismatchError{Key: qw.idem.Key}
+		}
+	}
+	return classify(err, qw.w)
 }
 
 // readBatchRound reads one round's results into outcomes. It returns the
@@ -101,6 +160,9 @@ func readBatchRound(br pgx.BatchResults, begin bool, batch []*queuedWrite, next 
 		w := batch[i].w
 		res := Result{Operation: w.Operation.Name, Resource: w.Resource, Token: w.Token.String()}
 		_, err := br.Exec() // SAVEPOINT
+		if err == nil && batch[i].idem != nil {
+			_, err = br.Exec() // claim_key
+		}
 		if err == nil {
 			err = readWrite(br, w.Operation, &res)
 		}
@@ -110,7 +172,8 @@ func readBatchRound(br pgx.BatchResults, begin bool, batch []*queuedWrite, next 
 		var pgErr *pgconn.PgError
 		switch {
 		case err == nil:
-			outcomes[i] = writeOutcome{res: res}
+			body, rerr := renderResult(res)
+			outcomes[i] = writeOutcome{Reply{Status: http.StatusOK, Body: body}, rerr}
 		case errors.As(err, &pgErr) && pgErr.SeverityUnlocalized != "FATAL" && pgErr.SeverityUnlocalized != "PANIC":
 			return i, err, nil
 		default:

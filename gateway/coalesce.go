@@ -32,23 +32,27 @@ type writeQueue struct {
 
 type queuedWrite struct {
 	w    Write
+	idem *Idempotency      // nil for a write without Idempotency-Key
 	done chan writeOutcome // buffered: the drainer never blocks on it
 }
 
+// writeOutcome is what a queued write's caller gets: the reply (a keyed
+// write's may be a replay) or the error.
 type writeOutcome struct {
-	res Result
-	err error
+	reply Reply
+	err   error
 }
 
 func newCoalescer(exec *Executor, timeout time.Duration, onBatch func(int)) *coalescer {
 	return &coalescer{exec: exec, timeout: timeout, onBatch: onBatch, queues: map[string]*writeQueue{}}
 }
 
-// Execute applies w, alone or with the writes queued beside it. It waits
-// for the outcome even past ctx: once queued, the write will be attempted,
-// and its caller must not be told anything before it is.
-func (c *coalescer) Execute(_ context.Context, w Write) (Result, error) {
-	qw := &queuedWrite{w: w, done: make(chan writeOutcome, 1)}
+// Execute applies w, alone or with the writes queued beside it; idem, if
+// not nil, makes it execute at most once like Executor.ExecuteOnce. It
+// waits for the outcome even past ctx: once queued, the write will be
+// attempted, and its caller must not be told anything before it is.
+func (c *coalescer) Execute(_ context.Context, w Write, idem *Idempotency) (Reply, error) {
+	qw := &queuedWrite{w: w, idem: idem, done: make(chan writeOutcome, 1)}
 	c.mu.Lock()
 	q, busy := c.queues[w.Resource]
 	if !busy {
@@ -63,7 +67,7 @@ func (c *coalescer) Execute(_ context.Context, w Write) (Result, error) {
 		go c.drain(w.Resource, q)
 	}
 	out := <-qw.done
-	return out.res, out.err
+	return out.reply, out.err
 }
 
 func (c *coalescer) drain(resource string, q *writeQueue) {
@@ -81,8 +85,7 @@ func (c *coalescer) drain(resource string, q *writeQueue) {
 
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 		if n == 1 {
-			res, err := c.exec.Execute(ctx, batch[0].w)
-			batch[0].done <- writeOutcome{res, err}
+			batch[0].done <- c.exec.executeOne(ctx, batch[0])
 		} else {
 			c.exec.executeBatch(ctx, batch)
 		}

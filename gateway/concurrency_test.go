@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -180,6 +181,59 @@ func TestCoalescedFailuresStayIsolated(t *testing.T) {
 	var n int
 	if err := h.pool.QueryRow(t.Context(), "SELECT count(*) FROM demo.write_log WHERE account = $1", account).Scan(&n); err != nil || n != 10 {
 		t.Fatalf("write log rows = %d, %v; want 10", n, err)
+	}
+	sum, count := batchSizes(t, h)
+	t.Logf("coalesced %g writes into %g transactions", sum, count)
+}
+
+// TestCoalescedKeyedWrites: keyed writes are coalesced too, and a key sent
+// twice at once — even into the same batch — executes once: the second is
+// answered with the first's stored response after the commit.
+func TestCoalescedKeyedWrites(t *testing.T) {
+	h := newHarness(t, strings.Replace(demoPolicy(t, "monotonic"), "compare: monotonic", "compare: monotonic\n    coalesce: true", 1))
+	const account, resource = "acct-33", "account/acct-33"
+	l := h.mustAcquire(resource, 10, 0)
+	defer h.release(l)
+	var (
+		wg             sync.WaitGroup
+		mu             sync.Mutex
+		fresh, replays int
+		bodies         = map[string]map[string]bool{}
+	)
+	for i := range 16 {
+		key := fmt.Sprintf("k33-%d", i%8)
+		wg.Go(func() {
+			r := h.do(http.MethodPost, "/v1/ops/debit", keyed(l.Token, key), debit(account, 10))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case r.Status != http.StatusOK:
+				t.Errorf("%s: %d %s", key, r.Status, r.Body)
+			case r.Header.Get("Idempotent-Replayed") == "true":
+				replays++
+			default:
+				fresh++
+			}
+			if bodies[key] == nil {
+				bodies[key] = map[string]bool{}
+			}
+			bodies[key][string(r.Body)] = true
+		})
+	}
+	wg.Wait()
+	if fresh != 8 || replays != 8 {
+		t.Fatalf("%d fresh, %d replayed; want 8 and 8", fresh, replays)
+	}
+	for key, b := range bodies {
+		if len(b) != 1 {
+			t.Errorf("key %s answered with %d different bodies", key, len(b))
+		}
+	}
+	if got := h.balance(account); got != 1000-80 {
+		t.Fatalf("balance = %d, want 920: each key debited once", got)
+	}
+	if r := h.do(http.MethodPost, "/v1/ops/debit", keyed(l.Token, "k33-0"), debit(account, 11)); r.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("reused key, other amount: %d %s, want 422", r.Status, r.Body)
 	}
 	sum, count := batchSizes(t, h)
 	t.Logf("coalesced %g writes into %g transactions", sum, count)

@@ -23,6 +23,9 @@ const (
 // DefaultIdempotencyRetention is how long a completed key is replayed.
 const DefaultIdempotencyRetention = 24 * time.Hour
 
+// claimSQL reserves an idempotency key for the transaction (migration 0002).
+const claimSQL = "SELECT fencegw.claim_key($1, $2, $3, $4, $5)"
+
 // SQLSTATEs raised by fencegw.claim_key.
 const (
 	sqlstateReplay   = "FG208"
@@ -69,7 +72,7 @@ func (e *Executor) ExecuteOnce(ctx context.Context, w Write, idem Idempotency, r
 	op := w.Operation
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue("SELECT fencegw.claim_key($1, $2, $3, $4, $5)", idem.Client, op.Name, idem.Key, idem.Fingerprint[:], idem.Retention)
+	b.Queue(claimSQL, idem.Client, op.Name, idem.Key, idem.Fingerprint[:], idem.Retention)
 	e.queueWrite(b, w)
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
@@ -133,7 +136,7 @@ func (e *Executor) Replay(ctx context.Context, op string, idem Idempotency) (r R
 }
 
 // replay answers with the stored response of the key's first execution.
-func replay(ctx context.Context, conn *pgxpool.Conn, idem Idempotency, op string) (Reply, error) {
+func replay(ctx context.Context, conn querier, idem Idempotency, op string) (Reply, error) {
 	r := Reply{Replayed: true}
 	err := conn.QueryRow(ctx, "SELECT status, response FROM fencegw.idempotency_keys WHERE (client, operation, key) = ($1, $2, $3)",
 		idem.Client, op, idem.Key).Scan(&r.Status, &r.Body)

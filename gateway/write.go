@@ -99,14 +99,15 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (Reply, error) {
 		}
 		return Reply{}, err
 	}
-	if once {
+	switch {
+	case op.Resource.Coalesce && once:
+		return g.coal.Execute(ctx, wr, &idem)
+	case op.Resource.Coalesce:
+		return g.coal.Execute(ctx, wr, nil)
+	case once:
 		return g.exec.ExecuteOnce(ctx, wr, idem, renderResult)
 	}
-	execute := g.exec.Execute
-	if op.Resource.Coalesce {
-		execute = g.coal.Execute
-	}
-	res, err := execute(ctx, wr)
+	res, err := g.exec.Execute(ctx, wr)
 	if err != nil {
 		return Reply{}, err
 	}

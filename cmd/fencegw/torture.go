@@ -35,6 +35,8 @@ func runTorture(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.KillGateways, "kill-gateways", cfg.KillGateways, "let the nemesis SIGKILL and restart gateways")
 	fs.BoolVar(&cfg.RestartPostgres, "restart-postgres", cfg.RestartPostgres, "let the nemesis restart PostgreSQL (at most twice)")
 	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "control run: gateways with fencing OFF; the checker must find violations")
+	fs.IntVar(&cfg.Burst, "burst", cfg.Burst, "each lease sends 1 to this many writes at once")
+	fs.BoolVar(&cfg.Coalesce, "coalesce", false, "run the resources with coalesce: true (hot-key write batching)")
 	fs.StringVar(&cfg.Dir, "dir", "", "run folder for histories, logs and report.json (default: a temp dir, removed)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temp run folder")
 	asJSON := fs.Bool("json", false, "print the whole report as JSON")

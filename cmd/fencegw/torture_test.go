@@ -9,10 +9,11 @@ import (
 	"github.com/fencegw/fencegw/internal/torture/check"
 )
 
-// TestTortureCIProfile runs the CI profile twice with the real binary:
-// with fencing, the checker must find nothing under pauses, gateway crashes
-// and PostgreSQL restarts; with fencing off, the same run must show stale
-// writes — a checker that cannot fail would prove nothing.
+// TestTortureCIProfile runs the CI profile three times with the real
+// binary: with fencing — one write per transaction, then coalesced — the
+// checker must find nothing under pauses, gateway crashes and PostgreSQL
+// restarts; with fencing off, the same run must show stale writes: a
+// checker that cannot fail would prove nothing.
 func TestTortureCIProfile(t *testing.T) {
 	bin := buildFencegw(t)
 	run := func(extra ...string) (check.Report, string, error) {
@@ -36,6 +37,12 @@ func TestTortureCIProfile(t *testing.T) {
 	}
 	if fenced.Events["ok"] < 20 || fenced.Faults["pause-worker"] < 5 {
 		t.Fatalf("the fenced run did too little to prove anything: %v events, %v faults", fenced.Events, fenced.Faults)
+	}
+
+	coalesced, logs, err := run("--coalesce")
+	t.Logf("fenced, coalesced: %s faults %v events %v", coalesced.Verdict, coalesced.Faults, coalesced.Events)
+	if err != nil || !coalesced.OK() {
+		t.Fatalf("with fencing and coalescing: %v, %s\n%+v\n%s", err, coalesced.Verdict, coalesced.Violations, logs)
 	}
 
 	control, logs, err := run("--unsafe-no-fence")

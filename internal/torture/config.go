@@ -20,9 +20,13 @@ type Config struct {
 	// UnsafeNoFence runs the gateways with fencing off: the control run,
 	// whose checker must find violations.
 	UnsafeNoFence bool
-	Dir           string // run folder (histories, logs); "" = a temp dir, removed unless Keep
-	Keep          bool
-	Binary        string // the fencegw binary for child processes; "" = this one
+	// Coalesce runs the resources with coalesce: true.
+	Coalesce bool
+	// Burst: each lease sends 1 to Burst writes at once.
+	Burst  int
+	Dir    string // run folder (histories, logs); "" = a temp dir, removed unless Keep
+	Keep   bool
+	Binary string // the fencegw binary for child processes; "" = this one
 }
 
 // Defaults are the CI profile: half a minute on two cores, with a pause of
@@ -30,7 +34,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{
 		Workers: 6, Resources: 4, Gateways: 2, Duration: 30 * time.Second, TTL: time.Second, Seed: 1,
-		FaultEvery: 600 * time.Millisecond, KillGateways: true, RestartPostgres: true,
+		FaultEvery: 600 * time.Millisecond, KillGateways: true, RestartPostgres: true, Burst: 3,
 	}
 }
 
@@ -42,6 +46,8 @@ func (c Config) check() error {
 		return errors.New("torture: duration must be 5s to 1h")
 	case c.TTL < time.Second || c.TTL > 30*time.Second:
 		return errors.New("torture: ttl must be 1s to 30s")
+	case c.Burst < 1 || c.Burst > 32:
+		return errors.New("torture: burst must be 1 to 32")
 	case c.FaultEvery < 100*time.Millisecond:
 		return errors.New("torture: faults at most every 100ms")
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -58,7 +60,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		return check.Report{}, err
 	}
 	policy := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(policy, []byte(policyYAML), 0o644); err != nil {
+	if err := os.WriteFile(policy, []byte(fmt.Sprintf(policyYAML, cfg.Coalesce)), 0o644); err != nil {
 		return check.Report{}, err
 	}
 
@@ -80,7 +82,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		gateways = append(gateways, g)
 		urls = append(urls, g.url())
 	}
-	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence)
+	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence, "coalesce", cfg.Coalesce)
 
 	until := time.Now().Add(cfg.Duration)
 	workers, err := startWorkers(bin, dir, cfg, urls, until)
@@ -93,7 +95,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	n.run(nctx) // returns at the deadline with every worker resumed
 	stopNemesis()
 	waitWorkers(workers, 30*time.Second)
-	log.Info("torture: workers done, checking", "faults", n.faults)
+	log.Info("torture: workers done, checking", "faults", n.faults, "coalesced_writes_per_transaction", coalesced(gateways))
 
 	report, err := collect(ctx, dir, pg.url(), cfg.Workers, n.faults)
 	if err != nil {
@@ -158,7 +160,7 @@ func startWorkers(bin, dir string, cfg Config, urls []string, until time.Time) (
 		cmd := exec.Command(bin, "torture-worker", "--gateways", strings.Join(urls, ","),
 			"--resources", strconv.Itoa(cfg.Resources), "--ttl", cfg.TTL.String(),
 			"--until", until.Format(time.RFC3339Nano), "--history", historyPath(dir, i),
-			"--worker", strconv.Itoa(i), "--seed", strconv.FormatInt(cfg.Seed, 10))
+			"--worker", strconv.Itoa(i), "--seed", strconv.FormatInt(cfg.Seed, 10), "--burst", strconv.Itoa(cfg.Burst))
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
@@ -228,4 +230,32 @@ func collect(ctx context.Context, dir, dbURL string, workers int, faults map[str
 		return check.Report{}, err
 	}
 	return check.Check(history, logRows, faults), nil
+}
+
+// coalesced reads the gateways' batch-size histograms: writes per
+// transaction on coalesced resources (since each gateway's last restart).
+func coalesced(gateways []*gatewayProc) string {
+	var sum, count float64
+	for _, g := range gateways {
+		resp, err := http.Get(g.url() + "/metrics")
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(b), "\n") {
+			name, value, _ := strings.Cut(line, " ")
+			v, _ := strconv.ParseFloat(value, 64)
+			switch name {
+			case "fencegw_coalesced_batch_size_sum":
+				sum += v
+			case "fencegw_coalesced_batch_size_count":
+				count += v
+			}
+		}
+	}
+	if count == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.0f writes in %.0f transactions", sum, count)
 }

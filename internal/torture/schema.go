@@ -18,11 +18,13 @@ CREATE TABLE IF NOT EXISTS torture.log (
 CREATE INDEX IF NOT EXISTS log_resource ON torture.log (resource, id);
 `
 
-// policyYAML: one operation appending to the log under res/{r}'s fence.
+// policyYAML: one operation appending to the log under res/{r}'s fence;
+// %t is the coalesce setting.
 const policyYAML = `
 resources:
   res:
     key: "res/{r}"
+    coalesce: %t
 operations:
   append:
     resource: res

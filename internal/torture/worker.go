@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fencegw/fencegw/client"
@@ -31,6 +32,7 @@ func WorkerMain(args []string) int {
 	history := fs.String("history", "", "history file (JSON lines)")
 	workerID := fs.Int("worker", 0, "worker number")
 	seed := fs.Int64("seed", 1, "random seed")
+	burst := fs.Int("burst", 1, "up to this many concurrent writes per lease")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -47,7 +49,7 @@ func WorkerMain(args []string) int {
 	defer f.Close()
 	w := &worker{
 		id: *workerID, rnd: rand.New(rand.NewPCG(uint64(*seed), uint64(*workerID))), ttl: *ttl,
-		resources: *resources, history: json.NewEncoder(f),
+		resources: *resources, history: json.NewEncoder(f), burst: max(*burst, 1),
 	}
 	for _, g := range strings.Split(*gateways, ",") {
 		w.clients = append(w.clients, client.New(g))
@@ -64,7 +66,10 @@ type worker struct {
 	ttl       time.Duration
 	resources int
 	clients   []*client.Client
-	history   *json.Encoder
+	burst     int
+
+	mu      sync.Mutex // guards history across a burst
+	history *json.Encoder
 }
 
 func (w *worker) pick() *client.Client { return w.clients[w.rnd.IntN(len(w.clients))] }
@@ -83,13 +88,22 @@ func (w *worker) round(deadline time.Time, n int) {
 	// The critical section: a pause here (GC, SIGSTOP) outlives the lease.
 	time.Sleep(time.Duration(float64(w.ttl) * (0.2 + 0.6*w.rnd.Float64())))
 
-	intent := fmt.Sprintf("w%d-%d", w.id, n)
-	ev := check.Event{Worker: w.id, Intent: intent, Resource: "res/" + r, Token: lease.Token()}
+	// Several writes at once under one lease: what coalescing batches.
+	var wg sync.WaitGroup
+	for k := range 1 + w.rnd.IntN(w.burst) {
+		intent := fmt.Sprintf("w%d-%d-%d", w.id, n, k)
+		c := w.pick()
+		wg.Go(func() { w.write(c, lease.Token(), r, intent) })
+	}
+	wg.Wait()
+}
+
+func (w *worker) write(c *client.Client, token, r, intent string) {
+	ev := check.Event{Worker: w.id, Intent: intent, Resource: "res/" + r, Token: token}
 	w.record(ev, "invoke", "")
-	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer wcancel()
-	_, err = w.pick().Write(wctx, lease.Token(), "append",
-		map[string]any{"r": r, "intent": intent, "worker": w.id}, client.WithIdempotencyKey(intent))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := c.Write(ctx, token, "append", map[string]any{"r": r, "intent": intent, "worker": w.id}, client.WithIdempotencyKey(intent))
 	typ, detail := outcome(err)
 	w.record(ev, typ, detail)
 }
@@ -110,6 +124,8 @@ func outcome(err error) (string, string) {
 }
 
 func (w *worker) record(ev check.Event, typ, detail string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	ev.Time, ev.Type, ev.Detail = time.Now(), typ, detail
 	if err := w.history.Encode(ev); err != nil {
 		fmt.Fprintln(os.Stderr, "torture-worker: history:", err)
