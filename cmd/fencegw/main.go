@@ -58,8 +58,10 @@ func main() {
 		err = runLock(ctx, args)
 	case "torture":
 		err = runTorture(ctx, args, os.Stdout)
-	case "torture-worker": // a child of `fencegw torture`, not for people
+	case "torture-worker": // children of `fencegw torture`, not for people
 		os.Exit(torture.WorkerMain(args))
+	case "torture-etcd":
+		os.Exit(torture.MemberMain(args))
 	case "bench":
 		err = runBench(ctx, args, os.Stdout)
 	case "-h", "-help", "--help", "help":

@@ -14,9 +14,10 @@ import (
 
 const tortureUsage = `usage: fencegw torture [flags]
 
-Runs gateways, workers and an in-process etcd against a throwaway PostgreSQL
-on loopback, injects faults (workers frozen past their lease, gateways
-killed, PostgreSQL restarted) for --duration, then checks from the database
+Runs gateways, workers and a 3-member etcd cluster (all processes) against
+a throwaway PostgreSQL on loopback, injects faults (workers frozen past
+their lease, gateways killed, etcd leader or followers killed or frozen,
+PostgreSQL restarted) for --duration, then checks from the database
 that no stale write landed, no acknowledged write was lost and no write was
 applied twice. Exit status 0 when the verdict is the expected one: no
 violations, or — with --unsafe-no-fence, the control run with fencing off —
@@ -33,6 +34,7 @@ func runTorture(ctx context.Context, args []string, out io.Writer) error {
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "random seed (workers and nemesis)")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", cfg.FaultEvery, "how often the nemesis acts")
 	fs.BoolVar(&cfg.KillGateways, "kill-gateways", cfg.KillGateways, "let the nemesis SIGKILL and restart gateways")
+	fs.BoolVar(&cfg.EtcdFaults, "etcd-faults", cfg.EtcdFaults, "let the nemesis kill the etcd leader or a follower, or freeze a member")
 	fs.BoolVar(&cfg.RestartPostgres, "restart-postgres", cfg.RestartPostgres, "let the nemesis restart PostgreSQL (at most twice)")
 	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "control run: gateways with fencing OFF; the checker must find violations")
 	fs.IntVar(&cfg.Burst, "burst", cfg.Burst, "each lease sends 1 to this many writes at once")

@@ -17,6 +17,7 @@ type Config struct {
 	FaultEvery      time.Duration
 	KillGateways    bool
 	RestartPostgres bool
+	EtcdFaults      bool // kill the leader, kill a follower, freeze a member
 	// UnsafeNoFence runs the gateways with fencing off: the control run,
 	// whose checker must find violations.
 	UnsafeNoFence bool
@@ -34,7 +35,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{
 		Workers: 6, Resources: 4, Gateways: 2, Duration: 30 * time.Second, TTL: time.Second, Seed: 1,
-		FaultEvery: 600 * time.Millisecond, KillGateways: true, RestartPostgres: true, Burst: 3,
+		FaultEvery: 600 * time.Millisecond, KillGateways: true, RestartPostgres: true, EtcdFaults: true, Burst: 3,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -21,6 +22,8 @@ type nemesis struct {
 	workers  []*exec.Cmd
 	gateways []*gatewayProc
 	pg       *postgres
+	etcd     []*etcdMember
+	etcdBusy atomic.Bool // one etcd fault at a time: the cluster keeps its quorum
 
 	mu     sync.Mutex
 	faults map[string]int
@@ -40,10 +43,12 @@ func (n *nemesis) run(ctx context.Context) {
 		case <-t.C:
 		}
 		switch roll := n.rnd.IntN(100); {
-		case roll < 70:
+		case roll < 55:
 			n.pauseWorker(ctx)
-		case roll < 92 && n.cfg.KillGateways:
+		case roll < 72 && n.cfg.KillGateways:
 			n.crashGateway(ctx)
+		case roll < 90 && n.cfg.EtcdFaults:
+			n.etcdFault(ctx)
 		case n.cfg.RestartPostgres && pgRestarts < 2:
 			pgRestarts++
 			n.restartPostgres(ctx)
@@ -110,4 +115,48 @@ func (n *nemesis) restartPostgres(ctx context.Context) {
 	if err := n.pg.restart(context.WithoutCancel(ctx)); err != nil {
 		n.log.Error("restarting PostgreSQL failed", "error", err)
 	}
+}
+
+// etcdFault kills the leader, kills a follower or freezes a member, and
+// brings it back: the cluster keeps quorum, the gateways must ride through
+// the election.
+func (n *nemesis) etcdFault(ctx context.Context) {
+	if !n.etcdBusy.CompareAndSwap(false, true) {
+		n.pauseWorker(ctx)
+		return
+	}
+	what, i := n.rnd.IntN(4), n.rnd.IntN(len(n.etcd))
+	pause := time.Duration(1500+n.rnd.IntN(1000)) * time.Millisecond
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer n.etcdBusy.Store(false)
+		kind := "kill-etcd-member"
+		switch {
+		case what < 2:
+			if l, err := leader(ctx, n.etcd, 2*time.Second); err == nil {
+				i, kind = l, "kill-etcd-leader"
+			}
+		case what == 3:
+			p := n.etcd[i].cmd.Process
+			if p.Signal(syscall.SIGSTOP) == nil {
+				n.count("pause-etcd-member")
+				select {
+				case <-time.After(pause):
+				case <-ctx.Done():
+				}
+				_ = p.Signal(syscall.SIGCONT)
+			}
+			return
+		}
+		n.etcd[i].kill()
+		n.count(kind)
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+		}
+		if err := n.etcd[i].start(); err != nil {
+			n.log.Error("restarting an etcd member failed", "member", n.etcd[i].name, "error", err)
+		}
+	}()
 }

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,12 +18,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fencegw/fencegw/internal/etcdserver"
 	"github.com/fencegw/fencegw/internal/torture/check"
 	"github.com/fencegw/fencegw/schema"
 )
 
-// Run starts the topology — an in-process etcd, a restartable PostgreSQL,
+// Run starts the topology — a 3-member etcd cluster of processes, a
+// restartable PostgreSQL,
 // cfg.Gateways gateway processes and cfg.Workers worker processes — lets
 // the nemesis loose for cfg.Duration, then checks the workers' histories
 // against the database. Progress goes to log; the report is also written
@@ -46,11 +46,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 
 	setupCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	etcd, err := etcdserver.Start(setupCtx, "")
+	etcd, err := startCluster(setupCtx, bin, dir)
 	if err != nil {
 		return check.Report{}, err
 	}
-	defer etcd.Close()
+	defer stopCluster(etcd)
 	pg, err := startPostgres(setupCtx, filepath.Join(dir, "pg"))
 	if err != nil {
 		return check.Report{}, err
@@ -72,7 +72,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	}()
 	var urls []string
 	for i := range cfg.Gateways {
-		g, err := newGateway(bin, dir, i, pg.url(), etcd.Endpoints(), policy, cfg.UnsafeNoFence)
+		g, err := newGateway(bin, dir, i, pg.url(), endpoints(etcd), policy, cfg.UnsafeNoFence)
 		if err != nil {
 			return check.Report{}, err
 		}
@@ -90,7 +90,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		return check.Report{}, err
 	}
 	n := &nemesis{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), log: log, workers: workers,
-		gateways: gateways, pg: pg, faults: map[string]int{}, paused: map[int]bool{}}
+		gateways: gateways, pg: pg, etcd: etcd, faults: map[string]int{}, paused: map[int]bool{}}
 	nctx, stopNemesis := context.WithDeadline(ctx, until)
 	n.run(nctx) // returns at the deadline with every worker resumed
 	stopNemesis()
