@@ -10,6 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/tokens"
+
 	"github.com/fencegw/fencegw/internal/etcdserver"
 	"github.com/fencegw/fencegw/internal/pgcluster"
 	"github.com/fencegw/fencegw/schema"
@@ -65,6 +72,9 @@ func runDev(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("dev: %w", err)
 		}
 	}
+	if err := adoptDevEtcd(startCtx, cfg.DatabaseURL, cfg.EtcdEndpoints, out); err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
 	return serve(ctx, cfg, func(addr string) {
 		fmt.Fprint(out, cheatSheet(addr, cfg, dbNote))
 	})
@@ -104,4 +114,39 @@ Keep the lease alive, release it:
 Health and metrics: {base}/readyz  {base}/metrics
 
 `)
+}
+
+// adoptDevEtcd starts a new epoch when the database already knows another
+// etcd cluster: dev mode's etcd is new on every run, so a DATABASE_URL kept
+// between runs would otherwise see "another cluster" and halt, exactly as
+// it must in production. Tokens of earlier runs become stale.
+func adoptDevEtcd(ctx context.Context, dbURL string, etcd []string, out io.Writer) error {
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: etcd, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	auth := tokens.NewEtcd(cli)
+	view, err := auth.View(ctx)
+	if err != nil {
+		return err
+	}
+	var known string
+	if err := pool.QueryRow(ctx, "SELECT coalesce(cluster_id, '') FROM fencegw.authority ORDER BY epoch DESC LIMIT 1").Scan(&known); err != nil {
+		return err
+	}
+	if known == "" || known == view.ClusterID {
+		return nil
+	}
+	epoch, err := gateway.BumpEpoch(ctx, pool, auth)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "dev: the database knew another etcd cluster (an earlier run's); started epoch %d\n", epoch)
+	return nil
 }

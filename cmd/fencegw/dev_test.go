@@ -13,28 +13,28 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegw/fencegw/internal/testenv"
 )
 
-// TestDevRunsTheDemoAndCleansUp runs the README's first command in-process:
-// a lease and a debit work against the printed address, and cancelling
-// (Ctrl-C) stops the throwaway PostgreSQL.
-func TestDevRunsTheDemoAndCleansUp(t *testing.T) {
-	t.Setenv("DATABASE_URL", "")
+// startDev runs `fencegw dev` in-process and returns the printed gateway
+// address and DATABASE_URL, and a stop function (Ctrl-C) that returns
+// runDev's result.
+func startDev(t *testing.T) (base, dbURL string, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
 		done <- runDev(ctx, []string{"--listen", "127.0.0.1:0", "--demo", "../../testdata/demo"}, pw)
 		pw.Close()
 	}()
-
 	gatewayRE := regexp.MustCompile(`gateway\s+(http://\S+)`)
 	dbRE := regexp.MustCompile(`DATABASE_URL\s+(\S+)`)
-	var base, dbURL string
 	sc := bufio.NewScanner(pr)
 	for base == "" || dbURL == "" {
 		if !sc.Scan() {
+			cancel()
 			t.Fatalf("dev exited before printing its cheat-sheet: %v", <-done)
 		}
 		if m := gatewayRE.FindStringSubmatch(sc.Text()); m != nil {
@@ -45,15 +45,28 @@ func TestDevRunsTheDemoAndCleansUp(t *testing.T) {
 		}
 	}
 	go io.Copy(io.Discard, pr)
+	return base, dbURL, func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			return errors.New("dev did not stop within 30s of Ctrl-C")
+		}
+	}
+}
 
-	resp, err := http.Post(base+"/v1/leases", "application/json", strings.NewReader(`{"resource": "account/acct-7", "ttl": 5}`))
+// demoDebit takes a lease on account and debits 100 through base.
+func demoDebit(t *testing.T, base, account string) {
+	t.Helper()
+	resp, err := http.Post(base+"/v1/leases", "application/json", strings.NewReader(`{"resource": "account/`+account+`", "ttl": 5}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var lease struct{ Token string }
 	json.NewDecoder(resp.Body).Decode(&lease)
 	resp.Body.Close()
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/ops/debit", strings.NewReader(`{"account": "acct-7", "amount_cents": 100}`))
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/ops/debit", strings.NewReader(`{"account": "`+account+`", "amount_cents": 100}`))
 	req.Header.Set("Fencing-Token", lease.Token)
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
@@ -61,33 +74,59 @@ func TestDevRunsTheDemoAndCleansUp(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("demo debit: %d", resp.StatusCode)
+		t.Fatalf("demo debit with %q: %d", lease.Token, resp.StatusCode)
 	}
-	conn, err := pgx.Connect(ctx, dbURL)
+}
+
+func balance(t *testing.T, dbURL, account string) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var balance int
-	err = conn.QueryRow(ctx, "SELECT balance_cents FROM demo.accounts WHERE id = 'acct-7'").Scan(&balance)
-	conn.Close(ctx)
-	if err != nil || balance != 900 {
-		t.Fatalf("balance = %d, %v; want 900", balance, err)
+	defer conn.Close(context.Background())
+	var b int
+	if err := conn.QueryRow(context.Background(), "SELECT balance_cents FROM demo.accounts WHERE id = $1", account).Scan(&b); err != nil {
+		t.Fatal(err)
 	}
+	return b
+}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("dev returned %v after Ctrl-C", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("dev did not stop within 30s of Ctrl-C")
+// TestDevRunsTheDemoAndCleansUp runs the README's first command in-process:
+// a lease and a debit work against the printed address, and cancelling
+// (Ctrl-C) stops the throwaway PostgreSQL.
+func TestDevRunsTheDemoAndCleansUp(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	base, dbURL, stop := startDev(t)
+	demoDebit(t, base, "acct-7")
+	if got := balance(t, dbURL, "acct-7"); got != 900 {
+		t.Fatalf("balance = %d, want 900", got)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("dev after Ctrl-C: %v", err)
 	}
 	cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer ccancel()
 	if c, err := pgx.Connect(cctx, dbURL); err == nil {
 		c.Close(cctx)
 		t.Fatal("the throwaway PostgreSQL still accepts connections after dev stopped")
+	}
+}
+
+// TestDevTwiceOnOneDatabase: with DATABASE_URL kept between runs, each run's
+// new embedded etcd is another cluster to the database; dev starts a new
+// epoch instead of halting.
+func TestDevTwiceOnOneDatabase(t *testing.T) {
+	t.Setenv("DATABASE_URL", testenv.NewDatabase(t))
+	for run := 1; run <= 2; run++ {
+		base, dbURL, stop := startDev(t)
+		demoDebit(t, base, "acct-8")
+		if got := balance(t, dbURL, "acct-8"); got != 1000-100*run {
+			t.Fatalf("run %d: balance = %d, want %d", run, got, 1000-100*run)
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
 	}
 }
 
