@@ -85,7 +85,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence, "coalesce", cfg.Coalesce)
 
 	until := time.Now().Add(cfg.Duration)
-	workers, err := startWorkers(bin, dir, cfg, urls, until)
+	workers, err := startWorkers(bin, dir, cfg, urls, pg.url(), until)
 	if err != nil {
 		return check.Report{}, err
 	}
@@ -150,7 +150,7 @@ func prepareDatabase(ctx context.Context, dbURL string) error {
 	return err
 }
 
-func startWorkers(bin, dir string, cfg Config, urls []string, until time.Time) ([]*exec.Cmd, error) {
+func startWorkers(bin, dir string, cfg Config, urls []string, dbURL string, until time.Time) ([]*exec.Cmd, error) {
 	var cmds []*exec.Cmd
 	for i := range cfg.Workers {
 		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%d.log", i)))
@@ -160,7 +160,7 @@ func startWorkers(bin, dir string, cfg Config, urls []string, until time.Time) (
 		cmd := exec.Command(bin, "torture-worker", "--gateways", strings.Join(urls, ","),
 			"--resources", strconv.Itoa(cfg.Resources), "--ttl", cfg.TTL.String(),
 			"--until", until.Format(time.RFC3339Nano), "--history", historyPath(dir, i),
-			"--worker", strconv.Itoa(i), "--seed", strconv.FormatInt(cfg.Seed, 10), "--burst", strconv.Itoa(cfg.Burst))
+			"--worker", strconv.Itoa(i), "--seed", strconv.FormatInt(cfg.Seed, 10), "--burst", strconv.Itoa(cfg.Burst), "--database-url", dbURL)
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {

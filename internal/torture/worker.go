@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/fencegw/fencegw/client"
 	"github.com/fencegw/fencegw/internal/torture/check"
 )
@@ -33,6 +35,7 @@ func WorkerMain(args []string) int {
 	workerID := fs.Int("worker", 0, "worker number")
 	seed := fs.Int64("seed", 1, "random seed")
 	burst := fs.Int("burst", 1, "up to this many concurrent writes per lease")
+	dbURL := fs.String("database-url", "", "PostgreSQL, for the read step of the critical section")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -54,6 +57,13 @@ func WorkerMain(args []string) int {
 	for _, g := range strings.Split(*gateways, ",") {
 		w.clients = append(w.clients, client.New(g))
 	}
+	if *dbURL != "" {
+		if w.db, err = pgxpool.New(context.Background(), *dbURL); err != nil {
+			fmt.Fprintln(os.Stderr, "torture-worker:", err)
+			return 1
+		}
+		defer w.db.Close()
+	}
 	for n := 0; time.Now().Before(deadline); n++ {
 		w.round(deadline, n)
 	}
@@ -67,6 +77,7 @@ type worker struct {
 	resources int
 	clients   []*client.Client
 	burst     int
+	db        *pgxpool.Pool // reads only: every write goes through a gateway
 
 	mu      sync.Mutex // guards history across a burst
 	history *json.Encoder
@@ -85,8 +96,12 @@ func (w *worker) round(deadline time.Time, n int) {
 	}
 	defer lease.Release(context.Background())
 
-	// The critical section: a pause here (GC, SIGSTOP) outlives the lease.
-	time.Sleep(time.Duration(float64(w.ttl) * (0.2 + 0.6*w.rnd.Float64())))
+	// The critical section, in steps: think, read the state, think again.
+	// A pause anywhere here (GC, SIGSTOP) outlives the lease.
+	step := func() { time.Sleep(time.Duration(float64(w.ttl) * (0.1 + 0.3*w.rnd.Float64()))) }
+	step()
+	w.readState(ctx, "res/"+r)
+	step()
 
 	// Several writes at once under one lease: what coalescing batches.
 	var wg sync.WaitGroup
@@ -106,6 +121,19 @@ func (w *worker) write(c *client.Client, token, r, intent string) {
 	_, err := c.Write(ctx, token, "append", map[string]any{"r": r, "intent": intent, "worker": w.id}, client.WithIdempotencyKey(intent))
 	typ, detail := outcome(err)
 	w.record(ev, typ, detail)
+}
+
+// readState reads what the holder would base its write on. Its result is
+// not checked: the point is the read-then-write shape of a real critical
+// section, and a read that may fail while PostgreSQL restarts.
+func (w *worker) readState(ctx context.Context, resource string) {
+	if w.db == nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var n int64
+	_ = w.db.QueryRow(rctx, "SELECT count(*) FROM torture.log WHERE resource = $1", resource).Scan(&n)
 }
 
 // outcome sorts a write's answer: "ok", "fail" when the gateway says it
