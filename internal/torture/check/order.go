@@ -37,9 +37,11 @@ func (c *checker) checkStale(res string, rows []Row) map[int64]bool {
 
 // checkInterleaved reports a row whose token's run of rows had already
 // ended: one holder's writes resumed after another holder's, so the two
-// held the resource at once. Rows in stale are skipped: their interleaving
-// is already explained by the stale write.
-func (c *checker) checkInterleaved(res string, rows []Row, stale map[int64]bool) {
+// held the resource at once. Stale rows are left out altogether — they are
+// reported already, and must not end the run of the holder they cut into
+// (5, 7, 5-stale, 7 is one stale write, not also an interleaving of 7).
+func (c *checker) checkInterleaved(res string, all []Row, stale map[int64]bool) {
+	rows := slices.DeleteFunc(slices.Clone(all), func(r Row) bool { return stale[r.ID] })
 	ended := map[string]int{} // token -> index of the last row of its ended run
 	for i := 1; i < len(rows); i++ {
 		prev, r := rows[i-1], rows[i]
@@ -49,7 +51,7 @@ func (c *checker) checkInterleaved(res string, rows []Row, stale map[int64]bool)
 		ended[prev.token()] = i - 1
 		last, ok := ended[r.token()]
 		delete(ended, r.token())
-		if !ok || stale[r.ID] {
+		if !ok {
 			continue
 		}
 		between := rows[last+1]
