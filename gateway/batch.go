@@ -36,13 +36,6 @@ func (e *Executor) executeOne(ctx context.Context, qw *queuedWrite) writeOutcome
 // completed earlier is replayed after it.
 func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
 	outcomes := make([]writeOutcome, len(batch))
-	fail := func(from int, err error) {
-		for i := from; i < len(batch); i++ {
-			if outcomes[i].err == nil {
-				outcomes[i] = writeOutcome{err: err}
-			}
-		}
-	}
 	defer func() {
 		for i, qw := range batch {
 			if errors.Is(outcomes[i].err, errReplay) {
@@ -56,7 +49,27 @@ func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
 			qw.done <- outcomes[i]
 		}
 	}()
+	if e.tryBatch(ctx, batch, outcomes) {
+		// The batch failed as a whole, before anything committed (a
+		// deferred constraint at COMMIT, an argument pgx cannot encode):
+		// run each write alone, so one bad write cannot fail the others.
+		for i, qw := range batch {
+			outcomes[i] = e.executeOne(ctx, qw)
+		}
+	}
+}
 
+// tryBatch runs the batch in one transaction and fills outcomes. It
+// returns true, having rolled back, when the writes must be retried one by
+// one because the batch failed as a whole while its session stayed usable.
+func (e *Executor) tryBatch(ctx context.Context, batch []*queuedWrite, outcomes []writeOutcome) (retryAlone bool) {
+	fail := func(from int, err error) {
+		for i := from; i < len(batch); i++ {
+			if outcomes[i].err == nil {
+				outcomes[i] = writeOutcome{err: err}
+			}
+		}
+	}
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		fail(0, fmt.Errorf("%w: no PostgreSQL connection, nothing was written: %w", ErrUnavailable, err))
@@ -64,9 +77,16 @@ func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
 	}
 	defer conn.Release()
 
-	sessionFailed := func(err error) {
-		rollback(conn) // nothing was committed: the transaction dies with it
+	// sessionFailed ends a batch that failed outside any one write: nothing
+	// was committed. If the connection survived, the writes are retried
+	// one by one; if not, they were not applied.
+	sessionFailed := func(err error) bool {
+		rollback(conn)
+		if !conn.Conn().IsClosed() {
+			return true
+		}
 		fail(0, fmt.Errorf("%w: PostgreSQL failed during a coalesced transaction, nothing was written: %w", ErrUnavailable, err))
+		return false
 	}
 	next, aborted := 0, -1 // aborted: the write whose savepoint must be rolled back first
 	for round := 0; next < len(batch) || aborted >= 0; round++ {
@@ -74,8 +94,7 @@ func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
 			// Its own round trip: the transaction is in the aborted state,
 			// where pgx could not even prepare the next round's statements.
 			if _, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT "+savepoint(aborted)); err != nil {
-				sessionFailed(err)
-				return
+				return sessionFailed(err)
 			}
 			aborted = -1
 			continue
@@ -94,8 +113,7 @@ func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
 		}
 		failedAt, werr, connErr := readBatchRound(conn.SendBatch(ctx, b), round == 0, batch, next, outcomes)
 		if connErr != nil {
-			sessionFailed(connErr)
-			return
+			return sessionFailed(connErr)
 		}
 		if failedAt < 0 {
 			break
@@ -117,14 +135,15 @@ func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
 	}
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		rollback(conn)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.SeverityUnlocalized != "FATAL" && pgErr.SeverityUnlocalized != "PANIC" {
-			fail(0, fmt.Errorf("%w: PostgreSQL refused the coalesced commit, nothing was written: %w", ErrUnavailable, err))
-		} else {
-			fail(0, fmt.Errorf("%w (%w): the connection to PostgreSQL failed at commit: %w", ErrUnavailable, ErrOutcomeUnknown, err))
+			// Refused at COMMIT (a deferred constraint): all rolled back.
+			return sessionFailed(err)
 		}
+		rollback(conn)
+		fail(0, fmt.Errorf("%w (%w): the connection to PostgreSQL failed at commit: %w", ErrUnavailable, ErrOutcomeUnknown, err))
 	}
+	return false
 }
 
 // errReplay marks a keyed write whose key completed before: answered with

@@ -164,6 +164,12 @@ func classify(err error, w Write) error {
 		}
 		return fmt.Errorf("gateway: operation %s: %w", w.Operation.Name, err)
 	}
+	var pre pgx.ErrPreprocessingBatch
+	if errors.As(err, &pre) {
+		// pgx refused to encode an argument for its column (e.g. 3e9 for
+		// an int4) before sending anything.
+		return badRequest("an argument does not fit its column: %v", pre.Unwrap())
+	}
 	if pgconn.SafeToRetry(err) {
 		return fmt.Errorf("%w: PostgreSQL not reached, nothing was written: %w", ErrUnavailable, err)
 	}
