@@ -2,13 +2,16 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
 
 // maxCoalesced bounds one coalesced transaction: the fence row stays locked
-// for all of it, so a bigger batch trades latency for throughput.
-const maxCoalesced = 64
+// for all of it, so a bigger batch trades latency for throughput. It stays
+// below PostgreSQL's per-transaction cache of 64 subtransactions, beyond
+// which every snapshot on the server gets slower.
+const maxCoalesced = 32
 
 // coalescer runs the writes of a hot resource together. A write that finds
 // another of its resource in flight is queued; a drainer per busy resource
@@ -70,6 +73,30 @@ func (c *coalescer) Execute(_ context.Context, w Write, idem *Idempotency) (Repl
 	return out.reply, out.err
 }
 
+// run applies one batch. A panic is turned into an error for the batch's
+// callers instead of taking the process down: the handlers' recoverer does
+// not reach this goroutine.
+func (c *coalescer) run(batch []*queuedWrite) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			err := fmt.Errorf("gateway: coalesced batch panicked: %v", p)
+			for _, qw := range batch {
+				select {
+				case qw.done <- writeOutcome{err: err}:
+				default: // already answered
+				}
+			}
+		}
+	}()
+	if len(batch) == 1 {
+		batch[0].done <- c.exec.executeOne(ctx, batch[0])
+		return
+	}
+	c.exec.executeBatch(ctx, batch)
+}
+
 func (c *coalescer) drain(resource string, q *writeQueue) {
 	for {
 		c.mu.Lock()
@@ -83,13 +110,7 @@ func (c *coalescer) drain(resource string, q *writeQueue) {
 		q.waiting = q.waiting[n:]
 		c.mu.Unlock()
 
-		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-		if n == 1 {
-			batch[0].done <- c.exec.executeOne(ctx, batch[0])
-		} else {
-			c.exec.executeBatch(ctx, batch)
-		}
-		cancel()
+		c.run(batch)
 		if c.onBatch != nil {
 			c.onBatch(n)
 		}

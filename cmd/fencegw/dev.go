@@ -33,6 +33,7 @@ func runDev(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	cfg.bind(fs, "127.0.0.1:8080")
 	demo := fs.String("demo", "testdata/demo", "folder with the demo's policy.yaml and migrations/")
+	adopt := fs.Bool("adopt-etcd", false, "with DATABASE_URL: start a new epoch if the database knows another etcd cluster (an earlier dev run's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func runDev(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("dev: %w", err)
 		}
 	}
-	if err := adoptDevEtcd(startCtx, cfg.DatabaseURL, cfg.EtcdEndpoints, out); err != nil {
+	if err := adoptDevEtcd(startCtx, cfg.DatabaseURL, cfg.EtcdEndpoints, *adopt, out); err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
 	return serve(ctx, cfg, func(addr string) {
@@ -116,11 +117,13 @@ Health and metrics: {base}/readyz  {base}/metrics
 `)
 }
 
-// adoptDevEtcd starts a new epoch when the database already knows another
-// etcd cluster: dev mode's etcd is new on every run, so a DATABASE_URL kept
-// between runs would otherwise see "another cluster" and halt, exactly as
-// it must in production. Tokens of earlier runs become stale.
-func adoptDevEtcd(ctx context.Context, dbURL string, etcd []string, out io.Writer) error {
+// adoptDevEtcd deals with a database that already knows another etcd
+// cluster: dev mode's etcd is new on every run, so a DATABASE_URL kept
+// between runs sees "another cluster" and halts, exactly as it must in
+// production. With adopt it starts a new epoch (tokens of earlier runs
+// become stale); without, it refuses to start, because a bump would also
+// halt any other gateway using that database.
+func adoptDevEtcd(ctx context.Context, dbURL string, etcd []string, adopt bool, out io.Writer) error {
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		return err
@@ -142,6 +145,10 @@ func adoptDevEtcd(ctx context.Context, dbURL string, etcd []string, out io.Write
 	}
 	if known == "" || known == view.ClusterID {
 		return nil
+	}
+	if !adopt {
+		return fmt.Errorf("the database knows another etcd cluster (%s), and dev's etcd is new on every run: "+
+			"pass --adopt-etcd to start a new epoch there (every other gateway using that database halts), or use a database of your own", known)
 	}
 	epoch, err := gateway.BumpEpoch(ctx, pool, auth)
 	if err != nil {

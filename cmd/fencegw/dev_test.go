@@ -20,13 +20,13 @@ import (
 // startDev runs `fencegw dev` in-process and returns the printed gateway
 // address and DATABASE_URL, and a stop function (Ctrl-C) that returns
 // runDev's result.
-func startDev(t *testing.T) (base, dbURL string, stop func() error) {
+func startDev(t *testing.T, extra ...string) (base, dbURL string, stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- runDev(ctx, []string{"--listen", "127.0.0.1:0", "--demo", "../../testdata/demo"}, pw)
+		done <- runDev(ctx, append([]string{"--listen", "127.0.0.1:0", "--demo", "../../testdata/demo"}, extra...), pw)
 		pw.Close()
 	}()
 	gatewayRE := regexp.MustCompile(`gateway\s+(http://\S+)`)
@@ -114,12 +114,21 @@ func TestDevRunsTheDemoAndCleansUp(t *testing.T) {
 }
 
 // TestDevTwiceOnOneDatabase: with DATABASE_URL kept between runs, each run's
-// new embedded etcd is another cluster to the database; dev starts a new
-// epoch instead of halting.
+// new embedded etcd is another cluster to the database. dev refuses to
+// start unless told to adopt it, and then starts a new epoch.
 func TestDevTwiceOnOneDatabase(t *testing.T) {
 	t.Setenv("DATABASE_URL", testenv.NewDatabase(t))
-	for run := 1; run <= 2; run++ {
-		base, dbURL, stop := startDev(t)
+	base, _, stop := startDev(t)
+	demoDebit(t, base, "acct-8")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	err := runDev(context.Background(), []string{"--listen", "127.0.0.1:0", "--demo", "../../testdata/demo"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--adopt-etcd") {
+		t.Fatalf("second dev run without --adopt-etcd = %v, want a refusal naming the flag", err)
+	}
+	for run := 2; run <= 3; run++ {
+		base, dbURL, stop := startDev(t, "--adopt-etcd")
 		demoDebit(t, base, "acct-8")
 		if got := balance(t, dbURL, "acct-8"); got != 1000-100*run {
 			t.Fatalf("run %d: balance = %d, want %d", run, got, 1000-100*run)

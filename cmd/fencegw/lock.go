@@ -79,6 +79,9 @@ func runLock(ctx context.Context, args []string) error {
 	cmd.Env = append(os.Environ(),
 		"FENCING_TOKEN="+lease.Token(), "FENCEGW_LEASE_ID="+lease.ID(),
 		"FENCEGW_RESOURCE="+lease.Resource(), "FENCEGW_URL="+*gw)
+	// Its own process group, so that stopping it stops what it started too
+	// (a shell script's children).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return &exitError{1, fmt.Errorf("lock: start %s: %w", command[0], err)}
 	}
@@ -95,11 +98,11 @@ func runLock(ctx context.Context, args []string) error {
 		return childExit(err)
 	case <-ctx.Done():
 		// Our own SIGINT/SIGTERM: pass it on and wait for the command.
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		signalGroup(cmd, syscall.SIGTERM)
 		return childExit(stopChild(cmd, exited, *grace))
 	case <-lease.Done():
 		fmt.Fprintf(os.Stderr, "fencegw lock: lost %s (%v): stopping %s\n", resource, lease.Err(), command[0])
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		signalGroup(cmd, syscall.SIGTERM)
 		_ = stopChild(cmd, exited, *grace)
 		return &exitError{exitLeaseLost, fmt.Errorf("lock: lease on %s lost: %w", resource, lease.Err())}
 	}
@@ -127,9 +130,14 @@ func stopChild(cmd *exec.Cmd, exited <-chan error, grace time.Duration) error {
 	case err := <-exited:
 		return err
 	case <-t.C:
-		_ = cmd.Process.Kill()
+		signalGroup(cmd, syscall.SIGKILL)
 		return <-exited
 	}
+}
+
+// signalGroup signals the command's whole process group.
+func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
+	_ = syscall.Kill(-cmd.Process.Pid, sig)
 }
 
 // childExit turns the command's end into ours: same status.

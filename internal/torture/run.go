@@ -108,6 +108,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 
 func runDir(cfg Config) (string, func(), error) {
 	dir, remove := cfg.Dir, false
+	if entries, err := os.ReadDir(dir); dir != "" && err == nil && len(entries) > 0 {
+		// Old histories, data and logs would mix with this run's.
+		return "", nil, fmt.Errorf("torture: run folder %s is not empty", dir)
+	}
 	if dir == "" {
 		var err error
 		if dir, err = os.MkdirTemp("", "fencegw-torture-"); err != nil {

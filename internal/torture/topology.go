@@ -132,7 +132,8 @@ func (p *postgres) url() string { return p.pg.URL() }
 // restart stops PostgreSQL (fast shutdown: acknowledged commits are on
 // disk) and starts it again on the same data.
 func (p *postgres) restart(ctx context.Context) error {
-	if err := p.pg.Stop(); err != nil {
+	// A stop that had to SIGKILL still leaves the data to start again on.
+	if err := p.pg.Stop(); err != nil && !errors.Is(err, pgcluster.ErrKilled) {
 		return err
 	}
 	var err error
