@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -165,9 +166,10 @@ func classify(err error, w Write) error {
 		return fmt.Errorf("gateway: operation %s: %w", w.Operation.Name, err)
 	}
 	var pre pgx.ErrPreprocessingBatch
-	if errors.As(err, &pre) {
+	if errors.As(err, &pre) && strings.HasPrefix(pre.Error(), "error preprocessing batch (build)") {
 		// pgx refused to encode an argument for its column (e.g. 3e9 for
-		// an int4) before sending anything.
+		// an int4) before sending anything. (Its other step, "prepare",
+		// talks to the server and can fail like any round trip.)
 		return badRequest("an argument does not fit its column: %v", pre.Unwrap())
 	}
 	if pgconn.SafeToRetry(err) {
