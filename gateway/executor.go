@@ -159,6 +159,8 @@ func classify(err error, w Write) error {
 			return &ConstraintError{Constraint: pgErr.ConstraintName, Message: pgErr.Message}
 		case pgerrcode.IsDataException(pgErr.Code):
 			return badRequest("the database refused an argument value: %s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
+		case pgErr.Code == pgerrcode.LockNotAvailable:
+			return fmt.Errorf("%w: the resource stayed locked by another write past lock_timeout, nothing was written: %w", ErrUnavailable, err)
 		case pgerrcode.IsTransactionRollback(pgErr.Code), pgerrcode.IsInsufficientResources(pgErr.Code),
 			pgerrcode.IsOperatorIntervention(pgErr.Code), pgerrcode.IsConnectionException(pgErr.Code):
 			return fmt.Errorf("%w: PostgreSQL rolled the write back, retry: %w", ErrUnavailable, err)

@@ -161,3 +161,44 @@ func TestConnectionLostMidWrite(t *testing.T) {
 		t.Fatalf("balance %d -> %d, want +10: the keyed write applied exactly once", before, got)
 	}
 }
+
+// TestLockTimeoutIsNotApplied: a write that waits for its fence row longer
+// than the session's lock_timeout (serve sets it to the write timeout) is
+// refused with 503 not-applied, and nothing of it lands.
+func TestLockTimeoutIsNotApplied(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	cfg, err := pgxpool.ParseConfig(h.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "200"
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	_, base := gatewayWithPool(t, pool, h.auth)
+	short := &harness{t: t, base: base, pool: h.pool}
+	l := h.mustAcquire("account/acct-99", 10, 0)
+	defer h.release(l)
+	if r := short.write("credit", l.Token, debit("acct-99", 1)); r.Status != http.StatusOK {
+		t.Fatalf("first write: %d %s", r.Status, r.Body)
+	}
+
+	tx, err := h.pool.Begin(t.Context()) // another session holds the fence row
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), "SELECT 1 FROM fencegw.fences WHERE resource = 'account/acct-99' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	before := h.state()
+	r := short.write("credit", l.Token, debit("acct-99", 1))
+	if r.Status != http.StatusServiceUnavailable || r.Problem.Outcome != "not-applied" {
+		t.Fatalf("write behind a held fence row: %d %s, want 503 not-applied", r.Status, r.Body)
+	}
+	if after := h.state(); after != before {
+		t.Fatal("state changed")
+	}
+}

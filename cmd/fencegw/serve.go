@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -59,7 +60,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 
 	startCtx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
-	pool, err := pgxpool.New(startCtx, cfg.DatabaseURL)
+	pool, err := openPool(startCtx, cfg)
 	if err != nil {
 		return fmt.Errorf("serve: database: %w", err)
 	}
@@ -165,4 +166,19 @@ func runBackground(ctx context.Context, loops ...func(context.Context)) (stop fu
 		wg.Go(func() { loop(ctx) })
 	}
 	return func() { cancel(); wg.Wait() }
+}
+
+// openPool connects to PostgreSQL. Unless the database URL says otherwise,
+// a session waits for a lock (a busy fence row) no longer than a write may
+// take: when the gateway gives up on a write, the server stops waiting too,
+// instead of holding its place in the queue for a client that is gone.
+func openPool(ctx context.Context, cfg serveConfig) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if _, set := pc.ConnConfig.RuntimeParams["lock_timeout"]; !set {
+		pc.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(cfg.WriteTimeout.Milliseconds(), 10)
+	}
+	return pgxpool.NewWithConfig(ctx, pc)
 }
