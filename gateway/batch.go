@@ -14,16 +14,8 @@ import (
 
 // executeOne applies a lone queued write the ordinary way.
 func (e *Executor) executeOne(ctx context.Context, qw *queuedWrite) writeOutcome {
-	if qw.idem != nil {
-		r, err := e.ExecuteOnce(ctx, qw.w, *qw.idem, renderResult)
-		return writeOutcome{r, err}
-	}
-	res, err := e.Execute(ctx, qw.w)
-	if err != nil {
-		return writeOutcome{err: err}
-	}
-	body, err := renderResult(res)
-	return writeOutcome{Reply{Status: http.StatusOK, Body: body}, err}
+	r, err := e.apply(ctx, qw.w, qw.idem)
+	return writeOutcome{r, err}
 }
 
 // executeBatch applies several writes of one resource in one explicit

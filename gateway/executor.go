@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/jackc/pgerrcode"
@@ -93,6 +94,20 @@ func (e *Executor) Execute(ctx context.Context, w Write) (Result, error) {
 		return Result{}, classify(err, w)
 	}
 	return res, nil
+}
+
+// apply runs one write on its own and renders its answer: at most once
+// with idem (ExecuteOnce), else in one round trip (Execute).
+func (e *Executor) apply(ctx context.Context, w Write, idem *Idempotency) (Reply, error) {
+	if idem != nil {
+		return e.ExecuteOnce(ctx, w, *idem, renderResult)
+	}
+	res, err := e.Execute(ctx, w)
+	if err != nil {
+		return Reply{}, err
+	}
+	body, err := renderResult(res)
+	return Reply{Status: http.StatusOK, Body: body}, err
 }
 
 // queueWrite queues the fence advance and the operation's statements.

@@ -85,34 +85,24 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (Reply, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)
 	defer cancel()
 	wr := Write{Operation: op, Args: args, Resource: resource, Token: tok}
-	var idem Idempotency
+	var idem *Idempotency // nil without an Idempotency-Key
 	if once {
-		idem = Idempotency{Client: clientName(r.Context()), Key: key, Fingerprint: op.Fingerprint(args), Retention: g.retention}
+		idem = &Idempotency{Client: clientName(r.Context()), Key: key, Fingerprint: op.Fingerprint(args), Retention: g.retention}
 	}
 	if err := g.validate(ctx, resource, tok, op.Resource.Validation); err != nil {
 		// A retry of a completed write is answered whoever asks, even once
 		// the authority no longer vouches for its token.
-		if once && (errors.Is(err, tokens.ErrRejected) || errors.Is(err, tokens.ErrHalted)) {
-			if reply, ok, rerr := g.exec.Replay(ctx, op.Name, idem); ok || rerr != nil {
+		if idem != nil && (errors.Is(err, tokens.ErrRejected) || errors.Is(err, tokens.ErrHalted)) {
+			if reply, ok, rerr := g.exec.Replay(ctx, op.Name, *idem); ok || rerr != nil {
 				return reply, rerr
 			}
 		}
 		return Reply{}, err
 	}
-	switch {
-	case op.Resource.Coalesce && once:
-		return g.coal.Execute(ctx, wr, &idem)
-	case op.Resource.Coalesce:
-		return g.coal.Execute(ctx, wr, nil)
-	case once:
-		return g.exec.ExecuteOnce(ctx, wr, idem, renderResult)
+	if op.Resource.Coalesce {
+		return g.coal.Execute(ctx, wr, idem)
 	}
-	res, err := g.exec.Execute(ctx, wr)
-	if err != nil {
-		return Reply{}, err
-	}
-	b, err := renderResult(res)
-	return Reply{Status: http.StatusOK, Body: b}, err
+	return g.exec.apply(ctx, wr, idem)
 }
 
 func renderResult(res Result) ([]byte, error) {
