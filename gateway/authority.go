@@ -20,7 +20,8 @@ type querier interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }
 
-func loadRecord(ctx context.Context, q querier) (tokens.Record, error) {
+// LoadAuthority reads PostgreSQL's record of the current epoch.
+func LoadAuthority(ctx context.Context, q querier) (tokens.Record, error) {
 	var rec tokens.Record
 	err := q.QueryRow(ctx, "SELECT epoch, coalesce(cluster_id, ''), max_revision FROM fencegw.authority ORDER BY epoch DESC LIMIT 1").
 		Scan(&rec.Epoch, &rec.ClusterID, &rec.MaxRevision)
@@ -28,6 +29,19 @@ func loadRecord(ctx context.Context, q querier) (tokens.Record, error) {
 		return rec, fmt.Errorf("%w: reading fencegw.authority: %w", ErrUnavailable, err)
 	}
 	return rec, nil
+}
+
+// AuthorityHistory reads the record of every epoch, oldest first.
+func AuthorityHistory(ctx context.Context, pool *pgxpool.Pool) ([]tokens.Record, error) {
+	rows, err := pool.Query(ctx, "SELECT epoch, coalesce(cluster_id, ''), max_revision FROM fencegw.authority ORDER BY epoch")
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading fencegw.authority: %w", ErrUnavailable, err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (tokens.Record, error) {
+		var rec tokens.Record
+		err := r.Scan(&rec.Epoch, &rec.ClusterID, &rec.MaxRevision)
+		return rec, err
+	})
 }
 
 // CheckAuthority runs one reconciliation of etcd with PostgreSQL: it halts
@@ -40,7 +54,7 @@ func (g *Gateway) CheckAuthority(ctx context.Context) error {
 	// is linearizable, so it is at least as new as any revision seen
 	// earlier, here or by another replica that recorded it. Read after it,
 	// normal traffic would look like etcd going back in time.
-	rec, err := loadRecord(ctx, g.cfg.Pool)
+	rec, err := LoadAuthority(ctx, g.cfg.Pool)
 	if err != nil {
 		return err
 	}
@@ -101,7 +115,7 @@ func BumpEpoch(ctx context.Context, pool *pgxpool.Pool, auth *tokens.Etcd) (int6
 	if err != nil {
 		return 0, err
 	}
-	rec, err := loadRecord(ctx, pool)
+	rec, err := LoadAuthority(ctx, pool)
 	if err != nil {
 		return 0, err
 	}

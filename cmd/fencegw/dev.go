@@ -139,10 +139,11 @@ func adoptDevEtcd(ctx context.Context, dbURL string, etcd []string, adopt bool, 
 	if err != nil {
 		return err
 	}
-	var known string
-	if err := pool.QueryRow(ctx, "SELECT coalesce(cluster_id, '') FROM fencegw.authority ORDER BY epoch DESC LIMIT 1").Scan(&known); err != nil {
+	rec, err := gateway.LoadAuthority(ctx, pool)
+	if err != nil {
 		return err
 	}
+	known := rec.ClusterID
 	if known == "" || known == view.ClusterID {
 		return nil
 	}

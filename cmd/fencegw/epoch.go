@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -63,19 +64,12 @@ func runEpoch(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Printf("etcd:       epoch %d, cluster %s, revision %d\n", view.Epoch, view.ClusterID, view.Revision)
-	rows, err := pool.Query(ctx, "SELECT epoch, coalesce(cluster_id, '-'), max_revision, updated_at FROM fencegw.authority ORDER BY epoch")
+	history, err := gateway.AuthorityHistory(ctx, pool)
 	if err != nil {
-		return fmt.Errorf("epoch: %w", err)
+		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var e, maxRev int64
-		var cluster string
-		var at time.Time
-		if err := rows.Scan(&e, &cluster, &maxRev, &at); err != nil {
-			return fmt.Errorf("epoch: %w", err)
-		}
-		fmt.Printf("PostgreSQL: epoch %d, cluster %s, highest revision seen %d (%s)\n", e, cluster, maxRev, at.Format(time.RFC3339))
+	for _, rec := range history {
+		fmt.Printf("PostgreSQL: epoch %d, cluster %s, highest revision seen %d\n", rec.Epoch, cmp.Or(rec.ClusterID, "-"), rec.MaxRevision)
 	}
-	return rows.Err()
+	return nil
 }
