@@ -129,7 +129,7 @@ func TestCheck(t *testing.T) {
 		{
 			// Interleaving cannot happen without a stale write; the
 			// returning higher holder's row is the one only (d) explains.
-			name: "interleaved-holders: not charged to the holder a stale write cut into",
+			name: "stale-write: not also charged to the holder it cut into",
 			history: concat(
 				write(0, 2, TypeOK, "b1", "r", "1:12"),
 				write(2, 1, TypeOK, "a", "r", "1:10"),
@@ -139,7 +139,7 @@ func TestCheck(t *testing.T) {
 			want: []found{{KindStaleWrite, "r", "1,2"}},
 		},
 		{
-			name: "interleaved-holders: not reported again for a row already stale",
+			name: "stale-write: each stale row once",
 			history: concat(
 				write(0, 1, TypeOK, "a1", "r", "1:10"),
 				write(2, 2, TypeOK, "b", "r", "1:12"),

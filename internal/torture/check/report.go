@@ -11,18 +11,17 @@ import (
 
 // The kinds of Violation.
 const (
-	KindStaleWrite         = "stale-write"
-	KindLostWrite          = "lost-write"
-	KindDuplicateIntent    = "duplicate-intent"
-	KindRefusedButApplied  = "refused-but-applied"
-	KindUnknownIntent      = "unknown-intent"
-	KindInterleavedHolders = "interleaved-holders"
+	KindStaleWrite        = "stale-write"
+	KindLostWrite         = "lost-write"
+	KindDuplicateIntent   = "duplicate-intent"
+	KindRefusedButApplied = "refused-but-applied"
+	KindUnknownIntent     = "unknown-intent"
 )
 
 // Violation is one way the run was unsafe, with the rows and history that
 // show it.
 type Violation struct {
-	Kind     string  `json:"kind"` // "stale-write", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent", "interleaved-holders"
+	Kind     string  `json:"kind"` // "stale-write", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent"
 	Resource string  `json:"resource,omitempty"`
 	Message  string  `json:"message"`
 	Rows     []Row   `json:"rows,omitempty"`     // the rows involved
