@@ -189,10 +189,26 @@ func classify(err error, w Write) error {
 		// talks to the server and can fail like any round trip.)
 		return badRequest("an argument does not fit its column: %v", pre.Unwrap())
 	}
-	if pgconn.SafeToRetry(err) {
+	if sentNothing(err) {
 		return fmt.Errorf("%w: PostgreSQL not reached, nothing was written: %w", ErrUnavailable, err)
 	}
 	// The batch may have reached the server and committed before the
 	// connection failed: say so rather than guess.
 	return fmt.Errorf("%w (%w): the connection to PostgreSQL failed mid-write: %w", ErrUnavailable, ErrOutcomeUnknown, err)
+}
+
+// sentNothing reports whether err proves that the batch never left. pgx
+// marks its "conn closed" error safe to retry, but it also returns it when
+// a read fails after the whole batch went out (MultiResultReader.NextResult
+// drops the read error, and the next read finds the connection closed):
+// that batch may have committed. So that error proves nothing.
+func sentNothing(err error) bool {
+	var connState interface {
+		error
+		SafeToRetry() bool
+	}
+	if errors.As(err, &connState) && connState.Error() == "conn closed" {
+		return false
+	}
+	return pgconn.SafeToRetry(err)
 }
