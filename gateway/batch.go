@@ -169,7 +169,7 @@ func readBatchRound(br pgx.BatchResults, begin bool, batch []*queuedWrite, next 
 	}
 	for i := next; i < len(batch); i++ {
 		w := batch[i].w
-		res := Result{Operation: w.Operation.Name, Resource: w.Resource, Token: w.Token.String()}
+		res := Result{Operation: w.Operation.Name, Resource: w.Resource, Token: w.Token}
 		_, err := br.Exec() // SAVEPOINT
 		if err == nil && batch[i].idem != nil {
 			_, err = br.Exec() // claim_key

@@ -41,14 +41,14 @@ type Write struct {
 type Result struct {
 	Operation  string            `json:"operation"`
 	Resource   string            `json:"resource"`
-	Token      string            `json:"token"`
+	Token      tokens.Token      `json:"token"`
 	Statements []StatementResult `json:"statements"`
 }
 
 // StatementResult is the outcome of one statement of the operation.
 type StatementResult struct {
 	RowsAffected int64           `json:"rows_affected"`
-	Rows         json.RawMessage `json:"rows,omitempty"`
+	Rows         json.RawMessage `json:"rows,omitempty"` // as PostgreSQL rendered it
 }
 
 // Executor applies fenced writes to PostgreSQL.
@@ -83,7 +83,7 @@ func (e *Executor) Execute(ctx context.Context, w Write) (Result, error) {
 	}
 	defer conn.Release()
 	br := conn.SendBatch(ctx, b)
-	res := Result{Operation: op.Name, Resource: w.Resource, Token: w.Token.String()}
+	res := Result{Operation: op.Name, Resource: w.Resource, Token: w.Token}
 	err = readWrite(br, op, &res)
 	// Close reports the outcome of the commit itself: only a nil here means
 	// the write is durable and may be acknowledged.
@@ -144,9 +144,13 @@ func readWrite(br pgx.BatchResults, op *policy.Operation, res *Result) error {
 				return err
 			}
 		case policy.Rows:
-			if err := br.QueryRow().Scan(&out.RowsAffected, &out.Rows); err != nil {
+			// Into []byte, not json.RawMessage: pgx would run the latter
+			// through json.Unmarshal, and PostgreSQL made it.
+			var rows []byte
+			if err := br.QueryRow().Scan(&out.RowsAffected, &rows); err != nil {
 				return err
 			}
+			out.Rows = rows
 		}
 	}
 	return nil

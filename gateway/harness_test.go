@@ -103,7 +103,14 @@ type response struct {
 
 func (h *harness) do(method, path string, header http.Header, body string) response {
 	h.t.Helper()
-	req, err := http.NewRequest(method, h.base+path, strings.NewReader(body))
+	return h.send(method, path, header, strings.NewReader(body))
+}
+
+// send is do with any body: one whose length the client cannot know (not
+// a *strings.Reader or the like) goes out chunked, without Content-Length.
+func (h *harness) send(method, path string, header http.Header, body io.Reader) response {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.base+path, body)
 	if err != nil {
 		h.t.Fatal(err)
 	}

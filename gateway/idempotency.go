@@ -79,7 +79,7 @@ func (e *Executor) ExecuteOnce(ctx context.Context, w Write, idem Idempotency, r
 	if err == nil {
 		_, err = br.Exec()
 	}
-	res := Result{Operation: op.Name, Resource: w.Resource, Token: w.Token.String()}
+	res := Result{Operation: op.Name, Resource: w.Resource, Token: w.Token}
 	if err == nil {
 		err = readWrite(br, op, &res)
 	}

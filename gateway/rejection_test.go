@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -85,4 +86,36 @@ func (h *harness) rejections() int {
 		h.t.Fatal(err)
 	}
 	return n
+}
+
+// TestChunkedBodies: a body sent without Content-Length is read up to the
+// limit and no further; over it the write is refused and nothing changes.
+func TestChunkedBodies(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	const account = "acct-42"
+	l := h.mustAcquire("account/"+account, 5, 0)
+	defer h.release(l)
+	chunked := func(s string) io.Reader { return io.MultiReader(strings.NewReader(s)) }
+
+	before := h.state()
+	r := h.send(http.MethodPost, "/v1/ops/debit", tok(l.Token), chunked(`{"account": "`+strings.Repeat("x", 5000)+`"}`))
+	if r.Status != http.StatusRequestEntityTooLarge || r.Problem.Kind() != "too-large" {
+		t.Fatalf("chunked body over the limit: %d %s, want 413 too-large", r.Status, r.Body)
+	}
+	if after := h.state(); after != before {
+		t.Fatalf("a refused request changed the database: %s -> %s", before, after)
+	}
+	padded := `{"account": "` + account + `", "amount_cents": 7}` + strings.Repeat(" ", 4096-41) // the limit to the byte
+	if len(padded) != 4096 {
+		t.Fatalf("padded body is %d bytes", len(padded))
+	}
+	if r := h.send(http.MethodPost, "/v1/ops/debit", tok(l.Token), chunked(padded)); r.Status != http.StatusOK {
+		t.Fatalf("chunked body at the limit: %d %s", r.Status, r.Body)
+	}
+	if r := h.send(http.MethodPost, "/v1/ops/debit", tok(l.Token), chunked(padded+" ")); r.Status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("chunked body one byte over the limit: %d %s", r.Status, r.Body)
+	}
+	if got := h.balance(account); got != 993 {
+		t.Fatalf("balance %d, want 993: exactly the one write within the limit", got)
+	}
 }

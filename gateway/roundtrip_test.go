@@ -214,7 +214,7 @@ func TestConnectionLostMidWrite(t *testing.T) {
 
 			warmUp("warm-2")
 			hdr := keyed(l.Token, l.Token+"lost-1") // unique per lease: -count=N reuses the database
-			cut.arm(2) // a keyed write's second batch stores the response and COMMITs
+			cut.arm(2)                              // a keyed write's second batch stores the response and COMMITs
 			if r := gw.do(http.MethodPost, "/v1/ops/credit", hdr, debit(account, 10)); r.Status != http.StatusServiceUnavailable || r.Problem.Outcome != "unknown" {
 				t.Fatalf("keyed write with the COMMIT cut: %d %s, want 503 outcome unknown", r.Status, r.Body)
 			}

@@ -75,7 +75,22 @@ func (t *Template) args() []string {
 // render builds the key from decoded argument values; value returns the
 // value of a named argument (a string or an int64 by construction).
 func (t *Template) render(value func(name string) any) string {
+	n := 0 // one allocation: the key is built on every write
+	for _, p := range t.parts {
+		if p.arg == "" {
+			n += len(p.literal)
+			continue
+		}
+		switch v := value(p.arg).(type) {
+		case string:
+			n += len(v)
+		case int64:
+			n += 20
+		}
+	}
 	var b strings.Builder
+	b.Grow(n)
+	var digits [20]byte
 	for _, p := range t.parts {
 		if p.arg == "" {
 			b.WriteString(p.literal)
@@ -85,7 +100,7 @@ func (t *Template) render(value func(name string) any) string {
 		case string:
 			b.WriteString(v)
 		case int64:
-			b.WriteString(strconv.FormatInt(v, 10))
+			b.Write(strconv.AppendInt(digits[:0], v, 10))
 		}
 	}
 	return b.String()

@@ -79,13 +79,24 @@ func (v Validation) String() string {
 // check stops "token poisoning": a forged token far in the future would
 // otherwise be accepted once and then lock every real holder out forever.
 // With ValidateHolder it also checks that tok holds resource's lock now.
-// ctx bounds the etcd reads.
+// The common case, a fence-mode token at or below the revision watermark,
+// needs no etcd read; the reads it does need are bounded by ctx and by
+// ValidateTimeout, so that a write fails fast with etcd gone instead of
+// waiting out its own deadline.
 //
 // Validation is the authority's word only, and already old when the write
 // commits: a holder can lose its lease right after this check. The fence
 // comparison in PostgreSQL is what keeps a stale holder out.
 func (a *Etcd) Validate(ctx context.Context, resource string, tok Token, mode Validation) error {
-	if err := a.validateIssued(ctx, tok); err != nil || mode != ValidateHolder {
+	if err := a.checkEpoch(tok); err != nil {
+		return err
+	}
+	if mode != ValidateHolder && tok.Revision <= a.newestRevision.Load() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, ValidateTimeout)
+	defer cancel()
+	if err := a.checkIssued(ctx, tok); err != nil || mode != ValidateHolder {
 		return err
 	}
 	holder, ok, err := a.Holder(ctx, resource)
@@ -100,13 +111,23 @@ func (a *Etcd) Validate(ctx context.Context, resource string, tok Token, mode Va
 	return nil
 }
 
-func (a *Etcd) validateIssued(ctx context.Context, tok Token) error {
+// ValidateTimeout bounds the etcd reads of one Validate.
+const ValidateTimeout = 3 * time.Second
+
+// checkEpoch refuses every token while the authority is halted, and tokens
+// of any epoch but the current one.
+func (a *Etcd) checkEpoch(tok Token) error {
 	if err := a.Halted(); err != nil {
 		return err
 	}
 	if epoch := a.epoch.Load(); tok.Epoch != epoch {
 		return &RejectedError{Presented: tok, Reason: fmt.Sprintf("epoch %d is not the current epoch %d", tok.Epoch, epoch)}
 	}
+	return nil
+}
+
+// checkIssued refuses a revision above the newest one etcd has issued.
+func (a *Etcd) checkIssued(ctx context.Context, tok Token) error {
 	if tok.Revision <= a.newestRevision.Load() {
 		return nil
 	}

@@ -77,11 +77,29 @@ func clip(s string) string {
 
 // String returns the text form "E:R".
 func (t Token) String() string {
-	b := make([]byte, 0, 24)
+	return string(t.appendTo(make([]byte, 0, 2*maxDigits+1)))
+}
+
+// AppendText appends the text form "E:R" to b (encoding.TextAppender).
+func (t Token) AppendText(b []byte) ([]byte, error) { return t.appendTo(b), nil }
+
+// MarshalText returns the text form, so that a Token is a JSON string.
+func (t Token) MarshalText() ([]byte, error) { return t.appendTo(nil), nil }
+
+func (t Token) appendTo(b []byte) []byte {
 	b = strconv.AppendInt(b, t.Epoch, 10)
 	b = append(b, ':')
-	b = strconv.AppendInt(b, t.Revision, 10)
-	return string(b)
+	return strconv.AppendInt(b, t.Revision, 10)
+}
+
+// UnmarshalText parses the text form as strictly as Parse.
+func (t *Token) UnmarshalText(b []byte) error {
+	parsed, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*t = parsed
+	return nil
 }
 
 // Compare returns -1, 0 or +1 as t is older than, equal to or newer than u.

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/fencegw/fencegw/internal/bench"
@@ -29,6 +31,8 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&cfg.DatabaseURL, "database-url", envOr("", "FENCEGW_DATABASE_URL", "DATABASE_URL"), "PostgreSQL to write to (default: a throwaway cluster)")
 	fs.StringVar(&cfg.GatewayURL, "gateway", "", "drive this running gateway (loopback only) instead of one in process; needs --database-url")
 	fs.StringVar(&cfg.Dir, "bench", "testdata/bench", "folder with the bench's policy.yaml and migrations/")
+	etcdEndpoints := fs.String("etcd", "", "comma-separated endpoints of a running etcd for the in-process gateway (default: an embedded one, whose background work then counts in the process's allocations and RSS)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	asJSON := fs.Bool("json", false, "print the report as one JSON document")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -55,13 +59,19 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if cfg.GatewayURL == "" {
+	if *etcdEndpoints != "" {
+		if cfg.GatewayURL != "" {
+			return fmt.Errorf("%w: --etcd is for the in-process gateway; a --gateway has its own", errUsage)
+		}
+		cfg.EtcdEndpoints = strings.Split(*etcdEndpoints, ",")
+	}
+	if cfg.GatewayURL == "" && len(cfg.EtcdEndpoints) == 0 {
 		etcd, err := etcdserver.Start(startCtx, "")
 		if err != nil {
 			return fmt.Errorf("bench: etcd: %w", err)
 		}
 		defer etcd.Close()
-		cfg.EtcdEndpoints = etcd.Endpoints()
+		cfg.EtcdEndpoints, cfg.EtcdInProcess = etcd.Endpoints(), true
 	}
 	if cfg.DatabaseURL == "" {
 		pg, err := pgcluster.Start(startCtx, pgcluster.Options{})
@@ -72,6 +82,17 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		cfg.DatabaseURL = pg.URL()
 	}
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench: CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return err

@@ -24,6 +24,9 @@ type Config struct {
 	// EtcdEndpoints serve the in-process gateway's leases and tokens;
 	// unused with GatewayURL.
 	EtcdEndpoints []string
+	// EtcdInProcess says that etcd runs in this process, so that its
+	// background work counts in the allocation and RSS figures.
+	EtcdInProcess bool
 	// GatewayURL drives a running gateway instead of one in this process.
 	// It must be on loopback, write to DatabaseURL and load Dir's policy.
 	GatewayURL string

@@ -14,7 +14,7 @@ type Allocs struct {
 }
 
 // Process is what the run cost this process. With the gateway in process,
-// every figure includes the load generator and the embedded etcd too;
+// every figure includes the load generator, and etcd when it is embedded;
 // PostgreSQL is a process of its own.
 type Process struct {
 	// GatewayPath is nil when the gateway runs elsewhere.
@@ -23,6 +23,9 @@ type Process struct {
 	// EmptyHTTP is the same HTTP client against a handler that does
 	// nothing: the part of GatewayPath that is not the gateway's.
 	EmptyHTTP Allocs `json:"empty_http_round_trip"`
+	// EmptyHTTPLatency is that round trip's latency, one client: the part
+	// of the 1-client overhead that is HTTP on loopback, not the gateway.
+	EmptyHTTPLatency Percentiles `json:"empty_http_round_trip_latency"`
 	// RSSBytes is VmRSS at the end, PeakRSSBytes VmHWM; 0 where
 	// /proc/self/status is not available.
 	RSSBytes     int64 `json:"rss_bytes"`

@@ -19,6 +19,7 @@ var ErrInvalid = errors.New("bench: invalid cells")
 // Report is one run of the matrix.
 type Report struct {
 	Gateway         string  `json:"gateway"` // "in-process" or the URL driven
+	EtcdInProcess   bool    `json:"etcd_in_process"`
 	Server          Server  `json:"postgresql"`
 	GOMAXPROCS      int     `json:"gomaxprocs"`
 	Operation       string  `json:"operation"`
@@ -111,9 +112,14 @@ func (r *Report) writeProcess(b *strings.Builder) {
 		fmt.Fprintf(b, "  gateway path           n/a (the gateway is another process)\n")
 	}
 	fmt.Fprintf(b, "  direct path            %s  (executor + pgx)\n", allocs(p.DirectPath))
+	fmt.Fprintf(b, "empty HTTP round trip, 1 client, p50/p99/p999 ms: %s (loopback HTTP alone, part of every gateway latency)\n", percentiles(p.EmptyHTTPLatency))
 	if p.RSSBytes > 0 {
-		fmt.Fprintf(b, "RSS %s at the end, %s peak: this whole process (gateway, load generator, embedded etcd; PostgreSQL not included)\n",
-			mib(p.RSSBytes), mib(p.PeakRSSBytes))
+		what := "gateway, load generator"
+		if r.EtcdInProcess {
+			what += ", embedded etcd"
+		}
+		fmt.Fprintf(b, "RSS %s at the end, %s peak: this whole process (%s; PostgreSQL not included)\n",
+			mib(p.RSSBytes), mib(p.PeakRSSBytes), what)
 	} else {
 		fmt.Fprintf(b, "RSS n/a\n")
 	}

@@ -28,6 +28,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep := &Report{
 		Gateway:         cmp.Or(cfg.GatewayURL, "in-process"),
+		EtcdInProcess:   cfg.EtcdInProcess,
 		Server:          srv,
 		GOMAXPROCS:      runtime.GOMAXPROCS(0),
 		Operation:       describe(e.work),
@@ -39,6 +40,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep.Process.EmptyHTTP = Allocs{Objects: empty.AllocsPerWrite, Bytes: empty.BytesPerWrite}
+	rep.Process.EmptyHTTPLatency = empty.Latency
 
 	for _, n := range cfg.Clients {
 		for _, d := range cfg.Dists {
