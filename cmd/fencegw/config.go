@@ -22,6 +22,7 @@ type serveConfig struct {
 	WriteTimeout    time.Duration
 	ShutdownTimeout time.Duration
 	LogFormat       string
+	DebugListen     string // pprof, off when empty
 
 	IdempotencyRetention time.Duration
 	AuthorityCheck       time.Duration
@@ -36,6 +37,7 @@ func (c *serveConfig) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.DurationVar(&c.IdempotencyRetention, "idempotency-retention", gateway.DefaultIdempotencyRetention, "how long a completed Idempotency-Key is replayed")
 	fs.DurationVar(&c.AuthorityCheck, "authority-check", gateway.DefaultAuthorityCheck, "how often etcd is compared with PostgreSQL's record of it (rollback detection)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for requests in flight")
+	fs.StringVar(&c.DebugListen, "debug-listen", envOr("", "FENCEGW_DEBUG_LISTEN"), "serve Go's profiler (/debug/pprof/) on this address, apart from the API; off by default (FENCEGW_DEBUG_LISTEN)")
 	fs.StringVar(&c.LogFormat, "log-format", envOr("json", "FENCEGW_LOG_FORMAT"), "log format: json or text (FENCEGW_LOG_FORMAT)")
 }
 

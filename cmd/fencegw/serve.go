@@ -109,6 +109,14 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	if cfg.DebugListen != "" {
+		stopDebug, err := serveDebug(cfg.DebugListen, log)
+		if err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("serve: --debug-listen: %w", err)
+		}
+		defer stopDebug()
+	}
 	stopBackground := runBackground(ctx,
 		gw.RunJanitor,
 		func(ctx context.Context) { gw.RunAuthorityGuard(ctx, cfg.AuthorityCheck) },
