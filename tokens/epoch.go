@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
 // ErrHalted is wrapped by *HaltedError: the authority looks rolled back or
@@ -44,15 +46,24 @@ func (a *Etcd) View(ctx context.Context) (View, error) {
 	if err != nil {
 		return View{}, unavailable("read epoch", err)
 	}
-	v := View{Epoch: DefaultEpoch, ClusterID: strconv.FormatUint(resp.Header.ClusterId, 16), Revision: resp.Header.Revision}
-	if len(resp.Kvs) == 1 {
-		n, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
-		if err != nil || n < 1 {
-			return View{}, fmt.Errorf("tokens: etcd key %s holds %q, not an epoch", epochKey, clip(string(resp.Kvs[0].Value)))
-		}
-		v.Epoch = n
+	epoch, err := epochOf(resp.Kvs)
+	if err != nil {
+		return View{}, err
 	}
-	return v, nil
+	return View{Epoch: epoch, ClusterID: strconv.FormatUint(resp.Header.ClusterId, 16), Revision: resp.Header.Revision}, nil
+}
+
+// epochOf reads the result of a Get of the epoch key: DefaultEpoch while
+// the key does not exist.
+func epochOf(kvs []*mvccpb.KeyValue) (int64, error) {
+	if len(kvs) == 0 {
+		return DefaultEpoch, nil
+	}
+	n, err := strconv.ParseInt(string(kvs[0].Value), 10, 64)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("tokens: etcd key %s holds %q, not an epoch", epochKey, clip(string(kvs[0].Value)))
+	}
+	return n, nil
 }
 
 // SetEpoch writes the epoch key. Only `fencegw epoch bump` calls it, after

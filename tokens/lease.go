@@ -133,13 +133,21 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 	put := clientv3.OpPut(key, opts.Value, clientv3.WithLease(clientv3.LeaseID(id)))
 	holder := clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)
 	recordOwner := clientv3.OpPut(ownerKey(id), opts.Owner, clientv3.WithLease(clientv3.LeaseID(id)))
-	resp, err := a.cli.Txn(ctx).Then(put, holder, recordOwner).Commit()
+	// The epoch is read in the same transaction as the key is created, so
+	// the token is etcd's (epoch, revision) at one instant: a gateway that
+	// has not yet noticed an epoch bump still hands out the new epoch.
+	epoch := clientv3.OpGet(epochKey)
+	resp, err := a.cli.Txn(ctx).Then(put, holder, recordOwner, epoch).Commit()
 	if err != nil {
 		return Lease{}, unavailable("create lock key", err)
 	}
 	a.observe(resp.Header.Revision)
 	myRev := resp.Header.Revision
-	lease := Lease{ID: id, Resource: resource, Token: Token{Epoch: a.epoch.Load(), Revision: myRev}}
+	myEpoch, err := epochOf(resp.Responses[3].GetResponseRange().Kvs)
+	if err != nil {
+		return Lease{}, err
+	}
+	lease := Lease{ID: id, Resource: resource, Token: Token{Epoch: myEpoch, Revision: myRev}}
 	owner := resp.Responses[1].GetResponseRange().Kvs
 	isHolder := len(owner) == 0 || owner[0].CreateRevision == myRev
 	if isHolder && opts.LockDelay == 0 {
@@ -205,6 +213,11 @@ func (a *Etcd) waitDelete(ctx context.Context, key string, rev int64) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for wr := range a.cli.Watch(wctx, key, clientv3.WithRev(rev)) {
+		if wr.CompactRevision != 0 {
+			// The history since rev was compacted away: report nothing
+			// missed, and the caller reads the predecessors again.
+			return nil
+		}
 		if err := wr.Err(); err != nil {
 			return err
 		}
@@ -266,6 +279,9 @@ func (a *Etcd) Release(ctx context.Context, id LeaseID, owner string) error {
 	if err := a.checkOwner(ctx, id, owner); err != nil {
 		return err
 	}
+	// The last-holder record goes first: the holder said it is done, so if
+	// the revoke then fails and the lease runs out instead, no lock-delay
+	// is owed. The other order could delay a successor after a release.
 	if err := a.forgetLastHolder(ctx, id); err != nil {
 		return err
 	}

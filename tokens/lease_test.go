@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/fencegw/fencegw/internal/etcdserver"
 	"github.com/fencegw/fencegw/internal/testenv"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -334,5 +335,40 @@ func TestOnlyTheOwnerRenewsOrReleases(t *testing.T) {
 	}
 	if err := a.Release(t.Context(), tokens.LeaseID(foreign.ID), ""); !errors.Is(err, tokens.ErrLeaseNotFound) {
 		t.Fatalf("Release of a lease fencegw did not grant = %v, want ErrLeaseNotFound", err)
+	}
+}
+
+// TestTokenEpochIsEtcds: a token's epoch is read in the transaction that
+// creates the lock key, not taken from the gateway's memory, so a gateway
+// that has not yet noticed an epoch bump hands out a token of the new
+// epoch rather than one every write would refuse.
+func TestTokenEpochIsEtcds(t *testing.T) {
+	srv, err := etcdserver.Start(t.Context(), "") // its own: the epoch key is global
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	a := tokens.NewEtcd(cli)
+	before := acquire(t, a, "epoch/one", 0)
+	if before.Token.Epoch != tokens.DefaultEpoch {
+		t.Fatalf("token %s before any bump, want epoch %d", before.Token, tokens.DefaultEpoch)
+	}
+	_ = a.Release(t.Context(), before.ID, "")
+
+	if err := a.SetEpoch(t.Context(), 3); err != nil { // etcd only: a still believes epoch 1
+		t.Fatal(err)
+	}
+	if got := a.Epoch(); got != tokens.DefaultEpoch {
+		t.Fatalf("the authority's own epoch moved to %d without reconciling", got)
+	}
+	after := acquire(t, a, "epoch/one", 0)
+	defer a.Release(context.Background(), after.ID, "")
+	if after.Token.Epoch != 3 || after.Token.Revision <= before.Token.Revision {
+		t.Fatalf("token %s after etcd's epoch became 3 (before: %s), want 3:R with R > %d", after.Token, before.Token, before.Token.Revision)
 	}
 }
