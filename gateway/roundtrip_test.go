@@ -93,18 +93,28 @@ func TestOneRoundTripPerWrite(t *testing.T) {
 }
 
 // countedGateway serves the demo policy through a one-connection pool
-// whose round trips are counted (and can be cut).
+// whose round trips are counted.
 func countedGateway(t *testing.T, h *harness, trips *tripCounter) *harness {
+	return wrappedGateway(t, h, func(cfg *pgxpool.Config) { cfg.MaxConns = 1 },
+		func(conn net.Conn) net.Conn { return countingConn{conn, trips} })
+}
+
+// wrappedGateway serves the demo policy through a pool of its own, set up
+// by configure, whose connections to PostgreSQL are wrapped by wrap.
+func wrappedGateway(t *testing.T, h *harness, configure func(*pgxpool.Config), wrap func(net.Conn) net.Conn) *harness {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(h.pool.Config().ConnString())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = 1
+	configure(cfg)
 	var d net.Dialer
 	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := d.DialContext(ctx, network, addr)
-		return countingConn{conn, trips}, err
+		if err != nil {
+			return nil, err
+		}
+		return wrap(conn), nil
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
@@ -158,24 +168,8 @@ func (cc cuttableConn) Write(b []byte) (int, error) {
 // cuttableGateway serves the demo policy through a pool whose connections
 // the cutter can break.
 func cuttableGateway(t *testing.T, h *harness, c *cutter, mode pgx.QueryExecMode) *harness {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(h.pool.Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.DefaultQueryExecMode = mode
-	var d net.Dialer
-	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := d.DialContext(ctx, network, addr)
-		return cuttableConn{conn, c}, err
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	_, base := gatewayWithPool(t, pool, h.auth)
-	return &harness{t: t, base: base, pool: h.pool}
+	return wrappedGateway(t, h, func(cfg *pgxpool.Config) { cfg.ConnConfig.DefaultQueryExecMode = mode },
+		func(conn net.Conn) net.Conn { return cuttableConn{conn, c} })
 }
 
 // TestConnectionLostMidWrite cuts the connection right after a write's
