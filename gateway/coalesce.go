@@ -51,26 +51,43 @@ func newCoalescer(exec *Executor, timeout time.Duration, onBatch func(int)) *coa
 }
 
 // Execute applies w, alone or with the writes queued beside it; idem, if
-// not nil, makes it execute at most once like Executor.ExecuteOnce. It
-// waits for the outcome even past ctx: once queued, the write will be
+// not nil, makes it execute at most once like Executor.ExecuteOnce. A write
+// that finds its resource idle runs at once on the caller's goroutine,
+// bounded by ctx, exactly as without coalescing; writes arriving meanwhile
+// queue behind it and are drained in batches once it is done. A queued
+// write waits for its outcome even past ctx: once queued, it will be
 // attempted, and its caller must not be told anything before it is.
-func (c *coalescer) Execute(_ context.Context, w Write, idem *Idempotency) (Reply, error) {
-	qw := &queuedWrite{w: w, idem: idem, done: make(chan writeOutcome, 1)}
+func (c *coalescer) Execute(ctx context.Context, w Write, idem *Idempotency) (Reply, error) {
 	c.mu.Lock()
-	q, busy := c.queues[w.Resource]
-	if !busy {
-		q = &writeQueue{}
-		c.queues[w.Resource] = q
+	if q, busy := c.queues[w.Resource]; busy {
+		qw := &queuedWrite{w: w, idem: idem, done: make(chan writeOutcome, 1)}
+		q.waiting = append(q.waiting, qw)
+		c.mu.Unlock()
+		out := <-qw.done
+		return out.reply, out.err
 	}
-	q.waiting = append(q.waiting, qw)
+	q := &writeQueue{}
+	c.queues[w.Resource] = q
 	c.mu.Unlock()
-	if !busy {
-		// The drainer ends when the queue is empty; every queued write's
-		// caller waits for it, so it cannot outlive the requests it serves.
-		go c.drain(w.Resource, q)
+	// Whatever happens to this write, even a panic, the writes that
+	// queued behind it are handed on.
+	defer c.handOff(w.Resource, q)
+	return c.exec.apply(ctx, w, idem)
+}
+
+// handOff ends a lone write: if writes queued behind it, a drainer takes
+// them; if not, the resource is idle again.
+func (c *coalescer) handOff(resource string, q *writeQueue) {
+	c.mu.Lock()
+	if len(q.waiting) == 0 {
+		delete(c.queues, resource)
+		c.mu.Unlock()
+		return
 	}
-	out := <-qw.done
-	return out.reply, out.err
+	c.mu.Unlock()
+	// The drainer ends when the queue is empty; every queued write's
+	// caller waits for it, so it cannot outlive the requests it serves.
+	go c.drain(resource, q)
 }
 
 // run applies one batch. A panic is turned into an error for the batch's

@@ -74,7 +74,7 @@ func compileResource(ps *problems, name string, fr fileResource) *Resource {
 		ps.add(entry+".validation", "%q is not a validation mode: use fence or holder", fr.Validation)
 		ok = false
 	}
-	r.Coalesce = fr.Coalesce
+	r.Coalesce = fr.Coalesce == nil || *fr.Coalesce // on unless turned off: BENCHMARKS.md
 	if fr.LockDelay != "" {
 		d, err := time.ParseDuration(fr.LockDelay)
 		if err != nil || d < 0 || d > maxLockDelay {

@@ -26,7 +26,7 @@ type fileResource struct {
 	Compare    string `yaml:"compare"`
 	Validation string `yaml:"validation"`
 	LockDelay  string `yaml:"lock_delay"`
-	Coalesce   bool   `yaml:"coalesce"`
+	Coalesce   *bool  `yaml:"coalesce"` // nil: on
 }
 
 type fileOperation struct {

@@ -44,7 +44,8 @@ type Resource struct {
 	Validation tokens.Validation
 	LockDelay  time.Duration // after an expired (not released) lease
 	// Coalesce queues writes that arrive while one is in flight and runs
-	// them together, each in its own savepoint, under one commit.
+	// them together, each in its own savepoint, under one commit. On by
+	// default: a lone write runs as if it were off.
 	Coalesce bool
 }
 

@@ -95,6 +95,7 @@ func TestParseErrorsNameTheEntry(t *testing.T) {
 		{"not a write", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'TRUNCATE t, :account'}]\n"), "operations.debit.statements[0].sql", "start with INSERT"},
 		{"negative expect", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account', expect_rows: -1}]\n"), "operations.debit.statements[0].expect_rows", "want 0"},
 		{"bad op name", "resources:\n  account:\n    key: \"account/{account}\"\noperations:\n  Debit-Now:\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n", "operations.Debit-Now", "lower-case"},
+		{"coalesce not a boolean", "resources:\n  a:\n    key: a\n    coalesce: sometimes\noperations: {}\n", "", "sometimes"},
 		{"two documents", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n---\nx: 1\n"), "", "more than one YAML document"},
 	}
 	for _, tt := range tests {
@@ -114,6 +115,19 @@ func TestParseErrorsNameTheEntry(t *testing.T) {
 			}
 			t.Fatalf("problems %+v\nwant entry %q with %q", pe.Problems, tt.entry, tt.msg)
 		})
+	}
+}
+
+// TestCoalesceDefaultsOn: coalescing is on unless a resource turns it off
+// (BENCHMARKS.md has the measurements behind the default).
+func TestCoalesceDefaultsOn(t *testing.T) {
+	p := mustParse(t, goodPolicy)
+	if !p.Resources["account"].Coalesce {
+		t.Error("account: coalesce off, want on by default")
+	}
+	off := strings.Replace(goodPolicy, "    compare: strict\n", "    compare: strict\n    coalesce: false\n", 1)
+	if mustParse(t, off).Resources["job"].Coalesce {
+		t.Error("job: coalesce on despite coalesce: false")
 	}
 }
 

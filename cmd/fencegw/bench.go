@@ -32,6 +32,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&cfg.GatewayURL, "gateway", "", "drive this running gateway (loopback only) instead of one in process; needs --database-url")
 	fs.StringVar(&cfg.Dir, "bench", "testdata/bench", "folder with the bench's policy.yaml and migrations/")
 	etcdEndpoints := fs.String("etcd", "", "comma-separated endpoints of a running etcd for the in-process gateway (default: an embedded one, whose background work then counts in the process's allocations and RSS)")
+	fs.BoolVar(&cfg.NoCoalesce, "no-coalesce", false, "turn hot-key coalescing off in the in-process gateway, whatever the policy says")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	asJSON := fs.Bool("json", false, "print the report as one JSON document")
 	if err := fs.Parse(args); err != nil {

@@ -38,6 +38,11 @@ type Config struct {
 	Duration time.Duration // measured, per path and cell
 	Warmup   time.Duration // run but not measured, before Duration
 
+	// NoCoalesce turns hot-key coalescing off for the in-process gateway,
+	// whatever the policy says: the other half of the comparison that
+	// decided its default.
+	NoCoalesce bool
+
 	// PoolMaxConns is pgx's pool size on both paths; 0 means
 	// min(4×GOMAXPROCS, clients) per cell.
 	PoolMaxConns int
@@ -70,6 +75,8 @@ func (c *Config) CheckLoad() error {
 		return fmt.Errorf("%w: want at least one client count and one distribution", ErrConfig)
 	case c.Duration <= 0 || c.Warmup < 0:
 		return fmt.Errorf("%w: want a positive duration and a warmup >= 0", ErrConfig)
+	case c.NoCoalesce && c.GatewayURL != "":
+		return fmt.Errorf("%w: --no-coalesce is for the in-process gateway; a running one follows its policy", ErrConfig)
 	case c.PoolMaxConns < 0:
 		return fmt.Errorf("%w: pool size %d is negative", ErrConfig, c.PoolMaxConns)
 	}

@@ -18,8 +18,11 @@ var ErrInvalid = errors.New("bench: invalid cells")
 
 // Report is one run of the matrix.
 type Report struct {
-	Gateway         string  `json:"gateway"` // "in-process" or the URL driven
-	EtcdInProcess   bool    `json:"etcd_in_process"`
+	Gateway       string `json:"gateway"` // "in-process" or the URL driven
+	EtcdInProcess bool   `json:"etcd_in_process"`
+	// Coalesce says whether the in-process gateway coalesced the
+	// operation's writes (its resource's policy, or --no-coalesce).
+	Coalesce        bool    `json:"coalesce"`
 	Server          Server  `json:"postgresql"`
 	GOMAXPROCS      int     `json:"gomaxprocs"`
 	Operation       string  `json:"operation"`
@@ -68,6 +71,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "fencegw bench: closed-loop clients on loopback, %s measured per path and cell after %s warmup\n",
 		seconds(r.DurationSeconds), seconds(r.WarmupSeconds))
 	fmt.Fprintf(&b, "  write       fence + %s, one batch, one round trip, one transaction\n", r.Operation)
+	if r.Gateway == "in-process" {
+		coalescing := "off"
+		if r.Coalesce {
+			coalescing = "on"
+		}
+		where += ", hot-key coalescing " + coalescing
+	}
 	fmt.Fprintf(&b, "  gateway     %s\n", where)
 	fmt.Fprintf(&b, "  direct      the gateway's executor on pgx, same SQL, no HTTP\n")
 	fmt.Fprintf(&b, "  pgx pool    pool column: min(4×GOMAXPROCS, clients) unless --pool-max-conns; GOMAXPROCS %d\n", r.GOMAXPROCS)

@@ -48,6 +48,11 @@ func setup(ctx context.Context, cfg Config) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.NoCoalesce {
+		for _, r := range pol.Resources {
+			r.Coalesce = false
+		}
+	}
 	work, err := newWorkload(pol, operationName)
 	if err != nil {
 		return nil, err
