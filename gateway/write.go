@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/fencegw/fencegw/internal/clip"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -55,7 +56,7 @@ func (g *Gateway) handleWrite(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) write(r *http.Request, scope *problemScope) (Reply, error) {
 	op, ok := g.cfg.Policy.Operations[scope.Operation]
 	if !ok {
-		return Reply{}, fmt.Errorf("%w: %q is not in the policy", ErrUnknownOperation, clip(scope.Operation))
+		return Reply{}, fmt.Errorf("%w: %q is not in the policy", ErrUnknownOperation, clip.String(scope.Operation, 64))
 	}
 	if err := authorize(r.Context(), op.Name); err != nil {
 		return Reply{}, err
@@ -149,11 +150,4 @@ func (g *Gateway) readBody(r *http.Request) ([]byte, error) {
 			return nil, badRequest("reading the body: %v", err)
 		}
 	}
-}
-
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
 }

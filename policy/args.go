@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/fencegw/fencegw/internal/clip"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -38,7 +39,7 @@ func (op *Operation) DecodeArgs(body []byte) (Values, error) {
 		}
 		i, ok := op.argIndex[key]
 		if !ok {
-			return nil, argErrorf(clipArg(key), "unknown argument: %s takes %s", op.Name, op.argNames())
+			return nil, argErrorf(clip.String(key, 64), "unknown argument: %s takes %s", op.Name, op.argNames())
 		}
 		if seen&(1<<i) != 0 {
 			return nil, argErrorf(op.Args[i].Name, "given more than once")
@@ -132,7 +133,7 @@ func (a *Arg) convert(t json.Token) (any, error) {
 		}
 		v, err := strconv.ParseInt(string(n), 10, 64)
 		if err != nil {
-			return nil, argErrorf(a.Name, "want an integer within 64 bits, got %s", clipArg(string(n)))
+			return nil, argErrorf(a.Name, "want an integer within 64 bits, got %s", clip.String(string(n), 64))
 		}
 		if (a.Min != nil && v < *a.Min) || (a.Max != nil && v > *a.Max) {
 			return nil, argErrorf(a.Name, "%d is out of range %s", v, a.bounds())
@@ -183,19 +184,12 @@ func (op *Operation) argNames() string {
 	return strings.Join(names, ", ")
 }
 
-func clipArg(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
-
 // ResourceKey derives the resource the request writes under and checks it
 // is an acceptable resource name.
 func (op *Operation) ResourceKey(vals Values) (string, error) {
 	key := op.Resource.Key.render(func(name string) any { return vals[op.argIndex[name]] })
 	if err := tokens.CheckResource(key); err != nil {
-		return "", argErrorf("", "the resource key %q built from the arguments: %v", clipArg(key), err)
+		return "", argErrorf("", "the resource key %q built from the arguments: %v", clip.String(key, 64), err)
 	}
 	return key, nil
 }

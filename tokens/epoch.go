@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/fencegw/fencegw/internal/clip"
 )
 
 // ErrHalted is wrapped by *HaltedError: the authority looks rolled back or
@@ -61,7 +63,7 @@ func epochOf(kvs []*mvccpb.KeyValue) (int64, error) {
 	}
 	n, err := strconv.ParseInt(string(kvs[0].Value), 10, 64)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("tokens: etcd key %s holds %q, not an epoch", epochKey, clip(string(kvs[0].Value)))
+		return 0, fmt.Errorf("tokens: etcd key %s holds %q, not an epoch", epochKey, clip.String(string(kvs[0].Value), 48))
 	}
 	return n, nil
 }

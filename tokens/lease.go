@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/internal/clip"
 )
 
 // Lease limits. etcd rounds TTLs to whole seconds and raises tiny ones to
@@ -42,7 +44,7 @@ func (id LeaseID) String() string { return strconv.FormatInt(int64(id), 16) }
 func ParseLeaseID(s string) (LeaseID, error) {
 	n, err := strconv.ParseInt(s, 16, 64)
 	if err != nil || n <= 0 || len(s) > 16 {
-		return 0, fmt.Errorf("%w: %q is not a positive hex number", ErrBadLeaseID, clip(s))
+		return 0, fmt.Errorf("%w: %q is not a positive hex number", ErrBadLeaseID, clip.String(s, 48))
 	}
 	return LeaseID(n), nil
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/fencegw/fencegw/internal/clip"
 )
 
 // Token is a fencing token: an operator-controlled epoch and the etcd create
@@ -30,15 +32,15 @@ var ErrMalformed = errors.New("tokens: malformed token")
 func Parse(s string) (Token, error) {
 	e, r, ok := strings.Cut(s, ":")
 	if !ok {
-		return Token{}, fmt.Errorf("%w: %q: want EPOCH:REVISION, e.g. 1:42", ErrMalformed, clip(s))
+		return Token{}, fmt.Errorf("%w: %q: want EPOCH:REVISION, e.g. 1:42", ErrMalformed, clip.String(s, 48))
 	}
 	epoch, err := parsePart(e)
 	if err != nil {
-		return Token{}, fmt.Errorf("%w: %q: epoch %v", ErrMalformed, clip(s), err)
+		return Token{}, fmt.Errorf("%w: %q: epoch %v", ErrMalformed, clip.String(s, 48), err)
 	}
 	rev, err := parsePart(r)
 	if err != nil {
-		return Token{}, fmt.Errorf("%w: %q: revision %v", ErrMalformed, clip(s), err)
+		return Token{}, fmt.Errorf("%w: %q: revision %v", ErrMalformed, clip.String(s, 48), err)
 	}
 	return Token{Epoch: epoch, Revision: rev}, nil
 }
@@ -66,14 +68,6 @@ func parsePart(s string) (int64, error) {
 	return int64(n), nil
 }
 
-// clip keeps hostile input out of error messages beyond a readable length.
-func clip(s string) string {
-	const max = 48
-	if len(s) > max {
-		return s[:max] + "…"
-	}
-	return s
-}
 
 // String returns the text form "E:R".
 func (t Token) String() string {

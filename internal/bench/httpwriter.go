@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/internal/clip"
 )
 
 // requestTimeout is a safety net for one HTTP write; a healthy loopback
@@ -81,12 +82,7 @@ func problemKind(resp *http.Response) (string, string) {
 	if _, t, ok := strings.Cut(p.Type, "urn:fencegw:problem:"); ok {
 		kind += " " + t
 	}
-	return kind, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, clip(strings.TrimSpace(string(b))))
+	return kind, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, clip.String(strings.TrimSpace(string(b)), 200))
 }
 
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
-}
+
