@@ -10,11 +10,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// executeOne applies a lone queued write the ordinary way.
-func (e *Executor) executeOne(ctx context.Context, qw *queuedWrite) writeOutcome {
-	r, err := e.apply(ctx, qw.w, qw.idem)
+// executeOne applies a lone queued write the ordinary way, on conn.
+func (e *Executor) executeOne(ctx context.Context, conn *pgxpool.Conn, qw *queuedWrite) writeOutcome {
+	r, err := e.applyOn(ctx, conn, qw.w, qw.idem)
 	return writeOutcome{r, err}
 }
 
@@ -25,8 +26,9 @@ func (e *Executor) executeOne(ctx context.Context, qw *queuedWrite) writeOutcome
 // pipeline, so the gateway rolls back to k's savepoint and sends the writes
 // after k again. Keyed writes claim their key in their savepoint, and their
 // responses are stored in the last round trip, with the COMMIT; a key that
-// completed earlier is replayed after it.
-func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
+// completed earlier is replayed after it. It runs on conn, which the
+// caller holds.
+func (e *Executor) executeBatch(ctx context.Context, conn *pgxpool.Conn, batch []*queuedWrite) {
 	outcomes := make([]writeOutcome, len(batch))
 	defer func() {
 		for i, qw := range batch {
@@ -41,12 +43,12 @@ func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
 			qw.done <- outcomes[i]
 		}
 	}()
-	if e.tryBatch(ctx, batch, outcomes) {
+	if e.tryBatch(ctx, conn, batch, outcomes) {
 		// The batch failed as a whole, before anything committed (a
 		// deferred constraint at COMMIT, an argument pgx cannot encode):
 		// run each write alone, so one bad write cannot fail the others.
 		for i, qw := range batch {
-			outcomes[i] = e.executeOne(ctx, qw)
+			outcomes[i] = e.executeOne(ctx, conn, qw)
 		}
 	}
 }
@@ -54,7 +56,7 @@ func (e *Executor) executeBatch(ctx context.Context, batch []*queuedWrite) {
 // tryBatch runs the batch in one transaction and fills outcomes. It
 // returns true, having rolled back, when the writes must be retried one by
 // one because the batch failed as a whole while its session stayed usable.
-func (e *Executor) tryBatch(ctx context.Context, batch []*queuedWrite, outcomes []writeOutcome) (retryAlone bool) {
+func (e *Executor) tryBatch(ctx context.Context, conn *pgxpool.Conn, batch []*queuedWrite, outcomes []writeOutcome) (retryAlone bool) {
 	fail := func(from int, err error) {
 		for i := from; i < len(batch); i++ {
 			if outcomes[i].err == nil {
@@ -62,13 +64,6 @@ func (e *Executor) tryBatch(ctx context.Context, batch []*queuedWrite, outcomes 
 			}
 		}
 	}
-	conn, err := e.pool.Acquire(ctx)
-	if err != nil {
-		fail(0, fmt.Errorf("%w: no PostgreSQL connection, nothing was written: %w", ErrUnavailable, err))
-		return
-	}
-	defer conn.Release()
-
 	// sessionFailed ends a batch that failed outside any one write: nothing
 	// was committed. If the connection survived, the writes are retried
 	// one by one; if not, they were not applied.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // maxCoalesced bounds one coalesced transaction: the fence row stays locked
@@ -69,35 +71,83 @@ func (c *coalescer) Execute(ctx context.Context, w Write, idem *Idempotency) (Re
 	q := &writeQueue{}
 	c.queues[w.Resource] = q
 	c.mu.Unlock()
+
+	conn, err := c.exec.acquire(ctx)
 	// Whatever happens to this write, even a panic, the writes that
-	// queued behind it are handed on.
-	defer c.handOff(w.Resource, q)
-	return c.exec.apply(ctx, w, idem)
+	// queued behind it are handed on, with the connection.
+	defer func() { c.handOff(w.Resource, q, conn) }()
+	if err != nil {
+		return Reply{}, err
+	}
+	return c.exec.applyOn(ctx, conn, w, idem)
 }
 
+// maxStickyBatches bounds how many batches in a row a drainer runs on one
+// connection. Keeping it spares the writes queued behind a busy resource a
+// second wait in the pool's queue; giving it back now and then keeps a
+// few hot resources from starving all the others of connections.
+const maxStickyBatches = 8
+
 // handOff ends a lone write: if writes queued behind it, a drainer takes
-// them; if not, the resource is idle again.
-func (c *coalescer) handOff(resource string, q *writeQueue) {
+// them and the connection (nil if there is none); if not, the resource is
+// idle again and the connection goes back to the pool.
+func (c *coalescer) handOff(resource string, q *writeQueue, conn *pgxpool.Conn) {
 	c.mu.Lock()
 	if len(q.waiting) == 0 {
 		delete(c.queues, resource)
 		c.mu.Unlock()
+		if conn != nil {
+			conn.Release()
+		}
 		return
 	}
 	c.mu.Unlock()
 	// The drainer ends when the queue is empty; every queued write's
 	// caller waits for it, so it cannot outlive the requests it serves.
-	go c.drain(resource, q)
+	go c.drain(resource, q, conn)
 }
 
-// run applies one batch. A panic is turned into an error for the batch's
-// callers instead of taking the process down: the handlers' recoverer does
-// not reach this goroutine.
-func (c *coalescer) run(batch []*queuedWrite) {
+func (c *coalescer) drain(resource string, q *writeQueue, conn *pgxpool.Conn) {
+	for sticky := 0; ; sticky++ {
+		c.mu.Lock()
+		n := min(len(q.waiting), maxCoalesced)
+		if n == 0 {
+			delete(c.queues, resource)
+			c.mu.Unlock()
+			if conn != nil {
+				conn.Release()
+			}
+			return
+		}
+		batch := q.waiting[:n:n]
+		q.waiting = q.waiting[n:]
+		c.mu.Unlock()
+
+		if conn != nil && sticky%maxStickyBatches == maxStickyBatches-1 {
+			conn.Release() // to the back of the pool's queue, like everyone
+			conn = nil
+		}
+		conn = c.run(batch, conn)
+		if c.onBatch != nil {
+			c.onBatch(n)
+		}
+	}
+}
+
+// run applies one batch on conn, or on a connection from the pool if conn
+// is nil or unfit to carry on (broken, or left inside a transaction), and
+// returns the connection it holds afterwards, if any. A panic is turned
+// into an error for the batch's callers instead of taking the process
+// down: the handlers' recoverer does not reach this goroutine.
+func (c *coalescer) run(batch []*queuedWrite, conn *pgxpool.Conn) (held *pgxpool.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
+			if held != nil {
+				held.Release() // the pool closes it if it is mid-anything
+			}
+			held = nil
 			err := fmt.Errorf("gateway: coalesced batch panicked: %v", p)
 			for _, qw := range batch {
 				select {
@@ -107,29 +157,24 @@ func (c *coalescer) run(batch []*queuedWrite) {
 			}
 		}
 	}()
+	held = conn
+	if held != nil && (held.Conn().IsClosed() || held.Conn().PgConn().IsBusy() || held.Conn().PgConn().TxStatus() != 'I') {
+		held.Release()
+		held = nil
+	}
+	if held == nil {
+		var err error
+		if held, err = c.exec.acquire(ctx); err != nil {
+			for _, qw := range batch {
+				qw.done <- writeOutcome{err: err}
+			}
+			return nil
+		}
+	}
 	if len(batch) == 1 {
-		batch[0].done <- c.exec.executeOne(ctx, batch[0])
-		return
+		batch[0].done <- c.exec.executeOne(ctx, held, batch[0])
+		return held
 	}
-	c.exec.executeBatch(ctx, batch)
-}
-
-func (c *coalescer) drain(resource string, q *writeQueue) {
-	for {
-		c.mu.Lock()
-		n := min(len(q.waiting), maxCoalesced)
-		if n == 0 {
-			delete(c.queues, resource)
-			c.mu.Unlock()
-			return
-		}
-		batch := q.waiting[:n:n]
-		q.waiting = q.waiting[n:]
-		c.mu.Unlock()
-
-		c.run(batch)
-		if c.onBatch != nil {
-			c.onBatch(n)
-		}
-	}
+	c.exec.executeBatch(ctx, held, batch)
+	return held
 }

@@ -74,17 +74,31 @@ const unfencedSQL = "SELECT set_config('fencegw.resource', $1, true)"
 // the whole batch back, so nothing is acknowledged that did not commit and
 // nothing commits that was refused. ctx bounds the round trip.
 func (e *Executor) Execute(ctx context.Context, w Write) (Result, error) {
+	conn, err := e.acquire(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	defer conn.Release()
+	return e.executeOn(ctx, conn, w)
+}
+
+// acquire takes a connection from the pool for one write or batch.
+func (e *Executor) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: no PostgreSQL connection, nothing was written: %w", ErrUnavailable, err)
+	}
+	return conn, nil
+}
+
+// executeOn is Execute on a connection the caller holds.
+func (e *Executor) executeOn(ctx context.Context, conn *pgxpool.Conn, w Write) (Result, error) {
 	op := w.Operation
 	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 1+len(op.Statements))}
 	e.queueWrite(b, w)
-	conn, err := e.pool.Acquire(ctx)
-	if err != nil {
-		return Result{}, fmt.Errorf("%w: no PostgreSQL connection, nothing was written: %w", ErrUnavailable, err)
-	}
-	defer conn.Release()
 	br := conn.SendBatch(ctx, b)
 	res := Result{Operation: op.Name, Resource: w.Resource, Token: w.Token}
-	err = readWrite(br, op, &res)
+	err := readWrite(br, op, &res)
 	// Close reports the outcome of the commit itself: only a nil here means
 	// the write is durable and may be acknowledged.
 	if cerr := br.Close(); err == nil {
@@ -99,10 +113,20 @@ func (e *Executor) Execute(ctx context.Context, w Write) (Result, error) {
 // apply runs one write on its own and renders its answer: at most once
 // with idem (ExecuteOnce), else in one round trip (Execute).
 func (e *Executor) apply(ctx context.Context, w Write, idem *Idempotency) (Reply, error) {
-	if idem != nil {
-		return e.ExecuteOnce(ctx, w, *idem, renderResult)
+	conn, err := e.acquire(ctx)
+	if err != nil {
+		return Reply{}, err
 	}
-	res, err := e.Execute(ctx, w)
+	defer conn.Release()
+	return e.applyOn(ctx, conn, w, idem)
+}
+
+// applyOn is apply on a connection the caller holds.
+func (e *Executor) applyOn(ctx context.Context, conn *pgxpool.Conn, w Write, idem *Idempotency) (Reply, error) {
+	if idem != nil {
+		return e.executeOnceOn(ctx, conn, w, *idem, renderResult)
+	}
+	res, err := e.executeOn(ctx, conn, w)
 	if err != nil {
 		return Reply{}, err
 	}

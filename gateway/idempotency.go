@@ -63,19 +63,23 @@ type Reply struct {
 // concurrent request with the same key waits for the first to finish and
 // then gets its response. ctx bounds the whole exchange.
 func (e *Executor) ExecuteOnce(ctx context.Context, w Write, idem Idempotency, render func(Result) ([]byte, error)) (Reply, error) {
-	conn, err := e.pool.Acquire(ctx)
+	conn, err := e.acquire(ctx)
 	if err != nil {
-		return Reply{}, fmt.Errorf("%w: no PostgreSQL connection, nothing was written: %w", ErrUnavailable, err)
+		return Reply{}, err
 	}
 	defer conn.Release()
+	return e.executeOnceOn(ctx, conn, w, idem, render)
+}
 
+// executeOnceOn is ExecuteOnce on a connection the caller holds.
+func (e *Executor) executeOnceOn(ctx context.Context, conn *pgxpool.Conn, w Write, idem Idempotency, render func(Result) ([]byte, error)) (Reply, error) {
 	op := w.Operation
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(claimSQL, idem.Client, op.Name, idem.Key, idem.Fingerprint[:], idem.Retention)
 	e.queueWrite(b, w)
 	br := conn.SendBatch(ctx, b)
-	_, err = br.Exec()
+	_, err := br.Exec()
 	if err == nil {
 		_, err = br.Exec()
 	}

@@ -121,8 +121,8 @@ func wrappedGateway(t *testing.T, h *harness, configure func(*pgxpool.Config), w
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	_, base := gatewayWithPool(t, pool, h.auth)
-	return &harness{t: t, base: base, pool: h.pool}
+	gw, base := gatewayWithPool(t, pool, h.auth)
+	return &harness{t: t, base: base, pool: h.pool, auth: h.auth, gw: gw}
 }
 
 // cutter closes a connection right after it sent the n-th batch from when
