@@ -28,7 +28,7 @@ type coalescer struct {
 	onBatch func(size int)
 
 	mu     sync.Mutex
-	queues map[string]*writeQueue
+	queues map[string]*writeQueue // busy resources; nil: one write in flight, none queued
 }
 
 type writeQueue struct {
@@ -62,20 +62,23 @@ func newCoalescer(exec *Executor, timeout time.Duration, onBatch func(int)) *coa
 func (c *coalescer) Execute(ctx context.Context, w Write, idem *Idempotency) (Reply, error) {
 	c.mu.Lock()
 	if q, busy := c.queues[w.Resource]; busy {
+		if q == nil { // the first to queue behind the write in flight
+			q = &writeQueue{}
+			c.queues[w.Resource] = q
+		}
 		qw := &queuedWrite{w: w, idem: idem, done: make(chan writeOutcome, 1)}
 		q.waiting = append(q.waiting, qw)
 		c.mu.Unlock()
 		out := <-qw.done
 		return out.reply, out.err
 	}
-	q := &writeQueue{}
-	c.queues[w.Resource] = q
+	c.queues[w.Resource] = nil // busy, nobody waiting: no queue allocated
 	c.mu.Unlock()
 
 	conn, err := c.exec.acquire(ctx)
 	// Whatever happens to this write, even a panic, the writes that
 	// queued behind it are handed on, with the connection.
-	defer func() { c.handOff(w.Resource, q, conn) }()
+	defer func() { c.handOff(w.Resource, conn) }()
 	if err != nil {
 		return Reply{}, err
 	}
@@ -91,9 +94,10 @@ const maxStickyBatches = 8
 // handOff ends a lone write: if writes queued behind it, a drainer takes
 // them and the connection (nil if there is none); if not, the resource is
 // idle again and the connection goes back to the pool.
-func (c *coalescer) handOff(resource string, q *writeQueue, conn *pgxpool.Conn) {
+func (c *coalescer) handOff(resource string, conn *pgxpool.Conn) {
 	c.mu.Lock()
-	if len(q.waiting) == 0 {
+	q := c.queues[resource]
+	if q == nil || len(q.waiting) == 0 {
 		delete(c.queues, resource)
 		c.mu.Unlock()
 		if conn != nil {

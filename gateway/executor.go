@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -94,7 +95,7 @@ func (e *Executor) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 // executeOn is Execute on a connection the caller holds.
 func (e *Executor) executeOn(ctx context.Context, conn *pgxpool.Conn, w Write) (Result, error) {
 	op := w.Operation
-	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 1+len(op.Statements))}
+	b := batchPool.Get().(*pgx.Batch)
 	e.queueWrite(b, w)
 	br := conn.SendBatch(ctx, b)
 	res := Result{Operation: op.Name, Resource: w.Resource, Token: w.Token}
@@ -104,6 +105,7 @@ func (e *Executor) executeOn(ctx context.Context, conn *pgxpool.Conn, w Write) (
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	recycle(b)
 	if err != nil {
 		return Result{}, classify(err, w)
 	}
@@ -138,14 +140,44 @@ func (e *Executor) applyOn(ctx context.Context, conn *pgxpool.Conn, w Write, ide
 func (e *Executor) queueWrite(b *pgx.Batch, w Write) {
 	op := w.Operation
 	if e.unsafeNoFence {
-		b.Queue(unfencedSQL, w.Resource)
+		queue(b, unfencedSQL, w.Resource)
 	} else {
-		b.Queue(fenceSQL, w.Resource, w.Token.Epoch, w.Token.Revision, op.Resource.Compare == policy.Strict)
+		queue(b, fenceSQL, w.Resource, w.Token.Epoch, w.Token.Revision, op.Resource.Compare == policy.Strict)
 	}
 	for i := range op.Statements {
 		st := &op.Statements[i]
-		b.Queue(st.SQL, op.Bind(st, w.Args, w.Resource, w.Token)...)
+		queue(b, st.SQL, op.Bind(st, w.Args, w.Resource, w.Token)...)
 	}
+}
+
+// batchPool recycles the batches of lone writes with the QueuedQuery
+// structs pgx would otherwise allocate anew for every statement of every
+// write.
+var batchPool = sync.Pool{New: func() any { return new(pgx.Batch) }}
+
+// queue is pgx's Batch.Queue, reusing a QueuedQuery left in b's backing
+// array by recycle.
+func queue(b *pgx.Batch, sql string, args ...any) {
+	n := len(b.QueuedQueries)
+	if n < cap(b.QueuedQueries) {
+		if qq := b.QueuedQueries[:n+1][n]; qq != nil {
+			*qq = pgx.QueuedQuery{SQL: sql, Arguments: args}
+			b.QueuedQueries = b.QueuedQueries[:n+1]
+			return
+		}
+	}
+	b.QueuedQueries = append(b.QueuedQueries, &pgx.QueuedQuery{SQL: sql, Arguments: args})
+}
+
+// recycle returns a batch whose results are closed to batchPool, cleared
+// of everything that belonged to its write (arguments, pgx's statement
+// descriptions), keeping the structs for queue.
+func recycle(b *pgx.Batch) {
+	for _, qq := range b.QueuedQueries {
+		*qq = pgx.QueuedQuery{}
+	}
+	b.QueuedQueries = b.QueuedQueries[:0]
+	batchPool.Put(b)
 }
 
 // readWrite reads the results queued by queueWrite into res.

@@ -5,7 +5,7 @@ package gateway
 func QueuedWrites(g *Gateway, resource string) int {
 	g.coal.mu.Lock()
 	defer g.coal.mu.Unlock()
-	if q, ok := g.coal.queues[resource]; ok {
+	if q := g.coal.queues[resource]; q != nil {
 		return len(q.waiting)
 	}
 	return 0
