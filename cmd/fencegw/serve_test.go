@@ -95,3 +95,33 @@ func TestServeShutsDownGracefully(t *testing.T) {
 		t.Fatal("still serving after shutdown")
 	}
 }
+
+// TestPoolSettings: the pool is sized four connections per core and the
+// sessions' lock_timeout follows --write-timeout, unless the database URL
+// says otherwise.
+func TestPoolSettings(t *testing.T) {
+	const base = "postgres://u@127.0.0.1:1/db"
+	for _, tt := range []struct {
+		url         string
+		maxConns    int32
+		lockTimeout string
+	}{
+		{base, defaultPoolSize(), "5000"},
+		{base + "?pool_max_conns=3", 3, "5000"},
+		{base + "?lock_timeout=250", defaultPoolSize(), "250"},
+		{"host=127.0.0.1 port=1 user=u dbname=db pool_max_conns=2", 2, "5000"},
+	} {
+		pool, err := openPool(context.Background(), serveConfig{DatabaseURL: tt.url, WriteTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.url, err)
+		}
+		cfg := pool.Config()
+		pool.Close()
+		if cfg.MaxConns != tt.maxConns || cfg.ConnConfig.RuntimeParams["lock_timeout"] != tt.lockTimeout {
+			t.Errorf("%s: pool of %d, lock_timeout %q; want %d, %q", tt.url, cfg.MaxConns, cfg.ConnConfig.RuntimeParams["lock_timeout"], tt.maxConns, tt.lockTimeout)
+		}
+	}
+	if defaultPoolSize() < 4 {
+		t.Errorf("default pool of %d: want at least 4", defaultPoolSize())
+	}
+}
