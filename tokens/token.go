@@ -68,7 +68,6 @@ func parsePart(s string) (int64, error) {
 	return int64(n), nil
 }
 
-
 // String returns the text form "E:R".
 func (t Token) String() string {
 	return string(t.appendTo(make([]byte, 0, 2*maxDigits+1)))

@@ -84,5 +84,3 @@ func problemKind(resp *http.Response) (string, string) {
 	}
 	return kind, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, clip.String(strings.TrimSpace(string(b)), 200))
 }
-
-
