@@ -27,30 +27,56 @@ func (e *Executor) executeOne(ctx context.Context, conn *pgxpool.Conn, qw *queue
 // after k again. Keyed writes claim their key in their savepoint, and their
 // responses are stored in the last round trip, with the COMMIT; a key that
 // completed earlier is replayed after it. It runs on conn, which the
-// caller holds.
-func (e *Executor) executeBatch(ctx context.Context, conn *pgxpool.Conn, batch []*queuedWrite) {
+// caller holds, and returns the connection it holds at the end: another
+// one if conn broke and the writes had to be retried one by one, or nil.
+func (e *Executor) executeBatch(ctx context.Context, conn *pgxpool.Conn, batch []*queuedWrite) *pgxpool.Conn {
 	outcomes := make([]writeOutcome, len(batch))
 	defer func() {
+		if p := recover(); p != nil {
+			panic(p) // unanswered: the caller's recover answers every write
+		}
 		for i, qw := range batch {
 			if errors.Is(outcomes[i].err, errReplay) {
 				// Its key completed in an earlier transaction: whatever
-				// became of this one, that answer stands.
+				// became of this one, that answer stands. Read on the
+				// connection in hand: with the pool exhausted, waiting
+				// for a second one would stall every other write.
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				r, err := replay(rctx, e.pool, *qw.idem, qw.w.Operation.Name)
+				var q querier = e.pool
+				if conn != nil && usable(conn) {
+					q = conn
+				}
+				r, err := replay(rctx, q, *qw.idem, qw.w.Operation.Name)
 				cancel()
 				outcomes[i] = writeOutcome{r, err}
 			}
 			qw.done <- outcomes[i]
 		}
 	}()
-	if e.tryBatch(ctx, conn, batch, outcomes) {
-		// The batch failed as a whole, before anything committed (a
-		// deferred constraint at COMMIT, an argument pgx cannot encode):
-		// run each write alone, so one bad write cannot fail the others.
-		for i, qw := range batch {
-			outcomes[i] = e.executeOne(ctx, conn, qw)
-		}
+	if !e.tryBatch(ctx, conn, batch, outcomes) {
+		return conn
 	}
+	// The batch failed as a whole, before anything committed (a deferred
+	// constraint at COMMIT, an argument pgx cannot encode): run each write
+	// alone, so one bad write cannot fail the others; if one of them breaks
+	// the connection, the next gets a new one.
+	for i, qw := range batch {
+		if conn != nil && !usable(conn) {
+			conn.Release()
+			conn = nil
+		}
+		if conn == nil {
+			var err error
+			if conn, err = e.acquire(ctx); err != nil {
+				for j := i; j < len(batch); j++ {
+					outcomes[j] = writeOutcome{err: err}
+				}
+				return nil
+			}
+		}
+		outcomes[i] = e.executeOne(ctx, conn, qw)
+	}
+	return conn
 }
 
 // tryBatch runs the batch in one transaction and fills outcomes. It
@@ -69,7 +95,7 @@ func (e *Executor) tryBatch(ctx context.Context, conn *pgxpool.Conn, batch []*qu
 	// one by one; if not, they were not applied.
 	sessionFailed := func(err error) bool {
 		rollback(conn)
-		if !conn.Conn().IsClosed() {
+		if usable(conn) {
 			return true
 		}
 		fail(0, fmt.Errorf("%w: PostgreSQL failed during a coalesced transaction, nothing was written: %w", ErrUnavailable, err))

@@ -75,20 +75,22 @@ func (c *coalescer) Execute(ctx context.Context, w Write, idem *Idempotency) (Re
 	c.queues[w.Resource] = nil // busy, nobody waiting: no queue allocated
 	c.mu.Unlock()
 
-	conn, err := c.exec.acquire(ctx)
 	// Whatever happens to this write, even a panic, the writes that
 	// queued behind it are handed on, with the connection.
+	var conn *pgxpool.Conn
 	defer func() { c.handOff(w.Resource, conn) }()
+	conn, err := c.exec.acquire(ctx)
 	if err != nil {
 		return Reply{}, err
 	}
 	return c.exec.applyOn(ctx, conn, w, idem)
 }
 
-// maxStickyBatches bounds how many batches in a row a drainer runs on one
-// connection. Keeping it spares the writes queued behind a busy resource a
-// second wait in the pool's queue; giving it back now and then keeps a
-// few hot resources from starving all the others of connections.
+// maxStickyBatches bounds how many uses in a row a connection gets from a
+// resource's writes: the write that hands it over, then batches. Keeping
+// it spares the writes queued behind a busy resource a second wait in the
+// pool's queue; giving it back now and then keeps a few hot resources from
+// starving all the others of connections.
 const maxStickyBatches = 8
 
 // handOff ends a lone write: if writes queued behind it, a drainer takes
@@ -162,7 +164,7 @@ func (c *coalescer) run(batch []*queuedWrite, conn *pgxpool.Conn) (held *pgxpool
 		}
 	}()
 	held = conn
-	if held != nil && (held.Conn().IsClosed() || held.Conn().PgConn().IsBusy() || held.Conn().PgConn().TxStatus() != 'I') {
+	if held != nil && !usable(held) {
 		held.Release()
 		held = nil
 	}
@@ -179,6 +181,6 @@ func (c *coalescer) run(batch []*queuedWrite, conn *pgxpool.Conn) (held *pgxpool
 		batch[0].done <- c.exec.executeOne(ctx, held, batch[0])
 		return held
 	}
-	c.exec.executeBatch(ctx, held, batch)
+	held = c.exec.executeBatch(ctx, held, batch)
 	return held
 }

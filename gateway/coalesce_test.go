@@ -2,12 +2,15 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/gateway"
@@ -51,23 +54,10 @@ func TestQueuedWritesOutliveTheirLeader(t *testing.T) {
 	}
 	base := h.balance(account)
 
-	ctx := context.Background()
-	blocker, err := h.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer blocker.Rollback(ctx)
-	if _, err := blocker.Exec(ctx, "SELECT 1 FROM fencegw.fences WHERE resource = $1 FOR UPDATE", resource); err != nil {
-		t.Fatal(err)
-	}
-
+	unblock := blockFence(t, h, resource)
 	leader := make(chan response, 1)
 	go func() { leader <- gw.write("credit", l.Token, debit(account, 1)) }()
-	waitOrFail(t, "the leader to wait for the fence row", func() bool {
-		var n int
-		_ = h.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%fencegw.fence%'").Scan(&n)
-		return n == 1
-	})
+	waitUntilBlocked(t, h)
 	const followers = 3
 	answers := make(chan response, followers)
 	for range followers {
@@ -79,9 +69,7 @@ func TestQueuedWritesOutliveTheirLeader(t *testing.T) {
 	if r := <-leader; r.Status != http.StatusServiceUnavailable || r.Problem.Outcome != "unknown" {
 		t.Fatalf("leader with its connection broken: %d %s, want 503 outcome unknown", r.Status, r.Body)
 	}
-	if err := blocker.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	unblock()
 	for range followers {
 		if r := <-answers; r.Status != http.StatusOK {
 			t.Fatalf("a follower: %d %s, want 200", r.Status, r.Body)
@@ -92,6 +80,142 @@ func TestQueuedWritesOutliveTheirLeader(t *testing.T) {
 	if got := h.balance(account) - base; got != 30 && got != 31 {
 		t.Fatalf("balance moved by %d, want 30 or 31", got)
 	}
+}
+
+// blockFence makes the next write of resource wait inside PostgreSQL: another
+// session holds the resource's fence row until the returned func is called.
+func blockFence(t *testing.T, h *harness, resource string) (unblock func()) {
+	t.Helper()
+	ctx := context.Background()
+	blocker, err := h.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = blocker.Rollback(ctx) })
+	if _, err := blocker.Exec(ctx, "SELECT 1 FROM fencegw.fences WHERE resource = $1 FOR UPDATE", resource); err != nil {
+		t.Fatal(err)
+	}
+	return func() { _ = blocker.Rollback(ctx) }
+}
+
+// waitUntilBlocked returns once a write waits for a fence row lock.
+func waitUntilBlocked(t *testing.T, h *harness) {
+	t.Helper()
+	waitOrFail(t, "a write to wait for the fence row", func() bool {
+		var n int
+		_ = h.pool.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%fencegw.fence%'").Scan(&n)
+		return n == 1
+	})
+}
+
+// TestQueuedReplayOnAFullPool: a keyed retry that queues behind a write in
+// flight, for a key already completed, is answered with the stored
+// response read on the connection the drainer holds; with a pool of one,
+// waiting for a second connection would never end well.
+func TestQueuedReplayOnAFullPool(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	gw := wrappedGateway(t, h, func(cfg *pgxpool.Config) { cfg.MaxConns = 1 }, func(c net.Conn) net.Conn { return c })
+	const account, resource = "acct-77", "account/acct-77"
+	l := h.mustAcquire(resource, 10, 0)
+	defer h.release(l)
+	keyedCredit := func() response {
+		return gw.do(http.MethodPost, "/v1/ops/credit", keyed(l.Token, l.Token+"-k1"), debit(account, 5))
+	}
+	first := keyedCredit()
+	if first.Status != http.StatusOK {
+		t.Fatalf("first keyed write: %d %s", first.Status, first.Body)
+	}
+
+	unblock := blockFence(t, h, resource)
+	leader := make(chan response, 1)
+	go func() { leader <- gw.write("credit", l.Token, debit(account, 1)) }()
+	waitUntilBlocked(t, h)
+	retry, other := make(chan response, 1), make(chan response, 1)
+	go func() { retry <- keyedCredit() }()
+	waitOrFail(t, "the retry to queue", func() bool { return gateway.QueuedWrites(gw.gw, resource) == 1 })
+	go func() { other <- gw.write("credit", l.Token, debit(account, 2)) }()
+	waitOrFail(t, "the other write to queue", func() bool { return gateway.QueuedWrites(gw.gw, resource) == 2 })
+	unblock()
+
+	if r := <-retry; r.Status != http.StatusOK || r.Header.Get(gateway.ReplayedHeader) != "true" || string(r.Body) != string(first.Body) {
+		t.Fatalf("queued retry of a completed key: %d %s (replayed %q), want the first answer replayed", r.Status, r.Body, r.Header.Get(gateway.ReplayedHeader))
+	}
+	for name, ch := range map[string]chan response{"leader": leader, "other": other} {
+		if r := <-ch; r.Status != http.StatusOK {
+			t.Fatalf("%s: %d %s", name, r.Status, r.Body)
+		}
+	}
+}
+
+// TestRetriedAloneAfterTheConnectionBroke: a coalesced batch refused at
+// COMMIT (a deferred unique constraint) is retried write by write; when the
+// connection breaks under the first of them, the rest get a new one and
+// are applied, instead of being reported "unknown" without ever leaving.
+func TestRetriedAloneAfterTheConnectionBroke(t *testing.T) {
+	pol := strings.Replace(demoPolicy(t, "monotonic"), "\noperations:\n", "\noperations:\n"+tagPolicy, 1)
+	h := newHarness(t, pol)
+	if _, err := h.pool.Exec(t.Context(), `CREATE TABLE demo.tags (account text, tag text,
+		UNIQUE (account, tag) DEFERRABLE INITIALLY DEFERRED)`); err != nil {
+		t.Fatal(err)
+	}
+	var cut cutter
+	gw := cuttableGateway(t, h, &cut, pgx.QueryExecModeExec) // one Sync per batch: the cut is where it is counted
+	const account, resource = "acct-55", "account/acct-55"
+	l := h.mustAcquire(resource, 10, 0)
+	defer h.release(l)
+	tag := func(s string) response {
+		return gw.write("tag", l.Token, fmt.Sprintf(`{"account": %q, "tag": %q}`, account, s))
+	}
+	if r := tag("t0"); r.Status != http.StatusOK {
+		t.Fatalf("first write: %d %s", r.Status, r.Body)
+	}
+
+	unblock := blockFence(t, h, resource)
+	leader := make(chan response, 1)
+	go func() { leader <- tag("lead") }()
+	waitUntilBlocked(t, h)
+	var queued []chan response
+	for i, s := range []string{"t1", "t1", "t2"} {
+		ch := make(chan response, 1)
+		queued = append(queued, ch)
+		go func() { ch <- tag(s) }()
+		waitOrFail(t, "a write to queue", func() bool { return gateway.QueuedWrites(gw.gw, resource) == i+1 })
+	}
+	// Batches from here: the coalesced transaction's writes, its COMMIT
+	// (refused), then the first write retried alone, cut.
+	cut.arm(3)
+	unblock()
+	if r := <-leader; r.Status != http.StatusOK {
+		t.Fatalf("leader: %d %s", r.Status, r.Body)
+	}
+	answers := make([]response, len(queued))
+	for i, ch := range queued {
+		answers[i] = <-ch
+	}
+	if r := answers[0]; r.Status != http.StatusServiceUnavailable || r.Problem.Outcome != "unknown" {
+		t.Fatalf("the write whose connection was cut: %d %s, want 503 unknown", r.Status, r.Body)
+	}
+	if r := answers[2]; r.Status != http.StatusOK {
+		t.Fatalf("t2, after the cut: %d %s, want 200 on a new connection", r.Status, r.Body)
+	}
+	// The second t1 met the first (committed after its cut) or went first.
+	if r := answers[1]; r.Status != http.StatusOK && r.Problem.Kind() != "constraint" {
+		t.Fatalf("the second t1: %d %s, want 200 or 409 constraint", r.Status, r.Body)
+	}
+	var tags []string
+	waitOrFail(t, "the tags to settle", func() bool {
+		tags = nil
+		rows, err := h.pool.Query(t.Context(), "SELECT tag FROM demo.tags ORDER BY tag")
+		if err != nil {
+			return false
+		}
+		for rows.Next() {
+			var s string
+			_ = rows.Scan(&s)
+			tags = append(tags, s)
+		}
+		return rows.Err() == nil && strings.Join(tags, ",") == "lead,t0,t1,t2"
+	})
 }
 
 // waitOrFail waits for an event, not a duration: the bound is generous.

@@ -94,6 +94,9 @@ func (e *Executor) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 
 // executeOn is Execute on a connection the caller holds.
 func (e *Executor) executeOn(ctx context.Context, conn *pgxpool.Conn, w Write) (Result, error) {
+	if !usable(conn) {
+		return Result{}, errNotUsable
+	}
 	op := w.Operation
 	b := batchPool.Get().(*pgx.Batch)
 	e.queueWrite(b, w)
@@ -152,7 +155,8 @@ func (e *Executor) queueWrite(b *pgx.Batch, w Write) {
 
 // batchPool recycles the batches of lone writes with the QueuedQuery
 // structs pgx would otherwise allocate anew for every statement of every
-// write.
+// write. pgx (v5.12) lets go of a batch when its results are closed; a
+// BatchTracer that kept it past TraceBatchEnd would break this.
 var batchPool = sync.Pool{New: func() any { return new(pgx.Batch) }}
 
 // queue is pgx's Batch.Queue, reusing a QueuedQuery left in b's backing
@@ -263,12 +267,17 @@ func classify(err error, w Write) error {
 // drops the read error, and the next read finds the connection closed):
 // that batch may have committed. So that error proves nothing.
 func sentNothing(err error) bool {
-	var connState interface {
-		error
-		SafeToRetry() bool
-	}
-	if errors.As(err, &connState) && connState.Error() == "conn closed" {
-		return false
-	}
-	return pgconn.SafeToRetry(err)
+	return pgconn.SafeToRetry(err) && !errors.Is(err, pgconn.ErrConnClosed)
 }
+
+// usable reports whether conn can carry a new write: open, not in the
+// middle of another exchange, and outside any transaction (inside one, an
+// implicit transaction's Sync would commit nothing).
+func usable(conn *pgxpool.Conn) bool {
+	pc := conn.Conn().PgConn()
+	return !pc.IsClosed() && !pc.IsBusy() && pc.TxStatus() == 'I'
+}
+
+// errNotUsable refuses a write on a connection usable rejects; callers
+// check first, so it is a last line of defence.
+var errNotUsable = fmt.Errorf("%w: the PostgreSQL session was not idle, nothing was written", ErrUnavailable)

@@ -33,6 +33,9 @@ type harness struct {
 	pool *pgxpool.Pool
 	auth *tokens.Etcd
 	gw   *gateway.Gateway
+	// policy is the YAML the gateway serves; gateways on other pools
+	// (wrappedGateway) serve it too.
+	policy string
 }
 
 // demoPolicy returns the demo policy text with the account resource in the
@@ -89,7 +92,7 @@ func newHarnessOn(t *testing.T, policyYAML string, cli *clientv3.Client) *harnes
 	gw.SetReady(true)
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
-	return &harness{t: t, base: srv.URL, pool: pool, auth: auth, gw: gw}
+	return &harness{t: t, base: srv.URL, pool: pool, auth: auth, gw: gw, policy: policyYAML}
 }
 
 // response is an HTTP answer with its body decoded loosely.

@@ -54,13 +54,13 @@ func gatewayWith(t *testing.T, dbURL string, cli *clientv3.Client) (*gateway.Gat
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return gatewayWithPool(t, pool, tokens.NewEtcd(cli))
+	return gatewayWithPool(t, pool, tokens.NewEtcd(cli), demoPolicy(t, "monotonic"))
 }
 
-// gatewayWithPool serves the demo policy on pool and auth.
-func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *tokens.Etcd) (*gateway.Gateway, string) {
+// gatewayWithPool serves policyYAML on pool and auth.
+func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *tokens.Etcd, policyYAML string) (*gateway.Gateway, string) {
 	t.Helper()
-	pol, err := policy.Parse("p.yaml", []byte(demoPolicy(t, "monotonic")))
+	pol, err := policy.Parse("p.yaml", []byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,9 @@ func (e *Executor) ExecuteOnce(ctx context.Context, w Write, idem Idempotency, r
 
 // executeOnceOn is ExecuteOnce on a connection the caller holds.
 func (e *Executor) executeOnceOn(ctx context.Context, conn *pgxpool.Conn, w Write, idem Idempotency, render func(Result) ([]byte, error)) (Reply, error) {
+	if !usable(conn) {
+		return Reply{}, errNotUsable
+	}
 	op := w.Operation
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"bytes"
+	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 )
@@ -30,11 +32,24 @@ func renderResult(res Result) ([]byte, error) {
 		b = strconv.AppendInt(b, st.RowsAffected, 10)
 		if len(st.Rows) > 0 {
 			b = append(b, `,"rows":`...)
-			b = append(b, st.Rows...)
+			b = appendCompact(b, st.Rows)
 		}
 		b = append(b, '}')
 	}
 	return append(b, "]}\n"...), nil
+}
+
+// appendCompact appends JSON from PostgreSQL on one line: json_agg puts
+// a newline between rows, which would split the answer over lines.
+func appendCompact(b, raw []byte) []byte {
+	if bytes.IndexByte(raw, '\n') < 0 {
+		return append(b, raw...)
+	}
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, raw); err != nil {
+		return append(b[:len(b):len(b)], raw...) // not JSON after all: as it came
+	}
+	return buf.Bytes()
 }
 
 const hexDigits = "0123456789abcdef"

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -24,8 +25,8 @@ func TestRenderResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b[len(b)-1] != '\n' {
-		t.Errorf("%q does not end with a newline", b)
+	if b[len(b)-1] != '\n' || strings.Count(string(b), "\n") != 1 {
+		t.Errorf("%q: want one line (json_agg's newlines compacted away), ending with a newline", b)
 	}
 	var got Result
 	if err := json.Unmarshal(b, &got); err != nil {

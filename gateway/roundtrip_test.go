@@ -121,8 +121,8 @@ func wrappedGateway(t *testing.T, h *harness, configure func(*pgxpool.Config), w
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	gw, base := gatewayWithPool(t, pool, h.auth)
-	return &harness{t: t, base: base, pool: h.pool, auth: h.auth, gw: gw}
+	gw, base := gatewayWithPool(t, pool, h.auth, h.policy)
+	return &harness{t: t, base: base, pool: h.pool, auth: h.auth, gw: gw, policy: h.policy}
 }
 
 // cutter closes a connection right after it sent the n-th batch from when
@@ -242,7 +242,7 @@ func TestLockTimeoutIsNotApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	_, base := gatewayWithPool(t, pool, h.auth)
+	_, base := gatewayWithPool(t, pool, h.auth, h.policy)
 	short := &harness{t: t, base: base, pool: h.pool}
 	l := h.mustAcquire("account/acct-99", 10, 0)
 	defer h.release(l)

@@ -121,6 +121,10 @@ func tokenFrom(r *http.Request) (tokens.Token, error) {
 	return tokens.Token{}, badRequest("%d %s headers: send exactly one", len(values), TokenHeader)
 }
 
+// initialBodyBuffer bounds what a request may make the gateway allocate
+// before its body arrives; real writes are far smaller.
+const initialBodyBuffer = 16 << 10
+
 // readBody reads at most maxBody bytes of r's body, in one allocation when
 // the client sent a Content-Length (every HTTP client does for a small
 // body); io.ReadAll would grow its buffer from 512 bytes.
@@ -131,7 +135,9 @@ func (g *Gateway) readBody(r *http.Request) ([]byte, error) {
 	}
 	size := 512
 	if r.ContentLength >= 0 {
-		size = int(r.ContentLength) + 1 // + 1: room to see the end without growing
+		// + 1: room to see the end without growing. Capped: the length
+		// is the client's word, and the bytes may never come.
+		size = int(min(r.ContentLength+1, initialBodyBuffer))
 	}
 	body := make([]byte, 0, size)
 	for {

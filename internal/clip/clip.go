@@ -4,13 +4,14 @@ package clip
 
 import "unicode/utf8"
 
-// String returns s, or its first max bytes (cut back to a whole UTF-8
-// character) followed by "…" when it is longer.
-func String(s string, max int) string {
-	if len(s) <= max {
+// String returns s, or its first n bytes (cut back to a whole UTF-8
+// character) followed by "…" when it is longer. A negative n counts as 0.
+func String(s string, n int) string {
+	n = max(n, 0)
+	if len(s) <= n {
 		return s
 	}
-	cut := max
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

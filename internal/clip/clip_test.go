@@ -18,6 +18,7 @@ func TestString(t *testing.T) {
 		{"abcé", 4, "abc…"}, // é is two bytes: not cut in half
 		{"ééé", 3, "é…"},
 		{"\xff\xff\xff", 1, "\xff…"}, // invalid UTF-8 stays as it was, just shorter
+		{"abc", -1, "…"},
 	} {
 		if got := String(tt.s, tt.max); got != tt.want {
 			t.Errorf("String(%q, %d) = %q, want %q", tt.s, tt.max, got, tt.want)
@@ -29,10 +30,13 @@ func FuzzString(f *testing.F) {
 	f.Add("account/acct-1", 8)
 	f.Add("ééé", 3)
 	f.Fuzz(func(t *testing.T, s string, max int) {
-		if max < 0 || max > 1<<16 {
+		if max > 1<<16 {
 			return
 		}
 		got := String(s, max)
+		if max < 0 {
+			max = 0
+		}
 		if len(s) <= max {
 			if got != s {
 				t.Fatalf("String(%q, %d) = %q, want it unchanged", s, max, got)
