@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/etcdserver"
+	"github.com/fencegw/fencegw/internal/testenv"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -23,16 +21,7 @@ import (
 // it, tokens of the old epoch are refused and new ones write.
 func TestEtcdRollbackHaltsUntilEpochBump(t *testing.T) {
 	ctx := context.Background()
-	old, err := etcdserver.Start(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: old.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	old, cli := testenv.PrivateEtcd(t)
 	h := newHarnessOn(t, demoPolicy(t, "monotonic"), cli)
 	if err := h.gw.CheckAuthority(ctx); err != nil {
 		t.Fatalf("first check: %v", err)

@@ -10,7 +10,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/fencegw/fencegw/internal/etcdserver"
 	"github.com/fencegw/fencegw/internal/testenv"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -343,16 +342,7 @@ func TestOnlyTheOwnerRenewsOrReleases(t *testing.T) {
 // that has not yet noticed an epoch bump hands out a token of the new
 // epoch rather than one every write would refuse.
 func TestTokenEpochIsEtcds(t *testing.T) {
-	srv, err := etcdserver.Start(t.Context(), "") // its own: the epoch key is global
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	_, cli := testenv.PrivateEtcd(t) // its own: the epoch key is global
 	a := tokens.NewEtcd(cli)
 	before := acquire(t, a, "epoch/one", 0)
 	if before.Token.Epoch != tokens.DefaultEpoch {

@@ -8,16 +8,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fencegw/fencegw/internal/etcdserver"
+	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 func TestEpochShowAndBump(t *testing.T) {
 	ctx := context.Background()
-	etcd, err := etcdserver.Start(ctx, "") // its own: a bump must not leak into other tests
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer etcd.Close()
+	etcd, _ := testenv.PrivateEtcd(t) // its own: a bump must not leak into other tests
 	dbURL := migrated(t)
 	args := []string{"--database-url", dbURL, "--etcd", strings.Join(etcd.Endpoints(), ",")}
 	if err := runEpoch(ctx, append(args, "show")); err != nil {

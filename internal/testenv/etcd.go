@@ -8,6 +8,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/fencegw/fencegw/internal/etcdserver"
 )
 
 // EtcdClient returns a new client for the shared etcd, closed when the test
@@ -19,8 +21,27 @@ func EtcdClient(t testing.TB) *clientv3.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newClient(t, e.etcdEndpoints)
+}
+
+// PrivateEtcd starts an etcd of the test's own, for a test that changes
+// what every test would otherwise share (the epoch key, the cluster
+// itself), and a client for it. Both are closed when the test ends, the
+// client first; the test may close the server earlier.
+func PrivateEtcd(t testing.TB) (*etcdserver.Server, *clientv3.Client) {
+	t.Helper()
+	srv, err := etcdserver.Start(context.Background(), "")
+	if err != nil {
+		t.Fatalf("testenv: private etcd: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv, newClient(t, srv.Endpoints())
+}
+
+func newClient(t testing.TB, endpoints []string) *clientv3.Client {
+	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   e.etcdEndpoints,
+		Endpoints:   endpoints,
 		DialTimeout: 5 * time.Second,
 		// The default client logger reports every retry at info level.
 		Logger: zap.NewNop(),
