@@ -17,7 +17,8 @@ const tortureUsage = `usage: fencegw torture [flags]
 Runs gateways, workers and a 3-member etcd cluster (all processes) against
 a throwaway PostgreSQL on loopback, injects faults (workers frozen past
 their lease, gateways killed, etcd leader or followers killed or frozen,
-PostgreSQL restarted) for --duration, then checks from the database
+PostgreSQL restarted, the gateways' PostgreSQL traffic held back by a
+delaying proxy) for --duration, then checks from the database
 that no stale write landed, no acknowledged write was lost and no write was
 applied twice. Exit status 0 when the verdict is the expected one: no
 violations, or — with --unsafe-no-fence, the control run with fencing off —
@@ -38,6 +39,7 @@ func runTorture(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.RestartPostgres, "restart-postgres", cfg.RestartPostgres, "let the nemesis restart PostgreSQL (at most twice)")
 	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "control run: gateways with fencing OFF; the checker must find violations")
 	fs.IntVar(&cfg.Burst, "burst", cfg.Burst, "each lease sends 1 to this many writes at once")
+	fs.BoolVar(&cfg.SlowNetwork, "slow-network", cfg.SlowNetwork, "let the nemesis hold the gateways' PostgreSQL traffic (a delaying proxy) for up to two TTLs")
 	fs.BoolVar(&cfg.Coalesce, "coalesce", false, "run the resources with coalesce: true (hot-key write batching)")
 	fs.StringVar(&cfg.Dir, "dir", "", "run folder for histories, logs and report.json (default: a temp dir, removed)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temp run folder")

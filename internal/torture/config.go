@@ -18,6 +18,7 @@ type Config struct {
 	KillGateways    bool
 	RestartPostgres bool
 	EtcdFaults      bool // kill the leader, kill a follower, freeze a member
+	SlowNetwork     bool // hold the gateways' PostgreSQL traffic for up to two TTLs
 	// UnsafeNoFence runs the gateways with fencing off: the control run,
 	// whose checker must find violations.
 	UnsafeNoFence bool
@@ -35,7 +36,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{
 		Workers: 6, Resources: 4, Gateways: 2, Duration: 30 * time.Second, TTL: time.Second, Seed: 1,
-		FaultEvery: 600 * time.Millisecond, KillGateways: true, RestartPostgres: true, EtcdFaults: true, Burst: 3,
+		FaultEvery: 600 * time.Millisecond, KillGateways: true, RestartPostgres: true, EtcdFaults: true, SlowNetwork: true, Burst: 3,
 	}
 }
 

@@ -24,6 +24,8 @@ type nemesis struct {
 	pg       *postgres
 	etcd     []*etcdMember
 	etcdBusy atomic.Bool // one etcd fault at a time: the cluster keeps its quorum
+	proxy    *slowProxy  // between the gateways and PostgreSQL
+	slowBusy atomic.Bool
 
 	mu     sync.Mutex
 	faults map[string]int
@@ -47,8 +49,10 @@ func (n *nemesis) run(ctx context.Context) {
 			n.pauseWorker(ctx)
 		case roll < 72 && n.cfg.KillGateways:
 			n.crashGateway(ctx)
-		case roll < 90 && n.cfg.EtcdFaults:
+		case roll < 84 && n.cfg.EtcdFaults:
 			n.etcdFault(ctx)
+		case roll < 94 && n.cfg.SlowNetwork:
+			n.slowNetwork(ctx)
 		case n.cfg.RestartPostgres && pgRestarts < 2:
 			pgRestarts++
 			n.restartPostgres(ctx)
@@ -158,5 +162,29 @@ func (n *nemesis) etcdFault(ctx context.Context) {
 		if err := n.etcd[i].start(); err != nil {
 			n.log.Error("restarting an etcd member failed", "member", n.etcd[i].name, "error", err)
 		}
+	}()
+}
+
+// slowNetwork holds the traffic between the gateways and PostgreSQL for a
+// while: every chunk waits a quarter TTL to two TTLs, for one to three
+// seconds. Writes sent in time then arrive after their lease expired.
+func (n *nemesis) slowNetwork(ctx context.Context) {
+	if !n.slowBusy.CompareAndSwap(false, true) {
+		n.pauseWorker(ctx)
+		return
+	}
+	n.count("slow-network")
+	delay := time.Duration(float64(n.cfg.TTL) * (0.25 + 1.75*n.rnd.Float64()))
+	span := time.Duration(1000+n.rnd.IntN(2000)) * time.Millisecond
+	n.proxy.setDelay(delay)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer n.slowBusy.Store(false)
+		select {
+		case <-time.After(span):
+		case <-ctx.Done():
+		}
+		n.proxy.setDelay(0)
 	}()
 }

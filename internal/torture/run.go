@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +65,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		return check.Report{}, err
 	}
 
+	pgURL, err := url.Parse(pg.url())
+	if err != nil {
+		return check.Report{}, err
+	}
+	proxy, err := startProxy(pgURL.Host) // same port across PostgreSQL restarts
+	if err != nil {
+		return check.Report{}, err
+	}
+	defer proxy.close()
+	gatewayDB, err := proxy.proxiedURL(pg.url())
+	if err != nil {
+		return check.Report{}, err
+	}
+
 	var gateways []*gatewayProc
 	defer func() {
 		for _, g := range gateways {
@@ -72,7 +87,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	}()
 	var urls []string
 	for i := range cfg.Gateways {
-		g, err := newGateway(bin, dir, i, pg.url(), endpoints(etcd), policy, cfg.UnsafeNoFence)
+		g, err := newGateway(bin, dir, i, gatewayDB, endpoints(etcd), policy, cfg.UnsafeNoFence)
 		if err != nil {
 			return check.Report{}, err
 		}
@@ -90,7 +105,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		return check.Report{}, err
 	}
 	n := &nemesis{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), log: log, workers: workers,
-		gateways: gateways, pg: pg, etcd: etcd, faults: map[string]int{}, paused: map[int]bool{}}
+		gateways: gateways, pg: pg, etcd: etcd, proxy: proxy, faults: map[string]int{}, paused: map[int]bool{}}
 	nctx, stopNemesis := context.WithDeadline(ctx, until)
 	n.run(nctx) // returns at the deadline with every worker resumed
 	stopNemesis()
