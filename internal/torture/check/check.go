@@ -36,6 +36,7 @@ func Check(history []Event, rows []Row, faults map[string]int) Report {
 	c := newChecker(history, rows)
 	c.checkOrder()
 	acked := c.checkIntents()
+	linearizable := c.checkLinearizable()
 	sortViolations(c.violations)
 
 	events := map[string]int{}
@@ -51,12 +52,13 @@ func Check(history []Event, rows []Row, faults map[string]int) Report {
 		faults = map[string]int{}
 	}
 	return Report{
-		Events:     events,
-		Rows:       len(rows),
-		Resources:  len(resources),
-		Faults:     faults,
-		Violations: c.violations,
-		Verdict:    verdict(acked, c.violations),
+		Events:       events,
+		Rows:         len(rows),
+		Resources:    len(resources),
+		Faults:       faults,
+		Violations:   c.violations,
+		Linearizable: linearizable,
+		Verdict:      verdict(acked, c.violations, linearizable),
 	}
 }
 

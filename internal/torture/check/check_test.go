@@ -96,7 +96,7 @@ func TestCheck(t *testing.T) {
 				write(2, 1, TypeOK, "a", "r", "1:10"),
 			),
 			rows: []Row{row(1, "r", 1, 12, "b", 2), row(2, "r", 1, 10, "a", 1)},
-			want: []found{{KindStaleWrite, "r", "1,2"}},
+			want: []found{{KindNotLinearizable, "r", ""}, {KindStaleWrite, "r", "1,2"}},
 		},
 		{
 			name: "stale-write: a lower epoch lands after a higher one, rows given out of order",
@@ -105,7 +105,7 @@ func TestCheck(t *testing.T) {
 				write(2, 1, TypeOK, "a", "r", "1:50"),
 			),
 			rows: []Row{row(7, "r", 1, 50, "a", 1), row(3, "r", 2, 1, "b", 2)},
-			want: []found{{KindStaleWrite, "r", "3,7"}},
+			want: []found{{KindNotLinearizable, "r", ""}, {KindStaleWrite, "r", "3,7"}},
 		},
 		{
 			name: "stale-write: compared with the highest earlier row, not the previous one",
@@ -115,7 +115,7 @@ func TestCheck(t *testing.T) {
 				write(4, 3, TypeOK, "c", "r", "1:11"),
 			),
 			rows: []Row{row(1, "r", 1, 10, "a", 1), row(2, "r", 1, 12, "b", 2), row(3, "r", 1, 11, "c", 3)},
-			want: []found{{KindStaleWrite, "r", "2,3"}},
+			want: []found{{KindNotLinearizable, "r", ""}, {KindStaleWrite, "r", "2,3"}},
 		},
 		{
 			name: "resources are independent",
@@ -136,7 +136,7 @@ func TestCheck(t *testing.T) {
 				write(4, 2, TypeOK, "b2", "r", "1:12"),
 			),
 			rows: []Row{row(1, "r", 1, 12, "b1", 2), row(2, "r", 1, 10, "a", 1), row(3, "r", 1, 12, "b2", 2)},
-			want: []found{{KindStaleWrite, "r", "1,2"}},
+			want: []found{{KindNotLinearizable, "r", ""}, {KindStaleWrite, "r", "1,2"}},
 		},
 		{
 			name: "stale-write: each stale row once",
@@ -147,7 +147,7 @@ func TestCheck(t *testing.T) {
 				write(6, 1, TypeOK, "a3", "r", "1:10"),
 			),
 			rows: []Row{row(1, "r", 1, 10, "a1", 1), row(2, "r", 1, 12, "b", 2), row(3, "r", 1, 10, "a2", 1), row(4, "r", 1, 10, "a3", 1)},
-			want: []found{{KindStaleWrite, "r", "2,3"}, {KindStaleWrite, "r", "2,4"}},
+			want: []found{{KindNotLinearizable, "r", ""}, {KindStaleWrite, "r", "2,3"}, {KindStaleWrite, "r", "2,4"}},
 		},
 		{
 			name:    "lost-write: acknowledged, no row",
@@ -256,9 +256,9 @@ func TestReport(t *testing.T) {
 		{"pass", []Row{row(1, "r", 1, 10, "a", 1), row(2, "r", 1, 10, "b", 1), row(3, "s", 1, 12, "c", 2), row(4, "s", 1, 12, "d", 2)},
 			"PASS: 4 acknowledged writes, 0 violations"},
 		{"most frequent kind first", []Row{row(1, "r", 1, 10, "a", 1), row(3, "s", 1, 12, "c", 2), row(4, "s", 1, 11, "d", 2)},
-			"FAIL: 2 violations (1 lost-write, 1 stale-write)"},
+			"FAIL: 3 violations (1 lost-write, 1 not-linearizable, 1 stale-write)"},
 		{"counts", []Row{row(3, "s", 1, 12, "c", 2), row(4, "s", 1, 11, "d", 2), row(5, "s", 1, 11, "e", 2)},
-			"FAIL: 5 violations (2 lost-write, 2 stale-write, 1 refused-but-applied)"},
+			"FAIL: 6 violations (2 lost-write, 2 stale-write, 1 not-linearizable, 1 refused-but-applied)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -290,7 +290,7 @@ func TestReportJSON(t *testing.T) {
 		report Report
 		want   string
 	}{
-		{"from Check", Check(nil, nil, nil), `{"events":{},"rows":0,"resources":0,"faults":{},"violations":[],"verdict":"PASS: 0 acknowledged writes, 0 violations"}`},
+		{"from Check", Check(nil, nil, nil), `{"events":{},"rows":0,"resources":0,"faults":{},"violations":[],"linearizable":"ok","verdict":"PASS: 0 acknowledged writes, 0 violations"}`},
 		{"built by hand", Report{}, `{"events":{},"rows":0,"resources":0,"faults":{},"violations":[],"verdict":""}`},
 	}
 	for _, tt := range tests {
@@ -322,5 +322,82 @@ func TestStaleRowDoesNotEndTheHoldersRun(t *testing.T) {
 	rep := Check(history, rows, nil)
 	if len(rep.Violations) != 1 || rep.Violations[0].Kind != KindStaleWrite {
 		t.Fatalf("violations = %+v, want exactly one stale-write", rep.Violations)
+	}
+}
+
+// refused is a write refused as stale: invoke at sec, "fail" with the
+// problem kind at sec+1.
+func refused(sec, worker int, intent, res, token string) []Event {
+	w := write(sec, worker, TypeFail, intent, res, token)
+	w[1].Detail = "stale-token"
+	return w
+}
+
+// TestLinearizable: what porcupine adds to the row-order checks — a
+// refusal must have met a newer token — and what it must accept: a
+// refusal explained by a concurrent newer write, and a write whose answer
+// was lost landing late.
+func TestLinearizable(t *testing.T) {
+	tests := []struct {
+		name    string
+		history []Event
+		rows    []Row
+		want    []found
+	}{
+		{
+			name: "a refusal no newer token explains",
+			history: concat(
+				write(0, 1, TypeOK, "a", "r", "1:10"),
+				refused(2, 2, "b", "r", "1:12"),
+			),
+			rows: []Row{row(1, "r", 1, 10, "a", 1)},
+			want: []found{{KindNotLinearizable, "r", ""}},
+		},
+		{
+			name: "a refusal explained by a concurrent newer write",
+			history: concat(
+				write(0, 1, TypeOK, "a", "r", "1:10"),
+				[]Event{ev(2, 3, TypeInvoke, "c", "r", "1:12")},
+				refused(3, 2, "b", "r", "1:11"),
+				[]Event{ev(6, 3, TypeOK, "c", "r", "1:12")},
+			),
+			rows: []Row{row(1, "r", 1, 10, "a", 1), row(2, "r", 1, 12, "c", 3)},
+			want: []found{},
+		},
+		{
+			name: "an unanswered write that landed after a later, older one",
+			history: concat(
+				write(0, 2, TypeInfo, "b", "r", "1:12"), // the answer was lost; the write was not
+				write(2, 1, TypeOK, "a", "r", "1:10"),
+				refused(4, 1, "a2", "r", "1:10"),
+			),
+			rows: []Row{row(1, "r", 1, 10, "a", 1), row(2, "r", 1, 12, "b", 2)},
+			want: []found{},
+		},
+		{
+			name: "an applied write whose answer came before a newer fence, refused later",
+			history: concat(
+				write(0, 1, TypeOK, "a", "r", "1:12"),
+				refused(2, 2, "b", "r", "1:10"),
+				write(4, 1, TypeOK, "a2", "r", "1:12"),
+			),
+			rows: []Row{row(1, "r", 1, 12, "a", 1), row(2, "r", 1, 12, "a2", 1)},
+			want: []found{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Check(tt.history, tt.rows, nil)
+			if g := summarize(got.Violations); !slices.Equal(g, tt.want) {
+				t.Errorf("violations = %+v, want %+v", g, tt.want)
+			}
+			wantLin := "ok"
+			if len(tt.want) > 0 {
+				wantLin = "violated"
+			}
+			if got.Linearizable != wantLin {
+				t.Errorf("Linearizable = %q, want %q", got.Linearizable, wantLin)
+			}
+		})
 	}
 }

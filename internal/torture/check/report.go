@@ -16,12 +16,13 @@ const (
 	KindDuplicateIntent   = "duplicate-intent"
 	KindRefusedButApplied = "refused-but-applied"
 	KindUnknownIntent     = "unknown-intent"
+	// KindNotLinearizable is in linearizable.go.
 )
 
 // Violation is one way the run was unsafe, with the rows and history that
 // show it.
 type Violation struct {
-	Kind     string  `json:"kind"` // "stale-write", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent"
+	Kind     string  `json:"kind"` // "stale-write", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent", "not-linearizable"
 	Resource string  `json:"resource,omitempty"`
 	Message  string  `json:"message"`
 	Rows     []Row   `json:"rows,omitempty"`     // the rows involved
@@ -35,7 +36,10 @@ type Report struct {
 	Resources  int            `json:"resources"`  // distinct resources in the history and the rows
 	Faults     map[string]int `json:"faults"`     // passed in by the runner: faults injected by type
 	Violations []Violation    `json:"violations"` // never nil in JSON: [] when none
-	Verdict    string         `json:"verdict"`    // one line, e.g. "PASS: 1234 acknowledged writes, 0 violations" or "FAIL: 3 violations (2 stale-write, 1 lost-write)"
+	// Linearizable is porcupine's verdict on the fenced writes, per
+	// resource: "ok", "violated", or "unknown" when its search timed out.
+	Linearizable string `json:"linearizable,omitempty"`
+	Verdict      string `json:"verdict"` // one line, e.g. "PASS: 1234 acknowledged writes, 0 violations" or "FAIL: 3 violations (2 stale-write, 1 lost-write)"
 }
 
 // OK reports whether the run showed no violation. A run that acknowledged
@@ -81,9 +85,13 @@ func firstID(v Violation) int64 {
 
 // verdict is the Report's one line: the acknowledged writes it proved safe,
 // or the violations by kind, most frequent first.
-func verdict(acked int, vs []Violation) string {
+func verdict(acked int, vs []Violation, linearizable string) string {
 	if len(vs) == 0 {
-		return fmt.Sprintf("PASS: %d acknowledged writes, 0 violations", acked)
+		v := fmt.Sprintf("PASS: %d acknowledged writes, 0 violations", acked)
+		if linearizable == "unknown" {
+			v += " (linearizability not settled: porcupine timed out)"
+		}
+		return v
 	}
 	byKind := map[string]int{}
 	for _, v := range vs {
