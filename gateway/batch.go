@@ -31,8 +31,12 @@ func (e *Executor) executeOne(ctx context.Context, conn *pgxpool.Conn, qw *queue
 // one if conn broke and the writes had to be retried one by one, or nil.
 func (e *Executor) executeBatch(ctx context.Context, conn *pgxpool.Conn, batch []*queuedWrite) *pgxpool.Conn {
 	outcomes := make([]writeOutcome, len(batch))
+	given := conn
 	defer func() {
 		if p := recover(); p != nil {
+			if conn != given && conn != nil {
+				conn.Release() // its own; the caller releases the one it gave
+			}
 			panic(p) // unanswered: the caller's recover answers every write
 		}
 		for i, qw := range batch {
