@@ -49,6 +49,8 @@ func AuthorityHistory(ctx context.Context, pool *pgxpool.Pool) ([]tokens.Record,
 // cluster), and otherwise records the newest revision and resumes it. An
 // unreachable etcd or PostgreSQL is reported, not a reason to halt.
 func (g *Gateway) CheckAuthority(ctx context.Context) error {
+	g.authorityMu.Lock() // the guard and recheckAuthority: one check at a time
+	defer g.authorityMu.Unlock()
 	auth := g.cfg.Authority
 	// Everything compared with etcd's view must be read before it: the view
 	// is linearizable, so it is at least as new as any revision seen
@@ -86,6 +88,22 @@ func (g *Gateway) CheckAuthority(ctx context.Context) error {
 	}
 	auth.Resume(next.Epoch, view.Revision)
 	return nil
+}
+
+// authorityRecheckEvery bounds the checks that tokens of a newer epoch
+// than this gateway knows can trigger: a forged one must not buy a
+// PostgreSQL query and an etcd read per request.
+const authorityRecheckEvery = 250 * time.Millisecond
+
+// recheckAuthority runs CheckAuthority at once, unless one ran on demand
+// less than authorityRecheckEvery ago, and reports whether it ran and
+// succeeded.
+func (g *Gateway) recheckAuthority(ctx context.Context) bool {
+	now, last := time.Now().UnixNano(), g.lastRecheck.Load()
+	if now-last < int64(authorityRecheckEvery) || !g.lastRecheck.CompareAndSwap(last, now) {
+		return false
+	}
+	return g.CheckAuthority(ctx) == nil
 }
 
 // RunAuthorityGuard calls CheckAuthority every interval until ctx ends.

@@ -114,3 +114,44 @@ func TestNoFalseHaltUnderTraffic(t *testing.T) {
 		}
 	}
 }
+
+// TestNewEpochBeforeTheGuardNotices: after an epoch bump made elsewhere (an
+// operator, another replica), a lease carries the new epoch at once; the
+// gateway, whose guard has not looked yet, checks the authority on the spot
+// instead of refusing the token as one of an unknown epoch. A forged epoch
+// is still refused.
+func TestNewEpochBeforeTheGuardNotices(t *testing.T) {
+	ctx := context.Background()
+	_, cli := testenv.PrivateEtcd(t) // the epoch key is global
+	h := newHarnessOn(t, demoPolicy(t, "monotonic"), cli)
+	if err := h.gw.CheckAuthority(ctx); err != nil {
+		t.Fatalf("first check: %v", err)
+	}
+	const account, resource = "acct-96", "account/acct-96"
+	old := h.mustAcquire(resource, 5, 0)
+	h.release(old)
+
+	if epoch, err := gateway.BumpEpoch(ctx, h.pool, tokens.NewEtcd(cli)); err != nil || epoch != 2 {
+		t.Fatalf("BumpEpoch elsewhere = %d, %v; want 2", epoch, err)
+	}
+	if got := h.auth.Epoch(); got != 1 {
+		t.Fatalf("the gateway's authority already at epoch %d", got)
+	}
+	fresh := h.mustAcquire(resource, 5, 0)
+	defer h.release(fresh)
+	if tok := mustToken(t, fresh.Token); tok.Epoch != 2 {
+		t.Fatalf("lease after the bump: token %s, want epoch 2", fresh.Token)
+	}
+	if r := h.write("credit", fresh.Token, debit(account, 7)); r.Status != http.StatusOK {
+		t.Fatalf("new-epoch write before the guard's check: %d %s, want 200", r.Status, r.Body)
+	}
+	before := h.state()
+	for _, tok := range []string{old.Token, "9:1"} {
+		if r := h.write("credit", tok, debit(account, 7)); r.Status != http.StatusForbidden || r.Problem.Kind() != "token-rejected" {
+			t.Fatalf("token %s after the bump: %d %s, want 403 token-rejected", tok, r.Status, r.Body)
+		}
+	}
+	if after := h.state(); after != before {
+		t.Fatal("a refused token changed state")
+	}
+}

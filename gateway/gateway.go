@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,15 +50,19 @@ type Config struct {
 // Gateway serves the HTTP API. It holds no lease or fence state of its own:
 // any number of replicas can serve the same clients.
 type Gateway struct {
-	cfg       Config
-	log       *slog.Logger
-	exec      *Executor
-	coal      *coalescer // for resources with coalesce: true
-	metrics   *metrics
-	ready     atomic.Bool
-	maxBody   int64
-	writeTTL  time.Duration
-	retention time.Duration
+	cfg     Config
+	log     *slog.Logger
+	exec    *Executor
+	coal    *coalescer // for resources with coalesce: true
+	metrics *metrics
+	ready   atomic.Bool
+	// authorityMu serialises CheckAuthority; lastRecheck is when a token
+	// of an unknown newer epoch last triggered one (unix ns).
+	authorityMu sync.Mutex
+	lastRecheck atomic.Int64
+	maxBody     int64
+	writeTTL    time.Duration
+	retention   time.Duration
 }
 
 // New checks cfg and returns a Gateway that reports not ready until

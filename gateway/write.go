@@ -93,7 +93,13 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (Reply, error) {
 	if once {
 		idem = &Idempotency{Client: clientName(r.Context()), Key: key, Fingerprint: op.Fingerprint(args), Retention: g.retention}
 	}
-	if err := g.cfg.Authority.Validate(ctx, resource, tok, op.Resource.Validation); err != nil {
+	err = g.cfg.Authority.Validate(ctx, resource, tok, op.Resource.Validation)
+	if err != nil && tok.Epoch > g.cfg.Authority.Epoch() && errors.Is(err, tokens.ErrRejected) && g.recheckAuthority(ctx) {
+		// A lease taken after `fencegw epoch bump` carries the new epoch
+		// before this gateway's guard has seen it: look now, then ask again.
+		err = g.cfg.Authority.Validate(ctx, resource, tok, op.Resource.Validation)
+	}
+	if err != nil {
 		// A retry of a completed write is answered whoever asks, even once
 		// the authority no longer vouches for its token.
 		if idem != nil && (errors.Is(err, tokens.ErrRejected) || errors.Is(err, tokens.ErrHalted)) {
