@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 // fakeClock is a client.Clock that moves only when the test says.
@@ -89,7 +90,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 // gone back to sleep on the clock.
 func (c *fakeClock) waitTimers(t *testing.T, n int) {
 	t.Helper()
-	if !waitFor(10*time.Second, func() bool {
+	if !testenv.WaitFor(10*time.Second, func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return len(c.timers) == n

@@ -52,16 +52,8 @@ func newGateway(t *testing.T, policyYAML string) string {
 // startGateway migrates the database at dbURL and serves a gateway on it
 // and etcd; stop shuts the server and its pool.
 func startGateway(dbURL string, etcd *clientv3.Client, policyYAML string) (srv *httptest.Server, stop func(), err error) {
-	for _, src := range []schema.Source{schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")} {
-		m, err := schema.Open(dbURL, src)
-		if err != nil {
-			return nil, nil, err
-		}
-		err = m.Up()
-		m.Close()
-		if err != nil {
-			return nil, nil, err
-		}
+	if err := schema.Up(dbURL, schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")); err != nil {
+		return nil, nil, err
 	}
 	pol, err := policy.Parse("policy.yaml", []byte(policyYAML))
 	if err != nil {

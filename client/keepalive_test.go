@@ -220,7 +220,7 @@ func TestAcquireAfterWaitRenews(t *testing.T) {
 					client.AcquireOptions{TTL: 3 * time.Second, Wait: 10 * time.Second})
 				got <- acquired{l, err}
 			}()
-			if !waitFor(10*time.Second, func() bool { return proxy.count("acquire") == 1 }) {
+			if !testenv.WaitFor(10*time.Second, func() bool { return proxy.count("acquire") == 1 }) {
 				t.Fatal("the waiting Acquire never reached the gateway")
 			}
 			clk.Advance(tt.wait)

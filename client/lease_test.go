@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/internal/testenv"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -29,7 +30,7 @@ func TestAcquireWriteRelease(t *testing.T) {
 	if d := l.Deadline(); d.Before(before.Add(9*time.Second)) || d.After(time.Now().Add(9*time.Second)) {
 		t.Errorf("deadline %s after the request, want 9s (10s TTL - 1s margin)", d.Sub(before))
 	}
-	if !waitFor(5*time.Second, func() bool { return keepaliveGoroutines() == 1 }) {
+	if !testenv.WaitFor(5*time.Second, func() bool { return keepaliveGoroutines() == 1 }) {
 		t.Errorf("%d keepalive goroutines with one lease, want 1", keepaliveGoroutines())
 	}
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 // faultProxy stands between a client and the real gateway, counts the
@@ -99,21 +100,9 @@ func keepaliveGoroutines() int {
 // returned (the tests of this package do not run in parallel).
 func checkNoKeepalive(t *testing.T) {
 	t.Helper()
-	if !waitFor(5*time.Second, func() bool { return keepaliveGoroutines() == 0 }) {
+	if !testenv.WaitFor(5*time.Second, func() bool { return keepaliveGoroutines() == 0 }) {
 		t.Errorf("%d keepalive goroutines still running after every lease ended", keepaliveGoroutines())
 	}
-}
-
-// waitFor polls cond every 5ms until it holds or d passes.
-func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return cond()
 }
 
 // waitDone waits for the lease to end, for at most 10 s of real time.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 // TestStaleWriteRefused is the GC-pause timeline: A's lease ends, B takes
@@ -193,7 +194,7 @@ func TestBearerToken(t *testing.T) {
 	clk.waitTimers(t, 2)
 	clk.Advance(opts.TTL / 3)
 	want := start.Add(opts.TTL/3 + opts.TTL - opts.TTL/10)
-	if !waitFor(5*time.Second, func() bool { return l.Deadline().Equal(want) }) {
+	if !testenv.WaitFor(5*time.Second, func() bool { return l.Deadline().Equal(want) }) {
 		t.Errorf("deadline %s after the acquire, want %s: the keepalive failed", l.Deadline().Sub(start), want.Sub(start))
 	}
 	if err := l.Release(ctx); err != nil || !errors.Is(l.Err(), client.ErrReleased) {

@@ -65,18 +65,12 @@ func (e *Executor) executeBatch(ctx context.Context, conn *pgxpool.Conn, batch [
 	// alone, so one bad write cannot fail the others; if one of them breaks
 	// the connection, the next gets a new one.
 	for i, qw := range batch {
-		if conn != nil && !usable(conn) {
-			conn.Release()
-			conn = nil
-		}
-		if conn == nil {
-			var err error
-			if conn, err = e.acquire(ctx); err != nil {
-				for j := i; j < len(batch); j++ {
-					outcomes[j] = writeOutcome{err: err}
-				}
-				return nil
+		var err error
+		if conn, err = e.readyConn(ctx, conn); err != nil {
+			for j := i; j < len(batch); j++ {
+				outcomes[j] = writeOutcome{err: err}
 			}
+			return nil
 		}
 		outcomes[i] = e.executeOne(ctx, conn, qw)
 	}

@@ -100,11 +100,7 @@ func (c *coalescer) handOff(resource string, conn *pgxpool.Conn) {
 	c.mu.Lock()
 	q := c.queues[resource]
 	if q == nil || len(q.waiting) == 0 {
-		delete(c.queues, resource)
-		c.mu.Unlock()
-		if conn != nil {
-			conn.Release()
-		}
+		c.unlockIdle(resource, conn)
 		return
 	}
 	c.mu.Unlock()
@@ -113,16 +109,22 @@ func (c *coalescer) handOff(resource string, conn *pgxpool.Conn) {
 	go c.drain(resource, q, conn)
 }
 
+// unlockIdle marks resource idle, releases c.mu (which the caller holds)
+// and gives conn, if any, back to the pool.
+func (c *coalescer) unlockIdle(resource string, conn *pgxpool.Conn) {
+	delete(c.queues, resource)
+	c.mu.Unlock()
+	if conn != nil {
+		conn.Release()
+	}
+}
+
 func (c *coalescer) drain(resource string, q *writeQueue, conn *pgxpool.Conn) {
 	for sticky := 0; ; sticky++ {
 		c.mu.Lock()
 		n := min(len(q.waiting), maxCoalesced)
 		if n == 0 {
-			delete(c.queues, resource)
-			c.mu.Unlock()
-			if conn != nil {
-				conn.Release()
-			}
+			c.unlockIdle(resource, conn)
 			return
 		}
 		batch := q.waiting[:n:n]
@@ -163,19 +165,12 @@ func (c *coalescer) run(batch []*queuedWrite, conn *pgxpool.Conn) (held *pgxpool
 			}
 		}
 	}()
-	held = conn
-	if held != nil && !usable(held) {
-		held.Release()
-		held = nil
-	}
-	if held == nil {
-		var err error
-		if held, err = c.exec.acquire(ctx); err != nil {
-			for _, qw := range batch {
-				qw.done <- writeOutcome{err: err}
-			}
-			return nil
+	held, err := c.exec.readyConn(ctx, conn)
+	if err != nil {
+		for _, qw := range batch {
+			qw.done <- writeOutcome{err: err}
 		}
+		return nil
 	}
 	if len(batch) == 1 {
 		batch[0].done <- c.exec.executeOne(ctx, held, batch[0])

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 // closer keeps the connections a pool dialled, so a test can break them.
@@ -221,7 +222,7 @@ func TestRetriedAloneAfterTheConnectionBroke(t *testing.T) {
 // waitOrFail waits for an event, not a duration: the bound is generous.
 func waitOrFail(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	if !waitFor(10*time.Second, cond) {
+	if !testenv.WaitFor(10*time.Second, cond) {
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }

@@ -92,6 +92,18 @@ func (e *Executor) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	return conn, nil
 }
 
+// readyConn returns conn if it can carry a write, else gives it back and
+// takes another from the pool. conn may be nil.
+func (e *Executor) readyConn(ctx context.Context, conn *pgxpool.Conn) (*pgxpool.Conn, error) {
+	if conn != nil && usable(conn) {
+		return conn, nil
+	}
+	if conn != nil {
+		conn.Release()
+	}
+	return e.acquire(ctx)
+}
+
 // executeOn is Execute on a connection the caller holds.
 func (e *Executor) executeOn(ctx context.Context, conn *pgxpool.Conn, w Write) (Result, error) {
 	if !usable(conn) {

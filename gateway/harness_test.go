@@ -13,7 +13,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -58,15 +57,8 @@ func newHarness(t *testing.T, policyYAML string) *harness {
 func newHarnessOn(t *testing.T, policyYAML string, cli *clientv3.Client) *harness {
 	t.Helper()
 	dbURL := testenv.NewDatabase(t)
-	for _, src := range []schema.Source{schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")} {
-		m, err := schema.Open(dbURL, src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Up(); err != nil {
-			t.Fatal(err)
-		}
-		m.Close()
+	if err := schema.Up(dbURL, schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")); err != nil {
+		t.Fatal(err)
 	}
 	pol, err := policy.Parse("test-policy.yaml", []byte(policyYAML))
 	if err != nil {
@@ -224,18 +216,6 @@ func (h *harness) state() string {
 // debit is a request body for the demo's debit and credit operations.
 func debit(account string, cents int) string {
 	return fmt.Sprintf(`{"account": %q, "amount_cents": %d}`, account, cents)
-}
-
-// waitFor polls cond every 50ms until it holds or d passes.
-func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return cond()
 }
 
 func mustToken(t *testing.T, s string) tokens.Token {

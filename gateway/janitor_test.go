@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 // TestJanitorExpiresKeysAndTrimsAudit: keys past their retention go, fresh
@@ -30,7 +31,7 @@ func TestJanitorExpiresKeysAndTrimsAudit(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	var keys, audit int
-	swept := waitFor(10*time.Second, func() bool {
+	swept := testenv.WaitFor(10*time.Second, func() bool {
 		err := h.pool.QueryRow(t.Context(), "SELECT (SELECT count(*) FROM fencegw.idempotency_keys), (SELECT count(*) FROM fencegw.rejections)").Scan(&keys, &audit)
 		return err == nil && keys == 1 && audit == gateway.MaxRejections
 	})

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 func TestLeaseLifecycleOverHTTP(t *testing.T) {
@@ -96,7 +98,7 @@ func TestObserveLeaderElection(t *testing.T) {
 		}
 		Waiters []struct{ Token, Value string }
 	}
-	if !waitFor(10*time.Second, func() bool {
+	if !testenv.WaitFor(10*time.Second, func() bool {
 		r := replica.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(resource), nil, "")
 		decodeJSON(t, r.Body, &st)
 		return len(st.Waiters) == 1
@@ -142,7 +144,7 @@ func TestLockDelayFromPolicy(t *testing.T) {
 	h := newHarness(t, pol)
 	const resource = "account/acct-96"
 	h.mustAcquire(resource, 1, 0) // never renewed: it expires
-	if !waitFor(10*time.Second, func() bool {
+	if !testenv.WaitFor(10*time.Second, func() bool {
 		r := h.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(resource), nil, "")
 		return strings.Contains(string(r.Body), `"holder":null`)
 	}) {
@@ -179,7 +181,7 @@ func TestFIFOAcrossReplicas(t *testing.T) {
 			grants <- grant{i, l}
 		}()
 		// Arrival order is the order of the waiters' keys in etcd.
-		if !waitFor(10*time.Second, func() bool {
+		if !testenv.WaitFor(10*time.Second, func() bool {
 			var st struct{ Waiters []any }
 			decodeJSON(t, h.do(http.MethodGet, "/v1/leases?resource="+resource, nil, "").Body, &st)
 			return len(st.Waiters) == i+1

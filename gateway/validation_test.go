@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 // TestLeaseLostWithoutSuccessor: A's lease expires and nobody takes the
@@ -29,7 +31,7 @@ func TestLeaseLostWithoutSuccessor(t *testing.T) {
 				t.Fatalf("write while holding: %d %s", r.Status, r.Body)
 			}
 			// Watch without touching the lease: a keepalive would renew it.
-			expired := waitFor(10*time.Second, func() bool {
+			expired := testenv.WaitFor(10*time.Second, func() bool {
 				r := h.do(http.MethodGet, "/v1/leases?resource=account/"+account, nil, "")
 				return r.Status == http.StatusOK && strings.Contains(string(r.Body), `"holder":null`)
 			})

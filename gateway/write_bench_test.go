@@ -22,15 +22,8 @@ import (
 func benchGateway(b *testing.B) (http.Handler, *tokens.Etcd) {
 	b.Helper()
 	dbURL := testenv.NewDatabase(b)
-	for _, src := range []schema.Source{schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")} {
-		m, err := schema.Open(dbURL, src)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := m.Up(); err != nil {
-			b.Fatal(err)
-		}
-		m.Close()
+	if err := schema.Up(dbURL, schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")); err != nil {
+		b.Fatal(err)
 	}
 	pol, err := policy.Load("../testdata/demo/policy.yaml")
 	if err != nil {

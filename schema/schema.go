@@ -112,6 +112,25 @@ func (m *Migrator) Up() error {
 	return m.run("up", m.m.Up())
 }
 
+// Up applies every pending migration of each source, in order, on
+// databaseURL: what every start-up (dev, bench, torture, tests) does.
+func Up(databaseURL string, srcs ...Source) error {
+	for _, src := range srcs {
+		m, err := Open(databaseURL, src)
+		if err != nil {
+			return err
+		}
+		err = m.Up()
+		if cerr := m.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Down reverts n migrations.
 func (m *Migrator) Down(n int) error {
 	if n < 1 {

@@ -68,10 +68,8 @@ func runDev(ctx context.Context, args []string, out io.Writer) error {
 		cfg.DatabaseURL = pg.URL()
 		dbNote = "throwaway cluster, deleted on exit"
 	}
-	for _, src := range []schema.Source{schema.Gateway(), schema.Dir(filepath.Join(*demo, "migrations"), demoTable)} {
-		if err := migrateUp(cfg.DatabaseURL, src); err != nil {
-			return fmt.Errorf("dev: %w", err)
-		}
+	if err := schema.Up(cfg.DatabaseURL, schema.Gateway(), schema.Dir(filepath.Join(*demo, "migrations"), demoTable)); err != nil {
+		return fmt.Errorf("dev: %w", err)
 	}
 	if err := adoptDevEtcd(startCtx, cfg.DatabaseURL, cfg.EtcdEndpoints, *adopt, out); err != nil {
 		return fmt.Errorf("dev: %w", err)
@@ -79,15 +77,6 @@ func runDev(ctx context.Context, args []string, out io.Writer) error {
 	return serve(ctx, cfg, func(addr string) {
 		fmt.Fprint(out, cheatSheet(addr, cfg, dbNote))
 	})
-}
-
-func migrateUp(databaseURL string, src schema.Source) error {
-	m, err := schema.Open(databaseURL, src)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	return m.Up()
 }
 
 func cheatSheet(addr string, cfg serveConfig, dbNote string) string {

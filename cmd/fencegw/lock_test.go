@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 // writerEnv switches the test binary into the command `fencegw lock` runs:
@@ -95,7 +97,7 @@ func TestLockStopsAPausedHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-		if !waitFor(20*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "ready")); return err == nil }) {
+		if !testenv.WaitFor(20*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "ready")); return err == nil }) {
 			t.Fatalf("%s never started its command:\n%s", name, &out)
 		}
 		return cmd, dir, &out
@@ -110,7 +112,7 @@ func TestLockStopsAPausedHolder(t *testing.T) {
 	if err := syscall.Kill(-a.Process.Pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	if !waitFor(15*time.Second, func() bool {
+	if !testenv.WaitFor(15*time.Second, func() bool {
 		resp, err := http.Get(base + "/v1/leases?resource=account/acct-5")
 		if err != nil {
 			return false
@@ -157,17 +159,6 @@ func TestLockStopsAPausedHolder(t *testing.T) {
 	}
 }
 
-func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return cond()
-}
-
 // TestLockExitStatuses: the command's own status passes through with the
 // token in its environment; a held resource is status 4.
 func TestLockExitStatuses(t *testing.T) {
@@ -192,7 +183,7 @@ func TestLockExitStatuses(t *testing.T) {
 	go func() {
 		done <- runLock(ctx, []string{"--gateway", base, "--ttl", "5s", "account/acct-6", "--", "sh", "-c", "touch " + filepath.Join(t.TempDir(), "x") + "; sleep 3"})
 	}()
-	if !waitFor(10*time.Second, func() bool {
+	if !testenv.WaitFor(10*time.Second, func() bool {
 		resp, err := http.Get(base + "/v1/leases?resource=account/acct-6")
 		if err != nil {
 			return false

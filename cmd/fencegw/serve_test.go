@@ -121,7 +121,4 @@ func TestPoolSettings(t *testing.T) {
 			t.Errorf("%s: pool of %d, lock_timeout %q; want %d, %q", tt.url, cfg.MaxConns, cfg.ConnConfig.RuntimeParams["lock_timeout"], tt.maxConns, tt.lockTimeout)
 		}
 	}
-	if defaultPoolSize() < 4 {
-		t.Errorf("default pool of %d: want at least 4", defaultPoolSize())
-	}
 }

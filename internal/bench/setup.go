@@ -39,10 +39,8 @@ type env struct {
 // setup migrates the gateway's and the bench's schemas (a no-op when they
 // are current), loads the policy and connects to etcd.
 func setup(ctx context.Context, cfg Config) (*env, error) {
-	for _, src := range []schema.Source{schema.Gateway(), schema.Dir(filepath.Join(cfg.Dir, "migrations"), migrationTable)} {
-		if err := migrateUp(cfg.DatabaseURL, src); err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
+	if err := schema.Up(cfg.DatabaseURL, schema.Gateway(), schema.Dir(filepath.Join(cfg.Dir, "migrations"), migrationTable)); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	pol, err := policy.Load(filepath.Join(cfg.Dir, "policy.yaml"))
 	if err != nil {
@@ -86,15 +84,6 @@ func (e *env) close() {
 	if e.etcd != nil {
 		_ = e.etcd.Close()
 	}
-}
-
-func migrateUp(databaseURL string, src schema.Source) error {
-	m, err := schema.Open(databaseURL, src)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	return m.Up()
 }
 
 // newPool returns a pgx pool of at most size connections to databaseURL,

@@ -152,12 +152,7 @@ func runDir(cfg Config) (string, func(), error) {
 }
 
 func prepareDatabase(ctx context.Context, dbURL string) error {
-	m, err := schema.Open(dbURL, schema.Gateway())
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	if err := m.Up(); err != nil {
+	if err := schema.Up(dbURL, schema.Gateway()); err != nil {
 		return err
 	}
 	conn, err := pgx.Connect(ctx, dbURL)
