@@ -17,10 +17,13 @@ var (
 	// committed: the connection broke after the batch was sent.
 	ErrOutcomeUnknown = errors.New("gateway: outcome unknown")
 	ErrNotReady       = errors.New("gateway: not ready")
-	ErrNoRoute        = errors.New("gateway: no such endpoint")
-	ErrMethod         = errors.New("gateway: method not allowed")
-	ErrUnauthorized   = errors.New("gateway: unauthorized")
-	ErrForbidden      = errors.New("gateway: forbidden")
+	// ErrOverloaded is a write that waited too long for a turn at the
+	// admission gate; it was not read, so nothing was written.
+	ErrOverloaded   = errors.New("gateway: overloaded")
+	ErrNoRoute      = errors.New("gateway: no such endpoint")
+	ErrMethod       = errors.New("gateway: method not allowed")
+	ErrUnauthorized = errors.New("gateway: unauthorized")
+	ErrForbidden    = errors.New("gateway: forbidden")
 )
 
 // StaleTokenError is a write refused by the fence: Presented is older than

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fencegw/fencegw/policy"
@@ -37,6 +39,11 @@ type Config struct {
 	// WriteTimeout bounds one write's PostgreSQL work. A write does not
 	// stop when its client disconnects: half-finished is worse than late.
 	WriteTimeout time.Duration
+	// MaxInFlight bounds the writes being read, waiting for a connection
+	// or in PostgreSQL at once; more wait at the gate, at most
+	// WriteTimeout each, holding little memory. Default: eight per pooled
+	// connection, at least DefaultMaxInFlight.
+	MaxInFlight int
 	// SchemaVersion is the gateway schema version /readyz requires.
 	SchemaVersion uint
 	// IdempotencyRetention is how long a completed Idempotency-Key is
@@ -54,6 +61,7 @@ type Gateway struct {
 	log     *slog.Logger
 	exec    *Executor
 	coal    *coalescer // for resources with coalesce: true
+	admit   *admission
 	metrics *metrics
 	ready   atomic.Bool
 	// authorityMu serialises CheckAuthority; lastRecheck is when a token
@@ -62,6 +70,7 @@ type Gateway struct {
 	lastRecheck atomic.Int64
 	maxBody     int64
 	writeTTL    time.Duration
+	bodyTTL     time.Duration // for an admitted write's body to arrive
 	retention   time.Duration
 }
 
@@ -77,6 +86,7 @@ func New(cfg Config) (*Gateway, error) {
 		exec:      &Executor{pool: cfg.Pool, unsafeNoFence: cfg.UnsafeNoFence},
 		maxBody:   cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
 		writeTTL:  cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
+		bodyTTL:   defaultBodyTimeout,
 		retention: cmp.Or(cfg.IdempotencyRetention, DefaultIdempotencyRetention),
 	}
 	g.metrics = newMetrics(
@@ -84,6 +94,15 @@ func New(cfg Config) (*Gateway, error) {
 		func() float64 { return float64(cfg.Authority.Epoch()) },
 	)
 	g.metrics.forOperations(cfg.Policy.OperationNames())
+	limit := cfg.MaxInFlight
+	if limit <= 0 {
+		limit = defaultMaxInFlight(cfg.Pool.Config().MaxConns)
+	}
+	g.admit = newAdmission(limit, g.writeTTL, g.metrics.waiting)
+	g.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "fencegw_writes_in_flight",
+		Help: "Writes past the admission gate (see MaxInFlight).",
+	}, func() float64 { return float64(len(g.admit.slots)) }))
 	g.coal = newCoalescer(g.exec, g.writeTTL, func(n int) { g.metrics.batchSize.Observe(float64(n)) })
 	return g, nil
 }
@@ -113,5 +132,28 @@ func (g *Gateway) Handler() http.Handler {
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		g.writeProblem(w, r, fmt.Errorf("%w: %s on %s", ErrMethod, r.Method, r.URL.Path), problemScope{})
 	})
-	return r
+	return g.gateWrites(r)
+}
+
+// gateWrites makes each write wait for a turn at the admission gate before
+// anything else runs: on the shallowest stack, so the collector can shrink
+// the stacks of the goroutines waiting there, and with its body unread (see
+// admission). Once admitted, the body must arrive within bodyTTL: a client
+// that trickles it would otherwise hold a turn until the server's read
+// timeout.
+func (g *Gateway) gateWrites(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/ops/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if err := g.admit.enter(r.Context()); err != nil {
+			g.writeProblem(w, r, err, problemScope{Operation: strings.TrimPrefix(r.URL.Path, "/v1/ops/")})
+			return
+		}
+		defer g.admit.leave()
+		// Not supported only under a test's ResponseRecorder.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.bodyTTL))
+		next.ServeHTTP(w, r)
+	})
 }

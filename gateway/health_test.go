@@ -57,18 +57,23 @@ func gatewayWith(t *testing.T, dbURL string, cli *clientv3.Client) (*gateway.Gat
 	return gatewayWithPool(t, pool, tokens.NewEtcd(cli), demoPolicy(t, "monotonic"))
 }
 
-// gatewayWithPool serves policyYAML on pool and auth.
-func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *tokens.Etcd, policyYAML string) (*gateway.Gateway, string) {
+// gatewayWithPool serves policyYAML on pool and auth; tweaks change the Config
+// before the gateway is made.
+func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *tokens.Etcd, policyYAML string, tweaks ...func(*gateway.Config)) (*gateway.Gateway, string) {
 	t.Helper()
 	pol, err := policy.Parse("p.yaml", []byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
 	version, _ := schema.Latest(schema.Gateway())
-	gw, err := gateway.New(gateway.Config{
+	cfg := gateway.Config{
 		Pool: pool, Authority: auth, Policy: pol, SchemaVersion: version,
 		WriteTimeout: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
+	gw, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ type metrics struct {
 	latency    *prometheus.HistogramVec
 	leases     *prometheus.CounterVec
 	batchSize  prometheus.Histogram
+	waiting    prometheus.Gauge
 	ops        map[string]opMetrics // per policy operation, resolved once
 }
 
@@ -58,7 +59,11 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		Help:    "Writes per transaction on resources with coalesce: true.",
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 	})
-	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases, m.batchSize,
+	m.waiting = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "fencegw_writes_waiting",
+		Help: "Writes waiting at the admission gate for a turn (see MaxInFlight).",
+	})
+	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases, m.batchSize, m.waiting,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_revision",
 			Help: "The newest etcd revision this gateway has seen.",

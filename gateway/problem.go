@@ -95,6 +95,9 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.Is(err, tokens.ErrHalted):
 		p.set(http.StatusServiceUnavailable, "authority-halted", "Token authority halted")
 		p.Outcome = "not-applied"
+	case errors.Is(err, ErrOverloaded):
+		p.set(http.StatusServiceUnavailable, "unavailable", "Service unavailable")
+		p.Outcome, p.Detail = "not-applied", "the gateway is at its limit of writes in flight; nothing was written: retry"
 	case errors.Is(err, ErrUnavailable), errors.Is(err, tokens.ErrUnavailable), errors.Is(err, ErrNotReady):
 		// The cause (connection strings, server messages) stays in the log.
 		p.set(http.StatusServiceUnavailable, "unavailable", "Service unavailable")

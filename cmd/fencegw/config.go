@@ -20,6 +20,7 @@ type serveConfig struct {
 	PolicyPath      string
 	MaxBodyBytes    int64
 	WriteTimeout    time.Duration
+	MaxInFlight     int
 	ShutdownTimeout time.Duration
 	LogFormat       string
 	DebugListen     string // pprof, off when empty
@@ -34,6 +35,7 @@ func (c *serveConfig) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.StringVar(&c.Listen, "listen", envOr(listenDefault, "FENCEGW_LISTEN"), "HTTP listen address (FENCEGW_LISTEN)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body", gateway.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", gateway.DefaultWriteTimeout, "bound on one write's PostgreSQL work")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", 0, "writes past the admission gate at once; more wait for a turn, at most --write-timeout (0: eight per pooled connection, at least 64)")
 	fs.DurationVar(&c.IdempotencyRetention, "idempotency-retention", gateway.DefaultIdempotencyRetention, "how long a completed Idempotency-Key is replayed")
 	fs.DurationVar(&c.AuthorityCheck, "authority-check", gateway.DefaultAuthorityCheck, "how often etcd is compared with PostgreSQL's record of it (rollback detection)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for requests in flight")
@@ -59,6 +61,8 @@ func (c *serveConfig) check() error {
 		return fmt.Errorf("%w: no policy: set --policy or FENCEGW_POLICY", errUsage)
 	case len(c.EtcdEndpoints) == 0:
 		return fmt.Errorf("%w: no etcd endpoints: set --etcd or FENCEGW_ETCD_ENDPOINTS", errUsage)
+	case c.MaxInFlight < 0:
+		return fmt.Errorf("%w: --max-in-flight must not be negative", errUsage)
 	case c.MaxBodyBytes < 1:
 		return fmt.Errorf("%w: --max-body must be positive", errUsage)
 	case c.WriteTimeout <= 0 || c.ShutdownTimeout <= 0 || c.IdempotencyRetention <= 0 || c.AuthorityCheck <= 0:

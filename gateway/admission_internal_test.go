@@ -1,0 +1,54 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/fencegw/fencegw/internal/testenv"
+)
+
+// TestAdmissionTurns: turns are handed out up to the limit, a waiter gets
+// the next one given back, and a waiter whose request ends or whose wait
+// runs out is refused as overloaded without taking a turn.
+func TestAdmissionTurns(t *testing.T) {
+	waiting := prometheus.NewGauge(prometheus.GaugeOpts{Name: "w"})
+	a := newAdmission(2, 50*time.Millisecond, waiting)
+	ctx := context.Background()
+	for range 2 {
+		if err := a.enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.enter(ctx); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("a third write at a limit of two: %v, want ErrOverloaded", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := a.enter(cancelled); !errors.Is(err, ErrOverloaded) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("a waiter whose request ended: %v", err)
+	}
+	a.wait = time.Minute
+	got := make(chan error)
+	go func() { got <- a.enter(ctx) }()
+	testenv.WaitFor(10*time.Second, func() bool { return gaugeValue(t, waiting) == 1 })
+	a.leave()
+	if err := <-got; err != nil {
+		t.Fatalf("a waiter when a turn is given back: %v", err)
+	}
+	if n := len(a.slots); n != 2 {
+		t.Fatalf("%d turns taken, want 2", n)
+	}
+}
+
+func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetGauge().GetValue()
+}

@@ -1,0 +1,138 @@
+package gateway_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/gateway"
+)
+
+// stalledWrite sends a credit of cents to account whose body stops after
+// its first bytes, and returns the connection and the rest of the body: the
+// write holds its turn at the admission gate until the rest is sent.
+func stalledWrite(t *testing.T, base, token, account string, cents int) (net.Conn, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	body := debit(account, cents)
+	head := fmt.Sprintf("POST /v1/ops/credit HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n%s: %s\r\nContent-Length: %d\r\n\r\n",
+		gateway.TokenHeader, token, len(body))
+	if _, err := io.WriteString(conn, head+body[:3]); err != nil {
+		t.Fatal(err)
+	}
+	return conn, body[3:]
+}
+
+func readStatus(t *testing.T, conn net.Conn) int {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // a failure, not a hang
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestWritesWaitTheirTurn: with one write in flight and a limit of one, the
+// next waits at the gate for at most the write timeout, is refused with 503
+// not-applied, and is not applied; requests other than writes do not wait.
+func TestWritesWaitTheirTurn(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	gw, base := gatewayWithPool(t, h.pool, h.auth, h.policy, func(c *gateway.Config) {
+		c.MaxInFlight = 1
+		c.WriteTimeout = 300 * time.Millisecond
+	})
+	one := &harness{t: t, base: base, pool: h.pool, auth: h.auth, gw: gw, policy: h.policy}
+	const account = "acct-36"
+	l := h.mustAcquire("account/"+account, 30, 0)
+	before, logged := h.balance(account), h.logCount(account)
+
+	conn, rest := stalledWrite(t, base, l.Token, account, 5)
+	waitOrFail(t, "the stalled write to take the only turn", func() bool {
+		return strings.Contains(metricsText(t, base), "fencegw_writes_in_flight 1")
+	})
+	refusedAtTheGate(t, one, l.Token, account)
+	if r := one.do(http.MethodGet, "/livez", nil, ""); r.Status != http.StatusOK {
+		t.Fatalf("livez while the gate is full: %d", r.Status)
+	}
+	if _, r := one.acquire("account/acct-37", 5, 0); r.Status != http.StatusCreated {
+		t.Fatalf("a lease while the gate is full: %d %s", r.Status, r.Body)
+	}
+	if got := h.balance(account); got != before {
+		t.Fatalf("balance %d after refused writes, want %d", got, before)
+	}
+
+	if _, err := io.WriteString(conn, rest); err != nil {
+		t.Fatal(err)
+	}
+	if status := readStatus(t, conn); status != http.StatusOK {
+		t.Fatalf("the stalled write, once its body arrived: %d, want 200", status)
+	}
+	if got := h.balance(account); got != before+5 {
+		t.Fatalf("balance %d, want %d: only the admitted write applied", got, before+5)
+	}
+	if got := h.logCount(account); got != logged+1 {
+		t.Fatalf("%d write_log rows added, want 1", got-logged)
+	}
+	if r := one.write("credit", l.Token, debit(account, 7)); r.Status != http.StatusOK {
+		t.Fatalf("a write after the turn was given back: %d %s", r.Status, r.Body)
+	}
+}
+
+// refusedAtTheGate sends a credit of 1 that must wait at the gate and be
+// refused with the problem the API promises.
+func refusedAtTheGate(t *testing.T, h *harness, token, account string) {
+	t.Helper()
+	r := h.write("credit", token, debit(account, 1))
+	if r.Status != http.StatusServiceUnavailable || r.Problem.Outcome != "not-applied" || r.Header.Get("Retry-After") == "" ||
+		r.Problem.Kind() != "unavailable" || !strings.Contains(r.Problem.Detail, "limit of writes in flight") {
+		t.Fatalf("refused at the gate: %d %s, want 503 unavailable, not-applied, Retry-After", r.Status, r.Body)
+	}
+}
+
+// TestATrickledBodyGivesItsTurnBack: an admitted write whose body does not
+// arrive in time is refused, not applied, and its turn goes to the next.
+func TestATrickledBodyGivesItsTurnBack(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	gw, base := gatewayWithPool(t, h.pool, h.auth, h.policy, func(c *gateway.Config) { c.MaxInFlight = 1 })
+	gateway.SetBodyTimeout(gw, 200*time.Millisecond)
+	one := &harness{t: t, base: base, pool: h.pool, auth: h.auth, gw: gw, policy: h.policy}
+	const account = "acct-38"
+	l := h.mustAcquire("account/"+account, 30, 0)
+	before := h.balance(account)
+
+	conn, _ := stalledWrite(t, base, l.Token, account, 5)
+	if status := readStatus(t, conn); status != http.StatusBadRequest {
+		t.Fatalf("a body that never finished: %d, want 400", status)
+	}
+	if r := one.write("credit", l.Token, debit(account, 7)); r.Status != http.StatusOK {
+		t.Fatalf("the next write: %d %s", r.Status, r.Body)
+	}
+	if got := h.balance(account); got != before+7 {
+		t.Fatalf("balance %d, want %d: the trickled write must not apply", got, before+7)
+	}
+}
+
+func metricsText(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
