@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -119,6 +120,30 @@ func TestPoolSettings(t *testing.T) {
 		pool.Close()
 		if cfg.MaxConns != tt.maxConns || cfg.ConnConfig.RuntimeParams["lock_timeout"] != tt.lockTimeout {
 			t.Errorf("%s: pool of %d, lock_timeout %q; want %d, %q", tt.url, cfg.MaxConns, cfg.ConnConfig.RuntimeParams["lock_timeout"], tt.maxConns, tt.lockTimeout)
+		}
+	}
+}
+
+// TestServeConfigCheck: settings that cannot work are refused as usage
+// errors before anything starts.
+func TestServeConfigCheck(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(*serveConfig)
+		ok     bool
+	}{
+		{"defaults", func(*serveConfig) {}, true},
+		{"an explicit limit of writes in flight", func(c *serveConfig) { c.MaxInFlight = 16 }, true},
+		{"a negative limit of writes in flight", func(c *serveConfig) { c.MaxInFlight = -1 }, false},
+		{"no body allowed", func(c *serveConfig) { c.MaxBodyBytes = 0 }, false},
+		{"no write timeout", func(c *serveConfig) { c.WriteTimeout = 0 }, false},
+		{"no database", func(c *serveConfig) { c.DatabaseURL = "" }, false},
+	} {
+		cfg := serveConfigFor(t, "postgres://u@127.0.0.1:1/db", "policy.yaml")
+		tt.change(&cfg)
+		err := cfg.check()
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, errUsage)) {
+			t.Errorf("%s: check() = %v, want ok=%v (or a usage error)", tt.name, err, tt.ok)
 		}
 	}
 }

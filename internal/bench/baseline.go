@@ -32,9 +32,9 @@ func emptyRoundTrip(ctx context.Context, warmup, duration time.Duration) (Path, 
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	hc := newHTTPClient(1)
-	p := drive(ctx, 1, Uniform, warmup, duration, httpWriter(hc, "http://"+ln.Addr().String(), operationName, "1:1"))
-	hc.CloseIdleConnections()
+	lc := newLeanClient(ln.Addr().String(), operationName, "1:1", 1)
+	p := drive(ctx, 1, Uniform, warmup, duration, lc.write)
+	lc.close()
 
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fencegw/fencegw/client"
@@ -51,7 +52,7 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 		defer func() { err = errors.Join(err, gw.close()) }()
 		base = gw.url
 	}
-	hc := newHTTPClient(n)
+	hc := newHTTPClient()
 	defer hc.CloseIdleConnections()
 	lease, err := client.New(base, client.WithHTTPClient(hc)).Acquire(ctx, tokenResource, client.AcquireOptions{TTL: leaseTTL})
 	if err != nil {
@@ -72,7 +73,9 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 		return err
 	}
 	viaGateway := func() error {
-		cell.Gateway = drive(ctx, n, d, e.cfg.Warmup, e.cfg.Duration, httpWriter(hc, base, e.work.op.Name, lease.Token()))
+		lc := newLeanClient(strings.TrimPrefix(base, "http://"), e.work.op.Name, lease.Token(), n)
+		defer lc.close()
+		cell.Gateway = drive(ctx, n, d, e.cfg.Warmup, e.cfg.Duration, lc.write)
 		if e.cfg.GatewayURL != "" { // only the load generator's allocations were seen
 			cell.Gateway.AllocsPerWrite, cell.Gateway.BytesPerWrite = 0, 0
 		}
