@@ -75,7 +75,7 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 	viaGateway := func() error {
 		lc := newLeanClient(strings.TrimPrefix(base, "http://"), e.work.op.Name, lease.Token(), n)
 		defer lc.close()
-		cell.Gateway = drive(ctx, n, d, e.cfg.Warmup, e.cfg.Duration, lc.write)
+		cell.Gateway = drive(ctx, n, d, e.cfg.Warmup, e.cfg.Duration, e.cfg.Rate, lc.write)
 		if e.cfg.GatewayURL != "" { // only the load generator's allocations were seen
 			cell.Gateway.AllocsPerWrite, cell.Gateway.BytesPerWrite = 0, 0
 		}
@@ -107,5 +107,5 @@ func (e *env) runDirect(ctx context.Context, n int, d Dist, size int, tok tokens
 		return Path{}, err
 	}
 	defer pool.Close()
-	return drive(ctx, n, d, e.cfg.Warmup, e.cfg.Duration, directWriter(gateway.NewExecutor(pool), e.work, tok)), nil
+	return drive(ctx, n, d, e.cfg.Warmup, e.cfg.Duration, e.cfg.Rate, directWriter(gateway.NewExecutor(pool), e.work, tok)), nil
 }

@@ -37,6 +37,11 @@ type Config struct {
 	Dists    []Dist
 	Duration time.Duration // measured, per path and cell
 	Warmup   time.Duration // run but not measured, before Duration
+	// Rate, if positive, makes the clients open-loop: together they send
+	// this many writes per second on a fixed schedule, whatever the
+	// answers' speed, and latency counts from when each write was due.
+	// 0: closed loop, each client sends its next write when answered.
+	Rate float64
 
 	// NoCoalesce turns hot-key coalescing off for the in-process gateway,
 	// whatever the policy says: the other half of the comparison that
@@ -77,6 +82,8 @@ func (c *Config) CheckLoad() error {
 		return fmt.Errorf("%w: want a positive duration and a warmup >= 0", ErrConfig)
 	case c.NoCoalesce && c.GatewayURL != "":
 		return fmt.Errorf("%w: --no-coalesce is for the in-process gateway; a running one follows its policy", ErrConfig)
+	case !(c.Rate >= 0 && c.Rate <= maxRate): // NaN too
+		return fmt.Errorf("%w: rate %g writes/s: want 0 (closed loop) to %d", ErrConfig, c.Rate, maxRate)
 	case c.PoolMaxConns < 0:
 		return fmt.Errorf("%w: pool size %d is negative", ErrConfig, c.PoolMaxConns)
 	}
@@ -93,6 +100,10 @@ func (c *Config) CheckLoad() error {
 
 // maxClients bounds one cell's goroutines and connections.
 const maxClients = 1024
+
+// maxRate bounds an open-loop run's offered load: far above what one
+// machine's PostgreSQL commits, so it limits mistakes, not measurements.
+const maxRate = 1_000_000
 
 // poolSize is the pgx pool size of a cell with n clients: more connections
 // than clients are never used, and more than a few per core only queue

@@ -50,14 +50,22 @@ type loopClient struct {
 	firstError   string
 }
 
-// drive runs clients closed-loop clients against write: each sends a write,
-// waits for its answer, and sends the next, until the deadline. Writes
-// started during warmup are not measured. Every client uses its own
-// generator seeded by its index, so both paths of a cell write the same
-// accounts in the same order.
-func drive(ctx context.Context, clients int, dist Dist, warmup, duration time.Duration, write writeFunc) Path {
+// drive runs clients clients against write until the deadline. With rate
+// 0 they are closed-loop: each sends a write, waits for its answer, and
+// sends the next. With a rate (writes per second, all clients together)
+// they are open-loop: each client sends on a fixed schedule, and a write's
+// latency runs from when it was due, not from when it went out, so a
+// stalled path is charged for the writes it held up (coordinated omission;
+// the schedule of wrk2). Writes due during warmup are not measured. Every
+// client uses its own generator seeded by its index, so both paths of a
+// cell write the same accounts in the same order.
+func drive(ctx context.Context, clients int, dist Dist, warmup, duration time.Duration, rate float64, write writeFunc) Path {
 	start := time.Now()
 	measureFrom, end := start.Add(warmup), start.Add(warmup+duration)
+	var every time.Duration // per client; 0: closed loop
+	if rate > 0 {
+		every = time.Duration(float64(clients) / rate * float64(time.Second))
+	}
 	// Room for 50,000 writes per second shared by all clients; append
 	// grows past it if the machine is faster.
 	capacity := min(int(duration.Seconds()*50_000)/clients+1024, 1<<20)
@@ -69,8 +77,13 @@ func drive(ctx context.Context, clients int, dist Dist, warmup, duration time.Du
 		rec.lat = make([]time.Duration, 0, capacity)
 		wg.Go(func() {
 			next := dist.picker(rand.New(rand.NewPCG(uint64(i), 0x62656e6368)))
+			due := start.Add(every * time.Duration(i) / time.Duration(clients)) // staggered
 			for ctx.Err() == nil {
 				t0 := time.Now()
+				if every > 0 {
+					time.Sleep(time.Until(due)) // returns at once when late
+					t0, due = due, due.Add(every)
+				}
 				if !t0.Before(end) {
 					return
 				}

@@ -28,8 +28,11 @@ type Report struct {
 	Operation       string  `json:"operation"`
 	DurationSeconds float64 `json:"duration_seconds"`
 	WarmupSeconds   float64 `json:"warmup_seconds"`
-	Cells           []Cell  `json:"cells"`
-	Process         Process `json:"process"`
+	// OfferedRate is the open-loop schedule in writes per second, all
+	// clients together; 0 for closed-loop clients.
+	OfferedRate float64 `json:"offered_rate,omitempty"`
+	Cells       []Cell  `json:"cells"`
+	Process     Process `json:"process"`
 }
 
 // Server is the PostgreSQL the writes went to.
@@ -68,8 +71,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Gateway != "in-process" {
 		where = r.Gateway
 	}
-	fmt.Fprintf(&b, "fencegw bench: closed-loop clients on loopback, %s measured per path and cell after %s warmup\n",
-		seconds(r.DurationSeconds), seconds(r.WarmupSeconds))
+	loop := "closed-loop clients"
+	if r.OfferedRate > 0 {
+		loop = fmt.Sprintf("open-loop clients offering %.0f writes/s together (latency from when each write was due)", r.OfferedRate)
+	}
+	fmt.Fprintf(&b, "fencegw bench: %s on loopback, %s measured per path and cell after %s warmup\n",
+		loop, seconds(r.DurationSeconds), seconds(r.WarmupSeconds))
 	fmt.Fprintf(&b, "  write       fence + %s, one batch, one round trip, one transaction\n", r.Operation)
 	if r.Gateway == "in-process" {
 		coalescing := "off"

@@ -35,6 +35,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Operation:       describe(e.work),
 		DurationSeconds: cfg.Duration.Seconds(),
 		WarmupSeconds:   cfg.Warmup.Seconds(),
+		OfferedRate:     cfg.Rate,
 	}
 	empty, err := emptyRoundTrip(ctx, 100*time.Millisecond, min(cfg.Duration, time.Second))
 	if err != nil {
