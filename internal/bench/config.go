@@ -39,7 +39,8 @@ type Config struct {
 	Warmup   time.Duration // run but not measured, before Duration
 	// Rate, if positive, makes the clients open-loop: together they send
 	// this many writes per second on a fixed schedule, whatever the
-	// answers' speed, and latency counts from when each write was due.
+	// answers' speed; a write held up by a slow one before it is timed
+	// from when it was due.
 	// 0: closed loop, each client sends its next write when answered.
 	Rate float64
 

@@ -53,10 +53,10 @@ type loopClient struct {
 // drive runs clients clients against write until the deadline. With rate
 // 0 they are closed-loop: each sends a write, waits for its answer, and
 // sends the next. With a rate (writes per second, all clients together)
-// they are open-loop: each client sends on a fixed schedule, and a write's
-// latency runs from when it was due, not from when it went out, so a
-// stalled path is charged for the writes it held up (coordinated omission;
-// the schedule of wrk2). Writes due during warmup are not measured. Every
+// they are open-loop: each client sends on a fixed schedule, and a write
+// sent late because the one before it was slow is timed from when it was
+// due, not from when it went out, so a stalled path is charged for the
+// writes it held up (coordinated omission, as wrk2 corrects it). Writes due during warmup are not measured. Every
 // client uses its own generator seeded by its index, so both paths of a
 // cell write the same accounts in the same order.
 func drive(ctx context.Context, clients int, dist Dist, warmup, duration time.Duration, rate float64, write writeFunc) Path {
@@ -81,8 +81,17 @@ func drive(ctx context.Context, clients int, dist Dist, warmup, duration time.Du
 			for ctx.Err() == nil {
 				t0 := time.Now()
 				if every > 0 {
-					time.Sleep(time.Until(due)) // returns at once when late
-					t0, due = due, due.Add(every)
+					// On time: send when due, and time from the send, so a
+					// late timer is not charged to the path. Behind (the
+					// last write took longer than its slot): time from
+					// when this one was due.
+					if t0.Before(due) {
+						time.Sleep(due.Sub(t0))
+						t0 = time.Now()
+					} else {
+						t0 = due
+					}
+					due = due.Add(every)
 				}
 				if !t0.Before(end) {
 					return

@@ -73,7 +73,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	loop := "closed-loop clients"
 	if r.OfferedRate > 0 {
-		loop = fmt.Sprintf("open-loop clients offering %.0f writes/s together (latency from when each write was due)", r.OfferedRate)
+		loop = fmt.Sprintf("open-loop clients offering %.0f writes/s together (a write held up by the one before is timed from when it was due)", r.OfferedRate)
 	}
 	fmt.Fprintf(&b, "fencegw bench: %s on loopback, %s measured per path and cell after %s warmup\n",
 		loop, seconds(r.DurationSeconds), seconds(r.WarmupSeconds))
