@@ -3,14 +3,18 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fencegw/fencegw/internal/clip"
 )
 
-// DefaultMaxInFlight is the floor of Config.MaxInFlight's default: enough
-// for a hot resource's coalesced batches to stay large (BENCHMARKS.md).
-const DefaultMaxInFlight = 64
+// minMaxInFlight is the floor of Config.MaxInFlight's default: enough for
+// a hot resource's coalesced batches to stay large (BENCHMARKS.md).
+const minMaxInFlight = 64
 
 // defaultBodyTimeout bounds how long an admitted write's body may take to
 // arrive. Clients send small bodies with their headers; on any network that
@@ -18,28 +22,36 @@ const DefaultMaxInFlight = 64
 const defaultBodyTimeout = 5 * time.Second
 
 // defaultMaxInFlight admits eight writes per pooled connection, at least
-// DefaultMaxInFlight: a write past the gate either holds a connection or
-// waits for one, so more would only queue deeper in the pool.
+// minMaxInFlight: a write past the gate either holds a connection or waits
+// for one, so more would only queue deeper in the pool.
 func defaultMaxInFlight(poolSize int32) int {
-	return max(DefaultMaxInFlight, 8*int(poolSize))
+	return max(minMaxInFlight, 8*int(poolSize))
 }
 
 // admission bounds how many writes are past the gate at once: reading their
 // body, waiting for a connection, in PostgreSQL. A write waiting at the gate
-// holds only what net/http allocated for its request, on a shallow stack and
-// with its body still unread (so net/http has not started the background
-// reader it runs once a body is consumed). Past the gate a write holds its
-// body, its arguments, a pgx-deep stack and that second goroutine: with
-// 1,000 clients and 8 connections, gating is the difference between about
-// 15 and 40 KiB per waiting client (BENCHMARKS.md).
+// holds only what net/http allocated for its request, on a shallow stack
+// the collector can shrink, with its body unread (so net/http has not
+// started the background reader it runs once a body is consumed). Past the
+// gate a write holds its body, its arguments, a pgx-deep stack and that
+// second goroutine. With 1,000 clients this is what lets a memory limit
+// work: under GOMEMLIMIT=40MiB the gateway ran at 5,100-5,800 writes/s in
+// 59 MiB, and without the gate at 3,100-3,800 in 65 MiB (BENCHMARKS.md).
+//
+// Nothing reads a waiting write's connection, so a client that gives up
+// while its write waits is not noticed: once admitted, its write is read
+// and applied like any other whose client left mid-flight. That is the
+// HTTP contract for any request in flight; retries carry an
+// Idempotency-Key.
 type admission struct {
 	slots   chan struct{}
 	wait    time.Duration // how long a write may wait for a slot
 	waiting prometheus.Gauge
+	waited  prometheus.Observer // seconds, for writes that did wait
 }
 
-func newAdmission(limit int, wait time.Duration, waiting prometheus.Gauge) *admission {
-	return &admission{slots: make(chan struct{}, limit), wait: wait, waiting: waiting}
+func newAdmission(limit int, wait time.Duration, waiting prometheus.Gauge, waited prometheus.Observer) *admission {
+	return &admission{slots: make(chan struct{}, limit), wait: wait, waiting: waiting, waited: waited}
 }
 
 // enter takes a slot, waiting at most a.wait; every nil return must be
@@ -52,7 +64,11 @@ func (a *admission) enter(ctx context.Context) error {
 	default:
 	}
 	a.waiting.Inc()
-	defer a.waiting.Dec()
+	start := time.Now()
+	defer func() {
+		a.waiting.Dec()
+		a.waited.Observe(time.Since(start).Seconds())
+	}()
 	t := time.NewTimer(a.wait)
 	defer t.Stop()
 	select {
@@ -66,3 +82,42 @@ func (a *admission) enter(ctx context.Context) error {
 }
 
 func (a *admission) leave() { <-a.slots }
+
+// gateWrites makes each write wait for a turn at the admission gate before
+// anything else of it runs, authentication included: on the shallowest
+// stack, so the collector can shrink the stacks of the goroutines waiting
+// there, and with its body unread (BENCHMARKS.md measured a gate inside the
+// write handler: the waiting stacks kept their grown size). The price is
+// that an unauthenticated write queues like any other before it is refused.
+func (g *Gateway) gateWrites(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		op, isWrite := strings.CutPrefix(r.URL.Path, "/v1/ops/")
+		if r.Method != http.MethodPost || !isWrite {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if err := g.admit.enter(r.Context()); err != nil {
+			g.refuseAtTheGate(w, r, op, err)
+			return
+		}
+		defer g.admit.leave()
+		if r.Body != http.NoBody {
+			// Without a body net/http's background reader is already
+			// running, and the deadline would be its, not the body's.
+			// Not supported only by a ResponseWriter that hides the
+			// connection (a test's recorder): then the server's read
+			// timeout is the only bound.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.bodyTTL))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// refuseAtTheGate answers a write that waited too long, counted under its
+// operation when the policy has one by that name.
+func (g *Gateway) refuseAtTheGate(w http.ResponseWriter, r *http.Request, op string, err error) {
+	p := g.writeProblem(w, r, err, problemScope{Operation: clip.String(op, 64)})
+	if _, known := g.metrics.ops[op]; known {
+		g.metrics.writes.WithLabelValues(op, p.Kind()).Inc()
+	}
+}

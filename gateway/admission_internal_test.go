@@ -17,7 +17,8 @@ import (
 // runs out is refused as overloaded without taking a turn.
 func TestAdmissionTurns(t *testing.T) {
 	waiting := prometheus.NewGauge(prometheus.GaugeOpts{Name: "w"})
-	a := newAdmission(2, 50*time.Millisecond, waiting)
+	waited := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "h"})
+	a := newAdmission(2, 50*time.Millisecond, waiting, waited)
 	ctx := context.Background()
 	for range 2 {
 		if err := a.enter(ctx); err != nil {
@@ -32,10 +33,16 @@ func TestAdmissionTurns(t *testing.T) {
 	if err := a.enter(cancelled); !errors.Is(err, ErrOverloaded) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("a waiter whose request ended: %v", err)
 	}
+	if n := len(a.slots); n != 2 {
+		t.Fatalf("%d turns taken after two refusals, want 2", n)
+	}
+
 	a.wait = time.Minute
 	got := make(chan error)
 	go func() { got <- a.enter(ctx) }()
-	testenv.WaitFor(10*time.Second, func() bool { return gaugeValue(t, waiting) == 1 })
+	if !testenv.WaitFor(10*time.Second, func() bool { return metricValue(t, waiting) == 1 }) {
+		t.Fatal("the third write never waited")
+	}
 	a.leave()
 	if err := <-got; err != nil {
 		t.Fatalf("a waiter when a turn is given back: %v", err)
@@ -43,12 +50,26 @@ func TestAdmissionTurns(t *testing.T) {
 	if n := len(a.slots); n != 2 {
 		t.Fatalf("%d turns taken, want 2", n)
 	}
+	if w := metricValue(t, waiting); w != 0 {
+		t.Fatalf("%v writes still counted as waiting", w)
+	}
+	if n := metricCount(t, waited); n != 3 {
+		t.Fatalf("%d waits observed, want 3 (two refused, one admitted)", n)
+	}
 }
 
-func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
+func metricValue(t *testing.T, g prometheus.Gauge) float64 {
 	var m dto.Metric
 	if err := g.Write(&m); err != nil {
 		t.Fatal(err)
 	}
 	return m.GetGauge().GetValue()
+}
+
+func metricCount(t *testing.T, h prometheus.Histogram) uint64 {
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
 }

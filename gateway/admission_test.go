@@ -50,7 +50,7 @@ func TestWritesWaitTheirTurn(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	gw, base := gatewayWithPool(t, h.pool, h.auth, h.policy, func(c *gateway.Config) {
 		c.MaxInFlight = 1
-		c.WriteTimeout = 300 * time.Millisecond
+		c.QueueTimeout = 300 * time.Millisecond
 	})
 	one := &harness{t: t, base: base, pool: h.pool, auth: h.auth, gw: gw, policy: h.policy}
 	const account = "acct-36"
@@ -62,6 +62,10 @@ func TestWritesWaitTheirTurn(t *testing.T) {
 		return strings.Contains(metricsText(t, base), "fencegw_writes_in_flight 1")
 	})
 	refusedAtTheGate(t, one, l.Token, account)
+	if m := metricsText(t, base); !strings.Contains(m, `fencegw_writes_total{operation="credit",outcome="unavailable"} 1`) ||
+		!strings.Contains(m, "fencegw_admission_wait_seconds_count 1") {
+		t.Errorf("the refusal at the gate is not in the metrics:\n%s", m)
+	}
 	if r := one.do(http.MethodGet, "/livez", nil, ""); r.Status != http.StatusOK {
 		t.Fatalf("livez while the gate is full: %d", r.Status)
 	}
@@ -104,8 +108,10 @@ func refusedAtTheGate(t *testing.T, h *harness, token, account string) {
 // arrive in time is refused, not applied, and its turn goes to the next.
 func TestATrickledBodyGivesItsTurnBack(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	gw, base := gatewayWithPool(t, h.pool, h.auth, h.policy, func(c *gateway.Config) { c.MaxInFlight = 1 })
-	gateway.SetBodyTimeout(gw, 200*time.Millisecond)
+	gw, base := gatewayWithPool(t, h.pool, h.auth, h.policy, func(c *gateway.Config) {
+		c.MaxInFlight = 1
+		c.BodyTimeout = 200 * time.Millisecond
+	})
 	one := &harness{t: t, base: base, pool: h.pool, auth: h.auth, gw: gw, policy: h.policy}
 	const account = "acct-38"
 	l := h.mustAcquire("account/"+account, 30, 0)
@@ -120,6 +126,46 @@ func TestATrickledBodyGivesItsTurnBack(t *testing.T) {
 	}
 	if got := h.balance(account); got != before+7 {
 		t.Fatalf("balance %d, want %d: the trickled write must not apply", got, before+7)
+	}
+}
+
+// TestASlowWriteKeepsItsConnection: the body deadline bounds the body
+// only. A write that outlasts it in PostgreSQL is answered, and the next
+// request on the same keep-alive connection is served as usual.
+func TestASlowWriteKeepsItsConnection(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	_, base := gatewayWithPool(t, h.pool, h.auth, h.policy, func(c *gateway.Config) {
+		c.BodyTimeout = 100 * time.Millisecond
+	})
+	const account, resource = "acct-39", "account/acct-39"
+	l := h.mustAcquire(resource, 30, 0)
+	if r := h.write("credit", l.Token, debit(account, 1)); r.Status != http.StatusOK { // creates the fence row
+		t.Fatalf("first write: %d %s", r.Status, r.Body)
+	}
+	before := h.balance(account)
+
+	unblock := blockFence(t, h, resource)
+	conn, rest := stalledWrite(t, base, l.Token, account, 5)
+	if _, err := io.WriteString(conn, rest); err != nil {
+		t.Fatal(err)
+	}
+	waitUntilBlocked(t, h)
+	time.Sleep(300 * time.Millisecond) // well past the body deadline, inside PostgreSQL
+	unblock()
+	if status := readStatus(t, conn); status != http.StatusOK {
+		t.Fatalf("a write slower than the body deadline: %d, want 200", status)
+	}
+	body := debit(account, 7)
+	req := fmt.Sprintf("POST /v1/ops/credit HTTP/1.1\r\nHost: gw\r\n%s: %s\r\nContent-Length: %d\r\n\r\n%s",
+		gateway.TokenHeader, l.Token, len(body), body)
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	if status := readStatus(t, conn); status != http.StatusOK {
+		t.Fatalf("the next write on the same connection: %d, want 200", status)
+	}
+	if got := h.balance(account); got != before+12 {
+		t.Fatalf("balance %d, want %d", got, before+12)
 	}
 }
 

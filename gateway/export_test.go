@@ -1,7 +1,5 @@
 package gateway
 
-import "time"
-
 // QueuedWrites is how many writes of resource wait behind the one in
 // flight: tests use it to know that followers really queued.
 func QueuedWrites(g *Gateway, resource string) int {
@@ -12,6 +10,3 @@ func QueuedWrites(g *Gateway, resource string) int {
 	}
 	return 0
 }
-
-// SetBodyTimeout changes how long an admitted write's body may take.
-func SetBodyTimeout(g *Gateway, d time.Duration) { g.bodyTTL = d }

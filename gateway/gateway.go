@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,10 +39,17 @@ type Config struct {
 	// stop when its client disconnects: half-finished is worse than late.
 	WriteTimeout time.Duration
 	// MaxInFlight bounds the writes being read, waiting for a connection
-	// or in PostgreSQL at once; more wait at the gate, at most
-	// WriteTimeout each, holding little memory. Default: eight per pooled
-	// connection, at least DefaultMaxInFlight.
+	// or in PostgreSQL at once; more wait at the admission gate, holding
+	// little memory. Default: eight per pooled connection, at least 64.
 	MaxInFlight int
+	// QueueTimeout bounds a write's wait at the gate; then it is refused,
+	// unread (503, not-applied). Default: WriteTimeout. A write's worst
+	// case is QueueTimeout + BodyTimeout + WriteTimeout.
+	QueueTimeout time.Duration
+	// BodyTimeout bounds how long an admitted write's body may take to
+	// arrive (then 400); a client that trickles it would otherwise hold a
+	// turn. Default: 5 s.
+	BodyTimeout time.Duration
 	// SchemaVersion is the gateway schema version /readyz requires.
 	SchemaVersion uint
 	// IdempotencyRetention is how long a completed Idempotency-Key is
@@ -80,13 +86,16 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Pool == nil || cfg.Authority == nil || cfg.Policy == nil {
 		return nil, errors.New("gateway: Config needs Pool, Authority and Policy")
 	}
+	if cfg.MaxInFlight < 0 || cfg.QueueTimeout < 0 || cfg.BodyTimeout < 0 {
+		return nil, errors.New("gateway: MaxInFlight, QueueTimeout and BodyTimeout must not be negative")
+	}
 	g := &Gateway{
 		cfg:       cfg,
 		log:       cmp.Or(cfg.Logger, slog.Default()),
 		exec:      &Executor{pool: cfg.Pool, unsafeNoFence: cfg.UnsafeNoFence},
 		maxBody:   cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
 		writeTTL:  cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
-		bodyTTL:   defaultBodyTimeout,
+		bodyTTL:   cmp.Or(cfg.BodyTimeout, defaultBodyTimeout),
 		retention: cmp.Or(cfg.IdempotencyRetention, DefaultIdempotencyRetention),
 	}
 	g.metrics = newMetrics(
@@ -94,11 +103,8 @@ func New(cfg Config) (*Gateway, error) {
 		func() float64 { return float64(cfg.Authority.Epoch()) },
 	)
 	g.metrics.forOperations(cfg.Policy.OperationNames())
-	limit := cfg.MaxInFlight
-	if limit <= 0 {
-		limit = defaultMaxInFlight(cfg.Pool.Config().MaxConns)
-	}
-	g.admit = newAdmission(limit, g.writeTTL, g.metrics.waiting)
+	limit := cmp.Or(cfg.MaxInFlight, defaultMaxInFlight(cfg.Pool.Config().MaxConns))
+	g.admit = newAdmission(limit, cmp.Or(cfg.QueueTimeout, g.writeTTL), g.metrics.waiting, g.metrics.waited)
 	g.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fencegw_writes_in_flight",
 		Help: "Writes past the admission gate (see MaxInFlight).",
@@ -133,27 +139,4 @@ func (g *Gateway) Handler() http.Handler {
 		g.writeProblem(w, r, fmt.Errorf("%w: %s on %s", ErrMethod, r.Method, r.URL.Path), problemScope{})
 	})
 	return g.gateWrites(r)
-}
-
-// gateWrites makes each write wait for a turn at the admission gate before
-// anything else runs: on the shallowest stack, so the collector can shrink
-// the stacks of the goroutines waiting there, and with its body unread (see
-// admission). Once admitted, the body must arrive within bodyTTL: a client
-// that trickles it would otherwise hold a turn until the server's read
-// timeout.
-func (g *Gateway) gateWrites(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/ops/") {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if err := g.admit.enter(r.Context()); err != nil {
-			g.writeProblem(w, r, err, problemScope{Operation: strings.TrimPrefix(r.URL.Path, "/v1/ops/")})
-			return
-		}
-		defer g.admit.leave()
-		// Not supported only under a test's ResponseRecorder.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.bodyTTL))
-		next.ServeHTTP(w, r)
-	})
 }

@@ -15,6 +15,7 @@ type metrics struct {
 	leases     *prometheus.CounterVec
 	batchSize  prometheus.Histogram
 	waiting    prometheus.Gauge
+	waited     prometheus.Histogram
 	ops        map[string]opMetrics // per policy operation, resolved once
 }
 
@@ -63,7 +64,12 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		Name: "fencegw_writes_waiting",
 		Help: "Writes waiting at the admission gate for a turn (see MaxInFlight).",
 	})
-	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases, m.batchSize, m.waiting,
+	m.waited = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "fencegw_admission_wait_seconds",
+		Help:    "How long writes that found the admission gate full waited for a turn (admitted or not); fencegw_write_duration_seconds starts after it.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+	})
+	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases, m.batchSize, m.waiting, m.waited,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_revision",
 			Help: "The newest etcd revision this gateway has seen.",

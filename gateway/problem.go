@@ -123,7 +123,10 @@ func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, err error
 	p := problemFor(err, scope)
 	g.metrics.rejections.WithLabelValues(p.Kind()).Inc()
 	level := slog.LevelInfo
-	if p.Status >= 500 {
+	switch {
+	case errors.Is(err, ErrOverloaded):
+		level = slog.LevelWarn // floods come exactly when the gateway is busiest
+	case p.Status >= 500:
 		level = slog.LevelError
 	}
 	g.log.LogAttrs(r.Context(), level, "request refused",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/fencegw/fencegw/client"
@@ -52,6 +51,10 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 		defer func() { err = errors.Join(err, gw.close()) }()
 		base = gw.url
 	}
+	addr, err := gatewayAddr(base)
+	if err != nil {
+		return cell, err
+	}
 	hc := newHTTPClient()
 	defer hc.CloseIdleConnections()
 	lease, err := client.New(base, client.WithHTTPClient(hc)).Acquire(ctx, tokenResource, client.AcquireOptions{TTL: leaseTTL})
@@ -73,7 +76,7 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 		return err
 	}
 	viaGateway := func() error {
-		lc := newLeanClient(strings.TrimPrefix(base, "http://"), e.work.op.Name, lease.Token(), n)
+		lc := newLeanClient(addr, e.work.op.Name, lease.Token(), n)
 		defer lc.close()
 		cell.Gateway = drive(ctx, n, d, e.cfg.Warmup, e.cfg.Duration, e.cfg.Rate, lc.write)
 		if e.cfg.GatewayURL != "" { // only the load generator's allocations were seen

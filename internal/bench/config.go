@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -92,9 +93,13 @@ func (c *Config) CheckLoad() error {
 		if n < 1 || n > maxClients {
 			return fmt.Errorf("%w: %d clients: want 1 to %d", ErrConfig, n, maxClients)
 		}
+		if c.Rate > 0 && c.Rate < float64(n) {
+			return fmt.Errorf("%w: rate %g writes/s for %d clients: want at least one write per second per client", ErrConfig, c.Rate, n)
+		}
 	}
 	if c.GatewayURL != "" {
-		return checkLoopback(c.GatewayURL)
+		_, err := gatewayAddr(c.GatewayURL)
+		return err
 	}
 	return nil
 }
@@ -116,18 +121,20 @@ func (c *Config) poolSize(n int) int {
 	return min(4*runtime.GOMAXPROCS(0), n)
 }
 
-// checkLoopback refuses to aim the load anywhere but this machine: a
-// benchmark pointed at a shared gateway by mistake is an outage.
-func checkLoopback(raw string) error {
+// gatewayAddr returns the host:port of a gateway URL, refusing to aim the
+// load anywhere but this machine (a benchmark pointed at a shared gateway by
+// mistake is an outage) and anything but plain HTTP, which is what the load
+// generator speaks.
+func gatewayAddr(raw string) (string, error) {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: gateway URL: want http://127.0.0.1:PORT", ErrConfig)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+		return "", fmt.Errorf("%w: gateway URL %q: want http://127.0.0.1:PORT", ErrConfig, raw)
 	}
 	host := u.Hostname()
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("%w: gateway %s is not on loopback: the benchmark only loads this machine", ErrConfig, host)
+		return "", fmt.Errorf("%w: gateway %s is not on loopback: the benchmark only loads this machine", ErrConfig, host)
 	}
-	return nil
+	return net.JoinHostPort(host, cmp.Or(u.Port(), "80")), nil
 }
 
 // ParseClients parses a comma-separated list of client counts: "1,4,16,64".

@@ -55,20 +55,24 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestCheckLoopback(t *testing.T) {
+func TestGatewayAddr(t *testing.T) {
 	for _, tc := range []struct {
-		url string
-		ok  bool
+		url, addr string // addr "": refused
 	}{
-		{"http://127.0.0.1:8080", true},
-		{"http://localhost:8080", true},
-		{"http://[::1]:8080", true},
-		{"http://10.0.0.5:8080", false},
-		{"http://gateway.internal:8080", false},
-		{"127.0.0.1:8080", false},
+		{"http://127.0.0.1:8080", "127.0.0.1:8080"},
+		{"http://127.0.0.1:8080/", "127.0.0.1:8080"},
+		{"http://localhost:8080", "localhost:8080"},
+		{"http://[::1]:8080", "[::1]:8080"},
+		{"http://127.0.0.1", "127.0.0.1:80"},
+		{"https://127.0.0.1:8443", ""}, // the load generator speaks plain HTTP
+		{"http://127.0.0.1:8080/v1", ""},
+		{"http://10.0.0.5:8080", ""},
+		{"http://gateway.internal:8080", ""},
+		{"127.0.0.1:8080", ""},
 	} {
-		if err := checkLoopback(tc.url); (err == nil) != tc.ok {
-			t.Errorf("checkLoopback(%q) = %v, want ok %v", tc.url, err, tc.ok)
+		addr, err := gatewayAddr(tc.url)
+		if addr != tc.addr || (err == nil) != (tc.addr != "") {
+			t.Errorf("gatewayAddr(%q) = %q, %v; want %q", tc.url, addr, err, tc.addr)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"io"
 	"net"
@@ -96,11 +97,10 @@ func (conn *leanConn) roundTrip(start []byte, id int64) (kind, detail string, re
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		kind, detail = problemKind(resp) // reads at most part of the body
-		return kind, detail, false
+		kind, detail = problemKind(resp) // reads the first 8 KiB of the body
 	}
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return "transport", err.Error(), false
+		return cmp.Or(kind, "transport"), cmp.Or(detail, err.Error()), false
 	}
-	return "", "", !resp.Close
+	return kind, detail, !resp.Close
 }

@@ -42,7 +42,7 @@ func (p *Path) ErrorCount() int64 {
 	return n
 }
 
-// client is one closed-loop client's own record: no locks on the hot path.
+// loopClient is one client's own record: no locks on the hot path.
 type loopClient struct {
 	lat          []time.Duration
 	warmupWrites int64
@@ -53,12 +53,10 @@ type loopClient struct {
 // drive runs clients clients against write until the deadline. With rate
 // 0 they are closed-loop: each sends a write, waits for its answer, and
 // sends the next. With a rate (writes per second, all clients together)
-// they are open-loop: each client sends on a fixed schedule, and a write
-// sent late because the one before it was slow is timed from when it was
-// due, not from when it went out, so a stalled path is charged for the
-// writes it held up (coordinated omission, as wrk2 corrects it). Writes due during warmup are not measured. Every
-// client uses its own generator seeded by its index, so both paths of a
-// cell write the same accounts in the same order.
+// they are open-loop, each on a fixed schedule (see pacer). Writes started
+// during warmup are not measured. Every client uses its own generator
+// seeded by its index, so both paths of a cell write the same accounts in
+// the same order.
 func drive(ctx context.Context, clients int, dist Dist, warmup, duration time.Duration, rate float64, write writeFunc) Path {
 	start := time.Now()
 	measureFrom, end := start.Add(warmup), start.Add(warmup+duration)
@@ -77,23 +75,10 @@ func drive(ctx context.Context, clients int, dist Dist, warmup, duration time.Du
 		rec.lat = make([]time.Duration, 0, capacity)
 		wg.Go(func() {
 			next := dist.picker(rand.New(rand.NewPCG(uint64(i), 0x62656e6368)))
-			due := start.Add(every * time.Duration(i) / time.Duration(clients)) // staggered
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				if every > 0 {
-					// On time: send when due, and time from the send, so a
-					// late timer is not charged to the path. Behind (the
-					// last write took longer than its slot): time from
-					// when this one was due.
-					if t0.Before(due) {
-						time.Sleep(due.Sub(t0))
-						t0 = time.Now()
-					} else {
-						t0 = due
-					}
-					due = due.Add(every)
-				}
-				if !t0.Before(end) {
+			pace := pacer{every: every, due: start.Add(every * time.Duration(i) / time.Duration(clients)), end: end} // staggered
+			for {
+				t0, ok := pace.next(ctx)
+				if !ok {
 					return
 				}
 				kind, detail := write(ctx, next())
@@ -111,7 +96,7 @@ func drive(ctx context.Context, clients int, dist Dist, warmup, duration time.Du
 
 	// Allocations are read around the measured window; the few writes
 	// straddling its edges are noise next to thousands inside it.
-	sleepUntil(ctx, measureFrom)
+	_ = sleepUntil(ctx, measureFrom)
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	t0 := time.Now()
@@ -155,11 +140,51 @@ func (c *loopClient) fail(kind, detail string) {
 	c.errors[kind]++
 }
 
-func sleepUntil(ctx context.Context, t time.Time) {
+// sleepUntil returns at t, or false as soon as ctx is done.
+func sleepUntil(ctx context.Context, t time.Time) bool {
 	timer := time.NewTimer(time.Until(t))
 	defer timer.Stop()
 	select {
 	case <-timer.C:
+		return true
 	case <-ctx.Done():
+		return false
 	}
+}
+
+// pacer says when one client sends its next write and from when that
+// write is timed.
+type pacer struct {
+	every time.Duration // between one client's writes; 0: closed loop
+	due   time.Time     // open loop: the next write's slot
+	end   time.Time
+}
+
+// next waits for the next write's turn and returns the time to measure it
+// from, or false once the run is over: at end, however far behind the
+// schedule is, or as soon as ctx is done. A write sent on time is timed
+// from when it went out, so a timer that wakes late is not charged to the
+// path; a write held up because the one before it outlasted its slot is
+// timed from when it was due, so a stalled path is charged for the writes
+// it held up (coordinated omission, as wrk2 corrects it).
+func (p *pacer) next(ctx context.Context) (time.Time, bool) {
+	now := time.Now()
+	if ctx.Err() != nil || !now.Before(p.end) {
+		return time.Time{}, false
+	}
+	if p.every == 0 {
+		return now, true
+	}
+	due := p.due
+	p.due = due.Add(p.every)
+	switch {
+	case !due.Before(p.end):
+		return time.Time{}, false
+	case now.Before(due):
+		if !sleepUntil(ctx, due) {
+			return time.Time{}, false
+		}
+		return time.Now(), true
+	}
+	return due, true
 }

@@ -45,6 +45,33 @@ func TestOpenLoopFollowsItsSchedule(t *testing.T) {
 	}
 }
 
+// TestOpenLoopEndsOnTime: a run ends at its deadline however far behind
+// its schedule the path is, and at once when its context ends, even while
+// its clients wait for their next slot.
+func TestOpenLoopEndsOnTime(t *testing.T) {
+	slow := func(context.Context, int64) (string, string) {
+		time.Sleep(50 * time.Millisecond) // 20 writes/s per client, against 500 scheduled
+		return "", ""
+	}
+	start := time.Now()
+	p := drive(context.Background(), 2, Uniform, 0, 200*time.Millisecond, 1000, slow)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("a 200 ms run behind its schedule took %v: it kept sending its backlog", took)
+	}
+	if p.Writes == 0 || p.Writes > 12 {
+		t.Errorf("%d writes from 2 clients at 20 writes/s for 200 ms", p.Writes)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	quick := func(context.Context, int64) (string, string) { return "", "" }
+	start = time.Now()
+	drive(ctx, 4, Uniform, 0, time.Minute, 4, quick) // one write every 4 s per client
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("a run whose context ended after 100 ms took %v: its clients slept through it", took)
+	}
+}
+
 // TestCheckLoad: loads that cannot run, or could hurt, are refused before
 // anything starts.
 func TestCheckLoad(t *testing.T) {
@@ -59,11 +86,13 @@ func TestCheckLoad(t *testing.T) {
 		{"closed loop", func(*Config) {}, true},
 		{"open loop", func(c *Config) { c.Rate = 4000 }, true},
 		{"negative rate", func(c *Config) { c.Rate = -1 }, false},
+		{"under one write per second per client", func(c *Config) { c.Rate = 10 }, false},
 		{"NaN rate", func(c *Config) { c.Rate = math.NaN() }, false},
 		{"infinite rate", func(c *Config) { c.Rate = math.Inf(1) }, false},
 		{"too many clients", func(c *Config) { c.Clients = []int{maxClients + 1} }, false},
 		{"no duration", func(c *Config) { c.Duration = 0 }, false},
 		{"a gateway elsewhere", func(c *Config) { c.GatewayURL = "http://10.0.0.1:8080" }, false},
+		{"a gateway over TLS", func(c *Config) { c.GatewayURL = "https://127.0.0.1:8443" }, false},
 		{"--no-coalesce on a running gateway", func(c *Config) { c.GatewayURL, c.NoCoalesce = "http://127.0.0.1:8080", true }, false},
 	} {
 		c := good()
