@@ -17,15 +17,22 @@ import (
 // them, every refusal must be a stale token, and the balance must match
 // exactly the acknowledged writes.
 func TestConcurrentWritersOneResource(t *testing.T) {
-	for _, coalesce := range []bool{false, true} {
-		t.Run(map[bool]string{false: "one transaction per write", true: "coalesced"}[coalesce], func(t *testing.T) {
-			pol := demoPolicy(t, "monotonic")
-			if coalesce {
-				pol = strings.Replace(pol, "compare: monotonic", "compare: monotonic\n    coalesce: true", 1)
-			}
+	for _, tc := range []struct {
+		name              string
+		coalesce, guarded bool
+	}{
+		{"one transaction per write", false, false},
+		{"coalesced", true, false},
+		{"coalesced, on guarded tables", true, true}, // savepoints and the fence setting agree
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol := strings.Replace(demoPolicy(t, "monotonic"), "compare: monotonic", fmt.Sprintf("compare: monotonic\n    coalesce: %t", tc.coalesce), 1)
 			h := newHarness(t, pol)
+			if tc.guarded {
+				installGuard(t, h)
+			}
 			hammerOneResource(t, h)
-			if coalesce {
+			if tc.coalesce {
 				sum, count := batchSizes(t, h)
 				if sum <= count {
 					t.Errorf("coalesced batches: %g writes in %g transactions; want some transactions with several writes", sum, count)

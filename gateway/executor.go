@@ -23,6 +23,9 @@ import (
 const (
 	sqlstateStale        = "FG409"
 	sqlstatePrecondition = "FG412"
+	// sqlstateGuard: a guard trigger (package guard) refused a row that
+	// belongs to another resource than the write is fenced on.
+	sqlstateGuard = "FG403"
 )
 
 // fenceSQL advances the fence with ONE conditional upsert (see migration
@@ -246,6 +249,8 @@ func classify(err error, w Write) error {
 			return &StaleTokenError{Resource: w.Resource, Presented: w.Token, Current: current}
 		case pgErr.Code == sqlstatePrecondition:
 			return &PreconditionError{Operation: w.Operation.Name, Message: pgErr.Message}
+		case pgErr.Code == sqlstateGuard:
+			return &ConstraintError{Constraint: "fencegw_guard", Message: pgErr.Message}
 		case pgerrcode.IsIntegrityConstraintViolation(pgErr.Code):
 			return &ConstraintError{Constraint: pgErr.ConstraintName, Message: pgErr.Message}
 		case pgerrcode.IsDataException(pgErr.Code):

@@ -42,6 +42,7 @@ func compile(file string, doc *fileDoc) (*Policy, error) {
 		}
 	}
 	compileClients(&ps, p, doc.Clients, doc.Operations)
+	compileGuarded(&ps, p, doc.Guarded)
 	if len(ps) > 0 {
 		return nil, &Error{File: file, Problems: ps}
 	}
@@ -283,6 +284,7 @@ func (p *Policy) Describe() string {
 			fmt.Fprintf(&b, "  statement %d (params %s):\n    %s\n", i, strings.Join(st.params, ", "), strings.ReplaceAll(st.SQL, "\n", "\n    "))
 		}
 	}
+	p.describeGuarded(&b)
 	if !p.AuthRequired() {
 		b.WriteString("\nno clients: authentication is off, any caller may call any operation\n")
 	}

@@ -19,6 +19,7 @@ type fileDoc struct {
 	Resources  map[string]fileResource  `yaml:"resources"`
 	Operations map[string]fileOperation `yaml:"operations"`
 	Clients    map[string]fileClient    `yaml:"clients"`
+	Guarded    map[string]fileGuarded   `yaml:"guarded_tables"`
 }
 
 type fileResource struct {

@@ -33,6 +33,7 @@ type Policy struct {
 	Source     string
 	Resources  map[string]*Resource
 	Operations map[string]*Operation
+	Guarded    []*GuardedTable      // sorted by table
 	clients    map[[32]byte]*Client // by SHA-256 of the bearer token
 }
 

@@ -10,11 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/guard"
+	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 
 	"github.com/fencegw/fencegw/internal/etcdserver"
@@ -71,12 +74,31 @@ func runDev(ctx context.Context, args []string, out io.Writer) error {
 	if err := schema.Up(cfg.DatabaseURL, schema.Gateway(), schema.Dir(filepath.Join(*demo, "migrations"), demoTable)); err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
+	if err := installDemoGuard(startCtx, cfg); err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
 	if err := adoptDevEtcd(startCtx, cfg.DatabaseURL, cfg.EtcdEndpoints, *adopt, out); err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
 	return serve(ctx, cfg, func(addr string) {
 		fmt.Fprint(out, cheatSheet(addr, cfg, dbNote))
 	})
+}
+
+// installDemoGuard puts the guard triggers on the demo's tables, as an
+// operator would with `fencegw guard install`: in dev mode as in
+// production, only fenced writes reach them.
+func installDemoGuard(ctx context.Context, cfg serveConfig) error {
+	pol, err := policy.Load(cfg.PolicyPath)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return guard.Install(ctx, conn, pol)
 }
 
 func cheatSheet(addr string, cfg serveConfig, dbNote string) string {
@@ -90,6 +112,8 @@ fencegw dev is ready. Ctrl-C stops everything it started.
   DATABASE_URL  {db}   ({dbnote})
   etcd          {etcd}   (in-process)
   policy        {policy}   (accounts acct-1 … acct-100, 1000 cents each)
+  guarded       demo.accounts, demo.write_log: writes that bypass the
+                gateway are refused (fencegw guard; README)
 
 Take a lease on account/acct-1 (the answer holds lease_id and token):
   curl -s -X POST {base}/v1/leases -d '{"resource": "account/acct-1", "ttl": 10}'

@@ -102,6 +102,15 @@ func TestDevRunsTheDemoAndCleansUp(t *testing.T) {
 	if got := balance(t, dbURL, "acct-7"); got != 900 {
 		t.Fatalf("balance = %d, want 900", got)
 	}
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(context.Background(), "UPDATE demo.accounts SET balance_cents = 0 WHERE id = 'acct-7'")
+	conn.Close(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "FG403") {
+		t.Fatalf("a direct write to the demo's tables: %v, want the guard's FG403", err)
+	}
 	if err := stop(); err != nil {
 		t.Fatalf("dev after Ctrl-C: %v", err)
 	}

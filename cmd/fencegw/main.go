@@ -22,6 +22,8 @@ commands:
             PostgreSQL unless DATABASE_URL is set, the demo policy and data
   migrate   apply schema migrations: up | down N | version | force N
   policy    check FILE: validate a policy file and print it compiled
+  guard     install | check | remove: guard triggers on the policy's tables,
+            so that writes bypassing the gateway are refused
   lock      RESOURCE -- CMD...: run CMD holding the lock, token in FENCING_TOKEN
   bench     measure fenced writes direct via pgx and through the gateway
   torture   run gateways and workers under faults and check no stale write landed
@@ -52,6 +54,8 @@ func main() {
 		err = runMigrate(ctx, args)
 	case "policy":
 		err = runPolicy(args)
+	case "guard":
+		err = runGuard(ctx, args, os.Stdout)
 	case "epoch":
 		err = runEpoch(ctx, args)
 	case "lock":

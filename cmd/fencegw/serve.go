@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/guard"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
 	"github.com/fencegw/fencegw/tokens"
@@ -73,6 +74,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if err := gateway.CheckPolicy(startCtx, pool, pol); err != nil {
 		return err
 	}
+	warnUnguarded(startCtx, pool, pol, log)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.EtcdEndpoints, DialTimeout: 5 * time.Second})
 	if err != nil {
 		return fmt.Errorf("serve: etcd: %w", err)
@@ -200,4 +202,27 @@ func openPool(ctx context.Context, cfg serveConfig) (*pgxpool.Pool, error) {
 		pc.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(cfg.WriteTimeout.Milliseconds(), 10)
 	}
 	return pgxpool.NewWithConfig(ctx, pc)
+}
+
+// warnUnguarded logs the policy's guarded tables that lack their triggers:
+// the gateway works without them, but nothing stops writes that bypass it.
+func warnUnguarded(ctx context.Context, pool *pgxpool.Pool, pol *policy.Policy, log *slog.Logger) {
+	if len(pol.Guarded) == 0 {
+		return
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return // the pool's problem shows soon enough
+	}
+	defer conn.Release()
+	statuses, err := guard.Check(ctx, conn.Conn(), pol)
+	for _, s := range statuses {
+		if s.Problem != "" {
+			log.Warn("guarded table not guarded: writes that bypass the gateway reach it; run fencegw guard install",
+				slog.String("table", s.Table), slog.String("problem", s.Problem))
+		}
+	}
+	if err != nil && !errors.Is(err, guard.ErrNotGuarded) {
+		log.Warn("could not check the guard triggers", slog.String("error", err.Error()))
+	}
 }

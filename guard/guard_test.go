@@ -1,0 +1,255 @@
+package guard_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fencegw/fencegw/guard"
+	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/schema"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
+
+// demo returns a connection to a fresh database with the gateway's schema
+// and the demo application, and the demo policy.
+func demo(t *testing.T) (*pgx.Conn, *policy.Policy) {
+	t.Helper()
+	dbURL := testenv.NewDatabase(t)
+	if err := schema.Up(dbURL, schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Load("../testdata/demo/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn, pol
+}
+
+func exec(t *testing.T, conn *pgx.Conn, sql string, args ...any) {
+	t.Helper()
+	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// refused runs sql in a transaction of its own after setup and returns the
+// SQLSTATE it failed with ("" if it did not).
+func refused(t *testing.T, conn *pgx.Conn, setup, sql string) string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if setup != "" {
+		if _, err := tx.Exec(ctx, setup); err != nil {
+			t.Fatalf("%s: %v", setup, err)
+		}
+	}
+	_, err = tx.Exec(ctx, sql)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return ""
+}
+
+func balance(t *testing.T, conn *pgx.Conn, id string) int64 {
+	t.Helper()
+	var b int64
+	if err := conn.QueryRow(context.Background(), "SELECT balance_cents FROM demo.accounts WHERE id = $1", id).Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestInstallCheckRemove: Check says what is missing before Install,
+// nothing after it, names a tampered trigger, and reports a guarded table
+// the policy no longer lists; Remove takes the triggers off again.
+func TestInstallCheckRemove(t *testing.T) {
+	conn, pol := demo(t)
+	ctx := context.Background()
+	statuses, err := guard.Check(ctx, conn, pol)
+	if !errors.Is(err, guard.ErrNotGuarded) || len(statuses) != 2 || !strings.Contains(statuses[0].Problem, "no fencegw_guard trigger") {
+		t.Fatalf("before install: %v %+v", err, statuses)
+	}
+	if err := guard.Install(ctx, conn, pol); err != nil {
+		t.Fatal(err)
+	}
+	if err := guard.Install(ctx, conn, pol); err != nil {
+		t.Fatalf("install twice: %v", err)
+	}
+	if statuses, err := guard.Check(ctx, conn, pol); err != nil || statuses[0].Problem != "" || statuses[1].Problem != "" {
+		t.Fatalf("after install: %v %+v", err, statuses)
+	}
+
+	exec(t, conn, "ALTER TABLE demo.write_log DISABLE TRIGGER fencegw_guard")
+	exec(t, conn, "DROP TRIGGER fencegw_guard_truncate ON demo.accounts")
+	statuses, err = guard.Check(ctx, conn, pol)
+	if !errors.Is(err, guard.ErrNotGuarded) || !strings.Contains(statuses[0].Problem, "no fencegw_guard_truncate trigger") ||
+		!strings.Contains(statuses[1].Problem, "disabled") {
+		t.Fatalf("after tampering: %v %+v", err, statuses)
+	}
+	if err := guard.Install(ctx, conn, pol); err != nil {
+		t.Fatal(err)
+	}
+
+	fewer, err := policy.Parse("p.yaml", []byte(strings.Replace(policyText(t), "  demo.write_log:\n    resource: account\n    columns: {account: account}\n", "", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses, err = guard.Check(ctx, conn, fewer)
+	if err != nil || len(statuses) != 2 || statuses[1].Table != "demo.write_log" || statuses[1].Problem != "not in the policy" {
+		t.Fatalf("a guarded table the policy dropped: %v %+v", err, statuses)
+	}
+
+	if err := guard.Remove(ctx, conn, pol); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := guard.Check(ctx, conn, pol); !errors.Is(err, guard.ErrNotGuarded) {
+		t.Fatalf("after remove: %v", err)
+	}
+	if code := refused(t, conn, "", "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"); code != "" {
+		t.Fatalf("a direct write after remove: SQLSTATE %s", code)
+	}
+}
+
+func policyText(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../testdata/demo/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestInstallRefusesWhatCannotWork: a table that does not exist, or lacks
+// a key column, is refused, and nothing is installed anywhere.
+func TestInstallRefusesWhatCannotWork(t *testing.T) {
+	conn, _ := demo(t)
+	ctx := context.Background()
+	for _, tc := range []struct{ table, column, want string }{
+		{"demo.nope", "id", "no such table"},
+		{"public.demo_schema_migrations", "acct", "no column acct"}, // the demo's version table
+	} {
+		text := policyText(t) + "  " + tc.table + ":\n    resource: account\n    columns: {account: " + tc.column + "}\n"
+		pol, err := policy.Parse("p.yaml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := guard.Install(ctx, conn, pol); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("install with %s.%s: %v, want %q", tc.table, tc.column, err, tc.want)
+		}
+		if code := refused(t, conn, "", "UPDATE demo.write_log SET amount_cents = 0"); code != "" {
+			t.Errorf("a refused install left a trigger behind: SQLSTATE %s", code)
+		}
+	}
+}
+
+// TestGuardedRowsRefuseDirectWrites: outside a fenced write of the row's
+// resource, every kind of write to a guarded table is refused, and nothing
+// changes.
+func TestGuardedRowsRefuseDirectWrites(t *testing.T) {
+	conn, pol := demo(t)
+	if err := guard.Install(context.Background(), conn, pol); err != nil {
+		t.Fatal(err)
+	}
+	before := balance(t, conn, "acct-1")
+	fencedOn := func(resource string) string {
+		return "SELECT set_config('fencegw.resource', '" + resource + "', true)"
+	}
+	for _, tc := range []struct{ name, setup, sql string }{
+		{"update", "", "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
+		{"insert", "", "INSERT INTO demo.accounts VALUES ('acct-500', 5)"},
+		{"delete", "", "DELETE FROM demo.accounts WHERE id = 'acct-1'"},
+		{"truncate", "", "TRUNCATE demo.write_log"},
+		{"copy-like bulk insert", "", "INSERT INTO demo.write_log (resource, epoch, revision, operation, account, amount_cents) SELECT 'x', 1, 1, 'x', 'acct-1', 1"},
+		{"another resource's row", fencedOn("account/acct-2"), "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
+		{"moving a row out of its resource", fencedOn("account/acct-1"), "UPDATE demo.accounts SET id = 'acct-501' WHERE id = 'acct-1'"},
+		{"an empty fence", fencedOn(""), "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
+		{"truncate inside a fenced write", fencedOn("account/acct-1"), "TRUNCATE demo.write_log"},
+	} {
+		if code := refused(t, conn, tc.setup, tc.sql); code != "FG403" {
+			t.Errorf("%s: SQLSTATE %q, want FG403", tc.name, code)
+		}
+	}
+	if code := refused(t, conn, fencedOn("account/acct-1"), "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"); code != "" {
+		t.Errorf("the row's own resource: SQLSTATE %s, want it allowed", code)
+	}
+	if got := balance(t, conn, "acct-1"); got != before {
+		t.Fatalf("balance %d, want %d: a refused write changed it", got, before)
+	}
+	var rows int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM demo.write_log").Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("write_log has %d rows (%v), want 0", rows, err)
+	}
+}
+
+// TestBypassIsAuditedAndGranted: a bypass needs a reason, lets its own
+// transaction write, is logged with who and why when it commits, ends with
+// its transaction, and is closed to roles not granted it.
+func TestBypassIsAuditedAndGranted(t *testing.T) {
+	conn, pol := demo(t)
+	ctx := context.Background()
+	if err := guard.Install(ctx, conn, pol); err != nil {
+		t.Fatal(err)
+	}
+	if code := refused(t, conn, "", "SELECT fencegw.bypass('  ')"); code != "FG400" {
+		t.Errorf("a bypass without a reason: SQLSTATE %q, want FG400", code)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, tx.Conn(), "SELECT fencegw.bypass('backfill for ticket 123')")
+	exec(t, tx.Conn(), "UPDATE demo.accounts SET balance_cents = 7 WHERE id = 'acct-3'")
+	exec(t, tx.Conn(), "TRUNCATE demo.write_log")
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := balance(t, conn, "acct-3"); got != 7 {
+		t.Fatalf("balance %d after the bypass, want 7", got)
+	}
+	var why, role string
+	if err := conn.QueryRow(ctx, "SELECT why, by_role FROM fencegw.bypass_log").Scan(&why, &role); err != nil || why != "backfill for ticket 123" || role == "" {
+		t.Fatalf("bypass_log: %q by %q (%v)", why, role, err)
+	}
+	if code := refused(t, conn, "", "UPDATE demo.accounts SET balance_cents = 8 WHERE id = 'acct-3'"); code != "FG403" {
+		t.Errorf("the next transaction: SQLSTATE %q, want FG403: a bypass ends with its transaction", code)
+	}
+
+	// A role without EXECUTE on fencegw.bypass: cluster-wide, so named
+	// after the test database, and dropped after.
+	role = "fencegw_test_" + strings.ReplaceAll(conn.Config().Database, "-", "_")
+	exec(t, conn, "CREATE ROLE "+role+" NOLOGIN")
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), conn.Config().ConnString())
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE "+role)
+			c.Close(context.Background())
+		}
+	})
+	exec(t, conn, "GRANT USAGE ON SCHEMA fencegw, demo TO "+role)
+	exec(t, conn, "GRANT INSERT ON fencegw.bypass_log TO "+role)
+	exec(t, conn, "GRANT USAGE ON SEQUENCE fencegw.bypass_log_id_seq TO "+role)
+	if code := refused(t, conn, "SET LOCAL ROLE "+role, "SELECT fencegw.bypass('sneaky')"); code != "42501" {
+		t.Errorf("bypass by a role not granted it: SQLSTATE %q, want 42501 (insufficient privilege)", code)
+	}
+}

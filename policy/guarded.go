@@ -1,0 +1,104 @@
+package policy
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// GuardedTable is a table whose rows belong to resources: once `fencegw
+// guard install` has put triggers on it, PostgreSQL refuses a write to one
+// of its rows unless the transaction is a gateway write fenced on that
+// row's resource, or declared an audited bypass.
+type GuardedTable struct {
+	Table    string // schema-qualified, e.g. demo.accounts
+	Resource *Resource
+	// Columns maps each argument of the resource's key template to the
+	// column that holds its value in a row.
+	Columns map[string]string
+}
+
+// KeyPart is one piece of a row's resource key: a literal, or the value of
+// a column.
+type KeyPart struct {
+	Literal string
+	Column  string // when non-empty, the part is this column's value
+}
+
+// KeyParts spells the row's resource key: the resource's key template with
+// its arguments replaced by the columns that hold them.
+func (g *GuardedTable) KeyParts() []KeyPart {
+	parts := make([]KeyPart, len(g.Resource.Key.parts))
+	for i, p := range g.Resource.Key.parts {
+		if p.arg == "" {
+			parts[i] = KeyPart{Literal: p.literal}
+		} else {
+			parts[i] = KeyPart{Column: g.Columns[p.arg]}
+		}
+	}
+	return parts
+}
+
+type fileGuarded struct {
+	Resource string            `yaml:"resource"`
+	Columns  map[string]string `yaml:"columns"`
+}
+
+// Lower-case unquoted identifiers only: the names go into DDL, and quoting
+// rules are where mistakes hide.
+var (
+	tableRE  = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}\.[a-z_][a-z0-9_]{0,62}$`)
+	columnRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+)
+
+func compileGuarded(ps *problems, p *Policy, tables map[string]fileGuarded) {
+	for _, table := range sortedKeys(tables) {
+		fg, entry := tables[table], "guarded_tables."+table
+		ok := true
+		if !tableRE.MatchString(table) {
+			ps.add(entry, "want schema.table in lower-case letters, digits and '_', e.g. demo.accounts")
+			ok = false
+		}
+		r := p.Resources[fg.Resource]
+		if r == nil {
+			ps.add(entry+".resource", "%q is not a declared resource", fg.Resource)
+			continue
+		}
+		args := r.Key.args()
+		for _, arg := range args {
+			col, found := fg.Columns[arg]
+			switch {
+			case !found:
+				ps.add(entry+".columns", "no column for {%s} of %s's key %q", arg, r.Name, r.Key)
+				ok = false
+			case !columnRE.MatchString(col):
+				ps.add(entry+".columns."+arg, "%q: want a column name in lower-case letters, digits and '_'", col)
+				ok = false
+			}
+		}
+		for _, arg := range sortedKeys(fg.Columns) {
+			if !slices.Contains(args, arg) {
+				ps.add(entry+".columns."+arg, "%s's key %q has no {%s}", r.Name, r.Key, arg)
+				ok = false
+			}
+		}
+		if ok {
+			p.Guarded = append(p.Guarded, &GuardedTable{Table: table, Resource: r, Columns: fg.Columns})
+		}
+	}
+}
+
+// describeGuarded renders the guarded tables for Describe.
+func (p *Policy) describeGuarded(b *strings.Builder) {
+	for _, g := range p.Guarded {
+		b.WriteString("\nguarded table " + g.Table + ": rows of " + g.Resource.Name + ", key ")
+		for _, part := range g.KeyParts() {
+			if part.Column != "" {
+				b.WriteString("{" + part.Column + "}")
+			} else {
+				b.WriteString(part.Literal)
+			}
+		}
+		b.WriteString("\n")
+	}
+}

@@ -1,0 +1,6 @@
+-- Guard triggers installed by `fencegw guard install` depend on these
+-- functions: remove them first (`fencegw guard remove`), or this fails.
+DROP FUNCTION IF EXISTS fencegw.guard_truncate();
+DROP FUNCTION IF EXISTS fencegw.guard_row();
+DROP FUNCTION IF EXISTS fencegw.bypass(text);
+DROP TABLE IF EXISTS fencegw.bypass_log;
