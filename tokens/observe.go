@@ -1,7 +1,10 @@
 package tokens
 
 import (
+	"cmp"
 	"context"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,4 +69,45 @@ func checkValue(v string) error {
 		return ErrBadValue
 	}
 	return nil
+}
+
+// ObserveAll reports every resource that has a holder or waiters, in key
+// order, from at most limit lock keys (one range read, one TTL read per
+// key): what `fencegw inspect` shows.
+func (a *Etcd) ObserveAll(ctx context.Context, limit int) ([]LockState, error) {
+	resp, err := a.cli.Get(ctx, lockPrefix, clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend), clientv3.WithLimit(int64(limit)))
+	if err != nil {
+		return nil, unavailable("observe locks", err)
+	}
+	a.observe(resp.Header.Revision)
+	var out []LockState
+	for _, kv := range resp.Kvs {
+		escaped, _, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), lockPrefix), "/")
+		resource, err := url.PathUnescape(escaped)
+		if !ok || err != nil {
+			continue // not a lock key of ours
+		}
+		if len(out) == 0 || out[len(out)-1].Resource != resource {
+			out = append(out, LockState{Resource: resource, Revision: resp.Header.Revision})
+		}
+		st := &out[len(out)-1]
+		c := Contender{
+			LeaseID: LeaseID(kv.Lease),
+			Token:   Token{Epoch: a.epoch.Load(), Revision: kv.CreateRevision},
+			Value:   string(kv.Value),
+		}
+		if ttl, err := a.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease)); err == nil && ttl.TTL > 0 {
+			c.TTL = time.Duration(ttl.TTL) * time.Second
+		}
+		st.Waiters = append(st.Waiters, c)
+	}
+	// Keys sort by lease ID within a resource; the holder is the oldest.
+	for i := range out {
+		st := &out[i]
+		slices.SortFunc(st.Waiters, func(x, y Contender) int { return cmp.Compare(x.Token.Revision, y.Token.Revision) })
+		holder := st.Waiters[0]
+		st.Holder, st.Waiters = &holder, st.Waiters[1:]
+	}
+	return out, nil
 }

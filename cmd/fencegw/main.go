@@ -22,6 +22,7 @@ commands:
             PostgreSQL unless DATABASE_URL is set, the demo policy and data
   migrate   apply schema migrations: up | down N | version | force N
   policy    check FILE: validate a policy file and print it compiled
+  inspect   fences, locks held and their waiters, refused writes, bypasses
   guard     install | check | remove: guard triggers on the policy's tables,
             so that writes bypassing the gateway are refused
   lock      RESOURCE -- CMD...: run CMD holding the lock, token in FENCING_TOKEN
@@ -54,6 +55,8 @@ func main() {
 		err = runMigrate(ctx, args)
 	case "policy":
 		err = runPolicy(args)
+	case "inspect":
+		err = runInspect(ctx, args, os.Stdout)
 	case "guard":
 		err = runGuard(ctx, args, os.Stdout)
 	case "epoch":

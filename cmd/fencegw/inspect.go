@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/fencegw/fencegw/internal/clip"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+const inspectUsage = `usage: fencegw inspect --database-url URL --etcd ENDPOINTS [--resource PREFIX] [--limit N] [--json]
+
+Shows, read-only: the fences most recently advanced, the locks held with
+their remaining TTL and waiters, the newest refused writes, and the newest
+audited bypasses of the guard triggers.`
+
+// inspection is what `fencegw inspect` shows.
+type inspection struct {
+	Epoch      int64          `json:"epoch"`
+	Revision   int64          `json:"etcd_revision"`
+	Fences     []fenceRow     `json:"fences"`
+	Locks      []lockRow      `json:"locks"`
+	Rejections []rejectionRow `json:"rejections"`
+	Bypasses   []bypassRow    `json:"bypasses"`
+}
+
+type fenceRow struct {
+	Resource  string       `json:"resource"`
+	Token     tokens.Token `json:"token"`
+	Writes    int64        `json:"writes"`
+	UpdatedAt time.Time    `json:"updated_at"`
+}
+
+type lockRow struct {
+	Resource string        `json:"resource"`
+	Holder   tokens.Token  `json:"holder_token"`
+	LeaseID  string        `json:"lease_id"`
+	TTL      time.Duration `json:"ttl_ns"`
+	Value    string        `json:"value,omitempty"`
+	Waiters  int           `json:"waiters"`
+}
+
+type rejectionRow struct {
+	At        time.Time `json:"at"`
+	Resource  string    `json:"resource"`
+	Operation string    `json:"operation"`
+	Reason    string    `json:"reason"`
+	Presented string    `json:"presented,omitempty"`
+	Current   string    `json:"current,omitempty"`
+}
+
+type bypassRow struct {
+	At   time.Time `json:"at"`
+	By   string    `json:"by"`
+	Why  string    `json:"why"`
+	TxID int64     `json:"txid"`
+}
+
+// maxLockKeys bounds the etcd keys inspect reads (one TTL read each).
+const maxLockKeys = 1000
+
+// runInspect serves `fencegw inspect`.
+func runInspect(ctx context.Context, args []string, out io.Writer) error {
+	var cfg serveConfig
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	cfg.bindBackends(fs)
+	prefix := fs.String("resource", "", "show only resources that start with this")
+	limit := fs.Int("limit", 20, "rows per section, 1 to 1000")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), inspectUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("%w: inspect takes no arguments, got %q", errUsage, fs.Args())
+	case cfg.DatabaseURL == "" || len(cfg.EtcdEndpoints) == 0:
+		return fmt.Errorf("%w: inspect: needs --database-url and --etcd", errUsage)
+	case *limit < 1 || *limit > 1000:
+		return fmt.Errorf("%w: inspect: --limit %d: want 1 to 1000", errUsage, *limit)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("inspect: database: %w", err)
+	}
+	defer conn.Close(context.Background())
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.EtcdEndpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return fmt.Errorf("inspect: etcd: %w", err)
+	}
+	defer cli.Close()
+
+	in, err := inspect(ctx, conn, tokens.NewEtcd(cli), *prefix, *limit)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(in)
+	}
+	return in.writeText(out)
+}
+
+// inspect gathers what PostgreSQL and etcd say, read-only.
+func inspect(ctx context.Context, conn *pgx.Conn, auth *tokens.Etcd, prefix string, limit int) (*inspection, error) {
+	view, err := auth.View(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
+	}
+	in := &inspection{Epoch: view.Epoch, Revision: view.Revision}
+	like := escapeLike(prefix) + "%"
+	rows, err := conn.Query(ctx, `SELECT resource, epoch, token, writes, updated_at FROM fencegw.fences
+		WHERE resource LIKE $1 ORDER BY updated_at DESC, resource LIMIT $2`, like, limit)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: fences: %w", err)
+	}
+	in.Fences, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (f fenceRow, err error) {
+		err = r.Scan(&f.Resource, &f.Token.Epoch, &f.Token.Revision, &f.Writes, &f.UpdatedAt)
+		return f, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("inspect: fences: %w", err)
+	}
+	rows, err = conn.Query(ctx, `SELECT at, resource, operation, reason, coalesce(presented, ''), coalesce(current, '')
+		FROM fencegw.rejections WHERE resource LIKE $1 ORDER BY id DESC LIMIT $2`, like, limit)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: rejections: %w", err)
+	}
+	in.Rejections, err = pgx.CollectRows(rows, pgx.RowToStructByPos[rejectionRow])
+	if err != nil {
+		return nil, fmt.Errorf("inspect: rejections: %w", err)
+	}
+	rows, err = conn.Query(ctx, `SELECT at, by_role, why, txid FROM fencegw.bypass_log ORDER BY id DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: bypasses: %w", err)
+	}
+	in.Bypasses, err = pgx.CollectRows(rows, pgx.RowToStructByPos[bypassRow])
+	if err != nil {
+		return nil, fmt.Errorf("inspect: bypasses: %w", err)
+	}
+
+	locks, err := auth.ObserveAll(ctx, maxLockKeys)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
+	}
+	for _, st := range locks {
+		if !strings.HasPrefix(st.Resource, prefix) || len(in.Locks) == limit {
+			continue
+		}
+		h := st.Holder
+		in.Locks = append(in.Locks, lockRow{
+			Resource: st.Resource, Holder: tokens.Token{Epoch: view.Epoch, Revision: h.Token.Revision},
+			LeaseID: h.LeaseID.String(), TTL: h.TTL, Value: h.Value, Waiters: len(st.Waiters),
+		})
+	}
+	return in, nil
+}
+
+// escapeLike makes s match itself in a LIKE pattern.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+func (in *inspection) writeText(out io.Writer) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "epoch %d, etcd revision %d\n", in.Epoch, in.Revision)
+	fmt.Fprintf(tw, "\nfences, most recently advanced first (%d):\n", len(in.Fences))
+	fmt.Fprintln(tw, "  RESOURCE\tTOKEN\tWRITES\tUPDATED")
+	for _, f := range in.Fences {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", f.Resource, f.Token, f.Writes, f.UpdatedAt.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(tw, "\nlocks held (%d):\n", len(in.Locks))
+	fmt.Fprintln(tw, "  RESOURCE\tHOLDER\tLEASE\tTTL LEFT\tWAITERS\tVALUE")
+	for _, l := range in.Locks {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\n", l.Resource, l.Holder, l.LeaseID, l.TTL, l.Waiters, oneLine(l.Value))
+	}
+	fmt.Fprintf(tw, "\nrefused writes, newest first (%d):\n", len(in.Rejections))
+	fmt.Fprintln(tw, "  AT\tRESOURCE\tOPERATION\tREASON\tPRESENTED\tCURRENT")
+	for _, r := range in.Rejections {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", r.At.UTC().Format(time.RFC3339), r.Resource, r.Operation, r.Reason, r.Presented, r.Current)
+	}
+	fmt.Fprintf(tw, "\nbypasses of the guard triggers, newest first (%d):\n", len(in.Bypasses))
+	fmt.Fprintln(tw, "  AT\tBY\tTXID\tWHY")
+	for _, b := range in.Bypasses {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", b.At.UTC().Format(time.RFC3339), b.By, b.TxID, oneLine(b.Why))
+	}
+	return tw.Flush()
+}
+
+// oneLine keeps free text (lock values, bypass reasons) on one table row.
+func oneLine(s string) string {
+	return clip.String(strings.Join(strings.Fields(s), " "), 80)
+}

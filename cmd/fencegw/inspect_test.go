@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// TestInspect: inspect shows a fence, a lock with its waiter, a refused
+// write and a bypass, filtered by resource prefix, as text and as JSON.
+func TestInspect(t *testing.T) {
+	dbURL := migrated(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	prefix := "inspect-" + strings.TrimPrefix(conn.Config().Database, "fencegw_test_") + "/"
+	for _, sql := range []string{
+		"SELECT fencegw.fence('" + prefix + "a', 1, 5, false)",
+		"SELECT fencegw.fence('elsewhere/b', 1, 6, false)",
+		"INSERT INTO fencegw.rejections (resource, operation, reason, presented, current) VALUES ('" + prefix + "a', 'debit', 'stale-token', '1:3', '1:5')",
+		"BEGIN; SELECT fencegw.bypass('backfill\nfor ticket 9'); COMMIT",
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	auth := tokens.NewEtcd(testenv.EtcdClient(t))
+	held, err := auth.Acquire(ctx, prefix+"a", tokens.AcquireOptions{TTL: 30 * time.Second, Value: "worker-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer auth.Release(ctx, held.ID, "")
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	waited := make(chan error, 1)
+	go func() {
+		_, err := auth.Acquire(waitCtx, prefix+"a", tokens.AcquireOptions{TTL: 30 * time.Second, Wait: time.Minute})
+		waited <- err
+	}()
+	defer func() { stopWaiting(); <-waited }()
+
+	run := func(args ...string) string {
+		var out bytes.Buffer
+		err := runInspect(ctx, append([]string{"--database-url", dbURL, "--etcd", strings.Join(testenv.EtcdEndpoints(), ","), "--resource", prefix}, args...), &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	var in inspection
+	if !testenv.WaitFor(10*time.Second, func() bool {
+		in = inspection{}
+		return json.Unmarshal([]byte(run("--json")), &in) == nil && len(in.Locks) == 1 && in.Locks[0].Waiters == 1
+	}) {
+		t.Fatalf("never saw the lock with its waiter: %+v", in.Locks)
+	}
+	l := in.Locks[0]
+	if l.Resource != prefix+"a" || l.Holder != held.Token || l.LeaseID != held.ID.String() || l.TTL <= 0 || l.Value != "worker-1" {
+		t.Errorf("lock = %+v, want held by %s (lease %s)", l, held.Token, held.ID)
+	}
+	if len(in.Fences) != 1 || in.Fences[0].Resource != prefix+"a" || in.Fences[0].Token.String() != "1:5" {
+		t.Errorf("fences = %+v, want only %sa at 1:5 (the prefix filters the other)", in.Fences, prefix)
+	}
+	if len(in.Rejections) != 1 || in.Rejections[0].Reason != "stale-token" || in.Rejections[0].Presented != "1:3" {
+		t.Errorf("rejections = %+v", in.Rejections)
+	}
+	if len(in.Bypasses) != 1 || !strings.HasPrefix(in.Bypasses[0].Why, "backfill") {
+		t.Errorf("bypasses = %+v", in.Bypasses)
+	}
+	text := run()
+	for _, want := range []string{prefix + "a", held.Token.String(), "worker-1", "stale-token", "backfill for ticket 9"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+
+	for _, args := range [][]string{{"extra"}, {"--limit", "0"}} {
+		if err := runInspect(ctx, append([]string{"--database-url", dbURL, "--etcd", "127.0.0.1:1"}, args...), &bytes.Buffer{}); !errors.Is(err, errUsage) {
+			t.Errorf("inspect %q: %v, want a usage error", args, err)
+		}
+	}
+}
