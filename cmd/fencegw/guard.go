@@ -68,6 +68,9 @@ func runGuard(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("guard: database: %w", err)
 	}
 	defer conn.Close(context.Background())
+	if err := checkSchema(ctx, conn, "guard"); err != nil {
+		return err
+	}
 
 	switch action {
 	case "install":

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fencegw/fencegw/guard"
+	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 // TestGuardCommand: check fails until install, install says what it did and
@@ -44,6 +45,10 @@ func TestGuardCommand(t *testing.T) {
 	}
 	if err := runGuard(ctx, []string{"--policy", "../../testdata/demo/policy.yaml", "check"}, &bytes.Buffer{}); !errors.Is(err, errUsage) {
 		t.Errorf("no database: %v, want a usage error", err)
+	}
+	bare := testenv.NewDatabase(t)
+	if err := runGuard(ctx, []string{"--database-url", bare, "--policy", "../../testdata/demo/policy.yaml", "install"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "fencegw migrate up") {
+		t.Errorf("install on a database without the gateway's schema: %v, want a hint to migrate", err)
 	}
 	if err := runGuard(ctx, []string{"--database-url", dbURL, "--policy", "../../testdata/bench/policy.yaml", "install"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "no guarded_tables") {
 		t.Errorf("a policy without guarded tables: %v", err)

@@ -96,6 +96,9 @@ func runInspect(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("inspect: database: %w", err)
 	}
 	defer conn.Close(context.Background())
+	if err := checkSchema(ctx, conn, "inspect"); err != nil {
+		return err
+	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.EtcdEndpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return fmt.Errorf("inspect: etcd: %w", err)

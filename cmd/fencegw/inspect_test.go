@@ -85,6 +85,10 @@ func TestInspect(t *testing.T) {
 		}
 	}
 
+	var out bytes.Buffer
+	if err := runInspect(ctx, []string{"--database-url", testenv.NewDatabase(t), "--etcd", "127.0.0.1:1"}, &out); err == nil || !strings.Contains(err.Error(), "fencegw migrate up") {
+		t.Errorf("inspect of a database without the gateway's schema: %v, want a hint to migrate", err)
+	}
 	for _, args := range [][]string{{"extra"}, {"--limit", "0"}} {
 		if err := runInspect(ctx, append([]string{"--database-url", dbURL, "--etcd", "127.0.0.1:1"}, args...), &bytes.Buffer{}); !errors.Is(err, errUsage) {
 			t.Errorf("inspect %q: %v, want a usage error", args, err)

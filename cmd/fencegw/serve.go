@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -68,7 +69,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return fmt.Errorf("serve: database: %w", err)
 	}
 	defer pool.Close()
-	if err := checkSchema(startCtx, pool, want); err != nil {
+	if err := checkSchema(startCtx, pool, "serve"); err != nil {
 		return err
 	}
 	if err := gateway.CheckPolicy(startCtx, pool, pol); err != nil {
@@ -154,17 +155,25 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 
 // checkSchema refuses to start against a database whose gateway schema is
 // not the one this binary was built for.
-func checkSchema(ctx context.Context, pool *pgxpool.Pool, want uint) error {
-	v, dirty, err := schema.Applied(ctx, pool, schema.GatewayTable)
+// checkSchema refuses to go on unless the gateway's schema is exactly the
+// version this binary was built with; cmd names the command in errors.
+func checkSchema(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, cmd string) error {
+	want, err := schema.Latest(schema.Gateway())
+	if err != nil {
+		return err
+	}
+	v, dirty, err := schema.Applied(ctx, q, schema.GatewayTable)
 	switch {
 	case errors.Is(err, schema.ErrNoVersion):
-		return fmt.Errorf("serve: the database has no fencegw schema: run `fencegw migrate up` first")
+		return fmt.Errorf("%s: the database has no fencegw schema: run `fencegw migrate up` first", cmd)
 	case err != nil:
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	case dirty:
-		return fmt.Errorf("serve: the fencegw schema is dirty at version %d: a migration failed halfway; see `fencegw migrate version`", v)
+		return fmt.Errorf("%s: the fencegw schema is dirty at version %d: a migration failed halfway; see `fencegw migrate version`", cmd, v)
 	case v != want:
-		return fmt.Errorf("serve: the fencegw schema is at version %d, this binary needs %d: run `fencegw migrate up` with this binary", v, want)
+		return fmt.Errorf("%s: the fencegw schema is at version %d, this binary needs %d: run `fencegw migrate up` with this binary", cmd, v, want)
 	}
 	return nil
 }
