@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/guard"
 	"github.com/fencegw/fencegw/policy"
 )
@@ -87,5 +88,52 @@ func TestWritesOnGuardedTables(t *testing.T) {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "FG403" {
 		t.Fatalf("a direct write: %v, want SQLSTATE FG403", err)
+	}
+}
+
+// TestMisroutedWriteInACoalescedBatch: writes queued behind a busy
+// resource run as one transaction, each in its own savepoint; the one the
+// guard refuses is answered 409 and the others commit.
+func TestMisroutedWriteInACoalescedBatch(t *testing.T) {
+	pol := strings.Replace(demoPolicy(t, "monotonic"), "\noperations:\n", "\noperations:"+misroutedOperation, 1)
+	h := newHarness(t, pol)
+	installGuard(t, h)
+	const account, resource = "acct-47", "account/acct-47"
+	l := h.mustAcquire(resource, 30, 0)
+	if r := h.write("credit", l.Token, debit(account, 1)); r.Status != http.StatusOK { // creates the fence row
+		t.Fatalf("first credit: %d %s", r.Status, r.Body)
+	}
+	before, other := h.balance(account), h.balance("acct-48")
+
+	unblock := blockFence(t, h, resource)
+	results := make(chan response, 4)
+	send := func(op, body string) { results <- h.write(op, l.Token, body) }
+	go send("credit", debit(account, 10)) // runs first, and waits for the fence row
+	waitUntilBlocked(t, h)
+	go send("credit", debit(account, 20))
+	go send("credit_other", `{"account": "`+account+`", "other": "acct-48"}`)
+	go send("credit", debit(account, 30))
+	waitOrFail(t, "three writes to queue behind the blocked one", func() bool { return gateway.QueuedWrites(h.gw, resource) == 3 })
+	unblock()
+
+	var ok, refusedByGuard int
+	for range 4 {
+		switch r := <-results; {
+		case r.Status == http.StatusOK:
+			ok++
+		case r.Status == http.StatusConflict && r.Problem.Kind() == "constraint":
+			refusedByGuard++
+		default:
+			t.Errorf("unexpected answer: %d %s", r.Status, r.Body)
+		}
+	}
+	if ok != 3 || refusedByGuard != 1 {
+		t.Fatalf("%d applied, %d refused by the guard; want 3 and 1", ok, refusedByGuard)
+	}
+	if got := h.balance(account); got != before+60 {
+		t.Errorf("%s balance %d, want %d", account, got, before+60)
+	}
+	if got := h.balance("acct-48"); got != other {
+		t.Errorf("acct-48 balance %d, want %d: the misrouted write must not land", got, other)
 	}
 }

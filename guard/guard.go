@@ -1,9 +1,3 @@
-// Package guard puts fencegw's guard triggers on the tables a policy lists
-// (policy.GuardedTable), checks them and takes them off. The trigger
-// functions themselves come with the gateway's schema (migration 0003): a
-// guarded row may be written only inside a gateway write fenced on the
-// row's resource, or after SELECT fencegw.bypass('why') in the same
-// transaction, which is logged in fencegw.bypass_log.
 package guard
 
 import (
@@ -24,6 +18,10 @@ const (
 	TruncateTrigger = "fencegw_guard_truncate"
 )
 
+// NotInPolicy is the Problem of a table that carries fencegw's triggers
+// but is not in the policy Check was given.
+const NotInPolicy = "not in the policy"
+
 // ErrNotGuarded is wrapped by Check's error when a table the policy lists
 // lacks its triggers, or has them with other arguments.
 var ErrNotGuarded = errors.New("guard: not guarded as the policy says")
@@ -35,20 +33,27 @@ type Status struct {
 }
 
 // Install puts the triggers on every table pol guards, replacing any
-// earlier version, all in one transaction: every table or none. It refuses
-// a table that does not exist or lacks a key column, since a trigger
-// reading a missing column would refuse every write.
+// earlier version (which also re-enables a disabled one), all in one
+// transaction: every table or none. It refuses a table the triggers could
+// not guard exactly (see tableProblem).
 func Install(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) error {
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		// DDL on a busy table waits for its writers, and they for it.
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '5s'"); err != nil {
+			return fmt.Errorf("guard: %w", err)
+		}
 		for _, g := range pol.Guarded {
-			if problem, err := missingColumns(ctx, tx, g); err != nil || problem != "" {
-				return errors.Join(err, fmt.Errorf("guard: %s: %s", g.Table, problem))
+			problem, err := tableProblem(ctx, tx, g)
+			if err != nil {
+				return fmt.Errorf("guard: install on %s: %w", g.Table, err)
 			}
-			if _, err := tx.Exec(ctx, rowTriggerDDL(g)); err != nil {
-				return fmt.Errorf("guard: %s: %w", g.Table, err)
+			if problem != "" {
+				return fmt.Errorf("guard: install on %s: %s", g.Table, problem)
 			}
-			if _, err := tx.Exec(ctx, truncateTriggerDDL(g)); err != nil {
-				return fmt.Errorf("guard: %s: %w", g.Table, err)
+			for _, ddl := range []string{rowTriggerDDL(g), truncateTriggerDDL(g)} {
+				if _, err := tx.Exec(ctx, ddl); err != nil {
+					return fmt.Errorf("guard: install on %s: %w", g.Table, err)
+				}
 			}
 		}
 		return nil
@@ -94,7 +99,7 @@ func Check(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) ([]Status, e
 		return nil, err
 	}
 	for _, t := range stray {
-		out = append(out, Status{Table: t, Problem: "not in the policy"})
+		out = append(out, Status{Table: t, Problem: NotInPolicy})
 	}
 	if bad > 0 {
 		return out, fmt.Errorf("%w: %d of %d table(s)", ErrNotGuarded, bad, len(pol.Guarded))
@@ -121,7 +126,7 @@ func rowTriggerDDL(g *policy.GuardedTable) string {
 	for _, a := range TriggerArgs(g) {
 		quoted = append(quoted, quoteLiteral(a))
 	}
-	return fmt.Sprintf("CREATE OR REPLACE TRIGGER %s BEFORE INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION fencegw.guard_row(%s)",
+	return fmt.Sprintf("CREATE OR REPLACE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION fencegw.guard_row(%s)",
 		RowTrigger, tableIdent(g.Table), strings.Join(quoted, ", "))
 }
 
@@ -136,11 +141,10 @@ func tableIdent(table string) string {
 	return pgx.Identifier(strings.SplitN(table, ".", 2)).Sanitize()
 }
 
-// quoteLiteral quotes s as a standard SQL string literal. Key template
-// literals cannot hold NUL (PostgreSQL text cannot), and with
+// quoteLiteral quotes s as a standard SQL string literal. With
 // standard_conforming_strings on (the default since 9.1) a backslash is an
 // ordinary character; an E-prefixed literal makes that so whatever the
-// setting.
+// setting. (A NUL, which PostgreSQL text cannot hold, makes the DDL fail.)
 func quoteLiteral(s string) string {
 	s = strings.ReplaceAll(s, `'`, `''`)
 	if strings.Contains(s, `\`) {
@@ -154,57 +158,91 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// missingColumns says which of g's key columns its table lacks, or that
-// the table does not exist.
-func missingColumns(ctx context.Context, q querier, g *policy.GuardedTable) (string, error) {
-	rows, err := q.Query(ctx, `SELECT attname FROM pg_attribute
+// keyTypes are the column types whose text form is exactly how the gateway
+// renders an argument into a key: strings as they are, integers in
+// decimal. Others would refuse every write (numeric(10,2) renders 42 as
+// 42.00, char(n) pads) or depend on the session (timestamps).
+var keyTypes = []string{"text", "character varying", "smallint", "integer", "bigint"}
+
+// tableProblem says why the triggers could not guard g's table exactly, or
+// "": it must be a plain table, neither parent nor child of another (row
+// triggers reach no partition and no child table, TRUNCATE triggers are
+// not inherited), with every key column present and of a key type.
+func tableProblem(ctx context.Context, q querier, g *policy.GuardedTable) (string, error) {
+	var kind string
+	var inherits bool
+	err := q.QueryRow(ctx, `SELECT c.relkind::text, EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = c.oid OR i.inhparent = c.oid)
+		FROM pg_class c WHERE c.oid = to_regclass($1)`, tableIdent(g.Table)).Scan(&kind, &inherits)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "no such table", nil
+	case err != nil:
+		return "", err
+	case kind != "r":
+		return "not a plain table: partitioned tables, views and foreign tables cannot be guarded", nil
+	case inherits:
+		return "has inheritance parents or children, which its triggers would not cover", nil
+	}
+	rows, err := q.Query(ctx, `SELECT attname, format_type(atttypid, NULL) FROM pg_attribute
 		WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`, tableIdent(g.Table))
 	if err != nil {
 		return "", err
 	}
-	have, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	types := map[string]string{}
+	var name, typ string
+	if _, err := pgx.ForEachRow(rows, []any{&name, &typ}, func() error { types[name] = typ; return nil }); err != nil {
 		return "", err
 	}
-	if len(have) == 0 {
-		return "no such table", nil
-	}
-	var missing []string
 	for _, p := range g.KeyParts() {
-		if p.Column != "" && !slices.Contains(have, p.Column) {
-			missing = append(missing, p.Column)
+		typ, ok := types[p.Column]
+		switch {
+		case p.Column == "":
+		case !ok:
+			return fmt.Sprintf("no column %s for the resource key", p.Column), nil
+		case !slices.Contains(keyTypes, typ):
+			return fmt.Sprintf("key column %s is %s: want text, varchar, smallint, integer or bigint, which read as the gateway writes the key", p.Column, typ), nil
 		}
-	}
-	if len(missing) > 0 {
-		return "no column " + strings.Join(missing, ", ") + " for the resource key", nil
 	}
 	return "", nil
 }
 
+// The pg_trigger.tgtype of the two triggers: ROW|INSERT|DELETE|UPDATE
+// (AFTER is the absence of BEFORE), and BEFORE|TRUNCATE for a statement.
+const (
+	rowTriggerType      = 1 | 4 | 8 | 16
+	truncateTriggerType = 2 | 32
+)
+
 // checkTable compares g's table's triggers with what Install would make.
 func checkTable(ctx context.Context, q querier, g *policy.GuardedTable) (string, error) {
-	if problem, err := missingColumns(ctx, q, g); err != nil || problem != "" {
+	if problem, err := tableProblem(ctx, q, g); err != nil || problem != "" {
 		return problem, err
 	}
-	rows, err := q.Query(ctx, `SELECT tgname, tgenabled, tgfoid::regproc::text, tgargs
-		FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname = ANY($2) AND NOT tgisinternal`,
-		tableIdent(g.Table), []string{RowTrigger, TruncateTrigger})
+	rows, err := q.Query(ctx, `SELECT tgname, tgenabled::text, tgtype,
+			tgfoid = CASE tgname WHEN $2 THEN to_regprocedure('fencegw.guard_row()') ELSE to_regprocedure('fencegw.guard_truncate()') END,
+			tgqual IS NULL AND cardinality(tgattr::int2[]) = 0, tgargs
+		FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname IN ($2, $3) AND NOT tgisinternal`,
+		tableIdent(g.Table), RowTrigger, TruncateTrigger)
 	if err != nil {
 		return "", err
 	}
 	found := map[string]string{} // trigger name -> problem
-	var name, enabled, function string
-	var rawArgs []byte
-	_, err = pgx.ForEachRow(rows, []any{&name, &enabled, &function, &rawArgs}, func() error {
-		want, wantArgs := "fencegw.guard_truncate", []string(nil)
+	var (
+		name, enabled       string
+		typ                 int16
+		ourFunction, always bool
+		rawArgs             []byte
+	)
+	_, err = pgx.ForEachRow(rows, []any{&name, &enabled, &typ, &ourFunction, &always, &rawArgs}, func() error {
+		wantType, wantArgs := int16(truncateTriggerType), []string(nil)
 		if name == RowTrigger {
-			want, wantArgs = "fencegw.guard_row", TriggerArgs(g)
+			wantType, wantArgs = rowTriggerType, TriggerArgs(g)
 		}
 		switch {
-		case enabled == "D":
-			found[name] = name + " is disabled"
-		case function != want:
-			found[name] = fmt.Sprintf("%s calls %s, not %s", name, function, want)
+		case enabled != "O" && enabled != "A":
+			found[name] = name + " is disabled, or fires only in replica sessions: run fencegw guard install"
+		case !ourFunction || typ != wantType || !always:
+			found[name] = name + " is not the trigger fencegw installs (function, events or conditions differ): run fencegw guard install"
 		case !slices.Equal(splitArgs(rawArgs), wantArgs):
 			found[name] = name + " spells another resource key: run fencegw guard install"
 		default:
@@ -240,7 +278,7 @@ func splitArgs(raw []byte) []string {
 func strayTables(ctx context.Context, q querier, pol *policy.Policy) ([]string, error) {
 	rows, err := q.Query(ctx, `SELECT n.nspname || '.' || c.relname
 		FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE t.tgname = $1 ORDER BY 1`, RowTrigger)
+		WHERE t.tgname = $1 AND t.tgparentid = 0 ORDER BY 1`, RowTrigger)
 	if err != nil {
 		return nil, fmt.Errorf("guard: %w", err)
 	}

@@ -110,6 +110,30 @@ func TestInstallCheckRemove(t *testing.T) {
 	if err := guard.Install(ctx, conn, pol); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := guard.Check(ctx, conn, pol); err != nil {
+		t.Fatalf("install did not repair what was tampered with: %v", err)
+	}
+	for _, tamper := range []struct{ sql, want string }{
+		{"ALTER TABLE demo.accounts ENABLE REPLICA TRIGGER fencegw_guard", "replica"},
+		{"CREATE OR REPLACE TRIGGER fencegw_guard AFTER INSERT ON demo.accounts FOR EACH ROW EXECUTE FUNCTION fencegw.guard_row('Laccount/', 'Cid')", "not the trigger"},
+		{"CREATE OR REPLACE TRIGGER fencegw_guard AFTER INSERT OR UPDATE OR DELETE ON demo.accounts FOR EACH ROW WHEN (false) EXECUTE FUNCTION fencegw.guard_row('Laccount/', 'Cid')", "not the trigger"},
+		{"CREATE OR REPLACE TRIGGER fencegw_guard AFTER INSERT OR UPDATE OR DELETE ON demo.accounts FOR EACH ROW EXECUTE FUNCTION fencegw.guard_truncate()", "not the trigger"},
+		{"CREATE OR REPLACE TRIGGER fencegw_guard AFTER INSERT OR UPDATE OR DELETE ON demo.accounts FOR EACH ROW EXECUTE FUNCTION fencegw.guard_row('Lacct/', 'Cid')", "another resource key"},
+	} {
+		exec(t, conn, tamper.sql)
+		statuses, err := guard.Check(ctx, conn, pol)
+		if !errors.Is(err, guard.ErrNotGuarded) || !strings.Contains(statuses[0].Problem, tamper.want) {
+			t.Errorf("after %s: %v %+v, want %q", tamper.sql, err, statuses, tamper.want)
+		}
+		if err := guard.Install(ctx, conn, pol); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(t, conn, "SET search_path = fencegw, public") // the function names then print without their schema
+	if _, err := guard.Check(ctx, conn, pol); err != nil {
+		t.Errorf("check with fencegw on the search_path: %v", err)
+	}
+	exec(t, conn, "RESET search_path")
 
 	fewer, err := policy.Parse("p.yaml", []byte(strings.Replace(policyText(t), "  demo.write_log:\n    resource: account\n    columns: {account: account}\n", "", 1)))
 	if err != nil {
@@ -140,14 +164,23 @@ func policyText(t *testing.T) string {
 	return string(b)
 }
 
-// TestInstallRefusesWhatCannotWork: a table that does not exist, or lacks
-// a key column, is refused, and nothing is installed anywhere.
+// TestInstallRefusesWhatCannotWork: a table the triggers could not guard
+// exactly is refused, and nothing is installed anywhere, not even on the
+// tables before it.
 func TestInstallRefusesWhatCannotWork(t *testing.T) {
 	conn, _ := demo(t)
 	ctx := context.Background()
+	exec(t, conn, "CREATE TABLE demo.priced (id numeric PRIMARY KEY)")
+	exec(t, conn, "CREATE TABLE demo.split (id text) PARTITION BY LIST (id)")
+	exec(t, conn, "CREATE TABLE demo.parent (id text)")
+	exec(t, conn, "CREATE TABLE demo.child () INHERITS (demo.parent)")
 	for _, tc := range []struct{ table, column, want string }{
 		{"demo.nope", "id", "no such table"},
 		{"public.demo_schema_migrations", "acct", "no column acct"}, // the demo's version table
+		{"demo.priced", "id", "key column id is numeric"},
+		{"demo.split", "id", "not a plain table"},
+		{"demo.parent", "id", "inheritance"},
+		{"demo.child", "id", "inheritance"},
 	} {
 		text := policyText(t) + "  " + tc.table + ":\n    resource: account\n    columns: {account: " + tc.column + "}\n"
 		pol, err := policy.Parse("p.yaml", []byte(text))
@@ -157,8 +190,13 @@ func TestInstallRefusesWhatCannotWork(t *testing.T) {
 		if err := guard.Install(ctx, conn, pol); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("install with %s.%s: %v, want %q", tc.table, tc.column, err, tc.want)
 		}
-		if code := refused(t, conn, "", "UPDATE demo.write_log SET amount_cents = 0"); code != "" {
+		// demo.accounts sorts first: all or none means not even there.
+		if code := refused(t, conn, "", "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"); code != "" {
 			t.Errorf("a refused install left a trigger behind: SQLSTATE %s", code)
+		}
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'fencegw_guard%'").Scan(&n); err != nil || n != 0 {
+			t.Errorf("%d guard triggers after a refused install (%v), want 0", n, err)
 		}
 	}
 }
@@ -185,6 +223,7 @@ func TestGuardedRowsRefuseDirectWrites(t *testing.T) {
 		{"moving a row out of its resource", fencedOn("account/acct-1"), "UPDATE demo.accounts SET id = 'acct-501' WHERE id = 'acct-1'"},
 		{"an empty fence", fencedOn(""), "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
 		{"truncate inside a fenced write", fencedOn("account/acct-1"), "TRUNCATE demo.write_log"},
+		{"a bypass set by hand", "SET LOCAL fencegw.bypass = '1'", "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
 	} {
 		if code := refused(t, conn, tc.setup, tc.sql); code != "FG403" {
 			t.Errorf("%s: SQLSTATE %q, want FG403", tc.name, code)
@@ -192,6 +231,19 @@ func TestGuardedRowsRefuseDirectWrites(t *testing.T) {
 	}
 	if code := refused(t, conn, fencedOn("account/acct-1"), "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"); code != "" {
 		t.Errorf("the row's own resource: SQLSTATE %s, want it allowed", code)
+	}
+	_, err := conn.CopyFrom(context.Background(), pgx.Identifier{"demo", "accounts"}, []string{"id", "balance_cents"},
+		pgx.CopyFromRows([][]any{{"acct-600", int64(1)}}))
+	if code := sqlstate(err); code != "FG403" {
+		t.Errorf("COPY: %v, want FG403", err)
+	}
+	// Another trigger that changes the key after the guard looked would
+	// move the row into another resource: the guard looks last (AFTER).
+	exec(t, conn, `CREATE FUNCTION demo.lower_id() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN NEW.id := lower(NEW.id); RETURN NEW; END $$`)
+	exec(t, conn, "CREATE TRIGGER zz_lower_id BEFORE INSERT ON demo.accounts FOR EACH ROW EXECUTE FUNCTION demo.lower_id()")
+	if code := refused(t, conn, fencedOn("account/ACCT-601"), "INSERT INTO demo.accounts VALUES ('ACCT-601', 0)"); code != "FG403" {
+		t.Errorf("a row another trigger moved out of the fenced resource: SQLSTATE %q, want FG403", code)
 	}
 	if got := balance(t, conn, "acct-1"); got != before {
 		t.Fatalf("balance %d, want %d: a refused write changed it", got, before)
@@ -227,17 +279,18 @@ func TestBypassIsAuditedAndGranted(t *testing.T) {
 	if got := balance(t, conn, "acct-3"); got != 7 {
 		t.Fatalf("balance %d after the bypass, want 7", got)
 	}
-	var why, role string
-	if err := conn.QueryRow(ctx, "SELECT why, by_role FROM fencegw.bypass_log").Scan(&why, &role); err != nil || why != "backfill for ticket 123" || role == "" {
-		t.Fatalf("bypass_log: %q by %q (%v)", why, role, err)
+	var why, by string
+	if err := conn.QueryRow(ctx, "SELECT why, by_user FROM fencegw.bypass_log").Scan(&why, &by); err != nil || why != "backfill for ticket 123" || by != conn.Config().User {
+		t.Fatalf("bypass_log: %q by %q (%v), want the reason and %q", why, by, err, conn.Config().User)
 	}
 	if code := refused(t, conn, "", "UPDATE demo.accounts SET balance_cents = 8 WHERE id = 'acct-3'"); code != "FG403" {
 		t.Errorf("the next transaction: SQLSTATE %q, want FG403: a bypass ends with its transaction", code)
 	}
 
-	// A role without EXECUTE on fencegw.bypass: cluster-wide, so named
-	// after the test database, and dropped after.
-	role = "fencegw_test_" + strings.ReplaceAll(conn.Config().Database, "-", "_")
+	// A role that may write the table but was not granted EXECUTE on
+	// fencegw.bypass; roles are cluster-wide, so this one is named after
+	// the test database and dropped after.
+	role := "fencegw_test_" + strings.ReplaceAll(conn.Config().Database, "-", "_")
 	exec(t, conn, "CREATE ROLE "+role+" NOLOGIN")
 	t.Cleanup(func() {
 		c, err := pgx.Connect(context.Background(), conn.Config().ConnString())
@@ -247,9 +300,72 @@ func TestBypassIsAuditedAndGranted(t *testing.T) {
 		}
 	})
 	exec(t, conn, "GRANT USAGE ON SCHEMA fencegw, demo TO "+role)
-	exec(t, conn, "GRANT INSERT ON fencegw.bypass_log TO "+role)
-	exec(t, conn, "GRANT USAGE ON SEQUENCE fencegw.bypass_log_id_seq TO "+role)
-	if code := refused(t, conn, "SET LOCAL ROLE "+role, "SELECT fencegw.bypass('sneaky')"); code != "42501" {
-		t.Errorf("bypass by a role not granted it: SQLSTATE %q, want 42501 (insufficient privilege)", code)
+	exec(t, conn, "GRANT SELECT, UPDATE ON demo.accounts TO "+role)
+	tx, err = conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, tx.Conn(), "SET LOCAL ROLE "+role)
+	_, err = tx.Exec(ctx, "SELECT fencegw.bypass('sneaky')")
+	_ = tx.Rollback(ctx)
+	if sqlstate(err) != "42501" || !strings.Contains(err.Error(), "function") {
+		t.Errorf("bypass by a role not granted it: %v, want permission denied for the function", err)
+	}
+	exec(t, conn, "GRANT EXECUTE ON FUNCTION fencegw.bypass(text) TO "+role)
+	tx, err = conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, tx.Conn(), "SET LOCAL ROLE "+role)
+	exec(t, tx.Conn(), "SELECT fencegw.bypass('granted: fixing acct-4')") // no grant on bypass_log needed
+	exec(t, tx.Conn(), "UPDATE demo.accounts SET balance_cents = 9 WHERE id = 'acct-4'")
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := balance(t, conn, "acct-4"); got != 9 {
+		t.Fatalf("balance %d after a granted bypass, want 9", got)
+	}
+}
+
+func sqlstate(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// TestKeyLiteralsWithQuotes: a key template whose literals hold a quote
+// and a backslash survives the trip into the trigger's arguments and back.
+func TestKeyLiteralsWithQuotes(t *testing.T) {
+	conn, _ := demo(t)
+	ctx := context.Background()
+	exec(t, conn, "CREATE TABLE demo.odd (name text PRIMARY KEY)")
+	pol, err := policy.Parse("p.yaml", []byte(`
+resources:
+  odd:
+    key: "o'k\\x/{name}"
+operations:
+  touch:
+    resource: odd
+    args: {name: {type: string}}
+    statements: [{sql: "INSERT INTO demo.odd VALUES (:name)"}]
+guarded_tables:
+  demo.odd: {resource: odd, columns: {name: name}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := guard.Install(ctx, conn, pol); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := guard.Check(ctx, conn, pol); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	if code := refused(t, conn, `SELECT set_config('fencegw.resource', E'o''k\\x/n1', true)`, "INSERT INTO demo.odd VALUES ('n1')"); code != "" {
+		t.Errorf("a write fenced on o'k\\x/n1: SQLSTATE %s, want it allowed", code)
+	}
+	if code := refused(t, conn, `SELECT set_config('fencegw.resource', 'ok/n1', true)`, "INSERT INTO demo.odd VALUES ('n1')"); code != "FG403" {
+		t.Errorf("a write fenced on ok/n1: SQLSTATE %q, want FG403", code)
 	}
 }

@@ -55,8 +55,13 @@ func compileGuarded(ps *problems, p *Policy, tables map[string]fileGuarded) {
 	for _, table := range sortedKeys(tables) {
 		fg, entry := tables[table], "guarded_tables."+table
 		ok := true
-		if !tableRE.MatchString(table) {
+		schema, _, _ := strings.Cut(table, ".")
+		switch {
+		case !tableRE.MatchString(table):
 			ps.add(entry, "want schema.table in lower-case letters, digits and '_', e.g. demo.accounts")
+			ok = false
+		case schema == "fencegw" || schema == "pg_catalog" || schema == "information_schema":
+			ps.add(entry, "the %s schema is not an application's to guard", schema)
 			ok = false
 		}
 		r := p.Resources[fg.Resource]

@@ -74,37 +74,48 @@ func runDev(ctx context.Context, args []string, out io.Writer) error {
 	if err := schema.Up(cfg.DatabaseURL, schema.Gateway(), schema.Dir(filepath.Join(*demo, "migrations"), demoTable)); err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
-	if err := installDemoGuard(startCtx, cfg); err != nil {
+	guarded, err := installDemoGuard(startCtx, cfg)
+	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
 	if err := adoptDevEtcd(startCtx, cfg.DatabaseURL, cfg.EtcdEndpoints, *adopt, out); err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
 	return serve(ctx, cfg, func(addr string) {
-		fmt.Fprint(out, cheatSheet(addr, cfg, dbNote))
+		fmt.Fprint(out, cheatSheet(addr, cfg, dbNote, guarded))
 	})
 }
 
-// installDemoGuard puts the guard triggers on the demo's tables, as an
-// operator would with `fencegw guard install`: in dev mode as in
-// production, only fenced writes reach them.
-func installDemoGuard(ctx context.Context, cfg serveConfig) error {
+// installDemoGuard puts the guard triggers on the demo policy's guarded
+// tables, as an operator would with `fencegw guard install`, and lists
+// them: in dev mode as in production, only fenced writes reach them.
+func installDemoGuard(ctx context.Context, cfg serveConfig) (string, error) {
 	pol, err := policy.Load(cfg.PolicyPath)
 	if err != nil {
-		return err
+		return "", err
+	}
+	if len(pol.Guarded) == 0 {
+		return "none (the policy lists no guarded_tables)", nil
 	}
 	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer conn.Close(context.Background())
-	return guard.Install(ctx, conn, pol)
+	if err := guard.Install(ctx, conn, pol); err != nil {
+		return "", err
+	}
+	tables := make([]string, len(pol.Guarded))
+	for i, g := range pol.Guarded {
+		tables[i] = g.Table
+	}
+	return strings.Join(tables, ", ") + ": writes that bypass the gateway are refused (README, fencegw guard)", nil
 }
 
-func cheatSheet(addr string, cfg serveConfig, dbNote string) string {
+func cheatSheet(addr string, cfg serveConfig, dbNote, guarded string) string {
 	base := "http://" + addr
 	r := strings.NewReplacer("{base}", base, "{db}", cfg.DatabaseURL, "{dbnote}", dbNote,
-		"{etcd}", strings.Join(cfg.EtcdEndpoints, ","), "{policy}", cfg.PolicyPath)
+		"{etcd}", strings.Join(cfg.EtcdEndpoints, ","), "{policy}", cfg.PolicyPath, "{guarded}", guarded)
 	return r.Replace(`
 fencegw dev is ready. Ctrl-C stops everything it started.
 
@@ -112,8 +123,7 @@ fencegw dev is ready. Ctrl-C stops everything it started.
   DATABASE_URL  {db}   ({dbnote})
   etcd          {etcd}   (in-process)
   policy        {policy}   (accounts acct-1 … acct-100, 1000 cents each)
-  guarded       demo.accounts, demo.write_log: writes that bypass the
-                gateway are refused (fencegw guard; README)
+  guarded       {guarded}
 
 Take a lease on account/acct-1 (the answer holds lease_id and token):
   curl -s -X POST {base}/v1/leases -d '{"resource": "account/acct-1", "ttl": 10}'

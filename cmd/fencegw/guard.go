@@ -29,12 +29,13 @@ remove   takes the triggers off the policy's guarded tables.`
 // privileges decide who can write at all.
 const guardGrants = `
 The triggers stop accidental and misrouted writes. A role that may write
-these tables can still set the transaction settings the gateway sets, so
-privileges are the boundary: let only the gateway's role write them, and
-only operators declare a bypass, e.g.
+these tables can still set what the gateway's fence sets, so privileges
+are the boundary: let only the gateway's role write them, and only
+operators declare a bypass, e.g.
 
   REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON %[1]s FROM PUBLIC, <other roles>;
   GRANT  INSERT, UPDATE, DELETE ON %[1]s TO <gateway role>;
+  GRANT  USAGE ON SCHEMA fencegw TO <operator role>;
   GRANT  EXECUTE ON FUNCTION fencegw.bypass(text) TO <operator role>;
 `
 

@@ -146,7 +146,7 @@ func inspect(ctx context.Context, conn *pgx.Conn, auth *tokens.Etcd, prefix stri
 	if err != nil {
 		return nil, fmt.Errorf("inspect: rejections: %w", err)
 	}
-	rows, err = conn.Query(ctx, `SELECT at, by_role, why, txid FROM fencegw.bypass_log ORDER BY id DESC LIMIT $1`, limit)
+	rows, err = conn.Query(ctx, `SELECT at, by_user, why, txid FROM fencegw.bypass_log ORDER BY id DESC LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: bypasses: %w", err)
 	}

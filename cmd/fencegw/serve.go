@@ -226,7 +226,11 @@ func warnUnguarded(ctx context.Context, pool *pgxpool.Pool, pol *policy.Policy, 
 	defer conn.Release()
 	statuses, err := guard.Check(ctx, conn.Conn(), pol)
 	for _, s := range statuses {
-		if s.Problem != "" {
+		switch {
+		case s.Problem == guard.NotInPolicy:
+			log.Warn("a table carries fencegw's guard triggers but the policy does not list it: they refuse every write the gateway will never make; run fencegw guard remove with the policy that installed them",
+				slog.String("table", s.Table))
+		case s.Problem != "":
 			log.Warn("guarded table not guarded: writes that bypass the gateway reach it; run fencegw guard install",
 				slog.String("table", s.Table), slog.String("problem", s.Problem))
 		}
