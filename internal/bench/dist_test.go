@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"errors"
 	"math/rand/v2"
+	"net"
 	"testing"
 )
 
@@ -75,4 +77,28 @@ func TestGatewayAddr(t *testing.T) {
 			t.Errorf("gatewayAddr(%q) = %q, %v; want %q", tc.url, addr, err, tc.addr)
 		}
 	}
+}
+
+// FuzzGatewayAddr: whatever the URL, gatewayAddr either refuses it or
+// returns a host:port on loopback that dials as given.
+func FuzzGatewayAddr(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1:8080", "http://localhost", "http://[::1]:1/", "https://127.0.0.1", "http://10.0.0.1:80", "http://user@127.0.0.1:1", "http://127.0.0.1:1/x?y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		addr, err := gatewayAddr(raw)
+		if err != nil {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("gatewayAddr(%q) error %v does not wrap ErrConfig", raw, err)
+			}
+			return
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || port == "" {
+			t.Fatalf("gatewayAddr(%q) = %q: not host:port (%v)", raw, addr, err)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			t.Fatalf("gatewayAddr(%q) = %q: not on loopback", raw, addr)
+		}
+	})
 }
