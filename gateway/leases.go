@@ -54,6 +54,7 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	if res := g.cfg.Policy.ResourceFor(req.Resource); res != nil {
 		opts.LockDelay = res.LockDelay
 	}
+	start := time.Now()
 	lease, err := g.cfg.Authority.Acquire(r.Context(), req.Resource, opts)
 	if err != nil {
 		if errors.Is(err, tokens.ErrLocked) {
@@ -71,6 +72,7 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.metrics.leases.WithLabelValues("granted").Inc()
+	g.metrics.leaseWait.Observe(time.Since(start).Seconds())
 	writeJSON(w, http.StatusCreated, leaseResponse{
 		LeaseID: lease.ID.String(), Resource: lease.Resource, Token: lease.Token.String(), TTL: int64(lease.TTL / time.Second),
 	})

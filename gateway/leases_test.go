@@ -36,6 +36,16 @@ func TestLeaseLifecycleOverHTTP(t *testing.T) {
 		t.Fatalf("token after release %s is not newer than %s", b.Token, a.Token)
 	}
 	h.release(b)
+	m := metricsText(t, h.base)
+	for _, want := range []string{
+		`fencegw_leases_total{event="granted"} 2`, `fencegw_leases_total{event="locked"} 1`,
+		`fencegw_leases_total{event="renewed"} 1`, `fencegw_leases_total{event="renew_failed"} 1`,
+		`fencegw_leases_total{event="released"} 2`, "fencegw_lease_wait_seconds_count 2",
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 }
 
 func TestLeaseRequestsValidated(t *testing.T) {

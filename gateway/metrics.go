@@ -16,6 +16,7 @@ type metrics struct {
 	batchSize  prometheus.Histogram
 	waiting    prometheus.Gauge
 	waited     prometheus.Histogram
+	leaseWait  prometheus.Histogram
 	ops        map[string]opMetrics // per policy operation, resolved once
 }
 
@@ -69,7 +70,12 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		Help:    "How long writes that found the admission gate full waited for a turn (admitted or not); fencegw_write_duration_seconds starts after it.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
 	})
-	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases, m.batchSize, m.waiting, m.waited,
+	m.leaseWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "fencegw_lease_wait_seconds",
+		Help:    "Time from a lease request to its grant, for granted leases: queueing behind holders, lock-delay, etcd.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+	})
+	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases, m.batchSize, m.waiting, m.waited, m.leaseWait,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_revision",
 			Help: "The newest etcd revision this gateway has seen.",
