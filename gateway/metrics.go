@@ -73,7 +73,7 @@ func newMetrics(revision, epoch func() float64) *metrics {
 	m.leaseWait = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "fencegw_lease_wait_seconds",
 		Help:    "Time from a lease request to its grant, for granted leases: queueing behind holders, lock-delay, etcd.",
-		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 11), // up to 1,048 s: past the longest wait allowed
 	})
 	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases, m.batchSize, m.waiting, m.waited, m.leaseWait,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

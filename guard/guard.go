@@ -33,7 +33,7 @@ type Status struct {
 }
 
 // Install puts the triggers on every table pol guards, replacing any
-// earlier version (which also re-enables a disabled one), all in one
+// earlier version (and so repairing a disabled or altered one), all in one
 // transaction: every table or none. It refuses a table the triggers could
 // not guard exactly (see tableProblem).
 func Install(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) error {
@@ -50,7 +50,10 @@ func Install(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) error {
 			if problem != "" {
 				return fmt.Errorf("guard: install on %s: %s", g.Table, problem)
 			}
-			for _, ddl := range []string{rowTriggerDDL(g), truncateTriggerDDL(g)} {
+			// Dropped and created, not replaced: a constraint trigger of
+			// the same name cannot be replaced, and this also works on
+			// PostgreSQL before 14.
+			for _, ddl := range []string{dropDDL(RowTrigger, g), rowTriggerDDL(g), dropDDL(TruncateTrigger, g), truncateTriggerDDL(g)} {
 				if _, err := tx.Exec(ctx, ddl); err != nil {
 					return fmt.Errorf("guard: install on %s: %w", g.Table, err)
 				}
@@ -64,10 +67,12 @@ func Install(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) error {
 // transaction. Tables without them are left alone.
 func Remove(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) error {
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '5s'"); err != nil {
+			return fmt.Errorf("guard: %w", err)
+		}
 		for _, g := range pol.Guarded {
 			for _, name := range []string{RowTrigger, TruncateTrigger} {
-				ddl := fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s", name, tableIdent(g.Table))
-				if _, err := tx.Exec(ctx, ddl); err != nil {
+				if _, err := tx.Exec(ctx, dropDDL(name, g)); err != nil {
 					return fmt.Errorf("guard: %s: %w", g.Table, err)
 				}
 			}
@@ -121,17 +126,21 @@ func TriggerArgs(g *policy.GuardedTable) []string {
 	return args
 }
 
+func dropDDL(trigger string, g *policy.GuardedTable) string {
+	return fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s", trigger, tableIdent(g.Table))
+}
+
 func rowTriggerDDL(g *policy.GuardedTable) string {
 	quoted := make([]string, 0, len(g.KeyParts()))
 	for _, a := range TriggerArgs(g) {
 		quoted = append(quoted, quoteLiteral(a))
 	}
-	return fmt.Sprintf("CREATE OR REPLACE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION fencegw.guard_row(%s)",
+	return fmt.Sprintf("CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION fencegw.guard_row(%s)",
 		RowTrigger, tableIdent(g.Table), strings.Join(quoted, ", "))
 }
 
 func truncateTriggerDDL(g *policy.GuardedTable) string {
-	return fmt.Sprintf("CREATE OR REPLACE TRIGGER %s BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION fencegw.guard_truncate()",
+	return fmt.Sprintf("CREATE TRIGGER %s BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION fencegw.guard_truncate()",
 		TruncateTrigger, tableIdent(g.Table))
 }
 
@@ -219,8 +228,8 @@ func checkTable(ctx context.Context, q querier, g *policy.GuardedTable) (string,
 		return problem, err
 	}
 	rows, err := q.Query(ctx, `SELECT tgname, tgenabled::text, tgtype,
-			tgfoid = CASE tgname WHEN $2 THEN to_regprocedure('fencegw.guard_row()') ELSE to_regprocedure('fencegw.guard_truncate()') END,
-			tgqual IS NULL AND cardinality(tgattr::int2[]) = 0, tgargs
+			coalesce(tgfoid = CASE tgname WHEN $2 THEN to_regprocedure('fencegw.guard_row()') ELSE to_regprocedure('fencegw.guard_truncate()') END, false),
+			tgqual IS NULL AND cardinality(tgattr::int2[]) = 0 AND tgconstraint = 0, tgargs
 		FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname IN ($2, $3) AND NOT tgisinternal`,
 		tableIdent(g.Table), RowTrigger, TruncateTrigger)
 	if err != nil {
@@ -242,7 +251,7 @@ func checkTable(ctx context.Context, q querier, g *policy.GuardedTable) (string,
 		case enabled != "O" && enabled != "A":
 			found[name] = name + " is disabled, or fires only in replica sessions: run fencegw guard install"
 		case !ourFunction || typ != wantType || !always:
-			found[name] = name + " is not the trigger fencegw installs (function, events or conditions differ): run fencegw guard install"
+			found[name] = name + " is not the trigger fencegw installs (function, events, conditions or deferral differ): run fencegw guard install"
 		case !slices.Equal(splitArgs(rawArgs), wantArgs):
 			found[name] = name + " spells another resource key: run fencegw guard install"
 		default:
@@ -273,12 +282,12 @@ func splitArgs(raw []byte) []string {
 	return strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
 }
 
-// strayTables lists tables with fencegw's row trigger that pol does not
-// guard.
+// strayTables lists tables with either of fencegw's triggers that pol does
+// not guard.
 func strayTables(ctx context.Context, q querier, pol *policy.Policy) ([]string, error) {
-	rows, err := q.Query(ctx, `SELECT n.nspname || '.' || c.relname
+	rows, err := q.Query(ctx, `SELECT DISTINCT n.nspname || '.' || c.relname
 		FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE t.tgname = $1 AND t.tgparentid = 0 ORDER BY 1`, RowTrigger)
+		WHERE t.tgname IN ($1, $2) AND t.tgparentid = 0 ORDER BY 1`, RowTrigger, TruncateTrigger)
 	if err != nil {
 		return nil, fmt.Errorf("guard: %w", err)
 	}

@@ -119,6 +119,7 @@ func TestInstallCheckRemove(t *testing.T) {
 		{"CREATE OR REPLACE TRIGGER fencegw_guard AFTER INSERT OR UPDATE OR DELETE ON demo.accounts FOR EACH ROW WHEN (false) EXECUTE FUNCTION fencegw.guard_row('Laccount/', 'Cid')", "not the trigger"},
 		{"CREATE OR REPLACE TRIGGER fencegw_guard AFTER INSERT OR UPDATE OR DELETE ON demo.accounts FOR EACH ROW EXECUTE FUNCTION fencegw.guard_truncate()", "not the trigger"},
 		{"CREATE OR REPLACE TRIGGER fencegw_guard AFTER INSERT OR UPDATE OR DELETE ON demo.accounts FOR EACH ROW EXECUTE FUNCTION fencegw.guard_row('Lacct/', 'Cid')", "another resource key"},
+		{"DROP TRIGGER fencegw_guard ON demo.accounts; CREATE CONSTRAINT TRIGGER fencegw_guard AFTER INSERT OR UPDATE OR DELETE ON demo.accounts DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION fencegw.guard_row('Laccount/', 'Cid')", "deferral"},
 	} {
 		exec(t, conn, tamper.sql)
 		statuses, err := guard.Check(ctx, conn, pol)
@@ -209,6 +210,10 @@ func TestGuardedRowsRefuseDirectWrites(t *testing.T) {
 	if err := guard.Install(context.Background(), conn, pol); err != nil {
 		t.Fatal(err)
 	}
+	// An operator that would let any key pass, for a search_path attack.
+	exec(t, conn, "CREATE SCHEMA evil")
+	exec(t, conn, "CREATE FUNCTION evil.ne(text, text) RETURNS boolean LANGUAGE sql AS 'SELECT false'")
+	exec(t, conn, "CREATE OPERATOR evil.<> (LEFTARG = text, RIGHTARG = text, FUNCTION = evil.ne)")
 	before := balance(t, conn, "acct-1")
 	fencedOn := func(resource string) string {
 		return "SELECT set_config('fencegw.resource', '" + resource + "', true)"
@@ -224,6 +229,7 @@ func TestGuardedRowsRefuseDirectWrites(t *testing.T) {
 		{"an empty fence", fencedOn(""), "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
 		{"truncate inside a fenced write", fencedOn("account/acct-1"), "TRUNCATE demo.write_log"},
 		{"a bypass set by hand", "SET LOCAL fencegw.bypass = '1'", "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
+		{"an operator swapped through search_path", fencedOn("account/acct-2") + "; SET LOCAL search_path = evil, pg_catalog", "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
 	} {
 		if code := refused(t, conn, tc.setup, tc.sql); code != "FG403" {
 			t.Errorf("%s: SQLSTATE %q, want FG403", tc.name, code)
@@ -299,8 +305,12 @@ func TestBypassIsAuditedAndGranted(t *testing.T) {
 			c.Close(context.Background())
 		}
 	})
-	exec(t, conn, "GRANT USAGE ON SCHEMA fencegw, demo TO "+role)
+	exec(t, conn, "GRANT USAGE ON SCHEMA demo TO "+role)
 	exec(t, conn, "GRANT SELECT, UPDATE ON demo.accounts TO "+role)
+	if code := refused(t, conn, "SET LOCAL ROLE "+role, "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-4'"); code != "FG403" {
+		t.Errorf("a writer with no grant on the fencegw schema: SQLSTATE %q, want FG403", code)
+	}
+	exec(t, conn, "GRANT USAGE ON SCHEMA fencegw TO "+role)
 	tx, err = conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -324,6 +334,10 @@ func TestBypassIsAuditedAndGranted(t *testing.T) {
 	}
 	if got := balance(t, conn, "acct-4"); got != 9 {
 		t.Fatalf("balance %d after a granted bypass, want 9", got)
+	}
+	var loggedRole string
+	if err := conn.QueryRow(ctx, "SELECT by_role FROM fencegw.bypass_log ORDER BY id DESC LIMIT 1").Scan(&loggedRole); err != nil || loggedRole != role {
+		t.Errorf("the granted bypass logged role %q (%v), want %q", loggedRole, err, role)
 	}
 }
 

@@ -362,3 +362,69 @@ func TestTokenEpochIsEtcds(t *testing.T) {
 		t.Fatalf("token %s after etcd's epoch became 3 (before: %s), want 3:R with R > %d", after.Token, before.Token, before.Token.Revision)
 	}
 }
+
+// TestObserveShowsEachHolderAsTheyHoldIt: observing reports a holder taken
+// before an epoch bump with its own epoch (the token it really writes
+// with), not the current one; ObserveAll groups keys by resource, finds
+// each holder among keys sorted by lease ID, filters by prefix, and leaves
+// out the resource a limit cut through.
+func TestObserveShowsEachHolderAsTheyHoldIt(t *testing.T) {
+	_, cli := testenv.PrivateEtcd(t) // its own: the epoch key is global
+	a := tokens.NewEtcd(cli)
+	ctx := t.Context()
+	old := acquire(t, a, "obs/a", 0)
+	defer a.Release(context.Background(), old.ID, "")
+	if err := a.SetEpoch(ctx, 2); err != nil { // old keeps its epoch-1 token; the waiters queue in epoch 2
+		t.Fatal(err)
+	}
+	waiting := make(chan struct{})
+	waitCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	for range 2 {
+		go func() {
+			if l, err := a.Acquire(waitCtx, "obs/a", tokens.AcquireOptions{TTL: 30 * time.Second, Wait: time.Minute}); err == nil {
+				_ = a.Release(context.Background(), l.ID, "")
+			}
+			waiting <- struct{}{}
+		}()
+	}
+	defer func() { stop(); <-waiting; <-waiting }()
+	other := acquire(t, a, "obs/a b", 0) // escaped, it sorts before obs/a's keys' suffixes
+	defer a.Release(context.Background(), other.ID, "")
+	outside := acquire(t, a, "zzz", 0)
+	defer a.Release(context.Background(), outside.ID, "")
+
+	if !testenv.WaitFor(10*time.Second, func() bool {
+		st, err := a.Observe(ctx, "obs/a")
+		return err == nil && len(st.Waiters) == 2
+	}) {
+		t.Fatal("the two waiters never queued")
+	}
+	st, err := a.Observe(ctx, "obs/a")
+	if err != nil || st.Holder == nil || st.Holder.Token != old.Token {
+		t.Fatalf("Observe holder %+v (%v), want the pre-bump token %s", st.Holder, err, old.Token)
+	}
+	all, truncated, err := a.ObserveAll(ctx, "obs/", 100)
+	if err != nil || truncated || len(all) != 2 {
+		t.Fatalf("ObserveAll = %+v, %t, %v; want obs/a and obs/a b", all, truncated, err)
+	}
+	for _, st := range all {
+		switch st.Resource {
+		case "obs/a":
+			if st.Holder.Token != old.Token || len(st.Waiters) != 2 || st.Waiters[0].Token.Revision > st.Waiters[1].Token.Revision ||
+				st.Waiters[0].Token.Epoch != 2 {
+				t.Errorf("obs/a: holder %+v, waiters %+v; want %s and two epoch-2 waiters in order", st.Holder, st.Waiters, old.Token)
+			}
+		case "obs/a b":
+			if st.Holder.Token != other.Token || len(st.Waiters) != 0 {
+				t.Errorf("obs/a b: holder %+v, waiters %+v", st.Holder, st.Waiters)
+			}
+		default:
+			t.Errorf("unexpected resource %q", st.Resource)
+		}
+	}
+	cut, truncated, err := a.ObserveAll(ctx, "obs/", 3) // obs/a b's one key, then two of obs/a's three
+	if err != nil || !truncated || len(cut) != 1 || cut[0].Resource != "obs/a b" {
+		t.Fatalf("ObserveAll with a limit through obs/a = %+v, %t, %v; want only obs/a b, truncated", cut, truncated, err)
+	}
+}

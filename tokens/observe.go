@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -17,9 +18,12 @@ const maxObserved = 100
 // Contender is one lease on a resource's lock: the holder or a waiter.
 type Contender struct {
 	LeaseID LeaseID
-	Token   Token
-	TTL     time.Duration // remaining, as etcd reports it; 0 if just expired
-	Value   string        // set by the holder at acquisition, e.g. a leader's address
+	// Token is the lease's fencing token: the epoch current when its key
+	// was created (0 when etcd no longer remembers, after a compaction
+	// past an epoch bump) and the key's create revision.
+	Token Token
+	TTL   time.Duration // remaining, as etcd reports it; 0 if just expired
+	Value string        // set by the holder at acquisition, e.g. a leader's address
 }
 
 // LockState is what a resource's lock looks like at one etcd revision.
@@ -43,44 +47,35 @@ func (a *Etcd) Observe(ctx context.Context, resource string) (LockState, error) 
 		return LockState{}, unavailable("observe lock", err)
 	}
 	a.observe(resp.Header.Revision)
+	epochs, err := a.epochsAt(ctx)
+	if err != nil {
+		return LockState{}, err
+	}
 	st := LockState{Resource: resource, Revision: resp.Header.Revision}
 	for _, kv := range resp.Kvs {
-		c := Contender{
-			LeaseID: LeaseID(kv.Lease),
-			Token:   Token{Epoch: a.epoch.Load(), Revision: kv.CreateRevision},
-			Value:   string(kv.Value),
-		}
-		if ttl, err := a.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease)); err == nil && ttl.TTL > 0 {
-			c.TTL = time.Duration(ttl.TTL) * time.Second
-		}
-		if st.Holder == nil {
-			st.Holder = &c
-			continue
-		}
-		st.Waiters = append(st.Waiters, c)
+		st.add(a.contender(ctx, kv, epochs))
 	}
 	return st, nil
 }
 
-// checkValue bounds a lock key's value; it lives in etcd, not PostgreSQL.
-func checkValue(v string) error {
-	const maxValue = 4096
-	if len(v) > maxValue || strings.ContainsRune(v, 0) {
-		return ErrBadValue
-	}
-	return nil
-}
-
-// ObserveAll reports every resource that has a holder or waiters, in key
-// order, from at most limit lock keys (one range read, one TTL read per
-// key): what `fencegw inspect` shows.
-func (a *Etcd) ObserveAll(ctx context.Context, limit int) ([]LockState, error) {
-	resp, err := a.cli.Get(ctx, lockPrefix, clientv3.WithPrefix(),
+// ObserveAll reports the resources whose names start with prefix and that
+// have a holder or waiters, in the order of their escaped names, from at
+// most limit lock keys (one range read, one TTL read per key): what
+// `fencegw inspect` shows. truncated says there were more; the resource
+// the limit cut through is left out rather than shown with a wrong holder.
+func (a *Etcd) ObserveAll(ctx context.Context, prefix string, limit int) (_ []LockState, truncated bool, _ error) {
+	// Escaping works byte by byte, so the escaped prefix is a prefix of
+	// every escaped name it starts.
+	resp, err := a.cli.Get(ctx, lockPrefix+url.PathEscape(prefix), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend), clientv3.WithLimit(int64(limit)))
 	if err != nil {
-		return nil, unavailable("observe locks", err)
+		return nil, false, unavailable("observe locks", err)
 	}
 	a.observe(resp.Header.Revision)
+	epochs, err := a.epochsAt(ctx)
+	if err != nil {
+		return nil, false, err
+	}
 	var out []LockState
 	for _, kv := range resp.Kvs {
 		escaped, _, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), lockPrefix), "/")
@@ -91,23 +86,79 @@ func (a *Etcd) ObserveAll(ctx context.Context, limit int) ([]LockState, error) {
 		if len(out) == 0 || out[len(out)-1].Resource != resource {
 			out = append(out, LockState{Resource: resource, Revision: resp.Header.Revision})
 		}
-		st := &out[len(out)-1]
-		c := Contender{
-			LeaseID: LeaseID(kv.Lease),
-			Token:   Token{Epoch: a.epoch.Load(), Revision: kv.CreateRevision},
-			Value:   string(kv.Value),
-		}
-		if ttl, err := a.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease)); err == nil && ttl.TTL > 0 {
-			c.TTL = time.Duration(ttl.TTL) * time.Second
-		}
-		st.Waiters = append(st.Waiters, c)
+		out[len(out)-1].add(a.contender(ctx, kv, epochs))
 	}
-	// Keys sort by lease ID within a resource; the holder is the oldest.
-	for i := range out {
-		st := &out[i]
-		slices.SortFunc(st.Waiters, func(x, y Contender) int { return cmp.Compare(x.Token.Revision, y.Token.Revision) })
-		holder := st.Waiters[0]
-		st.Holder, st.Waiters = &holder, st.Waiters[1:]
+	if resp.More && len(out) > 0 {
+		out = out[:len(out)-1]
 	}
-	return out, nil
+	return out, resp.More, nil
+}
+
+// add files c as the holder or a waiter. Keys under one resource sort by
+// lease ID, not by age: the holder is the oldest.
+func (st *LockState) add(c Contender) {
+	if st.Holder == nil {
+		st.Holder = &c
+		return
+	}
+	if c.Token.Revision < st.Holder.Token.Revision {
+		*st.Holder, c = c, *st.Holder
+	}
+	i, _ := slices.BinarySearchFunc(st.Waiters, c, func(x, y Contender) int { return cmp.Compare(x.Token.Revision, y.Token.Revision) })
+	st.Waiters = slices.Insert(st.Waiters, i, c)
+}
+
+func (a *Etcd) contender(ctx context.Context, kv *mvccpb.KeyValue, epochs func(rev int64) int64) Contender {
+	c := Contender{
+		LeaseID: LeaseID(kv.Lease),
+		Token:   Token{Epoch: epochs(kv.CreateRevision), Revision: kv.CreateRevision},
+		Value:   string(kv.Value),
+	}
+	if ttl, err := a.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease)); err == nil && ttl.TTL > 0 {
+		c.TTL = time.Duration(ttl.TTL) * time.Second
+	}
+	return c
+}
+
+// epochsAt returns what the epoch was at a revision: a lock key keeps the
+// token of the epoch it was created in, even after `fencegw epoch bump`
+// (which revokes no lease). Keys newer than the last bump cost nothing; an
+// older one costs one read at its revision, and 0 (unknown) if etcd has
+// compacted it away.
+func (a *Etcd) epochsAt(ctx context.Context) (func(rev int64) int64, error) {
+	resp, err := a.cli.Get(ctx, epochKey)
+	if err != nil {
+		return nil, unavailable("read epoch", err)
+	}
+	current, err := epochOf(resp.Kvs)
+	if err != nil {
+		return nil, err
+	}
+	var since int64 // the revision the current epoch was set at
+	if len(resp.Kvs) > 0 {
+		since = resp.Kvs[0].ModRevision
+	}
+	return func(rev int64) int64 {
+		if rev >= since {
+			return current
+		}
+		old, err := a.cli.Get(ctx, epochKey, clientv3.WithRev(rev))
+		if err != nil {
+			return 0
+		}
+		epoch, err := epochOf(old.Kvs)
+		if err != nil {
+			return 0
+		}
+		return epoch
+	}, nil
+}
+
+// checkValue bounds a lock key's value; it lives in etcd, not PostgreSQL.
+func checkValue(v string) error {
+	const maxValue = 4096
+	if len(v) > maxValue || strings.ContainsRune(v, 0) {
+		return ErrBadValue
+	}
+	return nil
 }

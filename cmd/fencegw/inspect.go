@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -22,16 +23,19 @@ const inspectUsage = `usage: fencegw inspect --database-url URL --etcd ENDPOINTS
 
 Shows, read-only: the fences most recently advanced, the locks held with
 their remaining TTL and waiters, the newest refused writes, and the newest
-audited bypasses of the guard triggers.`
+audited bypasses of the guard triggers (which --resource does not filter:
+a bypass has no resource).`
 
 // inspection is what `fencegw inspect` shows.
 type inspection struct {
-	Epoch      int64          `json:"epoch"`
-	Revision   int64          `json:"etcd_revision"`
-	Fences     []fenceRow     `json:"fences"`
-	Locks      []lockRow      `json:"locks"`
-	Rejections []rejectionRow `json:"rejections"`
-	Bypasses   []bypassRow    `json:"bypasses"`
+	Epoch    int64      `json:"epoch"`
+	Revision int64      `json:"etcd_revision"`
+	Fences   []fenceRow `json:"fences"`
+	Locks    []lockRow  `json:"locks"`
+	// LocksTruncated says there were more locks than shown.
+	LocksTruncated bool           `json:"locks_truncated,omitempty"`
+	Rejections     []rejectionRow `json:"rejections"`
+	Bypasses       []bypassRow    `json:"bypasses"`
 }
 
 type fenceRow struct {
@@ -42,12 +46,14 @@ type fenceRow struct {
 }
 
 type lockRow struct {
-	Resource string        `json:"resource"`
-	Holder   tokens.Token  `json:"holder_token"`
-	LeaseID  string        `json:"lease_id"`
-	TTL      time.Duration `json:"ttl_ns"`
-	Value    string        `json:"value,omitempty"`
-	Waiters  int           `json:"waiters"`
+	Resource string `json:"resource"`
+	// Holder is the holder's token, of the epoch its lease was taken in
+	// (0: etcd no longer knows which).
+	Holder  tokens.Token `json:"holder_token"`
+	LeaseID string       `json:"lease_id"`
+	TTL     int64        `json:"ttl"` // seconds left, as in the HTTP API
+	Value   string       `json:"value,omitempty"`
+	Waiters int          `json:"waiters"`
 }
 
 type rejectionRow struct {
@@ -155,18 +161,16 @@ func inspect(ctx context.Context, conn *pgx.Conn, auth *tokens.Etcd, prefix stri
 		return nil, fmt.Errorf("inspect: bypasses: %w", err)
 	}
 
-	locks, err := auth.ObserveAll(ctx, maxLockKeys)
+	locks, truncated, err := auth.ObserveAll(ctx, prefix, maxLockKeys)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
-	for _, st := range locks {
-		if !strings.HasPrefix(st.Resource, prefix) || len(in.Locks) == limit {
-			continue
-		}
+	in.LocksTruncated = truncated || len(locks) > limit
+	for _, st := range locks[:min(limit, len(locks))] {
 		h := st.Holder
 		in.Locks = append(in.Locks, lockRow{
-			Resource: st.Resource, Holder: tokens.Token{Epoch: view.Epoch, Revision: h.Token.Revision},
-			LeaseID: h.LeaseID.String(), TTL: h.TTL, Value: h.Value, Waiters: len(st.Waiters),
+			Resource: st.Resource, Holder: h.Token, LeaseID: h.LeaseID.String(),
+			TTL: int64(h.TTL / time.Second), Value: h.Value, Waiters: len(st.Waiters),
 		})
 	}
 	return in, nil
@@ -185,10 +189,14 @@ func (in *inspection) writeText(out io.Writer) error {
 	for _, f := range in.Fences {
 		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", f.Resource, f.Token, f.Writes, f.UpdatedAt.UTC().Format(time.RFC3339))
 	}
-	fmt.Fprintf(tw, "\nlocks held (%d):\n", len(in.Locks))
+	more := ""
+	if in.LocksTruncated {
+		more = ", more not shown"
+	}
+	fmt.Fprintf(tw, "\nlocks held (%d%s):\n", len(in.Locks), more)
 	fmt.Fprintln(tw, "  RESOURCE\tHOLDER\tLEASE\tTTL LEFT\tWAITERS\tVALUE")
 	for _, l := range in.Locks {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\n", l.Resource, l.Holder, l.LeaseID, l.TTL, l.Waiters, oneLine(l.Value))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%ds\t%d\t%s\n", oneLine(l.Resource), l.Holder, l.LeaseID, l.TTL, l.Waiters, oneLine(l.Value))
 	}
 	fmt.Fprintf(tw, "\nrefused writes, newest first (%d):\n", len(in.Rejections))
 	fmt.Fprintln(tw, "  AT\tRESOURCE\tOPERATION\tREASON\tPRESENTED\tCURRENT")
@@ -203,7 +211,15 @@ func (in *inspection) writeText(out io.Writer) error {
 	return tw.Flush()
 }
 
-// oneLine keeps free text (lock values, bypass reasons) on one table row.
+// oneLine keeps free text (lock values, bypass reasons, resource names:
+// anything a client or an operator chose) on one table row, and keeps
+// control characters away from the operator's terminal.
 func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || !unicode.IsPrint(r) && !unicode.IsSpace(r) {
+			return ' '
+		}
+		return r
+	}, s)
 	return clip.String(strings.Join(strings.Fields(s), " "), 80)
 }

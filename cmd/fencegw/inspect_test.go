@@ -37,11 +37,17 @@ func TestInspect(t *testing.T) {
 		}
 	}
 	auth := tokens.NewEtcd(testenv.EtcdClient(t))
-	held, err := auth.Acquire(ctx, prefix+"a", tokens.AcquireOptions{TTL: 30 * time.Second, Value: "worker-1"})
+	held, err := auth.Acquire(ctx, prefix+"a", tokens.AcquireOptions{TTL: 30 * time.Second, Value: "worker-1\x1b[2J"}) // with a terminal escape
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer auth.Release(ctx, held.ID, "")
+	// A lock on a name that sorts between and needs escaping, outside the prefix.
+	other, err := auth.Acquire(ctx, strings.TrimSuffix(prefix, "/")+" x", tokens.AcquireOptions{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer auth.Release(ctx, other.ID, "")
 	waitCtx, stopWaiting := context.WithCancel(ctx)
 	waited := make(chan error, 1)
 	go func() {
@@ -66,7 +72,7 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("never saw the lock with its waiter: %+v", in.Locks)
 	}
 	l := in.Locks[0]
-	if l.Resource != prefix+"a" || l.Holder != held.Token || l.LeaseID != held.ID.String() || l.TTL <= 0 || l.Value != "worker-1" {
+	if l.Resource != prefix+"a" || l.Holder != held.Token || l.LeaseID != held.ID.String() || l.TTL <= 0 || l.Value != "worker-1\x1b[2J" {
 		t.Errorf("lock = %+v, want held by %s (lease %s)", l, held.Token, held.ID)
 	}
 	if len(in.Fences) != 1 || in.Fences[0].Resource != prefix+"a" || in.Fences[0].Token.String() != "1:5" {
@@ -79,10 +85,13 @@ func TestInspect(t *testing.T) {
 		t.Errorf("bypasses = %+v", in.Bypasses)
 	}
 	text := run()
-	for _, want := range []string{prefix + "a", held.Token.String(), "worker-1", "stale-token", "backfill for ticket 9"} {
+	for _, want := range []string{prefix + "a", held.Token.String(), "worker-1 [2J", "stale-token", "backfill for ticket 9"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
+	}
+	if strings.ContainsRune(text, 0x1b) {
+		t.Errorf("a lock value's terminal escape reached the text:\n%q", text)
 	}
 
 	var out bytes.Buffer

@@ -18,7 +18,8 @@
 CREATE TABLE fencegw.bypass_log (
     id          bigserial   PRIMARY KEY,
     at          timestamptz NOT NULL DEFAULT now(),
-    by_user     text        NOT NULL,
+    by_user     text        NOT NULL, -- session_user
+    by_role     text        NOT NULL, -- the role taken with SET ROLE, or 'none'
     application text        NOT NULL,
     txid        bigint      NOT NULL,
     why         text        NOT NULL CHECK (length(btrim(why)) BETWEEN 1 AND 1000)
@@ -42,8 +43,8 @@ BEGIN
             ERRCODE = 'FG400',
             MESSAGE = 'fencegw.bypass: say why, e.g. SELECT fencegw.bypass(''backfill for ticket 123'')';
     END IF;
-    INSERT INTO fencegw.bypass_log (by_user, application, txid, why)
-    VALUES (session_user, current_setting('application_name'), txid_current(), p_why)
+    INSERT INTO fencegw.bypass_log (by_user, by_role, application, txid, why)
+    VALUES (session_user, current_setting('role'), current_setting('application_name'), txid_current(), p_why)
     RETURNING id INTO v_id;
     PERFORM set_config('fencegw.bypass', v_id::text, true);
     RETURN v_id;
@@ -51,7 +52,10 @@ END
 $$;
 REVOKE EXECUTE ON FUNCTION fencegw.bypass(text) FROM PUBLIC;
 
--- bypassed says whether this transaction declared a bypass with bypass().
+-- bypassed says whether this transaction declared a bypass with bypass():
+-- the setting must name a log row of this transaction. Transaction IDs
+-- restart in a restored or replicated copy of the database; the start
+-- time does not repeat with them.
 CREATE FUNCTION fencegw.bypassed()
 RETURNS boolean
 LANGUAGE plpgsql STABLE
@@ -61,7 +65,7 @@ DECLARE
     v_id text := current_setting('fencegw.bypass', true);
 BEGIN
     RETURN v_id ~ '^[0-9]{1,18}$' AND EXISTS (
-        SELECT 1 FROM fencegw.bypass_log WHERE id = v_id::bigint AND txid = txid_current());
+        SELECT 1 FROM fencegw.bypass_log WHERE id = v_id::bigint AND txid = txid_current() AND at = now());
 END
 $$;
 
@@ -71,9 +75,15 @@ $$;
 -- policy's key template with its arguments mapped to columns). An UPDATE
 -- must stay within the fenced resource on both sides, so it can move a row
 -- neither out of it nor into it.
+--
+-- Both trigger functions run with their owner's rights and a pinned
+-- search_path: a writer needs no grant on the fencegw schema to be told
+-- FG403, and cannot swap the operators and functions they use.
 CREATE FUNCTION fencegw.guard_row()
 RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_fenced text := current_setting('fencegw.resource', true);
     v_rows   jsonb[];
@@ -117,7 +127,9 @@ $$;
 -- write.
 CREATE FUNCTION fencegw.guard_truncate()
 RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     IF NOT fencegw.bypassed() THEN
         RAISE EXCEPTION USING
