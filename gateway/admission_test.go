@@ -48,11 +48,11 @@ func readStatus(t *testing.T, conn net.Conn) int {
 // not-applied, and is not applied; requests other than writes do not wait.
 func TestWritesWaitTheirTurn(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	gw, base := gatewayWithPool(t, h.pool, h.auth, h.policy, func(c *gateway.Config) {
+	one := h.sibling(func(c *gateway.Config) {
 		c.MaxInFlight = 1
 		c.QueueTimeout = 300 * time.Millisecond
 	})
-	one := &harness{t: t, base: base, pool: h.pool, auth: h.auth, gw: gw, policy: h.policy}
+	base := one.base
 	const account = "acct-36"
 	l := h.mustAcquire("account/"+account, 30, 0)
 	before, logged := h.balance(account), h.logCount(account)
@@ -108,11 +108,11 @@ func refusedAtTheGate(t *testing.T, h *harness, token, account string) {
 // arrive in time is refused, not applied, and its turn goes to the next.
 func TestATrickledBodyGivesItsTurnBack(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	gw, base := gatewayWithPool(t, h.pool, h.auth, h.policy, func(c *gateway.Config) {
+	one := h.sibling(func(c *gateway.Config) {
 		c.MaxInFlight = 1
 		c.BodyTimeout = 200 * time.Millisecond
 	})
-	one := &harness{t: t, base: base, pool: h.pool, auth: h.auth, gw: gw, policy: h.policy}
+	base := one.base
 	const account = "acct-38"
 	l := h.mustAcquire("account/"+account, 30, 0)
 	before := h.balance(account)
@@ -134,9 +134,7 @@ func TestATrickledBodyGivesItsTurnBack(t *testing.T) {
 // request on the same keep-alive connection is served as usual.
 func TestASlowWriteKeepsItsConnection(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	_, base := gatewayWithPool(t, h.pool, h.auth, h.policy, func(c *gateway.Config) {
-		c.BodyTimeout = 100 * time.Millisecond
-	})
+	base := h.sibling(func(c *gateway.Config) { c.BodyTimeout = 100 * time.Millisecond }).base
 	const account, resource = "acct-39", "account/acct-39"
 	l := h.mustAcquire(resource, 30, 0)
 	if r := h.write("credit", l.Token, debit(account, 1)); r.Status != http.StatusOK { // creates the fence row

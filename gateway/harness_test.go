@@ -87,6 +87,20 @@ func newHarnessOn(t *testing.T, policyYAML string, cli *clientv3.Client) *harnes
 	return &harness{t: t, base: srv.URL, pool: pool, auth: auth, gw: gw, policy: policyYAML}
 }
 
+// sibling is another gateway on h's pool, authority and policy, its Config
+// changed by tweaks: a second replica, or one set up for a test.
+func (h *harness) sibling(tweaks ...func(*gateway.Config)) *harness {
+	return h.onPool(h.pool, tweaks...)
+}
+
+// onPool is a sibling writing through pool; the harness still reads the
+// database through h's pool.
+func (h *harness) onPool(pool *pgxpool.Pool, tweaks ...func(*gateway.Config)) *harness {
+	h.t.Helper()
+	gw, base := gatewayWithPool(h.t, pool, h.auth, h.policy, tweaks...)
+	return &harness{t: h.t, base: base, pool: h.pool, auth: h.auth, gw: gw, policy: h.policy}
+}
+
 // response is an HTTP answer with its body decoded loosely.
 type response struct {
 	Status  int

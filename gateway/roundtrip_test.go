@@ -121,8 +121,7 @@ func wrappedGateway(t *testing.T, h *harness, configure func(*pgxpool.Config), w
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	gw, base := gatewayWithPool(t, pool, h.auth, h.policy)
-	return &harness{t: t, base: base, pool: h.pool, auth: h.auth, gw: gw, policy: h.policy}
+	return h.onPool(pool)
 }
 
 // cutter closes a connection right after it sent the n-th batch from when

@@ -14,8 +14,8 @@ import (
 
 // The triggers' names; Remove and Check touch no other trigger.
 const (
-	RowTrigger      = "fencegw_guard"
-	TruncateTrigger = "fencegw_guard_truncate"
+	rowTrigger      = "fencegw_guard"
+	truncateTrigger = "fencegw_guard_truncate"
 )
 
 // NotInPolicy is the Problem of a table that carries fencegw's triggers
@@ -53,7 +53,7 @@ func Install(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) error {
 			// Dropped and created, not replaced: a constraint trigger of
 			// the same name cannot be replaced, and this also works on
 			// PostgreSQL before 14.
-			for _, ddl := range []string{dropDDL(RowTrigger, g), rowTriggerDDL(g), dropDDL(TruncateTrigger, g), truncateTriggerDDL(g)} {
+			for _, ddl := range []string{dropDDL(rowTrigger, g), rowTriggerDDL(g), dropDDL(truncateTrigger, g), truncateTriggerDDL(g)} {
 				if _, err := tx.Exec(ctx, ddl); err != nil {
 					return fmt.Errorf("guard: install on %s: %w", g.Table, err)
 				}
@@ -71,7 +71,7 @@ func Remove(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) error {
 			return fmt.Errorf("guard: %w", err)
 		}
 		for _, g := range pol.Guarded {
-			for _, name := range []string{RowTrigger, TruncateTrigger} {
+			for _, name := range []string{rowTrigger, truncateTrigger} {
 				if _, err := tx.Exec(ctx, dropDDL(name, g)); err != nil {
 					return fmt.Errorf("guard: %s: %w", g.Table, err)
 				}
@@ -112,9 +112,9 @@ func Check(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) ([]Status, e
 	return out, nil
 }
 
-// TriggerArgs spells g's key for the row trigger: "L" + a literal, "C" + a
+// triggerArgs spells g's key for the row trigger: "L" + a literal, "C" + a
 // column (see fencegw.guard_row).
-func TriggerArgs(g *policy.GuardedTable) []string {
+func triggerArgs(g *policy.GuardedTable) []string {
 	var args []string
 	for _, p := range g.KeyParts() {
 		if p.Column != "" {
@@ -132,16 +132,16 @@ func dropDDL(trigger string, g *policy.GuardedTable) string {
 
 func rowTriggerDDL(g *policy.GuardedTable) string {
 	quoted := make([]string, 0, len(g.KeyParts()))
-	for _, a := range TriggerArgs(g) {
+	for _, a := range triggerArgs(g) {
 		quoted = append(quoted, quoteLiteral(a))
 	}
 	return fmt.Sprintf("CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION fencegw.guard_row(%s)",
-		RowTrigger, tableIdent(g.Table), strings.Join(quoted, ", "))
+		rowTrigger, tableIdent(g.Table), strings.Join(quoted, ", "))
 }
 
 func truncateTriggerDDL(g *policy.GuardedTable) string {
 	return fmt.Sprintf("CREATE TRIGGER %s BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION fencegw.guard_truncate()",
-		TruncateTrigger, tableIdent(g.Table))
+		truncateTrigger, tableIdent(g.Table))
 }
 
 // tableIdent quotes schema.table; the policy allows only plain lower-case
@@ -231,7 +231,7 @@ func checkTable(ctx context.Context, q querier, g *policy.GuardedTable) (string,
 			coalesce(tgfoid = CASE tgname WHEN $2 THEN to_regprocedure('fencegw.guard_row()') ELSE to_regprocedure('fencegw.guard_truncate()') END, false),
 			tgqual IS NULL AND cardinality(tgattr::int2[]) = 0 AND tgconstraint = 0, tgargs
 		FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname IN ($2, $3) AND NOT tgisinternal`,
-		tableIdent(g.Table), RowTrigger, TruncateTrigger)
+		tableIdent(g.Table), rowTrigger, truncateTrigger)
 	if err != nil {
 		return "", err
 	}
@@ -244,8 +244,8 @@ func checkTable(ctx context.Context, q querier, g *policy.GuardedTable) (string,
 	)
 	_, err = pgx.ForEachRow(rows, []any{&name, &enabled, &typ, &ourFunction, &always, &rawArgs}, func() error {
 		wantType, wantArgs := int16(truncateTriggerType), []string(nil)
-		if name == RowTrigger {
-			wantType, wantArgs = rowTriggerType, TriggerArgs(g)
+		if name == rowTrigger {
+			wantType, wantArgs = rowTriggerType, triggerArgs(g)
 		}
 		switch {
 		case enabled != "O" && enabled != "A":
@@ -262,7 +262,7 @@ func checkTable(ctx context.Context, q querier, g *policy.GuardedTable) (string,
 	if err != nil {
 		return "", err
 	}
-	for _, n := range []string{RowTrigger, TruncateTrigger} {
+	for _, n := range []string{rowTrigger, truncateTrigger} {
 		problem, ok := found[n]
 		switch {
 		case !ok:
@@ -287,7 +287,7 @@ func splitArgs(raw []byte) []string {
 func strayTables(ctx context.Context, q querier, pol *policy.Policy) ([]string, error) {
 	rows, err := q.Query(ctx, `SELECT DISTINCT n.nspname || '.' || c.relname
 		FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE t.tgname IN ($1, $2) AND t.tgparentid = 0 ORDER BY 1`, RowTrigger, TruncateTrigger)
+		WHERE t.tgname IN ($1, $2) AND t.tgparentid = 0 ORDER BY 1`, rowTrigger, truncateTrigger)
 	if err != nil {
 		return nil, fmt.Errorf("guard: %w", err)
 	}

@@ -10,10 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/guard"
@@ -97,7 +94,7 @@ func installDemoGuard(ctx context.Context, cfg serveConfig) (string, error) {
 	if len(pol.Guarded) == 0 {
 		return "none (the policy lists no guarded_tables)", nil
 	}
-	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+	conn, err := openMigrated(ctx, cfg.DatabaseURL, "dev")
 	if err != nil {
 		return "", err
 	}
@@ -152,7 +149,7 @@ func adoptDevEtcd(ctx context.Context, dbURL string, etcd []string, adopt bool, 
 		return err
 	}
 	defer pool.Close()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: etcd, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := dialEtcd(etcd)
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/tokens"
@@ -44,7 +42,7 @@ func runEpoch(ctx context.Context, args []string) error {
 		return fmt.Errorf("epoch: database: %w", err)
 	}
 	defer pool.Close()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.EtcdEndpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := dialEtcd(cfg.EtcdEndpoints)
 	if err != nil {
 		return fmt.Errorf("epoch: etcd: %w", err)
 	}

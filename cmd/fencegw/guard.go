@@ -9,8 +9,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/fencegw/fencegw/guard"
 	"github.com/fencegw/fencegw/policy"
 )
@@ -64,14 +62,11 @@ func runGuard(ctx context.Context, args []string, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+	conn, err := openMigrated(ctx, cfg.DatabaseURL, "guard")
 	if err != nil {
-		return fmt.Errorf("guard: database: %w", err)
-	}
-	defer conn.Close(context.Background())
-	if err := checkSchema(ctx, conn, "guard"); err != nil {
 		return err
 	}
+	defer conn.Close(context.Background())
 
 	switch action {
 	case "install":

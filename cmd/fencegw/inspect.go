@@ -12,8 +12,6 @@ import (
 	"unicode"
 
 	"github.com/jackc/pgx/v5"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/fencegw/fencegw/internal/clip"
 	"github.com/fencegw/fencegw/tokens"
@@ -97,15 +95,12 @@ func runInspect(ctx context.Context, args []string, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+	conn, err := openMigrated(ctx, cfg.DatabaseURL, "inspect")
 	if err != nil {
-		return fmt.Errorf("inspect: database: %w", err)
-	}
-	defer conn.Close(context.Background())
-	if err := checkSchema(ctx, conn, "inspect"); err != nil {
 		return err
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.EtcdEndpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	defer conn.Close(context.Background())
+	cli, err := dialEtcd(cfg.EtcdEndpoints)
 	if err != nil {
 		return fmt.Errorf("inspect: etcd: %w", err)
 	}

@@ -14,14 +14,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/guard"
 	"github.com/fencegw/fencegw/policy"
-	"github.com/fencegw/fencegw/schema"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -57,11 +55,6 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if !pol.AuthRequired() {
 		log.Warn("the policy declares no clients: any caller may call any operation; declare clients before exposing the gateway")
 	}
-	want, err := schema.Latest(schema.Gateway())
-	if err != nil {
-		return err
-	}
-
 	startCtx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	pool, err := openPool(startCtx, cfg)
@@ -69,7 +62,8 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return fmt.Errorf("serve: database: %w", err)
 	}
 	defer pool.Close()
-	if err := checkSchema(startCtx, pool, "serve"); err != nil {
+	want, err := checkSchema(startCtx, pool, "serve")
+	if err != nil {
 		return err
 	}
 	if err := gateway.CheckPolicy(startCtx, pool, pol); err != nil {
@@ -149,31 +143,6 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
-	}
-	return nil
-}
-
-// checkSchema refuses to start against a database whose gateway schema is
-// not the one this binary was built for.
-// checkSchema refuses to go on unless the gateway's schema is exactly the
-// version this binary was built with; cmd names the command in errors.
-func checkSchema(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, cmd string) error {
-	want, err := schema.Latest(schema.Gateway())
-	if err != nil {
-		return err
-	}
-	v, dirty, err := schema.Applied(ctx, q, schema.GatewayTable)
-	switch {
-	case errors.Is(err, schema.ErrNoVersion):
-		return fmt.Errorf("%s: the database has no fencegw schema: run `fencegw migrate up` first", cmd)
-	case err != nil:
-		return fmt.Errorf("%s: %w", cmd, err)
-	case dirty:
-		return fmt.Errorf("%s: the fencegw schema is dirty at version %d: a migration failed halfway; see `fencegw migrate version`", cmd, v)
-	case v != want:
-		return fmt.Errorf("%s: the fencegw schema is at version %d, this binary needs %d: run `fencegw migrate up` with this binary", cmd, v, want)
 	}
 	return nil
 }

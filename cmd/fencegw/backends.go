@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/fencegw/fencegw/schema"
+)
+
+// dialEtcd is the etcd client of the one-shot commands (dev, epoch,
+// inspect): etcd's own client log is noise on a terminal.
+func dialEtcd(endpoints []string) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+}
+
+// openMigrated connects to a database whose gateway schema is exactly this
+// binary's, or says how to get there; cmd names the command in errors.
+func openMigrated(ctx context.Context, url, cmd string) (*pgx.Conn, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("%s: database: %w", cmd, err)
+	}
+	if _, err := checkSchema(ctx, conn, cmd); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	return conn, nil
+}
+
+// checkSchema refuses to go on unless the gateway's schema is exactly the
+// version this binary was built with, and returns that version.
+func checkSchema(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, cmd string) (uint, error) {
+	want, err := schema.Latest(schema.Gateway())
+	if err != nil {
+		return 0, err
+	}
+	v, dirty, err := schema.Applied(ctx, q, schema.GatewayTable)
+	switch {
+	case errors.Is(err, schema.ErrNoVersion):
+		return 0, fmt.Errorf("%s: the database has no fencegw schema: run `fencegw migrate up` first", cmd)
+	case err != nil:
+		return 0, fmt.Errorf("%s: %w", cmd, err)
+	case dirty:
+		return 0, fmt.Errorf("%s: the fencegw schema is dirty at version %d: a migration failed halfway; see `fencegw migrate version`", cmd, v)
+	case v != want:
+		return 0, fmt.Errorf("%s: the fencegw schema is at version %d, this binary needs %d: run `fencegw migrate up` with this binary", cmd, v, want)
+	}
+	return want, nil
+}
