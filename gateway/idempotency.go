@@ -121,23 +121,34 @@ func (e *Executor) executeOnceOn(ctx context.Context, conn *pgxpool.Conn, w Writ
 	return Reply{Status: http.StatusOK, Body: body}, nil
 }
 
-// Replay returns the stored response of a completed request with idem's
-// key, if there is one; it is how a keyed retry is answered even when the
-// authority now refuses its token (a successor holds the lock, the epoch
-// moved on). ok is false when no response is stored.
-func (e *Executor) Replay(ctx context.Context, op string, idem Idempotency) (r Reply, ok bool, err error) {
-	var fingerprint []byte
-	r.Replayed = true
-	err = e.pool.QueryRow(ctx, `SELECT fingerprint, status, response FROM fencegw.idempotency_keys
-		WHERE (client, operation, key) = ($1, $2, $3) AND created_at >= now() - $4::interval AND response IS NOT NULL`,
-		idem.Client, op, idem.Key, idem.Retention).Scan(&fingerprint, &r.Status, &r.Body)
+// settleSQL waits for an attempt in flight with the key and stores a
+// refusal as the key's outcome, or returns the key's earlier one
+// (migration 0004).
+const settleSQL = "SELECT replayed, status, response FROM fencegw.settle_key($1, $2, $3, $4, $5, $6, $7)"
+
+// Settle decides the answer to a keyed request that was refused before it
+// could commit. An earlier attempt with the same key may still be on its
+// way, so a refusal is only final once it is the key's outcome: Settle
+// waits for an attempt that holds the key, then stores refusal as the
+// key's response, unless the key already has one, which it returns
+// (replayed) instead. With refusal nil it only waits and returns the
+// key's response, if any (ok false if none). ctx bounds the wait.
+func (e *Executor) Settle(ctx context.Context, op string, idem Idempotency, refusal *Reply) (r Reply, ok bool, err error) {
+	var status *int
+	var body []byte
+	if refusal != nil {
+		status, body = &refusal.Status, refusal.Body
+	}
+	err = e.pool.QueryRow(ctx, settleSQL, idem.Client, op, idem.Key, idem.Fingerprint[:], idem.Retention, status, body).
+		Scan(&r.Replayed, &r.Status, &r.Body)
+	var pgErr *pgconn.PgError
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return Reply{}, false, nil
-	case err != nil:
-		return Reply{}, false, fmt.Errorf("%w: looking up key %q: %w", ErrUnavailable, idem.Key, err)
-	case string(fingerprint) != string(idem.Fingerprint[:]):
+	case errors.As(err, &pgErr) && pgErr.Code == sqlstateMismatch:
 		return Reply{}, false, &IdempotencyMismatchError{Key: idem.Key}
+	case err != nil:
+		return Reply{}, false, fmt.Errorf("%w (%w): settling key %q: %w", ErrUnavailable, ErrOutcomeUnknown, idem.Key, err)
 	}
 	return r, true, nil
 }

@@ -122,16 +122,20 @@ func TestConcurrentSameKeyExecutesOnce(t *testing.T) {
 	}
 }
 
-// TestFailedWriteIsNotStored: a refused write changed nothing, so its key
-// is not kept and a later retry runs again.
-func TestFailedWriteIsNotStored(t *testing.T) {
+// TestRefusalIsTheKeysOutcome: a keyed write that is refused for good
+// (here: insufficient balance) stores the refusal as its key's outcome, so
+// a retry with the key gets the same answer even after the balance was
+// topped up: no attempt with that key can apply once the client was told
+// it did not. A new key is a new request.
+func TestRefusalIsTheKeysOutcome(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	const account, resource = "acct-84", "account/acct-84"
 	l := h.mustAcquire(resource, 5, 0)
 	defer h.release(l)
 	before := h.state()
-	if r := h.do(http.MethodPost, "/v1/ops/debit", keyed(l.Token, "k84"), debit(account, 5000)); r.Status != http.StatusConflict || r.Problem.Kind() != "precondition-failed" {
-		t.Fatalf("overdraw: %d %s", r.Status, r.Body)
+	first := h.do(http.MethodPost, "/v1/ops/debit", keyed(l.Token, "k84"), debit(account, 5000))
+	if first.Status != http.StatusConflict || first.Problem.Kind() != "precondition-failed" {
+		t.Fatalf("overdraw: %d %s", first.Status, first.Body)
 	}
 	if after := h.state(); after != before {
 		t.Fatalf("refused keyed write changed state")
@@ -139,8 +143,16 @@ func TestFailedWriteIsNotStored(t *testing.T) {
 	if r := h.write("credit", l.Token, debit(account, 5000)); r.Status != http.StatusOK {
 		t.Fatalf("credit: %d %s", r.Status, r.Body)
 	}
-	if r := h.do(http.MethodPost, "/v1/ops/debit", keyed(l.Token, "k84"), debit(account, 5000)); r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "" {
-		t.Fatalf("retry after the credit: %d %s, want a fresh 200", r.Status, r.Body)
+	retry := h.do(http.MethodPost, "/v1/ops/debit", keyed(l.Token, "k84"), debit(account, 5000))
+	if retry.Status != http.StatusConflict || retry.Header.Get("Idempotent-Replayed") != "true" ||
+		retry.Header.Get("Content-Type") != "application/problem+json" || string(retry.Body) != string(first.Body) {
+		t.Fatalf("retry after the credit: %d replayed=%q %s, want the first refusal replayed", retry.Status, retry.Header.Get("Idempotent-Replayed"), retry.Body)
+	}
+	if r := h.do(http.MethodPost, "/v1/ops/debit", keyed(l.Token, "k84"), debit(account, 1)); r.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("the refused key with other arguments: %d %s, want 422", r.Status, r.Body)
+	}
+	if r := h.do(http.MethodPost, "/v1/ops/debit", keyed(l.Token, "k84-b"), debit(account, 5000)); r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("a new key: %d %s, want a fresh 200", r.Status, r.Body)
 	}
 	if got := h.balance(account); got != 1000 {
 		t.Fatalf("balance = %d, want 1000", got)

@@ -95,6 +95,15 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.Is(err, tokens.ErrHalted):
 		p.set(http.StatusServiceUnavailable, "authority-halted", "Token authority halted")
 		p.Outcome = "not-applied"
+		if errors.Is(err, ErrOutcomeUnknown) {
+			// A keyed write: an earlier attempt with its key may still apply.
+			var halted *tokens.HaltedError
+			if errors.As(err, &halted) {
+				p.Detail = halted.Error()
+			}
+			p.Outcome = "unknown"
+			p.Detail += "; an earlier attempt with this Idempotency-Key may still be applied: retry only with the same key"
+		}
 	case errors.Is(err, ErrOverloaded):
 		p.set(http.StatusServiceUnavailable, "unavailable", "Service unavailable")
 		p.Outcome, p.Detail = "not-applied", "the gateway is at its limit of writes in flight; nothing was written: retry"
@@ -134,7 +143,7 @@ func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, err error
 		slog.Int("status", p.Status), slog.String("problem", p.Kind()),
 		slog.String("resource", p.Resource), slog.String("presented_token", p.PresentedToken),
 		slog.String("current_token", p.CurrentToken), slog.String("error", err.Error()))
-	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header()["Content-Type"] = problemContentType
 	switch p.Status {
 	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="fencegw"`)
@@ -142,8 +151,15 @@ func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, err error
 		w.Header().Set("Retry-After", "1")
 	}
 	w.WriteHeader(p.Status)
-	_ = json.NewEncoder(w).Encode(p)
+	_, _ = w.Write(renderProblem(p))
 	return p
+}
+
+// renderProblem is the body of a problem document: the same bytes whether
+// sent now or stored as a key's outcome and replayed.
+func renderProblem(p Problem) []byte {
+	b, _ := json.Marshal(p) // plain strings and ints: cannot fail
+	return append(b, '\n')
 }
 
 // writeJSON answers status with v as JSON.

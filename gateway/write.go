@@ -16,7 +16,10 @@ import (
 
 // jsonContentType is shared by every answer: net/http only reads header
 // values, and Header.Set would allocate a slice per request.
-var jsonContentType = []string{"application/json"}
+var (
+	jsonContentType    = []string{"application/json"}
+	problemContentType = []string{"application/problem+json"}
+)
 
 // TokenHeader carries the fencing token of a write, text form E:R.
 const TokenHeader = "Fencing-Token"
@@ -36,6 +39,9 @@ func (g *Gateway) handleWrite(w http.ResponseWriter, r *http.Request) {
 		g.audit(r.Context(), p)
 	default:
 		w.Header()["Content-Type"] = jsonContentType
+		if reply.Status != http.StatusOK {
+			w.Header()["Content-Type"] = problemContentType // a refusal stored as its key's outcome
+		}
 		if reply.Replayed {
 			w.Header().Set(ReplayedHeader, "true")
 			outcome = "replayed"
@@ -93,26 +99,60 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (Reply, error) {
 	if once {
 		idem = &Idempotency{Client: clientName(r.Context()), Key: key, Fingerprint: op.Fingerprint(args), Retention: g.retention}
 	}
-	err = g.cfg.Authority.Validate(ctx, resource, tok, op.Resource.Validation)
-	if err != nil && tok.Epoch > g.cfg.Authority.Epoch() && errors.Is(err, tokens.ErrRejected) && g.recheckAuthority(ctx) {
+	reply, err := g.validateAndApply(ctx, wr, idem)
+	if err != nil && idem != nil {
+		return g.settle(ctx, op.Name, *idem, err, *scope)
+	}
+	return reply, err
+}
+
+// validateAndApply asks the authority about w's token, then applies w.
+func (g *Gateway) validateAndApply(ctx context.Context, w Write, idem *Idempotency) (Reply, error) {
+	res := w.Operation.Resource
+	err := g.cfg.Authority.Validate(ctx, w.Resource, w.Token, res.Validation)
+	if err != nil && w.Token.Epoch > g.cfg.Authority.Epoch() && errors.Is(err, tokens.ErrRejected) && g.recheckAuthority(ctx) {
 		// A lease taken after `fencegw epoch bump` carries the new epoch
 		// before this gateway's guard has seen it: look now, then ask again.
-		err = g.cfg.Authority.Validate(ctx, resource, tok, op.Resource.Validation)
+		err = g.cfg.Authority.Validate(ctx, w.Resource, w.Token, res.Validation)
 	}
 	if err != nil {
-		// A retry of a completed write is answered whoever asks, even once
-		// the authority no longer vouches for its token.
-		if idem != nil && (errors.Is(err, tokens.ErrRejected) || errors.Is(err, tokens.ErrHalted)) {
-			if reply, ok, rerr := g.exec.Replay(ctx, op.Name, *idem); ok || rerr != nil {
-				return reply, rerr
-			}
-		}
 		return Reply{}, err
 	}
-	if op.Resource.Coalesce {
-		return g.coal.Execute(ctx, wr, idem)
+	if res.Coalesce {
+		return g.coal.Execute(ctx, w, idem)
 	}
-	return g.exec.apply(ctx, wr, idem)
+	return g.exec.apply(ctx, w, idem)
+}
+
+// settledProblems are the refusals of a keyed write that become the
+// outcome of its key (see Executor.Settle): each says "not applied" as if
+// for good, so no other attempt with the key may apply afterwards.
+var settledProblems = map[string]bool{"token-rejected": true, "stale-token": true, "precondition-failed": true, "constraint": true}
+
+// settle answers a keyed write that failed. A final refusal is stored as
+// its key's outcome, after any attempt in flight with the key has ended;
+// if that attempt (or an earlier one) completed, its answer is replayed
+// instead, whoever asks: retrying a completed write is harmless. A halted
+// authority is not final: settle waits for an attempt in flight and
+// replays it, or says the outcome is unknown, since an earlier attempt
+// may still be on its way. Every other failure is answered as it is.
+func (g *Gateway) settle(ctx context.Context, op string, idem Idempotency, err error, scope problemScope) (Reply, error) {
+	var refusal *Reply
+	if p := problemFor(err, scope); settledProblems[p.Kind()] {
+		refusal = &Reply{Status: p.Status, Body: renderProblem(p)}
+	} else if !errors.Is(err, tokens.ErrHalted) {
+		return Reply{}, err
+	}
+	reply, ok, serr := g.exec.Settle(ctx, op, idem, refusal)
+	switch {
+	case serr != nil:
+		return Reply{}, serr
+	case ok && reply.Replayed:
+		return reply, nil
+	case refusal == nil:
+		return Reply{}, fmt.Errorf("%w (%w)", err, ErrOutcomeUnknown)
+	}
+	return Reply{}, err // stored as the key's outcome: answered like any refusal
 }
 
 // tokenFrom reads the one Fencing-Token header of r.
