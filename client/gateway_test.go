@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/fencegw/fencegw/authority"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -22,7 +23,6 @@ import (
 	"github.com/fencegw/fencegw/internal/testenv"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
-	"github.com/fencegw/fencegw/tokens"
 )
 
 // demoPolicy is the demo policy text: debit and credit on account/{account};
@@ -68,7 +68,7 @@ func startGateway(dbURL string, etcd *clientv3.Client, policyYAML string) (srv *
 		return nil, nil, err
 	}
 	gw, err := gateway.New(gateway.Config{
-		Pool: pool, Authority: tokens.NewEtcd(etcd), Policy: pol, SchemaVersion: version,
+		Pool: pool, Authority: authority.NewEtcd(etcd), Policy: pol, SchemaVersion: version,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

@@ -130,7 +130,7 @@ func TestWriteProblems(t *testing.T) {
 		{"no token", "", "debit", debit("acct-13", 1), "", 428, "token-required", client.ErrTokenRequired},
 		{"malformed token", "one:two", "debit", debit("acct-13", 1), "", 400, "bad-request", client.ErrBadRequest},
 		{"token never issued", "1:999999999", "debit", debit("acct-13", 1), "", 403, "token-rejected", client.ErrTokenRejected},
-		{"unknown operation", l.Token(), "transfer", debit("acct-13", 1), "", 404, "unknown-operation", client.ErrUnknownOperation},
+		{"unknown operation", l.Token(), "withdraw", debit("acct-13", 1), "", 404, "unknown-operation", client.ErrUnknownOperation},
 		{"missing argument", l.Token(), "debit", map[string]any{"account": "acct-13"}, "", 400, "bad-request", client.ErrBadRequest},
 		{"insufficient balance", l.Token(), "debit", debit("acct-13", 5000), "", 409, "precondition-failed", client.ErrPreconditionFailed},
 		{"nil arguments", l.Token(), "debit", nil, "", 400, "bad-request", client.ErrBadRequest},

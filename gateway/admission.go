@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"github.com/fencegw/fencegw/policy"
 	"net/http"
 	"strings"
 	"time"
@@ -92,6 +93,9 @@ func (a *admission) leave() { <-a.slots }
 func (g *Gateway) gateWrites(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op, isWrite := strings.CutPrefix(r.URL.Path, "/v1/ops/")
+		if r.URL.Path == "/v1/batch" {
+			op, isWrite = policy.BatchName, true
+		}
 		if r.Method != http.MethodPost || !isWrite {
 			next.ServeHTTP(w, r)
 			return

@@ -1,4 +1,49 @@
-// Package gateway is fencegw's HTTP API: it turns a fenced write request
-// into one pipelined PostgreSQL transaction that advances the resource's
-// fence and applies the operation, or refuses it with a problem document.
+// Package gateway is fencegw's HTTP API. It turns requests into typed
+// calls of package fence (the fenced transaction) and package authority
+// (leases and token validation), and typed results into answers. It holds
+// no lease or fence state of its own: any number of replicas can serve
+// the same clients.
+//
+// # Routes
+//
+// POST /v1/ops/{operation} is one fenced write; POST /v1/batch several,
+// all or nothing; /v1/leases takes, renews, observes and releases locks;
+// /livez, /readyz and /metrics are for operators.
+//
+// # The write path
+//
+// A write is authenticated and authorised (when the policy declares
+// clients), its Fencing-Token field parsed (E:R, or an RFC 8941
+// dictionary of one token per role), its body decoded strictly by the
+// operation's declaration, and its resources derived from the arguments:
+// the client never names a resource. Every token is then validated by the
+// authority, and the request applied by fence.Store in one transaction.
+// Once parsed, a write runs to completion or its own deadline, not the
+// client's: a disconnect must not leave its outcome to chance.
+//
+// # Admission
+//
+// At most MaxInFlight writes are past the admission gate at once; the
+// rest wait their turn before anything of theirs is read, on a shallow
+// stack, and are refused unread after QueueTimeout. Leases, health and
+// metrics are never gated.
+//
+// # Idempotency and refusals
+//
+// A keyed write that is refused for good (stale, rejected, precondition,
+// constraint) has the refusal stored as its key's outcome (fence.Store
+// Settle), so no earlier attempt with the key can still apply after the
+// client was told it did not.
+//
+// # Problems
+//
+// Every error becomes an RFC 9457 problem document in exactly one place,
+// problemFor, with the resource, role, batch index and tokens it concerns;
+// 503s say whether the write was applied (outcome not-applied or unknown).
+// Refusals are counted, logged, and the stale or unissued ones audited.
+//
+// # Leases
+//
+// The lease API is etcd's concurrency recipe over HTTP, so any language can
+// hold a lock: grants in arrival order, keepalives, release, observation.
 package gateway

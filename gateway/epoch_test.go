@@ -3,12 +3,13 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/etcdserver"
 	"github.com/fencegw/fencegw/internal/testenv"
 	"github.com/fencegw/fencegw/tokens"
@@ -23,7 +24,7 @@ func TestEtcdRollbackHaltsUntilEpochBump(t *testing.T) {
 	ctx := context.Background()
 	old, cli := testenv.PrivateEtcd(t)
 	h := newHarnessOn(t, demoPolicy(t, "monotonic"), cli)
-	if err := h.gw.CheckAuthority(ctx); err != nil {
+	if err := h.gw.Guard().Check(ctx); err != nil {
 		t.Fatalf("first check: %v", err)
 	}
 
@@ -36,7 +37,7 @@ func TestEtcdRollbackHaltsUntilEpochBump(t *testing.T) {
 	if r := h.write("debit", last.Token, debit(account, 100)); r.Status != http.StatusOK {
 		t.Fatalf("write before the restore: %d %s", r.Status, r.Body)
 	}
-	if err := h.gw.CheckAuthority(ctx); err != nil {
+	if err := h.gw.Guard().Check(ctx); err != nil {
 		t.Fatalf("check before the restore: %v", err)
 	}
 
@@ -48,7 +49,7 @@ func TestEtcdRollbackHaltsUntilEpochBump(t *testing.T) {
 	cli.SetEndpoints(restored.Endpoints()...)
 	old.Close()
 
-	if err := h.gw.CheckAuthority(ctx); !errors.Is(err, tokens.ErrHalted) {
+	if err := h.gw.Guard().Check(ctx); !errors.Is(err, tokens.ErrHalted) {
 		t.Fatalf("check after the restore = %v, want ErrHalted", err)
 	}
 	if r := h.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusServiceUnavailable || !strings.Contains(string(r.Body), "epoch bump") {
@@ -66,11 +67,11 @@ func TestEtcdRollbackHaltsUntilEpochBump(t *testing.T) {
 		t.Fatalf("lease while halted: %d %s", r.Status, r.Body)
 	}
 
-	epoch, err := gateway.BumpEpoch(ctx, h.pool, h.auth)
+	epoch, err := authority.Bump(ctx, h.auth, fence.Records{DB: h.pool})
 	if err != nil || epoch != 2 {
 		t.Fatalf("BumpEpoch = %d, %v; want 2", epoch, err)
 	}
-	if err := h.gw.CheckAuthority(ctx); err != nil {
+	if err := h.gw.Guard().Check(ctx); err != nil {
 		t.Fatalf("check after the bump: %v", err)
 	}
 	if r := h.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusOK {
@@ -101,7 +102,7 @@ func TestNoFalseHaltUnderTraffic(t *testing.T) {
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			l, err := h.auth.Acquire(ctx, "traffic/one", tokens.AcquireOptions{TTL: 5 * time.Second})
+			l, err := h.auth.Acquire(ctx, "traffic/one", authority.AcquireOptions{TTL: 5 * time.Second})
 			if err == nil {
 				h.auth.Release(context.Background(), l.ID, "")
 			}
@@ -109,7 +110,7 @@ func TestNoFalseHaltUnderTraffic(t *testing.T) {
 	}()
 	defer func() { cancel(); <-done }()
 	for i := range 200 {
-		if err := h.gw.CheckAuthority(t.Context()); err != nil {
+		if err := h.gw.Guard().Check(t.Context()); err != nil {
 			t.Fatalf("check %d under traffic: %v", i, err)
 		}
 	}
@@ -124,14 +125,14 @@ func TestNewEpochBeforeTheGuardNotices(t *testing.T) {
 	ctx := context.Background()
 	_, cli := testenv.PrivateEtcd(t) // the epoch key is global
 	h := newHarnessOn(t, demoPolicy(t, "monotonic"), cli)
-	if err := h.gw.CheckAuthority(ctx); err != nil {
+	if err := h.gw.Guard().Check(ctx); err != nil {
 		t.Fatalf("first check: %v", err)
 	}
 	const account, resource = "acct-96", "account/acct-96"
 	old := h.mustAcquire(resource, 5, 0)
 	h.release(old)
 
-	if epoch, err := gateway.BumpEpoch(ctx, h.pool, tokens.NewEtcd(cli)); err != nil || epoch != 2 {
+	if epoch, err := authority.Bump(ctx, authority.NewEtcd(cli), fence.Records{DB: h.pool}); err != nil || epoch != 2 {
 		t.Fatalf("BumpEpoch elsewhere = %d, %v; want 2", epoch, err)
 	}
 	if got := h.auth.Epoch(); got != 1 {

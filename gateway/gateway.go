@@ -4,9 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"log/slog"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fencegw/fencegw/policy"
-	"github.com/fencegw/fencegw/tokens"
 )
 
 // Defaults for Config's zero values.
@@ -29,7 +29,7 @@ const (
 // Config is what a Gateway needs; Pool, Authority and Policy are required.
 type Config struct {
 	Pool      *pgxpool.Pool
-	Authority *tokens.Etcd
+	Authority *authority.Etcd
 	Policy    *policy.Policy
 	Logger    *slog.Logger
 
@@ -63,21 +63,17 @@ type Config struct {
 // Gateway serves the HTTP API. It holds no lease or fence state of its own:
 // any number of replicas can serve the same clients.
 type Gateway struct {
-	cfg     Config
-	log     *slog.Logger
-	exec    *Executor
-	coal    *coalescer // for resources with coalesce: true
-	admit   *admission
-	metrics *metrics
-	ready   atomic.Bool
-	// authorityMu serialises CheckAuthority; lastRecheck is when a token
-	// of an unknown newer epoch last triggered one (unix ns).
-	authorityMu sync.Mutex
-	lastRecheck atomic.Int64
-	maxBody     int64
-	writeTTL    time.Duration
-	bodyTTL     time.Duration // for an admitted write's body to arrive
-	retention   time.Duration
+	cfg       Config
+	log       *slog.Logger
+	store     *fence.Store
+	guard     *authority.Guard
+	admit     *admission
+	metrics   *metrics
+	ready     atomic.Bool
+	maxBody   int64
+	writeTTL  time.Duration
+	bodyTTL   time.Duration // for an admitted write's body to arrive
+	retention time.Duration
 }
 
 // New checks cfg and returns a Gateway that reports not ready until
@@ -92,7 +88,6 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{
 		cfg:       cfg,
 		log:       cmp.Or(cfg.Logger, slog.Default()),
-		exec:      &Executor{pool: cfg.Pool, unsafeNoFence: cfg.UnsafeNoFence},
 		maxBody:   cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
 		writeTTL:  cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
 		bodyTTL:   cmp.Or(cfg.BodyTimeout, defaultBodyTimeout),
@@ -102,16 +97,31 @@ func New(cfg Config) (*Gateway, error) {
 		func() float64 { return float64(cfg.Authority.NewestRevision()) },
 		func() float64 { return float64(cfg.Authority.Epoch()) },
 	)
-	g.metrics.forOperations(cfg.Policy.OperationNames())
+	g.metrics.forOperations(append(cfg.Policy.OperationNames(), policy.BatchName))
 	limit := cmp.Or(cfg.MaxInFlight, defaultMaxInFlight(cfg.Pool.Config().MaxConns))
 	g.admit = newAdmission(limit, cmp.Or(cfg.QueueTimeout, g.writeTTL), g.metrics.waiting, g.metrics.waited)
 	g.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fencegw_writes_in_flight",
 		Help: "Writes past the admission gate (see MaxInFlight).",
 	}, func() float64 { return float64(len(g.admit.slots)) }))
-	g.coal = newCoalescer(g.exec, g.writeTTL, func(n int) { g.metrics.batchSize.Observe(float64(n)) })
+	store, err := fence.New(fence.Config{
+		Pool: cfg.Pool, Render: render, BatchTimeout: g.writeTTL, UnsafeNoFence: cfg.UnsafeNoFence,
+		OnBatch: func(n int) { g.metrics.batchSize.Observe(float64(n)) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.store = store
+	g.guard = authority.NewGuard(cfg.Authority, fence.Records{DB: cfg.Pool}, g.log)
 	return g, nil
 }
+
+// Store is the gateway's fenced-transaction store, for the janitor.
+func (g *Gateway) Store() *fence.Store { return g.store }
+
+// Guard is the gateway's guard of the token authority: run it, or ask it
+// for a check now.
+func (g *Gateway) Guard() *authority.Guard { return g.guard }
 
 // SetReady flips /readyz: true once set up, false before shutting down so
 // load balancers drain the replica first.
@@ -127,6 +137,7 @@ func (g *Gateway) Handler() http.Handler {
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(g.authenticate)
 		r.Post("/ops/{operation}", g.handleWrite)
+		r.Post("/batch", g.handleBatch)
 		r.Post("/leases", g.handleAcquire)
 		r.Get("/leases", g.handleObserve)
 		r.Post("/leases/{id}/keepalive", g.handleKeepAlive)

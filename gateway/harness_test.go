@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/fencegw/fencegw/authority"
 	"io"
 	"log/slog"
 	"net/http"
@@ -30,7 +31,7 @@ type harness struct {
 	t    *testing.T
 	base string
 	pool *pgxpool.Pool
-	auth *tokens.Etcd
+	auth *authority.Etcd
 	gw   *gateway.Gateway
 	// policy is the YAML the gateway serves; gateways on other pools
 	// (wrappedGateway) serve it too.
@@ -69,7 +70,7 @@ func newHarnessOn(t *testing.T, policyYAML string, cli *clientv3.Client) *harnes
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	auth := tokens.NewEtcd(cli)
+	auth := authority.NewEtcd(cli)
 	version, err := schema.Latest(schema.Gateway())
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"github.com/fencegw/fencegw/authority"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,7 +19,6 @@ import (
 	"github.com/fencegw/fencegw/internal/testenv"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
-	"github.com/fencegw/fencegw/tokens"
 )
 
 func TestLiveAndReady(t *testing.T) {
@@ -54,12 +54,12 @@ func gatewayWith(t *testing.T, dbURL string, cli *clientv3.Client) (*gateway.Gat
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return gatewayWithPool(t, pool, tokens.NewEtcd(cli), demoPolicy(t, "monotonic"))
+	return gatewayWithPool(t, pool, authority.NewEtcd(cli), demoPolicy(t, "monotonic"))
 }
 
 // gatewayWithPool serves policyYAML on pool and auth; tweaks change the Config
 // before the gateway is made.
-func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *tokens.Etcd, policyYAML string, tweaks ...func(*gateway.Config)) (*gateway.Gateway, string) {
+func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *authority.Etcd, policyYAML string, tweaks ...func(*gateway.Config)) (*gateway.Gateway, string) {
 	t.Helper()
 	pol, err := policy.Parse("p.yaml", []byte(policyYAML))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/fencegw/fencegw/authority"
 	"io"
 	"math"
 	"net/http"
@@ -50,14 +51,14 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	if req.Wait != nil {
 		wait = time.Duration(*req.Wait * float64(time.Second))
 	}
-	opts := tokens.AcquireOptions{TTL: ttl, Wait: wait, Value: req.Value, Owner: clientName(r.Context())}
+	opts := authority.AcquireOptions{TTL: ttl, Wait: wait, Value: req.Value, Owner: clientName(r.Context())}
 	if res := g.cfg.Policy.ResourceFor(req.Resource); res != nil {
 		opts.LockDelay = res.LockDelay
 	}
 	start := time.Now()
 	lease, err := g.cfg.Authority.Acquire(r.Context(), req.Resource, opts)
 	if err != nil {
-		if errors.Is(err, tokens.ErrLocked) {
+		if errors.Is(err, authority.ErrLocked) {
 			g.metrics.leases.WithLabelValues("locked").Inc()
 		}
 		g.writeProblem(w, r, err, scope)
@@ -92,11 +93,11 @@ func (g *Gateway) decodeAcquire(r *http.Request) (acquireRequest, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return req, badRequest("lease request: unexpected data after the JSON object")
 	}
-	if req.TTL != nil && (*req.TTL < int64(tokens.MinTTL/time.Second) || *req.TTL > int64(tokens.MaxTTL/time.Second)) {
-		return req, badRequest("lease request: ttl %d s is out of range [%d, %d]", *req.TTL, tokens.MinTTL/time.Second, tokens.MaxTTL/time.Second)
+	if req.TTL != nil && (*req.TTL < int64(authority.MinTTL/time.Second) || *req.TTL > int64(authority.MaxTTL/time.Second)) {
+		return req, badRequest("lease request: ttl %d s is out of range [%d, %d]", *req.TTL, authority.MinTTL/time.Second, authority.MaxTTL/time.Second)
 	}
-	if req.Wait != nil && (math.IsNaN(*req.Wait) || *req.Wait < 0 || *req.Wait > tokens.MaxWait.Seconds()) {
-		return req, badRequest("lease request: wait %g s is out of range [0, %g]", *req.Wait, tokens.MaxWait.Seconds())
+	if req.Wait != nil && (math.IsNaN(*req.Wait) || *req.Wait < 0 || *req.Wait > authority.MaxWait.Seconds()) {
+		return req, badRequest("lease request: wait %g s is out of range [0, %g]", *req.Wait, authority.MaxWait.Seconds())
 	}
 	return req, tokens.CheckResource(req.Resource)
 }
@@ -104,7 +105,7 @@ func (g *Gateway) decodeAcquire(r *http.Request) (acquireRequest, error) {
 // handleKeepAlive serves POST /v1/leases/{id}/keepalive. 404 means the
 // lease is gone: the holder has lost the lock and must stop writing.
 func (g *Gateway) handleKeepAlive(w http.ResponseWriter, r *http.Request) {
-	id, err := tokens.ParseLeaseID(chi.URLParam(r, "id"))
+	id, err := authority.ParseLeaseID(chi.URLParam(r, "id"))
 	if err == nil {
 		var ttl time.Duration
 		if ttl, err = g.cfg.Authority.KeepAlive(r.Context(), id, clientName(r.Context())); err == nil {
@@ -120,7 +121,7 @@ func (g *Gateway) handleKeepAlive(w http.ResponseWriter, r *http.Request) {
 // handleRelease serves DELETE /v1/leases/{id}: the lock passes to the next
 // waiter at once instead of at expiry.
 func (g *Gateway) handleRelease(w http.ResponseWriter, r *http.Request) {
-	id, err := tokens.ParseLeaseID(chi.URLParam(r, "id"))
+	id, err := authority.ParseLeaseID(chi.URLParam(r, "id"))
 	if err == nil {
 		if err = g.cfg.Authority.Release(r.Context(), id, clientName(r.Context())); err == nil {
 			g.metrics.leases.WithLabelValues("released").Inc()
@@ -145,7 +146,7 @@ type lockStateJSON struct {
 	Waiters  []contenderJSON `json:"waiters"`
 }
 
-func contender(c tokens.Contender) contenderJSON {
+func contender(c authority.Contender) contenderJSON {
 	return contenderJSON{LeaseID: c.LeaseID.String(), Token: c.Token.String(), TTL: int64(c.TTL / time.Second), Value: c.Value}
 }
 

@@ -3,6 +3,8 @@ package gateway
 import (
 	"encoding/json"
 	"errors"
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"log/slog"
 	"net/http"
 
@@ -15,12 +17,16 @@ const problemTypePrefix = "urn:fencegw:problem:"
 
 // Problem is an RFC 9457 problem document with fencegw's extensions.
 type Problem struct {
-	Type           string `json:"type"`
-	Title          string `json:"title"`
-	Status         int    `json:"status"`
-	Detail         string `json:"detail,omitempty"`
-	Resource       string `json:"resource,omitempty"`
-	Operation      string `json:"operation,omitempty"`
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Detail    string `json:"detail,omitempty"`
+	Resource  string `json:"resource,omitempty"`
+	Operation string `json:"operation,omitempty"`
+	// Role names the role of a multi-resource operation whose token was
+	// refused; Index the write of a batch that refused the batch.
+	Role           string `json:"role,omitempty"`
+	Index          *int   `json:"index,omitempty"`
 	PresentedToken string `json:"presented_token,omitempty"`
 	CurrentToken   string `json:"current_token,omitempty"`
 	// Outcome, on 503s: "not-applied" (safe to retry as is) or "unknown"
@@ -35,28 +41,35 @@ func (p *Problem) Kind() string { return p.Type[len(problemTypePrefix):] }
 type problemScope struct {
 	Resource  string
 	Operation string
+	Role      string
 	Presented tokens.Token
 }
 
 // problemFor maps an error to its problem document. It is the only place
 // where errors become HTTP statuses.
 func problemFor(err error, scope problemScope) Problem {
-	p := Problem{Resource: scope.Resource, Operation: scope.Operation, Detail: err.Error()}
+	p := Problem{Resource: scope.Resource, Operation: scope.Operation, Role: scope.Role, Detail: err.Error()}
 	if !scope.Presented.IsZero() {
 		p.PresentedToken = scope.Presented.String()
 	}
 	var (
-		stale    *StaleTokenError
+		stale    *fence.StaleTokenError
 		rejected *tokens.RejectedError
-		locked   *tokens.LockedError
-		precond  *PreconditionError
-		constr   *ConstraintError
-		mismatch *IdempotencyMismatchError
+		locked   *authority.LockedError
+		precond  *fence.PreconditionError
+		constr   *fence.ConstraintError
+		mismatch *fence.KeyMismatchError
+		inBatch  *fence.WriteError
 	)
+	if errors.As(err, &inBatch) {
+		p.Index = &inBatch.Index
+		p.Operation = "" // the batch's: the index names the write
+	}
 	switch {
 	case errors.As(err, &stale):
 		p.set(http.StatusConflict, "stale-token", "Stale fencing token")
-		p.Resource, p.PresentedToken, p.CurrentToken = stale.Resource, stale.Presented.String(), stale.Current.String()
+		p.Resource, p.Role = stale.Resource, stale.Role
+		p.PresentedToken, p.CurrentToken = stale.Presented.String(), stale.Current.String()
 	case errors.Is(err, ErrTokenRequired):
 		p.set(http.StatusPreconditionRequired, "token-required", "Fencing token required")
 	case errors.As(err, &rejected):
@@ -64,7 +77,7 @@ func problemFor(err error, scope problemScope) Problem {
 		p.PresentedToken = rejected.Presented.String()
 	case errors.Is(err, ErrUnauthorized):
 		p.set(http.StatusUnauthorized, "unauthorized", "Unauthorized")
-	case errors.Is(err, ErrForbidden), errors.Is(err, tokens.ErrNotOwner):
+	case errors.Is(err, ErrForbidden), errors.Is(err, authority.ErrNotOwner):
 		p.set(http.StatusForbidden, "forbidden", "Forbidden")
 	case errors.Is(err, ErrUnknownOperation):
 		p.set(http.StatusNotFound, "unknown-operation", "Unknown operation")
@@ -80,7 +93,7 @@ func problemFor(err error, scope problemScope) Problem {
 		if !locked.Holder.IsZero() {
 			p.CurrentToken = locked.Holder.String()
 		}
-	case errors.Is(err, tokens.ErrLeaseNotFound):
+	case errors.Is(err, authority.ErrLeaseNotFound):
 		p.set(http.StatusNotFound, "lease-not-found", "Lease not found")
 	case errors.Is(err, ErrNoRoute):
 		p.set(http.StatusNotFound, "not-found", "No such endpoint")
@@ -89,13 +102,14 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.Is(err, ErrBodyTooLarge):
 		p.set(http.StatusRequestEntityTooLarge, "too-large", "Request body too large")
 	case errors.Is(err, ErrBadRequest), errors.Is(err, tokens.ErrMalformed), errors.Is(err, policy.ErrBadArgs),
-		errors.Is(err, tokens.ErrBadResource), errors.Is(err, tokens.ErrBadTTL), errors.Is(err, tokens.ErrBadValue),
-		errors.Is(err, tokens.ErrBadLeaseID):
+		errors.Is(err, fence.ErrConflict), errors.Is(err, fence.ErrValue),
+		errors.Is(err, tokens.ErrBadResource), errors.Is(err, authority.ErrBadTTL), errors.Is(err, authority.ErrBadValue),
+		errors.Is(err, authority.ErrBadLeaseID):
 		p.set(http.StatusBadRequest, "bad-request", "Bad request")
 	case errors.Is(err, tokens.ErrHalted):
 		p.set(http.StatusServiceUnavailable, "authority-halted", "Token authority halted")
 		p.Outcome = "not-applied"
-		if errors.Is(err, ErrOutcomeUnknown) {
+		if errors.Is(err, fence.ErrOutcomeUnknown) {
 			// A keyed write: an earlier attempt with its key may still apply.
 			var halted *tokens.HaltedError
 			if errors.As(err, &halted) {
@@ -107,11 +121,11 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.Is(err, ErrOverloaded):
 		p.set(http.StatusServiceUnavailable, "unavailable", "Service unavailable")
 		p.Outcome, p.Detail = "not-applied", "the gateway is at its limit of writes in flight; nothing was written: retry"
-	case errors.Is(err, ErrUnavailable), errors.Is(err, tokens.ErrUnavailable), errors.Is(err, ErrNotReady):
+	case errors.Is(err, fence.ErrUnavailable), errors.Is(err, authority.ErrUnavailable), errors.Is(err, ErrNotReady):
 		// The cause (connection strings, server messages) stays in the log.
 		p.set(http.StatusServiceUnavailable, "unavailable", "Service unavailable")
 		p.Outcome, p.Detail = "not-applied", "PostgreSQL or etcd is unavailable; nothing was written: retry"
-		if errors.Is(err, ErrOutcomeUnknown) {
+		if errors.Is(err, fence.ErrOutcomeUnknown) {
 			p.Outcome = "unknown"
 			p.Detail = "the connection to PostgreSQL failed after the write was sent: it may have been applied; retry only with the same Idempotency-Key"
 		}

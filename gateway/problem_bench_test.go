@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/fencegw/fencegw/fence"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,7 +15,7 @@ import (
 // error, counting it, logging it and encoding the document.
 func BenchmarkWriteProblem(b *testing.B) {
 	g := &Gateway{log: slog.New(slog.NewJSONHandler(io.Discard, nil)), metrics: newMetrics(func() float64 { return 0 }, func() float64 { return 1 })}
-	err := &StaleTokenError{Resource: "account/acct-1", Presented: tokens.Token{Epoch: 1, Revision: 41}, Current: tokens.Token{Epoch: 1, Revision: 42}}
+	err := &fence.StaleTokenError{Resource: "account/acct-1", Presented: tokens.Token{Epoch: 1, Revision: 41}, Current: tokens.Token{Epoch: 1, Revision: 42}}
 	r := httptest.NewRequest(http.MethodPost, "/v1/ops/debit", nil)
 	b.ReportAllocs()
 	for b.Loop() {

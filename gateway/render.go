@@ -3,27 +3,104 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/tokens"
 )
 
-// renderResult renders an applied write's answer by hand rather than with
-// encoding/json: it runs on every accepted write, its shape is fixed, and
-// reflection would cost allocations that this does not. Rows are the JSON
-// PostgreSQL built (json_agg), copied as they are.
-func renderResult(res Result) ([]byte, error) {
-	n := 96 + len(res.Operation) + len(res.Resource)
-	for _, st := range res.Statements {
-		n += 40 + len(st.Rows)
+// Result is the JSON answer of one applied write: for an operation of one
+// resource, that resource and the accepted token; for one with roles, a
+// fence per role. Statements holds, per statement, the rows affected and,
+// for statements with RETURNING or SELECT, the rows.
+type Result struct {
+	Operation  string            `json:"operation"`
+	Resource   string            `json:"resource,omitempty"`
+	Token      tokens.Token      `json:"token,omitzero"`
+	Fences     []FenceResult     `json:"fences,omitempty"`
+	Statements []StatementResult `json:"statements"`
+}
+
+// FenceResult is one role's fence in a Result.
+type FenceResult struct {
+	Role     string       `json:"role"`
+	Resource string       `json:"resource"`
+	Token    tokens.Token `json:"token"`
+}
+
+// StatementResult is the outcome of one statement of the operation.
+type StatementResult struct {
+	RowsAffected int64           `json:"rows_affected"`
+	Rows         json.RawMessage `json:"rows,omitempty"` // as PostgreSQL rendered it
+}
+
+// BatchResult is the answer of POST /v1/batch: one Result per write, in
+// the order sent.
+type BatchResult struct {
+	Writes []Result `json:"writes"`
+}
+
+// render is the fence store's Render: a request's answer, rendered by hand
+// rather than with encoding/json: it runs on every accepted write, its
+// shape is fixed, and reflection would cost allocations that this does
+// not. Rows are the JSON PostgreSQL built (json_agg), copied as they are.
+func render(req *fence.Request, results []fence.Result) fence.Response {
+	n := 16
+	for i := range results {
+		n += 96 + len(req.Writes[i].Operation.Name)
+		for _, k := range req.Writes[i].Keys {
+			n += 48 + len(k)
+		}
+		for _, st := range results[i].Statements {
+			n += 40 + len(st.Rows)
+		}
 	}
 	b := make([]byte, 0, n)
+	if len(req.Writes) == 1 {
+		b = appendResult(b, &req.Writes[0], results[0])
+	} else {
+		b = append(b, `{"writes":[`...)
+		for i := range results {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendResult(b, &req.Writes[i], results[i])
+		}
+		b = append(b, "]}"...)
+	}
+	return fence.Response{Status: http.StatusOK, Body: append(b, '\n')}
+}
+
+// appendResult appends one write's Result.
+func appendResult(b []byte, w *fence.Write, res fence.Result) []byte {
+	op := w.Operation
 	b = append(b, `{"operation":`...)
-	b = appendJSONString(b, res.Operation)
-	b = append(b, `,"resource":`...)
-	b = appendJSONString(b, res.Resource)
-	b = append(b, `,"token":"`...)
-	b, _ = res.Token.AppendText(b)
-	b = append(b, `","statements":[`...)
+	b = appendJSONString(b, op.Name)
+	if !op.Named() {
+		b = append(b, `,"resource":`...)
+		b = appendJSONString(b, w.Keys[0])
+		b = append(b, `,"token":"`...)
+		b, _ = w.Tokens[0].AppendText(b)
+		b = append(b, '"')
+	} else {
+		b = append(b, `,"fences":[`...)
+		for i, role := range op.Roles {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"role":`...)
+			b = appendJSONString(b, role.Name)
+			b = append(b, `,"resource":`...)
+			b = appendJSONString(b, w.Keys[i])
+			b = append(b, `,"token":"`...)
+			b, _ = w.Tokens[i].AppendText(b)
+			b = append(b, `"}`...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"statements":[`...)
 	for i, st := range res.Statements {
 		if i > 0 {
 			b = append(b, ',')
@@ -36,7 +113,7 @@ func renderResult(res Result) ([]byte, error) {
 		}
 		b = append(b, '}')
 	}
-	return append(b, "]}\n"...), nil
+	return append(b, "]}"...)
 }
 
 // appendCompact appends JSON from PostgreSQL on one line: json_agg puts

@@ -1,7 +1,11 @@
 package gateway
 
 import (
+	"net/http"
+
 	"encoding/json"
+	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/policy"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,43 +13,76 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// TestRenderResult decodes the hand-rendered answer with encoding/json.
-func TestRenderResult(t *testing.T) {
-	res := Result{
-		Operation: "debit",
-		Resource:  "account/\"quoted\"\\ \n\x01 é \xff",
-		Token:     tokens.Token{Epoch: 3, Revision: 9223372036854775807},
-		Statements: []StatementResult{
-			{RowsAffected: 1, Rows: json.RawMessage("[{\"id\":\"acct-1\"}, \n {\"id\":\"acct-2\"}]")},
-			{RowsAffected: 0},
-			{RowsAffected: -1, Rows: json.RawMessage("[]")},
-		},
-	}
-	b, err := renderResult(res)
+const renderPolicy = `
+resources:
+  account: {key: "account/{account}"}
+operations:
+  debit:
+    resource: account
+    args: {account: {type: string}}
+    statements: [{sql: "UPDATE a SET n = n - 1 WHERE id = :account"}]
+  transfer:
+    resources: {from: "account/{from}", to: "account/{to}"}
+    args: {from: {type: string}, to: {type: string}}
+    statements: [{sql: "UPDATE a SET n = n + 1 WHERE id IN (:from, :to)"}]
+`
+
+// TestRender decodes the hand-rendered answers with encoding/json: a write
+// of one resource, one with roles, and a batch of both.
+func TestRender(t *testing.T) {
+	pol, err := policy.Parse("render.yaml", []byte(renderPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b[len(b)-1] != '\n' || strings.Count(string(b), "\n") != 1 {
-		t.Errorf("%q: want one line (json_agg's newlines compacted away), ending with a newline", b)
+	weird := "account/\"quoted\"\\ \n\x01 é \xff"
+	one := fence.Write{Operation: pol.Operations["debit"], Keys: []string{weird},
+		Tokens: []tokens.Token{{Epoch: 3, Revision: 9223372036854775807}}}
+	two := fence.Write{Operation: pol.Operations["transfer"], Keys: []string{"account/a", "account/b"},
+		Tokens: []tokens.Token{{Epoch: 1, Revision: 42}, {Epoch: 1, Revision: 57}}}
+	stmts := fence.Result{Statements: []fence.StatementResult{
+		{RowsAffected: 1, Rows: []byte("[{\"id\":\"acct-1\"}, \n {\"id\":\"acct-2\"}]")},
+		{RowsAffected: 0},
+		{RowsAffected: -1, Rows: []byte("[]")},
+	}}
+	wantStmts := []StatementResult{
+		{RowsAffected: 1, Rows: json.RawMessage(`[{"id":"acct-1"},{"id":"acct-2"}]`)},
+		{RowsAffected: 0},
+		{RowsAffected: -1, Rows: json.RawMessage(`[]`)},
 	}
-	var got Result
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatalf("%q: %v", b, err)
-	}
-	want := res
-	want.Resource = "account/\"quoted\"\\ \n\x01 é \uFFFD" // what encoding/json makes of invalid UTF-8
-	for i := range want.Statements {
-		if raw := want.Statements[i].Rows; raw != nil { // compacted on decode
-			var v any
-			_ = json.Unmarshal(raw, &v)
-			want.Statements[i].Rows, _ = json.Marshal(v)
-			var g any
-			_ = json.Unmarshal(got.Statements[i].Rows, &g)
-			got.Statements[i].Rows, _ = json.Marshal(g)
-		}
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("decoded %+v\nwant    %+v", got, want)
+	wantOne := Result{Operation: "debit", Resource: "account/\"quoted\"\\ \n\x01 é \uFFFD", // what encoding/json makes of invalid UTF-8
+		Token: tokens.Token{Epoch: 3, Revision: 9223372036854775807}, Statements: wantStmts}
+	wantTwo := Result{Operation: "transfer", Fences: []FenceResult{
+		{Role: "from", Resource: "account/a", Token: tokens.Token{Epoch: 1, Revision: 42}},
+		{Role: "to", Resource: "account/b", Token: tokens.Token{Epoch: 1, Revision: 57}},
+	}, Statements: wantStmts}
+
+	for _, tt := range []struct {
+		name   string
+		writes []fence.Write
+		want   any
+	}{
+		{"one resource", []fence.Write{one}, &wantOne},
+		{"roles", []fence.Write{two}, &wantTwo},
+		{"batch", []fence.Write{one, two}, &BatchResult{Writes: []Result{wantOne, wantTwo}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			results := make([]fence.Result, len(tt.writes))
+			for i := range results {
+				results[i] = stmts
+			}
+			resp := render(&fence.Request{Writes: tt.writes}, results)
+			b := resp.Body
+			if resp.Status != http.StatusOK || b[len(b)-1] != '\n' || strings.Count(string(b), "\n") != 1 {
+				t.Errorf("%d %q: want 200 and one line (json_agg's newlines compacted away), ending with a newline", resp.Status, b)
+			}
+			got := reflect.New(reflect.TypeOf(tt.want).Elem()).Interface()
+			if err := json.Unmarshal(b, got); err != nil {
+				t.Fatalf("%q: %v", b, err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("decoded %+v\nwant    %+v", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -70,13 +107,15 @@ func FuzzAppendJSONString(f *testing.F) {
 	})
 }
 
-func BenchmarkRenderResult(b *testing.B) {
-	res := Result{Operation: "debit", Resource: "account/acct-1", Token: tokens.Token{Epoch: 1, Revision: 4242},
-		Statements: []StatementResult{{RowsAffected: 1, Rows: json.RawMessage(`[{"balance_cents":900}]`)}, {RowsAffected: 1}}}
+func BenchmarkRender(b *testing.B) {
+	pol, err := policy.Parse("render.yaml", []byte(renderPolicy))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &fence.Request{Writes: []fence.Write{{Operation: pol.Operations["debit"], Keys: []string{"account/acct-1"}, Tokens: []tokens.Token{{Epoch: 1, Revision: 4242}}}}}
+	results := []fence.Result{{Statements: []fence.StatementResult{{RowsAffected: 1, Rows: []byte(`[{"balance_cents":900}]`)}, {RowsAffected: 1}}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := renderResult(res); err != nil {
-			b.Fatal(err)
-		}
+		_ = render(req, results)
 	}
 }

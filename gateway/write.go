@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,27 +9,93 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/internal/clip"
+	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// jsonContentType is shared by every answer: net/http only reads header
-// values, and Header.Set would allocate a slice per request.
-var (
-	jsonContentType    = []string{"application/json"}
-	problemContentType = []string{"application/problem+json"}
-)
-
-// TokenHeader carries the fencing token of a write, text form E:R.
-const TokenHeader = "Fencing-Token"
-
-// handleWrite serves POST /v1/ops/{operation}: parse, derive the resource,
-// ask the authority, then fence and write in one transaction.
+// handleWrite serves POST /v1/ops/{operation}: parse, derive the
+// resources, ask the authority, then fence and write in one transaction.
 func (g *Gateway) handleWrite(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name := chi.URLParam(r, "operation")
 	scope := problemScope{Operation: name}
-	reply, err := g.write(r, &scope)
+	resp, err := g.write(r, &scope)
+	g.answer(w, r, name, start, resp, err, scope)
+}
+
+func (g *Gateway) write(r *http.Request, scope *problemScope) (fence.Response, error) {
+	op, ok := g.cfg.Policy.Operations[scope.Operation]
+	if !ok {
+		return fence.Response{}, fmt.Errorf("%w: %q is not in the policy", ErrUnknownOperation, clip.String(scope.Operation, 64))
+	}
+	if err := authorize(r.Context(), op.Name); err != nil {
+		return fence.Response{}, err
+	}
+	field, sent, err := readTokenField(r)
+	switch {
+	case err != nil:
+		return fence.Response{}, err
+	case !sent && op.Named():
+		return fence.Response{}, fmt.Errorf("%w: send one token per role of %s: %s: %s", ErrTokenRequired, op.Name, TokenHeader, exampleField(op))
+	case !sent:
+		return fence.Response{}, fmt.Errorf("%w: send the token of your lease as %s: E:R", ErrTokenRequired, TokenHeader)
+	}
+	toks, err := tokensFor(op, field)
+	if err != nil {
+		return fence.Response{}, err
+	}
+	if !op.Named() {
+		scope.Presented = toks[0]
+	}
+	key, once, err := idempotencyKey(r)
+	if err != nil {
+		return fence.Response{}, err
+	}
+	body, err := g.readBody(r)
+	if err != nil {
+		return fence.Response{}, err
+	}
+	wr, err := decodeWrite(op, body, toks)
+	if err != nil {
+		return fence.Response{}, err
+	}
+	if !op.Named() {
+		scope.Resource = wr.Keys[0]
+	}
+	var k *fence.Key
+	if once {
+		k = &fence.Key{Client: clientName(r.Context()), Scope: op.Name, Key: key, Fingerprint: op.Fingerprint(wr.Args), Retention: g.retention}
+	}
+	req, err := fence.NewRequest([]fence.Write{wr}, k)
+	if err != nil {
+		return fence.Response{}, err
+	}
+	// From here on the write runs to completion or its own deadline, not
+	// the client's: a disconnect must not leave its outcome to chance.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)
+	defer cancel()
+	return g.apply(ctx, req, scope)
+}
+
+// decodeWrite decodes op's arguments from body and derives the resource
+// of each of its roles.
+func decodeWrite(op *policy.Operation, body []byte, toks []tokens.Token) (fence.Write, error) {
+	args, err := op.DecodeArgs(body)
+	if err != nil {
+		return fence.Write{}, err
+	}
+	keys, err := op.ResourceKeys(args)
+	if err != nil {
+		return fence.Write{}, err
+	}
+	return fence.Write{Operation: op, Args: args, Keys: keys, Tokens: toks}, nil
+}
+
+// answer sends a write's (or a batch's) response or problem, and counts
+// and times it under the operation's name.
+func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, name string, start time.Time, resp fence.Response, err error, scope problemScope) {
 	outcome := "ok"
 	switch {
 	case err != nil:
@@ -39,15 +104,15 @@ func (g *Gateway) handleWrite(w http.ResponseWriter, r *http.Request) {
 		g.audit(r.Context(), p)
 	default:
 		w.Header()["Content-Type"] = jsonContentType
-		if reply.Status != http.StatusOK {
+		if resp.Status != http.StatusOK {
 			w.Header()["Content-Type"] = problemContentType // a refusal stored as its key's outcome
 		}
-		if reply.Replayed {
+		if resp.Replayed {
 			w.Header().Set(ReplayedHeader, "true")
 			outcome = "replayed"
 		}
-		w.WriteHeader(reply.Status)
-		_, _ = w.Write(reply.Body)
+		w.WriteHeader(resp.Status)
+		_, _ = w.Write(resp.Body)
 	}
 	if m, known := g.metrics.ops[name]; known { // unknown names would grow the label set without bound
 		if outcome == "ok" {
@@ -59,113 +124,12 @@ func (g *Gateway) handleWrite(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (g *Gateway) write(r *http.Request, scope *problemScope) (Reply, error) {
-	op, ok := g.cfg.Policy.Operations[scope.Operation]
-	if !ok {
-		return Reply{}, fmt.Errorf("%w: %q is not in the policy", ErrUnknownOperation, clip.String(scope.Operation, 64))
-	}
-	if err := authorize(r.Context(), op.Name); err != nil {
-		return Reply{}, err
-	}
-	tok, err := tokenFrom(r)
-	if err != nil {
-		return Reply{}, err
-	}
-	scope.Presented = tok
-	key, once, err := idempotencyKey(r)
-	if err != nil {
-		return Reply{}, err
-	}
-	body, err := g.readBody(r)
-	if err != nil {
-		return Reply{}, err
-	}
-	args, err := op.DecodeArgs(body)
-	if err != nil {
-		return Reply{}, err
-	}
-	resource, err := op.ResourceKey(args)
-	if err != nil {
-		return Reply{}, err
-	}
-	scope.Resource = resource
-
-	// From here on the write runs to completion or its own deadline, not
-	// the client's: a disconnect must not leave its outcome to chance.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)
-	defer cancel()
-	wr := Write{Operation: op, Args: args, Resource: resource, Token: tok}
-	var idem *Idempotency // nil without an Idempotency-Key
-	if once {
-		idem = &Idempotency{Client: clientName(r.Context()), Key: key, Fingerprint: op.Fingerprint(args), Retention: g.retention}
-	}
-	reply, err := g.validateAndApply(ctx, wr, idem)
-	if err != nil && idem != nil {
-		return g.settle(ctx, op.Name, *idem, err, *scope)
-	}
-	return reply, err
-}
-
-// validateAndApply asks the authority about w's token, then applies w.
-func (g *Gateway) validateAndApply(ctx context.Context, w Write, idem *Idempotency) (Reply, error) {
-	res := w.Operation.Resource
-	err := g.cfg.Authority.Validate(ctx, w.Resource, w.Token, res.Validation)
-	if err != nil && w.Token.Epoch > g.cfg.Authority.Epoch() && errors.Is(err, tokens.ErrRejected) && g.recheckAuthority(ctx) {
-		// A lease taken after `fencegw epoch bump` carries the new epoch
-		// before this gateway's guard has seen it: look now, then ask again.
-		err = g.cfg.Authority.Validate(ctx, w.Resource, w.Token, res.Validation)
-	}
-	if err != nil {
-		return Reply{}, err
-	}
-	if res.Coalesce {
-		return g.coal.Execute(ctx, w, idem)
-	}
-	return g.exec.apply(ctx, w, idem)
-}
-
-// settledProblems are the refusals of a keyed write that become the
-// outcome of its key (see Executor.Settle): each says "not applied" as if
-// for good, so no other attempt with the key may apply afterwards.
-var settledProblems = map[string]bool{"token-rejected": true, "stale-token": true, "precondition-failed": true, "constraint": true}
-
-// settle answers a keyed write that failed. A final refusal is stored as
-// its key's outcome, after any attempt in flight with the key has ended;
-// if that attempt (or an earlier one) completed, its answer is replayed
-// instead, whoever asks: retrying a completed write is harmless. A halted
-// authority is not final: settle waits for an attempt in flight and
-// replays it, or says the outcome is unknown, since an earlier attempt
-// may still be on its way. Every other failure is answered as it is.
-func (g *Gateway) settle(ctx context.Context, op string, idem Idempotency, err error, scope problemScope) (Reply, error) {
-	var refusal *Reply
-	if p := problemFor(err, scope); settledProblems[p.Kind()] {
-		refusal = &Reply{Status: p.Status, Body: renderProblem(p)}
-	} else if !errors.Is(err, tokens.ErrHalted) {
-		return Reply{}, err
-	}
-	reply, ok, serr := g.exec.Settle(ctx, op, idem, refusal)
-	switch {
-	case serr != nil:
-		return Reply{}, serr
-	case ok && reply.Replayed:
-		return reply, nil
-	case refusal == nil:
-		return Reply{}, fmt.Errorf("%w (%w)", err, ErrOutcomeUnknown)
-	}
-	return Reply{}, err // stored as the key's outcome: answered like any refusal
-}
-
-// tokenFrom reads the one Fencing-Token header of r.
-func tokenFrom(r *http.Request) (tokens.Token, error) {
-	values := r.Header.Values(TokenHeader)
-	switch len(values) {
-	case 0:
-		return tokens.Token{}, fmt.Errorf("%w: send the token of your lease as %s: E:R", ErrTokenRequired, TokenHeader)
-	case 1:
-		return tokens.Parse(values[0])
-	}
-	return tokens.Token{}, badRequest("%d %s headers: send exactly one", len(values), TokenHeader)
-}
+// jsonContentType is shared by every answer: net/http only reads header
+// values, and Header.Set would allocate a slice per request.
+var (
+	jsonContentType    = []string{"application/json"}
+	problemContentType = []string{"application/problem+json"}
+)
 
 // initialBodyBuffer bounds what a request may make the gateway allocate
 // before its body arrives; real writes are far smaller.

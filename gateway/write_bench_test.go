@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"github.com/fencegw/fencegw/authority"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,11 +16,10 @@ import (
 	"github.com/fencegw/fencegw/internal/testenv"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
-	"github.com/fencegw/fencegw/tokens"
 )
 
 // benchGateway is a migrated database and a gateway on the demo policy.
-func benchGateway(b *testing.B) (http.Handler, *tokens.Etcd) {
+func benchGateway(b *testing.B) (http.Handler, *authority.Etcd) {
 	b.Helper()
 	dbURL := testenv.NewDatabase(b)
 	if err := schema.Up(dbURL, schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")); err != nil {
@@ -34,7 +34,7 @@ func benchGateway(b *testing.B) (http.Handler, *tokens.Etcd) {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	auth := tokens.NewEtcd(testenv.EtcdClient(b))
+	auth := authority.NewEtcd(testenv.EtcdClient(b))
 	version, _ := schema.Latest(schema.Gateway())
 	gw, err := gateway.New(gateway.Config{Pool: pool, Authority: auth, Policy: pol, SchemaVersion: version,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -51,7 +51,7 @@ func benchGateway(b *testing.B) (http.Handler, *tokens.Etcd) {
 // allocs/op are the gateway's allocations per accepted write, pgx included.
 func BenchmarkAcceptedWrite(b *testing.B) {
 	h, auth := benchGateway(b)
-	lease, err := auth.Acquire(b.Context(), "account/acct-99", tokens.AcquireOptions{TTL: tokens.MaxTTL})
+	lease, err := auth.Acquire(b.Context(), "account/acct-99", authority.AcquireOptions{TTL: authority.MaxTTL})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -184,31 +184,37 @@ func (op *Operation) argNames() string {
 	return strings.Join(names, ", ")
 }
 
-// ResourceKey derives the resource the request writes under and checks it
-// is an acceptable resource name.
-func (op *Operation) ResourceKey(vals Values) (string, error) {
-	key := op.Resource.Key.render(func(name string) any { return vals[op.argIndex[name]] })
-	if err := tokens.CheckResource(key); err != nil {
-		return "", argErrorf("", "the resource key %q built from the arguments: %v", clip.String(key, 64), err)
+// ResourceKeys derives, role by role, the resources the request writes
+// under, and checks that each is an acceptable resource name.
+func (op *Operation) ResourceKeys(vals Values) ([]string, error) {
+	keys := make([]string, len(op.Roles))
+	for i := range op.Roles {
+		key := op.Roles[i].Key.render(func(name string) any { return vals[op.argIndex[name]] })
+		if err := tokens.CheckResource(key); err != nil {
+			return nil, argErrorf("", "the resource key %q built from the arguments: %v", clip.String(key, 64), err)
+		}
+		keys[i] = key
 	}
-	return key, nil
+	return keys, nil
 }
 
-// Bind returns the parameters of statement st for one request, in $n order.
-func (op *Operation) Bind(st *Statement, vals Values, resource string, tok tokens.Token) []any {
-	out := make([]any, len(st.params))
-	for i, name := range st.params {
-		switch name {
+// Bind returns the parameters of statement st for one request, in $n
+// order: arguments from vals, builtins from the resource keys and tokens
+// of the operation's roles (indexed like Roles).
+func (op *Operation) Bind(st *Statement, vals Values, keys []string, toks []tokens.Token) []any {
+	out := make([]any, len(st.binds))
+	for i, b := range st.binds {
+		switch b.builtin {
+		case "":
+			out[i] = vals[b.index]
 		case ParamResource:
-			out[i] = resource
+			out[i] = keys[b.index]
 		case ParamEpoch:
-			out[i] = tok.Epoch
+			out[i] = toks[b.index].Epoch
 		case ParamRevision:
-			out[i] = tok.Revision
+			out[i] = toks[b.index].Revision
 		case ParamToken:
-			out[i] = tok.String()
-		default:
-			out[i] = vals[op.argIndex[name]]
+			out[i] = toks[b.index].String()
 		}
 	}
 	return out

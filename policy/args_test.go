@@ -81,9 +81,9 @@ func TestResourceKeyAndBind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := run.ResourceKey(vals)
-	if err != nil || key != "job/2026-10-18/7" {
-		t.Fatalf("ResourceKey = %q, %v; want job/2026-10-18/7", key, err)
+	keys, err := run.ResourceKeys(vals)
+	if err != nil || !slices.Equal(keys, []string{"job/2026-10-18/7"}) {
+		t.Fatalf("ResourceKeys = %q, %v; want [job/2026-10-18/7]", keys, err)
 	}
 
 	debit := p.Operations["debit"]
@@ -92,7 +92,7 @@ func TestResourceKeyAndBind(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := tokens.Token{Epoch: 1, Revision: 42}
-	got := debit.Bind(&debit.Statements[1], vals, "account/acct-1", tok)
+	got := debit.Bind(&debit.Statements[1], vals, []string{"account/acct-1"}, []tokens.Token{tok})
 	want := []any{"account/acct-1", int64(1), int64(42), "1:42"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Bind = %v, want %v", got, want)
@@ -115,8 +115,8 @@ operations:
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := op.ResourceKey(vals); !errors.Is(err, ErrBadArgs) {
-			t.Errorf("ResourceKey(%q) = %v, want ErrBadArgs", id, err)
+		if _, err := op.ResourceKeys(vals); !errors.Is(err, ErrBadArgs) {
+			t.Errorf("ResourceKeys(%q) = %v, want ErrBadArgs", id, err)
 		}
 	}
 }

@@ -33,11 +33,11 @@ func BenchmarkBind(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		key, _ := op.ResourceKey(vals)
+		keys, _ := op.ResourceKeys(vals)
 		for i := range op.Statements {
-			_ = op.Bind(&op.Statements[i], vals, key, testToken)
+			_ = op.Bind(&op.Statements[i], vals, keys, testTokens)
 		}
 	}
 }
 
-var testToken = tokens.Token{Epoch: 1, Revision: 42}
+var testTokens = []tokens.Token{{Epoch: 1, Revision: 42}}

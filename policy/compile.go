@@ -1,18 +1,20 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
-
-	"github.com/fencegw/fencegw/tokens"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // Limits on policy entries. They keep one request's work bounded.
 const (
 	maxStatements          = 16
+	maxRoles               = 16
 	maxArgs                = 64 // DecodeArgs tracks them in a uint64
 	defaultMaxLength       = 256
 	maxMaxLength           = 1 << 20
@@ -102,6 +104,9 @@ func compileOperation(ps *problems, p *Policy, name string, fo fileOperation) *O
 	if !validName(name) {
 		ps.add(entry, "operation names are lower-case letters, digits and '_', starting with a letter")
 	}
+	if name == BatchName {
+		ps.add(entry, "%q is reserved: it names POST /v1/batch in metrics and idempotency keys", BatchName)
+	}
 	op := &Operation{Name: name, argIndex: map[string]int{}}
 	for _, an := range sortedKeys(fo.Args) {
 		a, ok := compileArg(ps, entry+".args."+an, an, fo.Args[an])
@@ -111,18 +116,13 @@ func compileOperation(ps *problems, p *Policy, name string, fo fileOperation) *O
 		}
 	}
 	used := map[string]bool{}
-	op.Resource = p.Resources[fo.Resource]
-	switch {
-	case fo.Resource == "":
-		ps.add(entry+".resource", "missing: every operation writes under one resource's fence")
-	case op.Resource == nil:
-		ps.add(entry+".resource", "unknown resource %q", fo.Resource)
-	default:
-		for _, an := range op.Resource.Key.args() {
+	compileRoles(ps, p, entry, op, fo)
+	for _, role := range op.Roles {
+		for _, an := range role.Key.args() {
 			i, ok := op.argIndex[an]
 			switch {
 			case !ok:
-				ps.add(entry+".args", "resource %s's key %q needs argument %q", fo.Resource, op.Resource.Key, an)
+				ps.add(entry+".args", "the key %q needs argument %q", role.Key, an)
 			case op.Args[i].Type == Boolean:
 				ps.add(entry+".args."+an, "a boolean cannot be part of a resource key")
 			}
@@ -149,6 +149,81 @@ func compileOperation(ps *problems, p *Policy, name string, fo fileOperation) *O
 		return nil
 	}
 	return op
+}
+
+// compileRoles fills op.Roles: the one resource of `resource:`, or the
+// named roles of `resources:`, each a key template over the operation's
+// arguments whose shape names its resource kind.
+func compileRoles(ps *problems, p *Policy, entry string, op *Operation, fo fileOperation) {
+	switch {
+	case fo.Resource != "" && len(fo.Resources) > 0:
+		ps.add(entry, "both resource and resources: name one resource, or the roles of several")
+	case fo.Resource != "":
+		r := p.Resources[fo.Resource]
+		if r == nil {
+			ps.add(entry+".resource", "unknown resource %q", fo.Resource)
+			return
+		}
+		op.Roles = []Role{{Resource: r, Key: r.Key}}
+	case len(fo.Resources) > maxRoles:
+		ps.add(entry+".resources", "%d roles, at most %d", len(fo.Resources), maxRoles)
+	case len(fo.Resources) > 0:
+		keys := map[string]string{}
+		for _, name := range sortedKeys(fo.Resources) {
+			rentry := entry + ".resources." + name
+			if !validName(name) {
+				ps.add(rentry, "role names are lower-case letters, digits and '_', starting with a letter")
+				continue
+			}
+			t, err := parseTemplate(fo.Resources[name])
+			if err != nil {
+				ps.add(rentry, "%v", err)
+				continue
+			}
+			if other, dup := keys[t.source]; dup {
+				ps.add(rentry, "the same key as role %s: two roles of one write must be two resources", other)
+				continue
+			}
+			keys[t.source] = name
+			kind := p.kindOf(ps, rentry, t)
+			if kind != nil {
+				op.Roles = append(op.Roles, Role{Name: name, Resource: kind, Key: t})
+			}
+		}
+	default:
+		ps.add(entry+".resource", `missing: name the resource the operation writes under (resource: account), `+
+			`or the key of each role (resources: {from: "account/{from}", to: "account/{to}"})`)
+	}
+}
+
+// kindOf returns the resource whose key has t's shape: the same literals
+// in the same places, e.g. account for "account/{from}" when account's key
+// is "account/{account}". The kind sets the compare mode, validation and
+// coalescing, and its guarded tables cover the role's rows.
+func (p *Policy) kindOf(ps *problems, entry string, t *Template) *Resource {
+	var found []*Resource
+	for _, name := range sortedKeys(p.Resources) {
+		if r := p.Resources[name]; r.Key.sameShape(t) {
+			found = append(found, r)
+		}
+	}
+	switch len(found) {
+	case 0:
+		ps.add(entry, "%q has the shape of no resource's key: write it like one (e.g. %q), with this operation's arguments", t, exampleKey(p))
+		return nil
+	case 1:
+		return found[0]
+	}
+	ps.add(entry, "%q has the shape of the keys of resources %s and %s: give those resources keys that differ in their literal text", t, found[0].Name, found[1].Name)
+	return nil
+}
+
+// exampleKey is a resource key of p to show in a message.
+func exampleKey(p *Policy) string {
+	for _, name := range sortedKeys(p.Resources) {
+		return p.Resources[name].Key.String()
+	}
+	return "account/{account}"
 }
 
 func compileArg(ps *problems, entry, name string, fa fileArg) (Arg, bool) {
@@ -206,15 +281,16 @@ func compileStatement(ps *problems, entry string, op *Operation, index int, fs f
 	}
 	ok := true
 	for _, name := range sc.params {
-		switch name {
-		case ParamResource, ParamEpoch, ParamRevision, ParamToken:
-		default:
-			if _, declared := op.argIndex[name]; !declared {
-				ps.add(entry+".sql", "parameter :%s is not a declared argument", name)
-				ok = false
-			}
+		b, err := op.resolve(name)
+		if err != nil {
+			ps.add(entry+".sql", "parameter :%s %v", name, err)
+			ok = false
+			continue
+		}
+		if b.builtin == "" {
 			used[name] = true
 		}
+		st.binds = append(st.binds, b)
 	}
 	st.params = sc.params
 	if fs.ExpectRows != nil {
@@ -257,6 +333,32 @@ func wrap(sc scannedSQL, op string, index int, expect int64) (StatementKind, str
 	return Plain, sc.sql, nil
 }
 
+// resolve says what a statement's :name parameter is bound to: an
+// argument, or a builtin of one role (:_token, or :_token_from in an
+// operation with named roles).
+func (op *Operation) resolve(name string) (bind, error) {
+	if i, ok := op.argIndex[name]; ok {
+		return bind{index: i}, nil
+	}
+	if len(op.Roles) == 0 || name == "" || name[0] != '_' {
+		return bind{}, errors.New("is not a declared argument")
+	}
+	for _, builtin := range []string{ParamResource, ParamEpoch, ParamRevision, ParamToken} {
+		switch {
+		case name == builtin && !op.Named():
+			return bind{builtin: builtin}, nil
+		case name == builtin:
+			return bind{}, fmt.Errorf("needs a role: this operation has roles %s, e.g. :%s_%s", op.RoleNames(), builtin, op.Roles[0].Name)
+		case op.Named() && strings.HasPrefix(name, builtin+"_"):
+			if i, ok := op.Role(name[len(builtin)+1:]); ok {
+				return bind{builtin: builtin, index: i}, nil
+			}
+			return bind{}, fmt.Errorf("names no role: this operation has roles %s", op.RoleNames())
+		}
+	}
+	return bind{}, errors.New("is not a declared argument nor a builtin (:_resource, :_epoch, :_revision, :_token)")
+}
+
 func sortedKeys[M ~map[string]V, V any](m M) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -276,7 +378,15 @@ func (p *Policy) Describe() string {
 	}
 	for _, name := range sortedKeys(p.Operations) {
 		op := p.Operations[name]
-		fmt.Fprintf(&b, "\noperation %s on %s\n", op.Name, op.Resource.Name)
+		if op.Named() {
+			roles := make([]string, len(op.Roles))
+			for i, r := range op.Roles {
+				roles[i] = fmt.Sprintf("%s %q (%s)", r.Name, r.Key, r.Resource.Name)
+			}
+			fmt.Fprintf(&b, "\noperation %s on roles %s\n", op.Name, strings.Join(roles, ", "))
+		} else {
+			fmt.Fprintf(&b, "\noperation %s on %s\n", op.Name, op.Roles[0].Resource.Name)
+		}
 		for _, a := range op.Args {
 			fmt.Fprintf(&b, "  arg %s: %s\n", a.Name, a.Type)
 		}

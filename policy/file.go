@@ -32,6 +32,7 @@ type fileResource struct {
 
 type fileOperation struct {
 	Resource   string             `yaml:"resource"`
+	Resources  map[string]string  `yaml:"resources"` // role -> key template over the arguments
 	Args       map[string]fileArg `yaml:"args"`
 	Statements []fileStatement    `yaml:"statements"`
 }

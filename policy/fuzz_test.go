@@ -30,7 +30,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for name, op := range p.Operations {
-			if op.Resource == nil || op.Resource.Key == nil || len(op.Statements) == 0 {
+			if len(op.Roles) == 0 || op.Roles[0].Resource == nil || op.Roles[0].Key == nil || len(op.Statements) == 0 {
 				t.Fatalf("operation %s accepted without resource or statements", name)
 			}
 		}

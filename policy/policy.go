@@ -2,6 +2,7 @@ package policy
 
 import (
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -52,11 +53,46 @@ type Resource struct {
 
 // Operation is a named, parameterised write that clients may call.
 type Operation struct {
-	Name       string
-	Resource   *Resource
+	Name string
+	// Roles are the resources the operation is fenced on, one token each:
+	// one role named "" for an operation that names one resource, or the
+	// named roles of a multi-resource operation (e.g. a transfer's from
+	// and to), sorted by name.
+	Roles      []Role
 	Args       []Arg // sorted by name
 	Statements []Statement
 	argIndex   map[string]int
+}
+
+// Role is one resource an operation writes under, and how its key is
+// derived from the operation's arguments.
+type Role struct {
+	Name     string    // "" for an operation of one resource
+	Resource *Resource // the kind: compare mode, validation, coalescing
+	Key      *Template // over the operation's arguments
+}
+
+// Named reports whether the operation's roles have names: a request then
+// carries one token per role.
+func (op *Operation) Named() bool { return op.Roles[0].Name != "" }
+
+// Role returns the index of the named role, or false.
+func (op *Operation) Role(name string) (int, bool) {
+	for i := range op.Roles {
+		if op.Roles[i].Name == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// RoleNames lists the roles' names, comma-separated, for messages.
+func (op *Operation) RoleNames() string {
+	names := make([]string, len(op.Roles))
+	for i := range op.Roles {
+		names[i] = op.Roles[i].Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // ArgType is the JSON type an argument must have.
@@ -101,7 +137,8 @@ const (
 )
 
 // Builtin parameters every statement may use. Argument names cannot start
-// with '_', so these never collide.
+// with '_', so these never collide. An operation with named roles suffixes
+// them with the role: :_resource_from, :_token_to.
 const (
 	ParamResource = "_resource" // the resource key
 	ParamEpoch    = "_epoch"    // the token's epoch
@@ -116,6 +153,13 @@ type Statement struct {
 	Kind       StatementKind
 	ExpectRows int64 // -1 when not set
 	params     []string
+	binds      []bind // what goes to $1, $2, ...
+}
+
+// bind is one parameter: an argument, or a builtin of one role.
+type bind struct {
+	builtin string // "" for an argument; else ParamResource, ...
+	index   int    // the argument's index in Operation.Args, or the role's
 }
 
 // Params lists the names bound to $1, $2, ... of SQL.

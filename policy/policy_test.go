@@ -47,8 +47,8 @@ func mustParse(t *testing.T, src string) *Policy {
 func TestParseGood(t *testing.T) {
 	p := mustParse(t, goodPolicy)
 	debit := p.Operations["debit"]
-	if debit.Resource.Compare != Monotonic || p.Resources["job"].Compare != Strict {
-		t.Errorf("compare modes: account %v, job %v; want monotonic, strict", debit.Resource.Compare, p.Resources["job"].Compare)
+	if debit.Roles[0].Resource.Compare != Monotonic || p.Resources["job"].Compare != Strict {
+		t.Errorf("compare modes: account %v, job %v; want monotonic, strict", debit.Roles[0].Resource.Compare, p.Resources["job"].Compare)
 	}
 	if got := debit.Statements[0].Kind; got != Counted {
 		t.Errorf("debit statement 0 kind = %v, want Counted", got)

@@ -9,8 +9,9 @@ import (
 )
 
 // Template derives a resource key from an operation's arguments, e.g.
-// "account/{account}". The client never names the resource, so a token for
-// account/acct-1 can only ever write account/acct-1.
+// "account/{account}". The client never names the resource: the request's
+// arguments do, and the gateway checks the token against the resource
+// they name.
 type Template struct {
 	source string
 	parts  []templatePart
@@ -104,6 +105,20 @@ func (t *Template) render(value func(name string) any) string {
 		}
 	}
 	return b.String()
+}
+
+// sameShape reports whether t and u have the same literals in the same
+// places, whatever their arguments are called.
+func (t *Template) sameShape(u *Template) bool {
+	if len(t.parts) != len(u.parts) {
+		return false
+	}
+	for i := range t.parts {
+		if (t.parts[i].arg == "") != (u.parts[i].arg == "") || t.parts[i].literal != u.parts[i].literal {
+			return false
+		}
+	}
+	return true
 }
 
 // match reports whether key could have been rendered by the template: its

@@ -1,15 +1,12 @@
 package tokens
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"strconv"
-
-	"go.etcd.io/etcd/api/v3/mvccpb"
-
-	"github.com/fencegw/fencegw/internal/clip"
 )
+
+// DefaultEpoch is the epoch of a cluster whose operator never bumped it.
+const DefaultEpoch = 1
 
 // ErrHalted is wrapped by *HaltedError: the authority looks rolled back or
 // replaced, so no token from it can be trusted until an operator bumps the
@@ -41,42 +38,6 @@ type Record struct {
 	MaxRevision int64
 }
 
-// View reads the epoch key with a linearizable read; the response header
-// carries the cluster ID and current revision.
-func (a *Etcd) View(ctx context.Context) (View, error) {
-	resp, err := a.cli.Get(ctx, epochKey)
-	if err != nil {
-		return View{}, unavailable("read epoch", err)
-	}
-	epoch, err := epochOf(resp.Kvs)
-	if err != nil {
-		return View{}, err
-	}
-	return View{Epoch: epoch, ClusterID: strconv.FormatUint(resp.Header.ClusterId, 16), Revision: resp.Header.Revision}, nil
-}
-
-// epochOf reads the result of a Get of the epoch key: DefaultEpoch while
-// the key does not exist.
-func epochOf(kvs []*mvccpb.KeyValue) (int64, error) {
-	if len(kvs) == 0 {
-		return DefaultEpoch, nil
-	}
-	n, err := strconv.ParseInt(string(kvs[0].Value), 10, 64)
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("tokens: etcd key %s holds %q, not an epoch", epochKey, clip.String(string(kvs[0].Value), 48))
-	}
-	return n, nil
-}
-
-// SetEpoch writes the epoch key. Only `fencegw epoch bump` calls it, after
-// PostgreSQL has recorded the new epoch.
-func (a *Etcd) SetEpoch(ctx context.Context, epoch int64) error {
-	if _, err := a.cli.Put(ctx, epochKey, strconv.FormatInt(epoch, 10)); err != nil {
-		return unavailable("write epoch", err)
-	}
-	return nil
-}
-
 // Reconcile compares etcd's view with the record and returns the record to
 // persist, or a *HaltedError when etcd went backwards: a lower epoch, a
 // different cluster, or a revision below one already seen in this epoch
@@ -96,33 +57,3 @@ func Reconcile(v View, rec Record, seen int64) (Record, error) {
 	return Record{Epoch: v.Epoch, ClusterID: v.ClusterID, MaxRevision: v.Revision}, nil
 }
 
-// Resume makes epoch current and lifts a halt. A new epoch starts its
-// revision watermark afresh at rev: a restored etcd counts from lower.
-func (a *Etcd) Resume(epoch, rev int64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if epoch != a.epoch.Load() {
-		a.newestRevision.Store(rev)
-		a.epoch.Store(epoch)
-	}
-	a.observe(rev)
-	a.haltReason = nil
-}
-
-// Halt stops the authority: tokens are refused and no lease is granted or
-// renewed until Resume.
-func (a *Etcd) Halt(err *HaltedError) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.haltReason = err
-}
-
-// Halted returns the reason the authority is halted, or nil.
-func (a *Etcd) Halted() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.haltReason == nil {
-		return nil
-	}
-	return a.haltReason
-}

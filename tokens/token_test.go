@@ -104,15 +104,6 @@ func TestCheckResource(t *testing.T) {
 	}
 }
 
-func TestLockKeyPrefixSeparatesNestedResources(t *testing.T) {
-	// If "a" and "a/b" shared a prefix, a holder of "a/b" would count as a
-	// contender for "a" and break mutual exclusion.
-	a, ab := lockKeyPrefix("a"), lockKeyPrefix("a/b")
-	if len(ab) >= len(a) && ab[:len(a)] == a {
-		t.Fatalf("lock prefix %q is a prefix of %q", a, ab)
-	}
-}
-
 func TestReconcile(t *testing.T) {
 	rec := Record{Epoch: 1, ClusterID: "abc", MaxRevision: 100}
 	tests := []struct {

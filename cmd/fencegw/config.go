@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/fencegw/fencegw/authority"
 	"log/slog"
 	"os"
 	"strings"
@@ -37,7 +38,7 @@ func (c *serveConfig) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", gateway.DefaultWriteTimeout, "bound on one write's PostgreSQL work")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 0, "writes past the admission gate at once; more wait for a turn, at most --write-timeout (0: eight per pooled connection, at least 64)")
 	fs.DurationVar(&c.IdempotencyRetention, "idempotency-retention", gateway.DefaultIdempotencyRetention, "how long a completed Idempotency-Key is replayed")
-	fs.DurationVar(&c.AuthorityCheck, "authority-check", gateway.DefaultAuthorityCheck, "how often etcd is compared with PostgreSQL's record of it (rollback detection)")
+	fs.DurationVar(&c.AuthorityCheck, "authority-check", authority.DefaultCheckEvery, "how often etcd is compared with PostgreSQL's record of it (rollback detection)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.DebugListen, "debug-listen", envOr("", "FENCEGW_DEBUG_LISTEN"), "serve Go's profiler (/debug/pprof/) on this address, apart from the API; off by default (FENCEGW_DEBUG_LISTEN)")
 	fs.StringVar(&c.LogFormat, "log-format", envOr("json", "FENCEGW_LOG_FORMAT"), "log format: json or text (FENCEGW_LOG_FORMAT)")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,10 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/guard"
 	"github.com/fencegw/fencegw/policy"
-	"github.com/fencegw/fencegw/tokens"
 
 	"github.com/fencegw/fencegw/internal/etcdserver"
 	"github.com/fencegw/fencegw/internal/pgcluster"
@@ -154,12 +154,12 @@ func adoptDevEtcd(ctx context.Context, dbURL string, etcd []string, adopt bool, 
 		return err
 	}
 	defer cli.Close()
-	auth := tokens.NewEtcd(cli)
+	auth := authority.NewEtcd(cli)
 	view, err := auth.View(ctx)
 	if err != nil {
 		return err
 	}
-	rec, err := gateway.LoadAuthority(ctx, pool)
+	rec, err := fence.Records{DB: pool}.Load(ctx)
 	if err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func adoptDevEtcd(ctx context.Context, dbURL string, etcd []string, adopt bool, 
 		return fmt.Errorf("the database knows another etcd cluster (%s), and dev's etcd is new on every run: "+
 			"pass --adopt-etcd to start a new epoch there (every other gateway using that database halts), or use a database of your own", known)
 	}
-	epoch, err := gateway.BumpEpoch(ctx, pool, auth)
+	epoch, err := authority.Bump(ctx, auth, fence.Records{DB: pool})
 	if err != nil {
 		return err
 	}

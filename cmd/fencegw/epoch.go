@@ -5,12 +5,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/tokens"
 )
 
 const epochUsage = `usage: fencegw epoch [--database-url URL] [--etcd ENDPOINTS] show | bump
@@ -47,10 +46,10 @@ func runEpoch(ctx context.Context, args []string) error {
 		return fmt.Errorf("epoch: etcd: %w", err)
 	}
 	defer cli.Close()
-	auth := tokens.NewEtcd(cli)
+	auth := authority.NewEtcd(cli)
 
 	if fs.Arg(0) == "bump" {
-		epoch, err := gateway.BumpEpoch(ctx, pool, auth)
+		epoch, err := authority.Bump(ctx, auth, fence.Records{DB: pool})
 		if err != nil {
 			return err
 		}
@@ -62,7 +61,7 @@ func runEpoch(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Printf("etcd:       epoch %d, cluster %s, revision %d\n", view.Epoch, view.ClusterID, view.Revision)
-	history, err := gateway.AuthorityHistory(ctx, pool)
+	history, err := fence.Records{DB: pool}.History(ctx)
 	if err != nil {
 		return err
 	}

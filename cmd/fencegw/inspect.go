@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -26,21 +28,14 @@ a bypass has no resource).`
 
 // inspection is what `fencegw inspect` shows.
 type inspection struct {
-	Epoch    int64      `json:"epoch"`
-	Revision int64      `json:"etcd_revision"`
-	Fences   []fenceRow `json:"fences"`
-	Locks    []lockRow  `json:"locks"`
+	Epoch    int64            `json:"epoch"`
+	Revision int64            `json:"etcd_revision"`
+	Fences   []fence.FenceRow `json:"fences"`
+	Locks    []lockRow        `json:"locks"`
 	// LocksTruncated says there were more locks than shown.
-	LocksTruncated bool           `json:"locks_truncated,omitempty"`
-	Rejections     []rejectionRow `json:"rejections"`
-	Bypasses       []bypassRow    `json:"bypasses"`
-}
-
-type fenceRow struct {
-	Resource  string       `json:"resource"`
-	Token     tokens.Token `json:"token"`
-	Writes    int64        `json:"writes"`
-	UpdatedAt time.Time    `json:"updated_at"`
+	LocksTruncated bool                 `json:"locks_truncated,omitempty"`
+	Rejections     []fence.RejectionRow `json:"rejections"`
+	Bypasses       []fence.BypassRow    `json:"bypasses"`
 }
 
 type lockRow struct {
@@ -52,22 +47,6 @@ type lockRow struct {
 	TTL     int64        `json:"ttl"` // seconds left, as in the HTTP API
 	Value   string       `json:"value,omitempty"`
 	Waiters int          `json:"waiters"`
-}
-
-type rejectionRow struct {
-	At        time.Time `json:"at"`
-	Resource  string    `json:"resource"`
-	Operation string    `json:"operation"`
-	Reason    string    `json:"reason"`
-	Presented string    `json:"presented,omitempty"`
-	Current   string    `json:"current,omitempty"`
-}
-
-type bypassRow struct {
-	At   time.Time `json:"at"`
-	By   string    `json:"by"`
-	Why  string    `json:"why"`
-	TxID int64     `json:"txid"`
 }
 
 // maxLockKeys bounds the etcd keys inspect reads (one TTL read each).
@@ -106,7 +85,7 @@ func runInspect(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer cli.Close()
 
-	in, err := inspect(ctx, conn, tokens.NewEtcd(cli), *prefix, *limit)
+	in, err := inspect(ctx, conn, authority.NewEtcd(cli), *prefix, *limit)
 	if err != nil {
 		return err
 	}
@@ -119,41 +98,20 @@ func runInspect(ctx context.Context, args []string, out io.Writer) error {
 }
 
 // inspect gathers what PostgreSQL and etcd say, read-only.
-func inspect(ctx context.Context, conn *pgx.Conn, auth *tokens.Etcd, prefix string, limit int) (*inspection, error) {
+func inspect(ctx context.Context, conn *pgx.Conn, auth *authority.Etcd, prefix string, limit int) (*inspection, error) {
 	view, err := auth.View(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
 	in := &inspection{Epoch: view.Epoch, Revision: view.Revision}
-	like := escapeLike(prefix) + "%"
-	rows, err := conn.Query(ctx, `SELECT resource, epoch, token, writes, updated_at FROM fencegw.fences
-		WHERE resource LIKE $1 ORDER BY updated_at DESC, resource LIMIT $2`, like, limit)
-	if err != nil {
-		return nil, fmt.Errorf("inspect: fences: %w", err)
+	if in.Fences, err = fence.Fences(ctx, conn, prefix, limit); err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
 	}
-	in.Fences, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (f fenceRow, err error) {
-		err = r.Scan(&f.Resource, &f.Token.Epoch, &f.Token.Revision, &f.Writes, &f.UpdatedAt)
-		return f, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("inspect: fences: %w", err)
+	if in.Rejections, err = fence.Rejections(ctx, conn, prefix, limit); err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
 	}
-	rows, err = conn.Query(ctx, `SELECT at, resource, operation, reason, coalesce(presented, ''), coalesce(current, '')
-		FROM fencegw.rejections WHERE resource LIKE $1 ORDER BY id DESC LIMIT $2`, like, limit)
-	if err != nil {
-		return nil, fmt.Errorf("inspect: rejections: %w", err)
-	}
-	in.Rejections, err = pgx.CollectRows(rows, pgx.RowToStructByPos[rejectionRow])
-	if err != nil {
-		return nil, fmt.Errorf("inspect: rejections: %w", err)
-	}
-	rows, err = conn.Query(ctx, `SELECT at, by_user, why, txid FROM fencegw.bypass_log ORDER BY id DESC LIMIT $1`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("inspect: bypasses: %w", err)
-	}
-	in.Bypasses, err = pgx.CollectRows(rows, pgx.RowToStructByPos[bypassRow])
-	if err != nil {
-		return nil, fmt.Errorf("inspect: bypasses: %w", err)
+	if in.Bypasses, err = fence.Bypasses(ctx, conn, limit); err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
 	}
 
 	locks, truncated, err := auth.ObserveAll(ctx, prefix, maxLockKeys)
@@ -169,11 +127,6 @@ func inspect(ctx context.Context, conn *pgx.Conn, auth *tokens.Etcd, prefix stri
 		})
 	}
 	return in, nil
-}
-
-// escapeLike makes s match itself in a LIKE pattern.
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 func (in *inspection) writeText(out io.Writer) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/fencegw/fencegw/authority"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencegw/fencegw/internal/testenv"
-	"github.com/fencegw/fencegw/tokens"
 )
 
 // TestInspect: inspect shows a fence, a lock with its waiter, a refused
@@ -36,14 +36,14 @@ func TestInspect(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	auth := tokens.NewEtcd(testenv.EtcdClient(t))
-	held, err := auth.Acquire(ctx, prefix+"a", tokens.AcquireOptions{TTL: 30 * time.Second, Value: "worker-1\x1b[2J"}) // with a terminal escape
+	auth := authority.NewEtcd(testenv.EtcdClient(t))
+	held, err := auth.Acquire(ctx, prefix+"a", authority.AcquireOptions{TTL: 30 * time.Second, Value: "worker-1\x1b[2J"}) // with a terminal escape
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer auth.Release(ctx, held.ID, "")
 	// A lock on a name that sorts between and needs escaping, outside the prefix.
-	other, err := auth.Acquire(ctx, strings.TrimSuffix(prefix, "/")+" x", tokens.AcquireOptions{TTL: 30 * time.Second})
+	other, err := auth.Acquire(ctx, strings.TrimSuffix(prefix, "/")+" x", authority.AcquireOptions{TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestInspect(t *testing.T) {
 	waitCtx, stopWaiting := context.WithCancel(ctx)
 	waited := make(chan error, 1)
 	go func() {
-		_, err := auth.Acquire(waitCtx, prefix+"a", tokens.AcquireOptions{TTL: 30 * time.Second, Wait: time.Minute})
+		_, err := auth.Acquire(waitCtx, prefix+"a", authority.AcquireOptions{TTL: 30 * time.Second, Wait: time.Minute})
 		waited <- err
 	}()
 	defer func() { stopWaiting(); <-waited }()

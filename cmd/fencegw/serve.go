@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"log/slog"
 	"net"
 	"net/http"
@@ -66,7 +68,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if err != nil {
 		return err
 	}
-	if err := gateway.CheckPolicy(startCtx, pool, pol); err != nil {
+	if err := fence.CheckPolicy(startCtx, pool, pol); err != nil {
 		return err
 	}
 	warnUnguarded(startCtx, pool, pol, log)
@@ -75,7 +77,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return fmt.Errorf("serve: etcd: %w", err)
 	}
 	defer cli.Close()
-	auth := tokens.NewEtcd(cli)
+	auth := authority.NewEtcd(cli)
 	if _, err := auth.Revision(startCtx); err != nil {
 		return fmt.Errorf("serve: etcd at %v: %w", cfg.EtcdEndpoints, err)
 	}
@@ -90,7 +92,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	// A halted authority is not a start-up failure: the gateway serves
 	// /readyz with the reason and refuses writes until `fencegw epoch bump`.
-	if err := gw.CheckAuthority(startCtx); err != nil && !errors.Is(err, tokens.ErrHalted) {
+	if err := gw.Guard().Check(startCtx); err != nil && !errors.Is(err, tokens.ErrHalted) {
 		return fmt.Errorf("serve: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -102,7 +104,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// A lease request may wait up to tokens.MaxWait for the lock.
-		WriteTimeout: tokens.MaxWait + 30*time.Second,
+		WriteTimeout: authority.MaxWait + 30*time.Second,
 		IdleTimeout:  2 * time.Minute,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -117,8 +119,8 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		defer stopDebug()
 	}
 	stopBackground := runBackground(ctx,
-		gw.RunJanitor,
-		func(ctx context.Context) { gw.RunAuthorityGuard(ctx, cfg.AuthorityCheck) },
+		func(ctx context.Context) { gw.Store().RunJanitor(ctx, cfg.IdempotencyRetention, log) },
+		func(ctx context.Context) { gw.Guard().Run(ctx, cfg.AuthorityCheck) },
 	)
 	defer stopBackground()
 	gw.SetReady(true)

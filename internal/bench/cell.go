@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
-	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -110,5 +109,9 @@ func (e *env) runDirect(ctx context.Context, n int, d Dist, size int, tok tokens
 		return Path{}, err
 	}
 	defer pool.Close()
-	return drive(ctx, n, d, e.cfg.Warmup, e.cfg.Duration, e.cfg.Rate, directWriter(gateway.NewExecutor(pool), e.work, tok)), nil
+	store, err := newDirectStore(pool)
+	if err != nil {
+		return Path{}, err
+	}
+	return drive(ctx, n, d, e.cfg.Warmup, e.cfg.Duration, e.cfg.Rate, directWriter(store, e.work, tok)), nil
 }

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fencegw/fencegw/fence"
+	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -49,15 +50,22 @@ func (w workload) args(id int64) policy.Values {
 	return vals
 }
 
-// directWriter is the reference path: the gateway's own executor, so the
-// SQL, the batch and the single round trip are exactly the gateway's, minus
-// HTTP, JSON and token validation.
-func directWriter(exec *gateway.Executor, w workload, tok tokens.Token) writeFunc {
+// directWriter is the reference path: the gateway's own fenced
+// transaction (package fence), so the SQL, the batch and the single round
+// trip are exactly the gateway's, minus HTTP, JSON and token validation.
+// Direct writes are not coalesced: they stand for a service that writes
+// one write, one commit.
+func directWriter(store *fence.Store, w workload, tok tokens.Token) writeFunc {
+	toks := []tokens.Token{tok}
 	return func(ctx context.Context, id int64) (string, string) {
 		args := w.args(id)
-		resource, err := w.op.ResourceKey(args)
+		keys, err := w.op.ResourceKeys(args)
+		var req *fence.Request
 		if err == nil {
-			_, err = exec.Execute(ctx, gateway.Write{Operation: w.op, Args: args, Resource: resource, Token: tok})
+			req, err = fence.NewRequest([]fence.Write{{Operation: w.op, Args: args, Keys: keys, Tokens: toks}}, nil)
+		}
+		if err == nil {
+			_, err = store.Apply(ctx, req)
 		}
 		if err == nil {
 			return "", ""
@@ -66,16 +74,21 @@ func directWriter(exec *gateway.Executor, w workload, tok tokens.Token) writeFun
 	}
 }
 
+// newDirectStore is the store of the reference path on pool.
+func newDirectStore(pool *pgxpool.Pool) (*fence.Store, error) {
+	return fence.New(fence.Config{Pool: pool, Render: func(*fence.Request, []fence.Result) fence.Response { return fence.Response{} }})
+}
+
 // directKind names a direct write's error like the gateway's problem type
 // for the same error would.
 func directKind(err error) string {
-	var stale *gateway.StaleTokenError
+	var stale *fence.StaleTokenError
 	switch {
 	case errors.As(err, &stale):
 		return "stale-token"
-	case errors.Is(err, gateway.ErrUnavailable):
+	case errors.Is(err, fence.ErrUnavailable):
 		return "unavailable"
-	case errors.Is(err, gateway.ErrBadRequest):
+	case errors.Is(err, fence.ErrValue), errors.Is(err, policy.ErrBadArgs):
 		return "bad-request"
 	}
 	return "error"

@@ -29,7 +29,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{
 		Gateway:         cmp.Or(cfg.GatewayURL, "in-process"),
 		EtcdInProcess:   cfg.EtcdInProcess,
-		Coalesce:        e.work.op.Resource.Coalesce,
+		Coalesce:        e.work.op.Roles[0].Resource.Coalesce,
 		Server:          srv,
 		GOMAXPROCS:      runtime.GOMAXPROCS(0),
 		Operation:       describe(e.work),

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/fencegw/fencegw/authority"
 	"path/filepath"
 	"time"
 
@@ -13,7 +14,6 @@ import (
 
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
-	"github.com/fencegw/fencegw/tokens"
 )
 
 // Names of the bench workload in Config.Dir.
@@ -32,7 +32,7 @@ type env struct {
 	work          workload
 	pol           *policy.Policy
 	etcd          *clientv3.Client // nil with an external gateway
-	auth          *tokens.Etcd
+	auth          *authority.Etcd
 	schemaVersion uint
 }
 
@@ -70,7 +70,7 @@ func setup(ctx context.Context, cfg Config) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: etcd: %w", err)
 	}
-	e.auth = tokens.NewEtcd(e.etcd)
+	e.auth = authority.NewEtcd(e.etcd)
 	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	if _, err := e.auth.Revision(ctx); err != nil {

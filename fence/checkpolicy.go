@@ -1,4 +1,4 @@
-package gateway
+package fence
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 func CheckPolicy(ctx context.Context, pool *pgxpool.Pool, pol *policy.Policy) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("gateway: check policy: %w", err)
+		return fmt.Errorf("fence: check policy: %w", err)
 	}
 	defer conn.Release()
 	pe := &policy.Error{File: pol.Source}
@@ -36,7 +36,7 @@ func CheckPolicy(ctx context.Context, pool *pgxpool.Pool, pol *policy.Policy) er
 					Message: fmt.Sprintf("PostgreSQL refuses it: %s (SQLSTATE %s)", pgErr.Message, pgErr.Code),
 				})
 			case err != nil:
-				return fmt.Errorf("gateway: check policy: %w", err)
+				return fmt.Errorf("fence: check policy: %w", err)
 			}
 		}
 	}

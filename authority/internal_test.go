@@ -1,4 +1,4 @@
-package tokens
+package authority
 
 import (
 	"testing"
@@ -34,5 +34,14 @@ func TestWaitDeleteSurvivesCompaction(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("waitDelete from a compacted revision did not return")
+	}
+}
+
+func TestLockKeyPrefixSeparatesNestedResources(t *testing.T) {
+	// If "a" and "a/b" shared a prefix, a holder of "a/b" would count as a
+	// contender for "a" and break mutual exclusion.
+	a, ab := lockKeyPrefix("a"), lockKeyPrefix("a/b")
+	if len(ab) >= len(a) && ab[:len(a)] == a {
+		t.Fatalf("lock prefix %q is a prefix of %q", a, ab)
 	}
 }

@@ -1,8 +1,9 @@
-package tokens
+package authority
 
 import (
 	"context"
 	"fmt"
+	"github.com/fencegw/fencegw/tokens"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,9 +19,6 @@ const (
 	epochKey    = "/fencegw/epoch"
 )
 
-// DefaultEpoch is the epoch of a cluster whose operator never bumped it.
-const DefaultEpoch = 1
-
 // Etcd is the token authority backed by an etcd cluster. It keeps no lease
 // state: any number of gateways may share one cluster.
 type Etcd struct {
@@ -28,7 +26,7 @@ type Etcd struct {
 	epoch atomic.Int64
 
 	mu         sync.Mutex
-	haltReason *HaltedError
+	haltReason *tokens.HaltedError
 
 	now func() time.Time // the clock lock-delay is measured on
 
@@ -42,7 +40,7 @@ type Etcd struct {
 // the epoch that etcd and PostgreSQL agree on.
 func NewEtcd(cli *clientv3.Client) *Etcd {
 	a := &Etcd{cli: cli, now: time.Now}
-	a.epoch.Store(DefaultEpoch)
+	a.epoch.Store(tokens.DefaultEpoch)
 	return a
 }
 
@@ -51,28 +49,6 @@ func (a *Etcd) Epoch() int64 { return a.epoch.Load() }
 
 // NewestRevision returns the highest etcd revision this process has seen.
 func (a *Etcd) NewestRevision() int64 { return a.newestRevision.Load() }
-
-// Validation is how much of the authority's word a write needs.
-type Validation int
-
-const (
-	// ValidateFence checks the token was issued: current epoch, revision
-	// not in the future. It costs an etcd read only for a token newer than
-	// any revision this process has seen.
-	ValidateFence Validation = iota
-	// ValidateHolder also checks, with a linearizable etcd read on every
-	// write, that the token is the live holder of this very resource: an
-	// expired holder is refused even when no successor has written yet,
-	// and a token from another resource's lock is refused.
-	ValidateHolder
-)
-
-func (v Validation) String() string {
-	if v == ValidateHolder {
-		return "holder"
-	}
-	return "fence"
-}
 
 // Validate checks that the authority issued tok: the epoch is current and
 // the revision is not above the newest revision etcd has issued. The second
@@ -87,16 +63,16 @@ func (v Validation) String() string {
 // Validation is the authority's word only, and already old when the write
 // commits: a holder can lose its lease right after this check. The fence
 // comparison in PostgreSQL is what keeps a stale holder out.
-func (a *Etcd) Validate(ctx context.Context, resource string, tok Token, mode Validation) error {
+func (a *Etcd) Validate(ctx context.Context, resource string, tok tokens.Token, mode tokens.Validation) error {
 	if err := a.checkEpoch(tok); err != nil {
 		return err
 	}
-	if mode != ValidateHolder && tok.Revision <= a.newestRevision.Load() {
+	if mode != tokens.ValidateHolder && tok.Revision <= a.newestRevision.Load() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ValidateTimeout)
 	defer cancel()
-	if err := a.checkIssued(ctx, tok); err != nil || mode != ValidateHolder {
+	if err := a.checkIssued(ctx, tok); err != nil || mode != tokens.ValidateHolder {
 		return err
 	}
 	holder, ok, err := a.Holder(ctx, resource)
@@ -104,9 +80,9 @@ func (a *Etcd) Validate(ctx context.Context, resource string, tok Token, mode Va
 	case err != nil:
 		return err
 	case !ok:
-		return &RejectedError{Presented: tok, Reason: "no live holder of " + resource + ": the lease expired or was released"}
+		return &tokens.RejectedError{Presented: tok, Reason: "no live holder of " + resource + ": the lease expired or was released"}
 	case holder != tok:
-		return &RejectedError{Presented: tok, Reason: fmt.Sprintf("not the live holder of %s (the holder is %s)", resource, holder)}
+		return &tokens.RejectedError{Presented: tok, Reason: fmt.Sprintf("not the live holder of %s (the holder is %s)", resource, holder)}
 	}
 	return nil
 }
@@ -116,18 +92,18 @@ const ValidateTimeout = 3 * time.Second
 
 // checkEpoch refuses every token while the authority is halted, and tokens
 // of any epoch but the current one.
-func (a *Etcd) checkEpoch(tok Token) error {
+func (a *Etcd) checkEpoch(tok tokens.Token) error {
 	if err := a.Halted(); err != nil {
 		return err
 	}
 	if epoch := a.epoch.Load(); tok.Epoch != epoch {
-		return &RejectedError{Presented: tok, Reason: fmt.Sprintf("epoch %d is not the current epoch %d", tok.Epoch, epoch)}
+		return &tokens.RejectedError{Presented: tok, Reason: fmt.Sprintf("epoch %d is not the current epoch %d", tok.Epoch, epoch)}
 	}
 	return nil
 }
 
 // checkIssued refuses a revision above the newest one etcd has issued.
-func (a *Etcd) checkIssued(ctx context.Context, tok Token) error {
+func (a *Etcd) checkIssued(ctx context.Context, tok tokens.Token) error {
 	if tok.Revision <= a.newestRevision.Load() {
 		return nil
 	}
@@ -136,7 +112,7 @@ func (a *Etcd) checkIssued(ctx context.Context, tok Token) error {
 		return err
 	}
 	if tok.Revision > newest {
-		return &RejectedError{Presented: tok, Reason: fmt.Sprintf("revision %d is above the newest revision etcd has issued (%d)", tok.Revision, newest)}
+		return &tokens.RejectedError{Presented: tok, Reason: fmt.Sprintf("revision %d is above the newest revision etcd has issued (%d)", tok.Revision, newest)}
 	}
 	return nil
 }

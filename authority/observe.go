@@ -1,8 +1,9 @@
-package tokens
+package authority
 
 import (
 	"cmp"
 	"context"
+	"github.com/fencegw/fencegw/tokens"
 	"net/url"
 	"slices"
 	"strings"
@@ -21,7 +22,7 @@ type Contender struct {
 	// Token is the lease's fencing token: the epoch current when its key
 	// was created (0 when etcd no longer remembers, after a compaction
 	// past an epoch bump) and the key's create revision.
-	Token Token
+	Token tokens.Token
 	TTL   time.Duration // remaining, as etcd reports it; 0 if just expired
 	Value string        // set by the holder at acquisition, e.g. a leader's address
 }
@@ -38,7 +39,7 @@ type LockState struct {
 // lease on "leader/<name>" doubles as leader election with observation.
 // ctx bounds the etcd reads (one range read, one TTL read per contender).
 func (a *Etcd) Observe(ctx context.Context, resource string) (LockState, error) {
-	if err := CheckResource(resource); err != nil {
+	if err := tokens.CheckResource(resource); err != nil {
 		return LockState{}, err
 	}
 	resp, err := a.cli.Get(ctx, lockKeyPrefix(resource), clientv3.WithPrefix(),
@@ -111,7 +112,7 @@ func (st *LockState) add(c Contender) {
 func (a *Etcd) contender(ctx context.Context, kv *mvccpb.KeyValue, epochs func(rev int64) int64) Contender {
 	c := Contender{
 		LeaseID: LeaseID(kv.Lease),
-		Token:   Token{Epoch: epochs(kv.CreateRevision), Revision: kv.CreateRevision},
+		Token:   tokens.Token{Epoch: epochs(kv.CreateRevision), Revision: kv.CreateRevision},
 		Value:   string(kv.Value),
 	}
 	if ttl, err := a.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease)); err == nil && ttl.TTL > 0 {

@@ -1,4 +1,4 @@
-package tokens_test
+package authority_test
 
 import (
 	"os"

@@ -1,9 +1,10 @@
-package tokens
+package authority
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fencegw/fencegw/tokens"
 	"net/url"
 	"strconv"
 	"time"
@@ -31,7 +32,7 @@ const cleanupTimeout = 5 * time.Second
 type Lease struct {
 	ID       LeaseID
 	Resource string
-	Token    Token
+	Token    tokens.Token
 	TTL      time.Duration // as granted by etcd, measured from the grant
 }
 
@@ -100,7 +101,7 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	if err := a.Halted(); err != nil {
 		return Lease{}, err
 	}
-	if err := CheckResource(resource); err != nil {
+	if err := tokens.CheckResource(resource); err != nil {
 		return Lease{}, err
 	}
 	if err := checkValue(opts.Value); err != nil {
@@ -149,7 +150,7 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 	if err != nil {
 		return Lease{}, err
 	}
-	lease := Lease{ID: id, Resource: resource, Token: Token{Epoch: myEpoch, Revision: myRev}}
+	lease := Lease{ID: id, Resource: resource, Token: tokens.Token{Epoch: myEpoch, Revision: myRev}}
 	owner := resp.Responses[1].GetResponseRange().Kvs
 	isHolder := len(owner) == 0 || owner[0].CreateRevision == myRev
 	if isHolder && opts.LockDelay == 0 {
@@ -232,7 +233,7 @@ func (a *Etcd) waitDelete(ctx context.Context, key string, rev int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return errors.New("tokens: watch closed while waiting for the lock")
+	return errors.New("authority: watch closed while waiting for the lock")
 }
 
 // lockedError names the current holder, best effort.
@@ -245,16 +246,16 @@ func (a *Etcd) lockedError(ctx context.Context, resource string) error {
 }
 
 // Holder returns the token of resource's current lock holder, if any.
-func (a *Etcd) Holder(ctx context.Context, resource string) (Token, bool, error) {
+func (a *Etcd) Holder(ctx context.Context, resource string) (tokens.Token, bool, error) {
 	resp, err := a.cli.Get(ctx, lockKeyPrefix(resource), clientv3.WithFirstCreate()...)
 	if err != nil {
-		return Token{}, false, unavailable("read holder", err)
+		return tokens.Token{}, false, unavailable("read holder", err)
 	}
 	a.observe(resp.Header.Revision)
 	if len(resp.Kvs) == 0 {
-		return Token{}, false, nil
+		return tokens.Token{}, false, nil
 	}
-	return Token{Epoch: a.epoch.Load(), Revision: resp.Kvs[0].CreateRevision}, true, nil
+	return tokens.Token{Epoch: a.epoch.Load(), Revision: resp.Kvs[0].CreateRevision}, true, nil
 }
 
 // KeepAlive renews owner's lease id once and returns its TTL. A lease that

@@ -1,8 +1,9 @@
-package tokens_test
+package authority_test
 
 import (
 	"context"
 	"errors"
+	"github.com/fencegw/fencegw/authority"
 	"strings"
 	"testing"
 	"time"
@@ -14,15 +15,15 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-func newAuthority(t *testing.T) (*tokens.Etcd, *clientv3.Client) {
+func newAuthority(t *testing.T) (*authority.Etcd, *clientv3.Client) {
 	t.Helper()
 	cli := testenv.EtcdClient(t)
-	return tokens.NewEtcd(cli), cli
+	return authority.NewEtcd(cli), cli
 }
 
-func acquire(t *testing.T, a *tokens.Etcd, resource string, wait time.Duration) tokens.Lease {
+func acquire(t *testing.T, a *authority.Etcd, resource string, wait time.Duration) authority.Lease {
 	t.Helper()
-	l, err := a.Acquire(t.Context(), resource, tokens.AcquireOptions{TTL: 5 * time.Second, Wait: wait})
+	l, err := a.Acquire(t.Context(), resource, authority.AcquireOptions{TTL: 5 * time.Second, Wait: wait})
 	if err != nil {
 		t.Fatalf("Acquire %s: %v", resource, err)
 	}
@@ -37,10 +38,10 @@ func TestMutualExclusionAndFIFO(t *testing.T) {
 	holder := acquire(t, a, res, 0)
 
 	granted := make(chan string, 2)
-	leases := make(chan tokens.Lease, 2)
+	leases := make(chan authority.Lease, 2)
 	queue := func(name string) {
 		go func() {
-			l, err := a.Acquire(context.Background(), res, tokens.AcquireOptions{TTL: 5 * time.Second, Wait: 20 * time.Second})
+			l, err := a.Acquire(context.Background(), res, authority.AcquireOptions{TTL: 5 * time.Second, Wait: 20 * time.Second})
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
 				granted <- name + " failed"
@@ -109,9 +110,9 @@ func TestWaitTimeoutCleansUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = a.Acquire(t.Context(), res, tokens.AcquireOptions{TTL: 5 * time.Second, Wait: 300 * time.Millisecond})
-	var locked *tokens.LockedError
-	if !errors.As(err, &locked) || !errors.Is(err, tokens.ErrLocked) {
+	_, err = a.Acquire(t.Context(), res, authority.AcquireOptions{TTL: 5 * time.Second, Wait: 300 * time.Millisecond})
+	var locked *authority.LockedError
+	if !errors.As(err, &locked) || !errors.Is(err, authority.ErrLocked) {
 		t.Fatalf("Acquire on a held lock = %v, want *LockedError", err)
 	}
 	if locked.Holder != holder.Token || locked.Resource != res {
@@ -145,10 +146,10 @@ func TestLostLeaseIsNotFound(t *testing.T) {
 	if err := a.Release(t.Context(), l.ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.KeepAlive(t.Context(), l.ID, ""); !errors.Is(err, tokens.ErrLeaseNotFound) {
+	if _, err := a.KeepAlive(t.Context(), l.ID, ""); !errors.Is(err, authority.ErrLeaseNotFound) {
 		t.Fatalf("KeepAlive after release = %v, want ErrLeaseNotFound", err)
 	}
-	if err := a.Release(t.Context(), l.ID, ""); !errors.Is(err, tokens.ErrLeaseNotFound) {
+	if err := a.Release(t.Context(), l.ID, ""); !errors.Is(err, authority.ErrLeaseNotFound) {
 		t.Fatalf("second Release = %v, want ErrLeaseNotFound", err)
 	}
 }
@@ -159,7 +160,7 @@ func TestNestedResourcesAreIndependent(t *testing.T) {
 	outer := acquire(t, a, "nest/a", 0)
 	inner := acquire(t, a, "nest/a/b", 0) // would be locked if prefixes overlapped
 	again := acquire(t, a, "nest/a/b/c", 0)
-	for _, l := range []tokens.Lease{outer, inner, again} {
+	for _, l := range []authority.Lease{outer, inner, again} {
 		if err := a.Release(t.Context(), l.ID, ""); err != nil {
 			t.Fatal(err)
 		}
@@ -176,12 +177,12 @@ func TestAcquireRefusesBadInput(t *testing.T) {
 	}{
 		{"empty resource", "", 5 * time.Second, 0, tokens.ErrBadResource},
 		{"control character", "a\x00b", 5 * time.Second, 0, tokens.ErrBadResource},
-		{"ttl too short", "ok", 0, 0, tokens.ErrBadTTL},
-		{"ttl too long", "ok", 2 * time.Hour, 0, tokens.ErrBadTTL},
-		{"negative wait", "ok", 5 * time.Second, -time.Second, tokens.ErrBadTTL},
+		{"ttl too short", "ok", 0, 0, authority.ErrBadTTL},
+		{"ttl too long", "ok", 2 * time.Hour, 0, authority.ErrBadTTL},
+		{"negative wait", "ok", 5 * time.Second, -time.Second, authority.ErrBadTTL},
 	}
 	for _, tt := range tests {
-		if _, err := a.Acquire(t.Context(), tt.resource, tokens.AcquireOptions{TTL: tt.ttl, Wait: tt.wait}); !errors.Is(err, tt.want) {
+		if _, err := a.Acquire(t.Context(), tt.resource, authority.AcquireOptions{TTL: tt.ttl, Wait: tt.wait}); !errors.Is(err, tt.want) {
 			t.Errorf("%s: Acquire = %v, want %v", tt.name, err, tt.want)
 		}
 	}
@@ -193,7 +194,7 @@ func TestValidate(t *testing.T) {
 	defer a.Release(context.Background(), l.ID, "")
 
 	// A fresh authority has seen no revision yet: it must ask etcd.
-	fresh := tokens.NewEtcd(cli)
+	fresh := authority.NewEtcd(cli)
 	if err := fresh.Validate(t.Context(), "validate/one", l.Token, tokens.ValidateFence); err != nil {
 		t.Fatalf("Validate(issued token) = %v", err)
 	}
@@ -221,13 +222,13 @@ func TestUnreachableEtcdIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	a := tokens.NewEtcd(cli)
+	a := authority.NewEtcd(cli)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
-	if err := a.Validate(ctx, "x", tokens.Token{Epoch: 1, Revision: 5}, tokens.ValidateFence); !errors.Is(err, tokens.ErrUnavailable) {
+	if err := a.Validate(ctx, "x", tokens.Token{Epoch: 1, Revision: 5}, tokens.ValidateFence); !errors.Is(err, authority.ErrUnavailable) {
 		t.Fatalf("Validate = %v, want ErrUnavailable", err)
 	}
-	if _, err := a.Acquire(ctx, "x", tokens.AcquireOptions{TTL: 5 * time.Second, Wait: 0}); !errors.Is(err, tokens.ErrUnavailable) {
+	if _, err := a.Acquire(ctx, "x", authority.AcquireOptions{TTL: 5 * time.Second, Wait: 0}); !errors.Is(err, authority.ErrUnavailable) {
 		t.Fatalf("Acquire = %v, want ErrUnavailable", err)
 	}
 }
@@ -259,8 +260,8 @@ func TestValidateHolder(t *testing.T) {
 // lock whose holder's lease expired is held back for the lock-delay.
 func TestLockDelayAfterExpiryNotRelease(t *testing.T) {
 	a, _ := newAuthority(t)
-	opts := func(ttl, wait time.Duration) tokens.AcquireOptions {
-		return tokens.AcquireOptions{TTL: ttl, Wait: wait, LockDelay: 2 * time.Second}
+	opts := func(ttl, wait time.Duration) authority.AcquireOptions {
+		return authority.AcquireOptions{TTL: ttl, Wait: wait, LockDelay: 2 * time.Second}
 	}
 	released, err := a.Acquire(t.Context(), "delay/released", opts(5*time.Second, 0))
 	if err != nil {
@@ -293,7 +294,7 @@ func TestLockDelayAfterExpiryNotRelease(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	_, err = a.Acquire(t.Context(), "delay/expired", opts(5*time.Second, 0))
-	if !errors.Is(err, tokens.ErrLocked) || !strings.Contains(err.Error(), "lock-delay") {
+	if !errors.Is(err, authority.ErrLocked) || !strings.Contains(err.Error(), "lock-delay") {
 		t.Fatalf("acquire right after an expiry = %v, want ErrLocked in lock-delay", err)
 	}
 	after, err := a.Acquire(t.Context(), "delay/expired", opts(5*time.Second, 10*time.Second))
@@ -307,14 +308,14 @@ func TestLockDelayAfterExpiryNotRelease(t *testing.T) {
 // authority touches no etcd lease it did not grant.
 func TestOnlyTheOwnerRenewsOrReleases(t *testing.T) {
 	a, cli := newAuthority(t)
-	l, err := a.Acquire(t.Context(), "owner/one", tokens.AcquireOptions{TTL: 5 * time.Second, Owner: "billing"})
+	l, err := a.Acquire(t.Context(), "owner/one", authority.AcquireOptions{TTL: 5 * time.Second, Owner: "billing"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.KeepAlive(t.Context(), l.ID, "reports"); !errors.Is(err, tokens.ErrNotOwner) {
+	if _, err := a.KeepAlive(t.Context(), l.ID, "reports"); !errors.Is(err, authority.ErrNotOwner) {
 		t.Fatalf("KeepAlive by another client = %v, want ErrNotOwner", err)
 	}
-	if err := a.Release(t.Context(), l.ID, "reports"); !errors.Is(err, tokens.ErrNotOwner) {
+	if err := a.Release(t.Context(), l.ID, "reports"); !errors.Is(err, authority.ErrNotOwner) {
 		t.Fatalf("Release by another client = %v, want ErrNotOwner", err)
 	}
 	if _, err := a.KeepAlive(t.Context(), l.ID, "billing"); err != nil {
@@ -329,10 +330,10 @@ func TestOnlyTheOwnerRenewsOrReleases(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Revoke(context.Background(), foreign.ID)
-	if _, err := a.KeepAlive(t.Context(), tokens.LeaseID(foreign.ID), ""); !errors.Is(err, tokens.ErrLeaseNotFound) {
+	if _, err := a.KeepAlive(t.Context(), authority.LeaseID(foreign.ID), ""); !errors.Is(err, authority.ErrLeaseNotFound) {
 		t.Fatalf("KeepAlive of a lease fencegw did not grant = %v, want ErrLeaseNotFound", err)
 	}
-	if err := a.Release(t.Context(), tokens.LeaseID(foreign.ID), ""); !errors.Is(err, tokens.ErrLeaseNotFound) {
+	if err := a.Release(t.Context(), authority.LeaseID(foreign.ID), ""); !errors.Is(err, authority.ErrLeaseNotFound) {
 		t.Fatalf("Release of a lease fencegw did not grant = %v, want ErrLeaseNotFound", err)
 	}
 }
@@ -343,7 +344,7 @@ func TestOnlyTheOwnerRenewsOrReleases(t *testing.T) {
 // epoch rather than one every write would refuse.
 func TestTokenEpochIsEtcds(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t) // its own: the epoch key is global
-	a := tokens.NewEtcd(cli)
+	a := authority.NewEtcd(cli)
 	before := acquire(t, a, "epoch/one", 0)
 	if before.Token.Epoch != tokens.DefaultEpoch {
 		t.Fatalf("token %s before any bump, want epoch %d", before.Token, tokens.DefaultEpoch)
@@ -370,7 +371,7 @@ func TestTokenEpochIsEtcds(t *testing.T) {
 // out the resource a limit cut through.
 func TestObserveShowsEachHolderAsTheyHoldIt(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t) // its own: the epoch key is global
-	a := tokens.NewEtcd(cli)
+	a := authority.NewEtcd(cli)
 	ctx := t.Context()
 	old := acquire(t, a, "obs/a", 0)
 	defer a.Release(context.Background(), old.ID, "")
@@ -382,7 +383,7 @@ func TestObserveShowsEachHolderAsTheyHoldIt(t *testing.T) {
 	defer stop()
 	for range 2 {
 		go func() {
-			if l, err := a.Acquire(waitCtx, "obs/a", tokens.AcquireOptions{TTL: 30 * time.Second, Wait: time.Minute}); err == nil {
+			if l, err := a.Acquire(waitCtx, "obs/a", authority.AcquireOptions{TTL: 30 * time.Second, Wait: time.Minute}); err == nil {
 				_ = a.Release(context.Background(), l.ID, "")
 			}
 			waiting <- struct{}{}

@@ -1,18 +1,19 @@
-package gateway_test
+package fence_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 // TestJanitorExpiresKeysAndTrimsAudit: keys past their retention go, fresh
 // ones stay; the rejection audit keeps only its newest rows.
 func TestJanitorExpiresKeysAndTrimsAudit(t *testing.T) {
-	h := newHarness(t, demoPolicy(t, "monotonic"))
+	h := newDB(t)
 	_, err := h.pool.Exec(t.Context(), `
 		INSERT INTO fencegw.idempotency_keys (client, operation, key, fingerprint, status, response, created_at)
 		VALUES ('', 'debit', 'old', '\x00', 200, '{}', now() - interval '25 hours'),
@@ -21,22 +22,22 @@ func TestJanitorExpiresKeysAndTrimsAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = h.pool.Exec(t.Context(), `INSERT INTO fencegw.rejections (resource, operation, reason)
-		SELECT 'r', 'debit', 'stale-token' FROM generate_series(1, $1 + 5)`, gateway.MaxRejections)
+		SELECT 'r', 'debit', 'stale-token' FROM generate_series(1, $1 + 5)`, fence.MaxRejections)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); h.gw.RunJanitor(ctx) }()
+	go func() { defer close(done); h.store.RunJanitor(ctx, 24*time.Hour, slog.New(slog.DiscardHandler)) }()
 	defer func() { cancel(); <-done }()
 
 	var keys, audit int
 	swept := testenv.WaitFor(10*time.Second, func() bool {
 		err := h.pool.QueryRow(t.Context(), "SELECT (SELECT count(*) FROM fencegw.idempotency_keys), (SELECT count(*) FROM fencegw.rejections)").Scan(&keys, &audit)
-		return err == nil && keys == 1 && audit == gateway.MaxRejections
+		return err == nil && keys == 1 && audit == fence.MaxRejections
 	})
 	if !swept {
-		t.Fatalf("after the janitor: %d keys, %d rejections; want 1 and %d", keys, audit, gateway.MaxRejections)
+		t.Fatalf("after the janitor: %d keys, %d rejections; want 1 and %d", keys, audit, fence.MaxRejections)
 	}
 	var left string
 	if err := h.pool.QueryRow(t.Context(), "SELECT key FROM fencegw.idempotency_keys").Scan(&left); err != nil || left != "new" {

@@ -1,0 +1,36 @@
+// Package authority is the token authority backed by etcd: it grants
+// leases on resources, issues their fencing tokens and vouches for tokens
+// presented with writes. It keeps no state of its own beyond a watermark,
+// so any number of gateways can share one etcd cluster.
+//
+// # Locks and tokens
+//
+// A lease on a resource is an etcd lease with a key under
+// /fencegw/locks/<escaped resource>/<lease id>. The holder is the key with
+// the lowest create revision (etcd's concurrency.Mutex recipe: each waiter
+// watches only its predecessor, so waiters are granted in arrival order).
+// The token is (epoch, create revision of the holder's key); the epoch is
+// read in the same etcd transaction that creates the key.
+//
+// # Validation
+//
+// Validate is the authority's word on a token: in fence mode, that it was
+// issued (current epoch, revision not above the newest etcd has issued);
+// in holder mode, also that it is the live holder of the resource now. It
+// is already old when the write commits: the fence in PostgreSQL is what
+// refuses a stale holder.
+//
+// # Epochs and rollback
+//
+// The epoch lives at /fencegw/epoch and in PostgreSQL. Check compares
+// what etcd says about itself with what the resource side remembers (a
+// RecordStore) and halts the authority if etcd went back in time (a
+// restore without --bump-revision) or was replaced; Bump starts a new
+// epoch after an operator has looked.
+//
+// # Lock-delay and observation
+//
+// After a lease expires (not on release), the lock can be withheld for a
+// resource's lock delay, so a slow holder gets time to stop. Observe and
+// ObserveAll show holders and waiters, for leader election and inspect.
+package authority

@@ -1,0 +1,151 @@
+package authority
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// DefaultCheckEvery is how often a gateway compares etcd with what the
+// resource side remembers of it: the longest a rollback goes unnoticed.
+const DefaultCheckEvery = 2 * time.Second
+
+// RecordStore is the resource side's memory of the authority (in
+// PostgreSQL: package fence's Records).
+type RecordStore interface {
+	// Load returns the record of the current epoch.
+	Load(ctx context.Context) (tokens.Record, error)
+	// Save records the cluster and a newer revision for rec's epoch.
+	Save(ctx context.Context, rec tokens.Record) error
+	// Start records a new epoch.
+	Start(ctx context.Context, rec tokens.Record) error
+}
+
+// Guard keeps an authority honest against the resource side's record: it
+// halts the authority when etcd went back in time or was replaced, and
+// resumes it once an operator has bumped the epoch.
+type Guard struct {
+	auth    *Etcd
+	records RecordStore
+	log     *slog.Logger
+
+	mu sync.Mutex // one check at a time
+	// lastRecheck is when a token of an unknown newer epoch last
+	// triggered a check (unix ns).
+	lastRecheck atomic.Int64
+}
+
+// NewGuard returns the guard of auth against records.
+func NewGuard(auth *Etcd, records RecordStore, log *slog.Logger) *Guard {
+	return &Guard{auth: auth, records: records, log: log}
+}
+
+// Check runs one reconciliation of etcd with the record: it halts the
+// authority if etcd went backwards (lower epoch or revision, another
+// cluster), and otherwise records the newest revision and resumes it. An
+// unreachable etcd or PostgreSQL is reported, not a reason to halt.
+func (g *Guard) Check(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a := g.auth
+	// Everything compared with etcd's view must be read before it: the view
+	// is linearizable, so it is at least as new as any revision seen
+	// earlier, here or by another replica that recorded it. Read after it,
+	// normal traffic would look like etcd going back in time.
+	rec, err := g.records.Load(ctx)
+	if err != nil {
+		return err
+	}
+	var seen int64
+	if a.Epoch() == rec.Epoch {
+		seen = a.NewestRevision()
+	}
+	view, err := a.View(ctx)
+	if err != nil {
+		return err
+	}
+	next, err := tokens.Reconcile(view, rec, seen)
+	var halt *tokens.HaltedError
+	if errors.As(err, &halt) {
+		if a.Halted() == nil {
+			g.log.Error("token authority halted: writes and leases are refused", "reason", halt.Reason)
+		}
+		a.Halt(halt)
+		return halt
+	}
+	if err := g.records.Save(ctx, next); err != nil {
+		return err
+	}
+	if a.Halted() != nil || a.Epoch() != next.Epoch {
+		g.log.Info("token authority in service", "epoch", next.Epoch, "etcd_cluster", next.ClusterID, "revision", view.Revision)
+	}
+	a.Resume(next.Epoch, view.Revision)
+	return nil
+}
+
+// recheckEvery bounds the checks that tokens of a newer epoch than this
+// gateway knows can trigger: a forged one must not buy a PostgreSQL query
+// and an etcd read per request.
+const recheckEvery = 250 * time.Millisecond
+
+// Recheck runs Check at once, unless one ran on demand less than
+// recheckEvery ago, and reports whether it ran and succeeded. A gateway
+// calls it on meeting a token of an epoch newer than it knows: a lease
+// taken right after a bump carries the new epoch before the guard's next
+// periodic check.
+func (g *Guard) Recheck(ctx context.Context) bool {
+	now, last := time.Now().UnixNano(), g.lastRecheck.Load()
+	if now-last < int64(recheckEvery) || !g.lastRecheck.CompareAndSwap(last, now) {
+		return false
+	}
+	return g.Check(ctx) == nil
+}
+
+// Run calls Check every interval until ctx ends.
+func (g *Guard) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, every)
+		if err := g.Check(cctx); err != nil && ctx.Err() == nil && !errors.Is(err, tokens.ErrHalted) {
+			g.log.Warn("checking the token authority failed", "error", err)
+		}
+		cancel()
+	}
+}
+
+// Bump starts a new epoch after etcd was restored or replaced: one above
+// both etcd's and the record's, recorded first on the resource side (with
+// etcd's current cluster and revision) and then in etcd. Every token of an
+// older epoch is stale from then on. Gateways resume at their next check.
+func Bump(ctx context.Context, auth *Etcd, records RecordStore) (int64, error) {
+	view, err := auth.View(ctx)
+	if err != nil {
+		return 0, err
+	}
+	rec, err := records.Load(ctx)
+	if err != nil {
+		return 0, err
+	}
+	next := max(view.Epoch, rec.Epoch) + 1
+	if err := records.Start(ctx, tokens.Record{Epoch: next, ClusterID: view.ClusterID, MaxRevision: view.Revision}); err != nil {
+		return 0, fmt.Errorf("authority: epoch bump: %w", err)
+	}
+	// If this fails, PostgreSQL is ahead of etcd and the gateways stay
+	// halted; running the bump again moves both to the next epoch.
+	if err := auth.SetEpoch(ctx, next); err != nil {
+		return 0, fmt.Errorf("authority: epoch bump: epoch %d is in PostgreSQL but not in etcd, run the bump again: %w", next, err)
+	}
+	return next, nil
+}

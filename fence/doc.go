@@ -1,0 +1,72 @@
+// Package fence is fencegw's fenced transaction: the only code that runs
+// statements on the gateway's schema (fencegw.*), and the one place where
+// a write becomes a PostgreSQL transaction. It knows SQL, not HTTP: it
+// returns typed errors and opaque responses, and the gateway decides what
+// they look like on the wire.
+//
+// # Requests, writes and fences
+//
+// A Request is what one client call asks for: one Write, or an atomic
+// batch of them. A Write is one call of a policy operation with its
+// arguments, and for each of the operation's roles a resource key and the
+// token presented for it. NewRequest collects every write's fences, one
+// per resource, in canonical order (by key), and refuses contradictions:
+// two roles of one write on one resource, or one resource under two tokens
+// in one request (ErrConflict).
+//
+// # The write path
+//
+// Every request has one shape: its fences, then each write's statements.
+// A fence is ONE conditional statement, fencegw.fence (migrations 0001 and
+// 0005): an upsert of the resource's fence row that succeeds only if the
+// token is not older than the fence (strictly newer on a strict resource)
+// and otherwise raises SQLSTATE FG409, which aborts the transaction. Fences
+// are advanced first, in canonical order, so two requests never lock each
+// other's fence rows in opposite orders: transfers in opposite directions
+// cannot deadlock on fences. The statement's row lock serialises writers
+// of one resource; writers of different resources never contend.
+//
+// An unkeyed request is one round trip: fences and statements pipelined as
+// one batch ending in a single Sync, which PostgreSQL runs as one implicit
+// transaction. A keyed request is an explicit transaction of two round
+// trips: BEGIN, claim of the key, fences and statements; then its stored
+// answer and COMMIT.
+//
+// # Outcomes
+//
+// Apply returns the rendered Response, or an error: *StaleTokenError,
+// *PreconditionError, *ConstraintError, *KeyMismatchError, ErrValue or
+// ErrConflict (nothing written), ErrUnavailable (nothing written), or
+// ErrUnavailable with ErrOutcomeUnknown (the connection failed after the
+// commit was sent). One predicate, sessionLost, decides whether an error
+// ended the session, and one rule, lost, decides what a lost session
+// means: unknown if the round trip carried the commit, not applied
+// otherwise. In a batch, a write's error comes wrapped in *WriteError
+// naming its index.
+//
+// # Idempotency
+//
+// A keyed request claims its key (fencegw.claim_key) in its transaction;
+// a concurrent request with the same key waits on the claim, and a key
+// that completed is answered with its stored response (Replayed). Settle
+// makes a refusal decided outside the transaction (by the authority, or
+// after it rolled back) the key's outcome, after waiting for an attempt in
+// flight, so that no other attempt with the key can apply once a client
+// was told it did not.
+//
+// # Coalescing
+//
+// Requests of one resource whose kind coalesces queue behind the request
+// in flight and are applied together by a drainer: one transaction, each
+// request in its own savepoint, arrival order kept, one COMMIT, no answer
+// before it. A request that finds its resource idle runs at once, alone.
+// Requests of several fences always run alone.
+//
+// # The authority record, the audit, inspection
+//
+// Records is PostgreSQL's memory of the token authority, which package
+// authority's Guard compares etcd with. RecordRejection and RunJanitor
+// keep the bounded audit of refused writes and expire idempotency keys.
+// Fences, Rejections and Bypasses are `fencegw inspect`'s queries, and
+// CheckPolicy asks PostgreSQL to plan every statement of a policy.
+package fence

@@ -1,0 +1,72 @@
+package fence
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+var (
+	// ErrUnavailable: PostgreSQL could not be asked or failed mid-way.
+	// Nothing was written unless the error also wraps ErrOutcomeUnknown.
+	ErrUnavailable = errors.New("fence: unavailable")
+	// ErrOutcomeUnknown marks a failure after the commit was sent: the
+	// request may have been applied. Retry only with the same key.
+	ErrOutcomeUnknown = errors.New("fence: outcome unknown")
+	// ErrConflict: the request's fences contradict each other (two roles of
+	// one write on one resource, one resource under two tokens).
+	ErrConflict = errors.New("fence: conflicting fences")
+	// ErrValue: PostgreSQL or pgx refused an argument value for its column
+	// (out of range, not encodable); nothing was written.
+	ErrValue = errors.New("fence: argument value refused")
+)
+
+// StaleTokenError is a request refused by a fence: Presented is older than
+// Current (or equal to it on a strict resource). Nothing was written.
+type StaleTokenError struct {
+	Role      string // "" for an operation of one resource
+	Resource  string
+	Presented tokens.Token
+	Current   tokens.Token
+}
+
+func (e *StaleTokenError) Error() string {
+	return fmt.Sprintf("fence: stale token %s for %s: the fence is at %s", e.Presented, e.Resource, e.Current)
+}
+
+// PreconditionError is a statement that did not affect the number of rows
+// its operation expects (e.g. a debit that would overdraw).
+type PreconditionError struct {
+	Operation string
+	Message   string
+}
+
+func (e *PreconditionError) Error() string { return "fence: precondition failed: " + e.Message }
+
+// ConstraintError is a write refused by a PostgreSQL constraint, or by a
+// guard trigger (Constraint "fencegw_guard") because it touched a row of
+// a resource it is not fenced on.
+type ConstraintError struct {
+	Constraint string
+	Message    string
+}
+
+func (e *ConstraintError) Error() string { return "fence: constraint violated: " + e.Message }
+
+// KeyMismatchError is an idempotency key reused for another request.
+type KeyMismatchError struct{ Key string }
+
+func (e *KeyMismatchError) Error() string {
+	return fmt.Sprintf("fence: idempotency key %q was first used with different arguments", e.Key)
+}
+
+// WriteError names the write of a batch that refused it; the whole batch
+// was rolled back.
+type WriteError struct {
+	Index int
+	Err   error
+}
+
+func (e *WriteError) Error() string { return fmt.Sprintf("write %d: %v", e.Index, e.Err) }
+func (e *WriteError) Unwrap() error { return e.Err }

@@ -1,0 +1,64 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DB is what the functions that run a statement or two need: a pool, a
+// pooled connection or a single connection.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// storedResponse reads the answer stored for a completed key.
+func storedResponse(ctx context.Context, db DB, k *Key) (Response, error) {
+	r := Response{Replayed: true}
+	err := db.QueryRow(ctx, "SELECT status, response FROM fencegw.idempotency_keys WHERE (client, operation, key) = ($1, $2, $3)",
+		k.Client, k.Scope, k.Key).Scan(&r.Status, &r.Body)
+	if err != nil {
+		// The request was applied earlier; only its answer is out of reach.
+		return Response{}, fmt.Errorf("%w (%w): reading the stored response of key %q: %w", ErrUnavailable, ErrOutcomeUnknown, k.Key, err)
+	}
+	return r, nil
+}
+
+// settleSQL waits for an attempt in flight with the key and stores a
+// refusal as the key's outcome, or returns the key's earlier one
+// (migration 0004).
+const settleSQL = "SELECT replayed, status, response FROM fencegw.settle_key($1, $2, $3, $4, $5, $6, $7)"
+
+// Settle decides the answer to a keyed request that was refused before it
+// could commit. An earlier attempt with the same key may still be on its
+// way (holding the key in an open transaction, or not even there yet:
+// waiting for a connection, queued behind a busy resource), so a refusal
+// is only final once it is the key's outcome. Settle waits for an attempt
+// that holds the key, then stores refusal as the key's response, unless
+// the key already has one, which it returns (Replayed) instead. With
+// refusal nil it only waits and returns the key's response, if any (ok
+// false if none). ctx bounds the wait.
+func (s *Store) Settle(ctx context.Context, k *Key, refusal *Response) (r Response, ok bool, err error) {
+	var status *int
+	var body []byte
+	if refusal != nil {
+		status, body = &refusal.Status, refusal.Body
+	}
+	err = s.pool.QueryRow(ctx, settleSQL, k.Client, k.Scope, k.Key, k.Fingerprint[:], k.Retention, status, body).
+		Scan(&r.Replayed, &r.Status, &r.Body)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return Response{}, false, nil
+	case errors.As(err, &pgErr) && pgErr.Code == sqlstateMismatch:
+		return Response{}, false, &KeyMismatchError{Key: k.Key}
+	case err != nil:
+		return Response{}, false, fmt.Errorf("%w (%w): settling key %q: %w", ErrUnavailable, ErrOutcomeUnknown, k.Key, err)
+	}
+	return r, true, nil
+}

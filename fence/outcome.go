@@ -1,0 +1,139 @@
+package fence
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// SQLSTATEs raised by the fencegw schema's functions.
+const (
+	sqlstateStale        = "FG409"
+	sqlstatePrecondition = "FG412"
+	sqlstateGuard        = "FG403" // a guard trigger (package guard)
+	sqlstateReplay       = "FG208" // claim_key: the key completed before
+	sqlstateMismatch     = "FG422" // claim_key, settle_key: another request's key
+)
+
+// sessionLost is the one answer to "did this error end the session, or
+// may it have?": a FATAL or PANIC from the server, or anything that is not
+// a server error at all (a broken connection, a timeout that closed it).
+// An ERROR only aborts the transaction; the session carries on.
+func sessionLost(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return true
+	}
+	switch cmp.Or(pgErr.SeverityUnlocalized, pgErr.Severity) {
+	case "FATAL", "PANIC":
+		return true
+	}
+	return false
+}
+
+// lost is the one rule for a request whose session failed: if the round
+// trip that failed carried the commit (an implicit transaction's Sync, or
+// COMMIT) and may have left, the outcome is unknown; otherwise nothing was
+// applied, since PostgreSQL rolls back a transaction whose session ends
+// before COMMIT.
+func lost(err error, committing bool) error {
+	if committing && !sentNothing(err) {
+		return fmt.Errorf("%w (%w): the connection to PostgreSQL failed after the commit was sent: %w", ErrUnavailable, ErrOutcomeUnknown, err)
+	}
+	return fmt.Errorf("%w: the connection to PostgreSQL failed before the commit, nothing was written: %w", ErrUnavailable, err)
+}
+
+// sentNothing reports whether err proves that the round trip never left.
+// pgx marks its "conn closed" error safe to retry, but it also returns it
+// when a read fails after a whole batch went out (MultiResultReader
+// NextResult drops the read error, and the next read finds the connection
+// closed): that batch may have committed. So that error proves nothing.
+func sentNothing(err error) bool {
+	return pgconn.SafeToRetry(err) && !errors.Is(err, pgconn.ErrConnClosed)
+}
+
+// failedAt locates a failure inside a request's pipeline: the fence that
+// raised (an index into Request.fences) or the write whose statement did.
+type failedAt struct {
+	fence, write int // -1 when not that
+}
+
+var nowhere = failedAt{-1, -1}
+
+// classify turns the error of a request's round trip into this package's
+// errors. committing: the round trip carried the commit.
+func classify(err error, committing bool, req *Request, at failedAt) error {
+	if sessionLost(err) {
+		var pre pgx.ErrPreprocessingBatch
+		if errors.As(err, &pre) && strings.HasPrefix(pre.Error(), "error preprocessing batch (build)") {
+			// pgx refused to encode an argument for its column (3e9 for
+			// an int4) before sending anything. (Its other step,
+			// "prepare", talks to the server like any round trip.)
+			return inWrite(req, at, fmt.Errorf("%w: an argument does not fit its column: %w", ErrValue, pre.Unwrap()))
+		}
+		return lost(err, committing)
+	}
+	var pgErr *pgconn.PgError
+	errors.As(err, &pgErr) // sessionLost said it is one
+	switch {
+	case pgErr.Code == sqlstateStale && at.fence >= 0:
+		f := req.fences[at.fence]
+		current, perr := tokens.Parse(pgErr.Detail)
+		if perr != nil {
+			return fmt.Errorf("fence: the fence raised without a current token: %w", err)
+		}
+		w := &req.Writes[f.write]
+		return inWrite(req, failedAt{-1, f.write}, &StaleTokenError{
+			Role: w.Operation.Roles[f.role].Name, Resource: f.resource, Presented: f.token, Current: current,
+		})
+	case pgErr.Code == sqlstatePrecondition:
+		return inWrite(req, at, &PreconditionError{Operation: opName(req, at), Message: pgErr.Message})
+	case pgErr.Code == sqlstateGuard:
+		return inWrite(req, at, &ConstraintError{Constraint: "fencegw_guard", Message: pgErr.Message})
+	case pgerrcode.IsIntegrityConstraintViolation(pgErr.Code):
+		return inWrite(req, at, &ConstraintError{Constraint: pgErr.ConstraintName, Message: pgErr.Message})
+	case pgerrcode.IsDataException(pgErr.Code):
+		return inWrite(req, at, fmt.Errorf("%w: %s (SQLSTATE %s)", ErrValue, pgErr.Message, pgErr.Code))
+	case pgErr.Code == pgerrcode.LockNotAvailable:
+		return fmt.Errorf("%w: a resource stayed locked by another write past lock_timeout, nothing was written: %w", ErrUnavailable, err)
+	case pgerrcode.IsTransactionRollback(pgErr.Code), pgerrcode.IsInsufficientResources(pgErr.Code),
+		pgerrcode.IsOperatorIntervention(pgErr.Code), pgerrcode.IsConnectionException(pgErr.Code):
+		return fmt.Errorf("%w: PostgreSQL rolled the write back, retry: %w", ErrUnavailable, err)
+	}
+	return inWrite(req, at, fmt.Errorf("fence: operation %s: %w", opName(req, at), err))
+}
+
+// inWrite names the write of a batch an error belongs to.
+func inWrite(req *Request, at failedAt, err error) error {
+	if len(req.Writes) > 1 && at.write >= 0 {
+		return &WriteError{Index: at.write, Err: err}
+	}
+	return err
+}
+
+func opName(req *Request, at failedAt) string {
+	if at.write >= 0 {
+		return req.Writes[at.write].Operation.Name
+	}
+	return req.Writes[0].Operation.Name
+}
+
+// usable reports whether conn can carry a new request: open, not in the
+// middle of another exchange, and outside any transaction (inside one, an
+// implicit transaction's Sync would commit nothing).
+func usable(conn *pgxpool.Conn) bool {
+	pc := conn.Conn().PgConn()
+	return !pc.IsClosed() && !pc.IsBusy() && pc.TxStatus() == 'I'
+}
+
+// errNotUsable refuses a request on a connection usable rejects; callers
+// check first, so it is a last line of defence.
+var errNotUsable = fmt.Errorf("%w: the PostgreSQL session was not idle, nothing was written", ErrUnavailable)

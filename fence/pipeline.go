@@ -1,0 +1,108 @@
+package fence
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegw/fencegw/policy"
+)
+
+// fenceSQL advances one fence with ONE conditional upsert or raises FG409,
+// which aborts the transaction (migrations 0001 and 0005). The last
+// argument starts the write's set of fenced resources that guard triggers
+// check rows against.
+const fenceSQL = "SELECT fencegw.fence($1, $2, $3, $4, $5)"
+
+// unfencedSQL stands in for fenceSQL in unsafe mode: one result, like the
+// fence, and the same transaction-local setting, but no check.
+const unfencedSQL = "SELECT set_config('fencegw.resource', $1, true)"
+
+// queueRequest queues req's pipeline: its fences in canonical order, then
+// each write's statements in the request's order. It is the one shape of a
+// fenced write, alone or batched.
+func (s *Store) queueRequest(b *pgx.Batch, req *Request) {
+	for i, f := range req.fences {
+		if s.unsafeNoFence {
+			queue(b, unfencedSQL, strings.Join(req.Resources()[:i+1], "\n"))
+			continue
+		}
+		queue(b, fenceSQL, f.resource, f.token.Epoch, f.token.Revision, f.strict, i == 0)
+	}
+	for wi := range req.Writes {
+		w := &req.Writes[wi]
+		op := w.Operation
+		for i := range op.Statements {
+			st := &op.Statements[i]
+			queue(b, st.SQL, op.Bind(st, w.Args, w.Keys, w.Tokens)...)
+		}
+	}
+}
+
+// readRequest reads the results of a pipeline queued by queueRequest. On
+// failure it says where: which fence or which write raised.
+func readRequest(br pgx.BatchResults, req *Request) ([]Result, failedAt, error) {
+	for i := range req.fences {
+		if _, err := br.Exec(); err != nil {
+			return nil, failedAt{fence: i, write: -1}, err
+		}
+	}
+	results := make([]Result, len(req.Writes))
+	for wi := range req.Writes {
+		op := req.Writes[wi].Operation
+		res := make([]StatementResult, len(op.Statements))
+		results[wi].Statements = res
+		for i := range op.Statements {
+			if err := readStatement(br, op.Statements[i].Kind, &res[i]); err != nil {
+				return nil, failedAt{fence: -1, write: wi}, err
+			}
+		}
+	}
+	return results, nowhere, nil
+}
+
+func readStatement(br pgx.BatchResults, kind policy.StatementKind, out *StatementResult) error {
+	switch kind {
+	case policy.Counted:
+		return br.QueryRow().Scan(&out.RowsAffected)
+	case policy.Rows:
+		// Into []byte, not json.RawMessage: pgx would run the latter
+		// through json.Unmarshal, and PostgreSQL made it.
+		return br.QueryRow().Scan(&out.RowsAffected, &out.Rows)
+	}
+	tag, err := br.Exec()
+	out.RowsAffected = tag.RowsAffected()
+	return err
+}
+
+// batchPool recycles the batches of lone requests with the QueuedQuery
+// structs pgx would otherwise allocate anew for every statement. pgx
+// (v5.12) lets go of a batch when its results are closed; a BatchTracer
+// that kept it past TraceBatchEnd would break this.
+var batchPool = sync.Pool{New: func() any { return new(pgx.Batch) }}
+
+// queue is pgx's Batch.Queue, reusing a QueuedQuery left in b's backing
+// array by recycle.
+func queue(b *pgx.Batch, sql string, args ...any) {
+	n := len(b.QueuedQueries)
+	if n < cap(b.QueuedQueries) {
+		if qq := b.QueuedQueries[:n+1][n]; qq != nil {
+			*qq = pgx.QueuedQuery{SQL: sql, Arguments: args}
+			b.QueuedQueries = b.QueuedQueries[:n+1]
+			return
+		}
+	}
+	b.QueuedQueries = append(b.QueuedQueries, &pgx.QueuedQuery{SQL: sql, Arguments: args})
+}
+
+// recycle returns a batch whose results are closed to batchPool, cleared
+// of everything that belonged to its request (arguments, pgx's statement
+// descriptions), keeping the structs for queue.
+func recycle(b *pgx.Batch) {
+	for _, qq := range b.QueuedQueries {
+		*qq = pgx.QueuedQuery{}
+	}
+	b.QueuedQueries = b.QueuedQueries[:0]
+	batchPool.Put(b)
+}

@@ -1,0 +1,130 @@
+package fence
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// Write is one call of a policy operation. The tokens are explicit fields:
+// there is no way to ask for an unfenced write.
+type Write struct {
+	Operation *policy.Operation
+	Args      policy.Values
+	Keys      []string       // the resource of each role, indexed like Operation.Roles
+	Tokens    []tokens.Token // the token presented for each role
+}
+
+// Key is an Idempotency-Key in its scope: the client and what it was sent
+// to (an operation's name, or a batch), with the request's fingerprint.
+type Key struct {
+	Client      string
+	Scope       string
+	Key         string
+	Fingerprint [32]byte
+	Retention   time.Duration // how long a completed key is kept
+}
+
+// Request is what one client call asks for: one write, or an atomic batch
+// of writes, applied all or nothing. Build it with NewRequest.
+type Request struct {
+	Writes []Write
+	Key    *Key // nil without an Idempotency-Key
+
+	// fences are every write's fences, one per resource, in canonical
+	// order (by resource key): every transaction locks fence rows in that
+	// order, so two requests can never wait on each other's fences.
+	fences []fence
+	one    [1]fence // fences' storage for the common request of one fence
+}
+
+// fence is one fence row a request advances.
+type fence struct {
+	resource string
+	token    tokens.Token
+	strict   bool // token > fence, not >=: any of its writes' kinds is strict
+	write    int  // the first write fenced on it, for errors
+	role     int  // that write's role
+}
+
+// NewRequest checks and orders the fences of writes. Within one write, each
+// role must name another resource; within one request, a resource may be
+// fenced by several writes only under one token, and its fence advances
+// once. Either breach is ErrConflict.
+func NewRequest(writes []Write, key *Key) (*Request, error) {
+	req := &Request{Writes: writes, Key: key}
+	if len(writes) == 1 && len(writes[0].Keys) == 1 {
+		w := &writes[0]
+		req.one[0] = fence{resource: w.Keys[0], token: w.Tokens[0], strict: w.Operation.Roles[0].Resource.Compare == policy.Strict}
+		req.fences = req.one[:]
+		return req, nil
+	}
+	for wi := range writes {
+		w := &writes[wi]
+		for ri, key := range w.Keys {
+			strict := w.Operation.Roles[ri].Resource.Compare == policy.Strict
+			i, found := slices.BinarySearchFunc(req.fences, key, func(f fence, k string) int { return cmp.Compare(f.resource, k) })
+			if !found {
+				req.fences = slices.Insert(req.fences, i, fence{resource: key, token: w.Tokens[ri], strict: strict, write: wi, role: ri})
+				continue
+			}
+			f := &req.fences[i]
+			switch {
+			case f.write == wi:
+				return nil, fmt.Errorf("%w: roles %s and %s of %s are both %s: a write's roles must be different resources",
+					ErrConflict, w.Operation.Roles[f.role].Name, w.Operation.Roles[ri].Name, w.Operation.Name, key)
+			case f.token != w.Tokens[ri]:
+				return nil, fmt.Errorf("%w: %s is fenced with %s by write %d and with %s by write %d: one resource, one token per request",
+					ErrConflict, key, f.token, f.write, w.Tokens[ri], wi)
+			}
+			f.strict = f.strict || strict
+		}
+	}
+	return req, nil
+}
+
+// coalescable reports whether req may be queued behind the write in flight
+// of its resource: a lone write of one resource that coalesces.
+// Requests of several fences run alone: queueing them on every resource
+// would tie those resources' batches together.
+func (req *Request) coalescable() bool {
+	return len(req.Writes) == 1 && len(req.fences) == 1 && req.Writes[0].Operation.Roles[0].Resource.Coalesce
+}
+
+// Resources lists the resources req is fenced on, in canonical order.
+func (req *Request) Resources() []string {
+	out := make([]string, len(req.fences))
+	for i, f := range req.fences {
+		out[i] = f.resource
+	}
+	return out
+}
+
+// Result is what one applied write returns: per statement of its
+// operation, the rows affected and, for statements with RETURNING or
+// SELECT, the rows as PostgreSQL rendered them (a JSON array).
+type Result struct {
+	Statements []StatementResult
+}
+
+// StatementResult is the outcome of one statement of an operation.
+type StatementResult struct {
+	RowsAffected int64
+	Rows         []byte
+}
+
+// Response is what a request is answered with: its rendered results, or a
+// refusal stored as its key's outcome.
+type Response struct {
+	// Status is opaque to this package: the code the caller rendered or
+	// stored with the body (the gateway stores HTTP statuses).
+	Status int
+	Body   []byte
+	// Replayed: the answer of an earlier attempt with the request's key,
+	// not of this one.
+	Replayed bool
+}

@@ -1,0 +1,142 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Config is what a Store needs; Pool and Render are required.
+type Config struct {
+	Pool *pgxpool.Pool
+	// Render turns an applied request's results, one per write, into its
+	// answer. It runs before the commit of a keyed request, whose answer
+	// is stored in the same transaction as its writes.
+	Render func(*Request, []Result) Response
+	// BatchTimeout bounds the PostgreSQL work of one coalesced batch: its
+	// requests' own deadlines no longer apply once they are queued.
+	BatchTimeout time.Duration
+	// OnBatch, if set, is told the size of every coalesced batch.
+	OnBatch func(size int)
+	// UnsafeNoFence turns the fence check off. Only `fencegw torture`'s
+	// control runs set it, to prove their checker can fail.
+	UnsafeNoFence bool
+}
+
+// Store applies fenced requests to PostgreSQL. It is safe for concurrent
+// use and holds no state between requests besides the coalescer's queues.
+type Store struct {
+	pool          *pgxpool.Pool
+	render        func(*Request, []Result) Response
+	unsafeNoFence bool
+	coal          *coalescer
+}
+
+// New returns a Store writing through cfg.Pool.
+func New(cfg Config) (*Store, error) {
+	if cfg.Pool == nil || cfg.Render == nil {
+		return nil, errors.New("fence: Config needs Pool and Render")
+	}
+	if cfg.BatchTimeout <= 0 {
+		cfg.BatchTimeout = 10 * time.Second
+	}
+	s := &Store{pool: cfg.Pool, render: cfg.Render, unsafeNoFence: cfg.UnsafeNoFence}
+	s.coal = newCoalescer(s, cfg.BatchTimeout, cfg.OnBatch)
+	return s, nil
+}
+
+// Apply applies req: every fence advanced and every statement run in one
+// transaction, or nothing. An unkeyed request costs one round trip; a keyed
+// one two (the second stores its answer with the COMMIT), and a key that
+// completed before is answered with its stored response (Replayed).
+//
+// A request of one coalescing resource that finds another of its resource
+// in flight is queued and applied with the others queued meanwhile, in
+// arrival order, each in its own savepoint, under one COMMIT. ctx bounds a
+// request that runs at once; a queued request waits for its outcome even
+// past ctx: once queued it will be attempted, and its caller must not be
+// told anything before it is.
+func (s *Store) Apply(ctx context.Context, req *Request) (Response, error) {
+	if req.coalescable() {
+		return s.coal.apply(ctx, req)
+	}
+	conn, err := s.acquire(ctx)
+	if err != nil {
+		return Response{}, err
+	}
+	defer conn.Release()
+	return s.applyOn(ctx, conn, req)
+}
+
+// applyOn applies one request on a connection the caller holds.
+func (s *Store) applyOn(ctx context.Context, conn *pgxpool.Conn, req *Request) (Response, error) {
+	if req.Key == nil {
+		return s.applyImplicit(ctx, conn, req)
+	}
+	p := &pending{req: req}
+	s.runTx(ctx, conn, []*pending{p})
+	s.answerReplays(ctx, conn, []*pending{p})
+	return p.resp, p.err
+}
+
+// applyImplicit applies an unkeyed request in one round trip: the fences
+// and statements pipelined as one batch ending in a single Sync, which
+// PostgreSQL runs as one implicit transaction. A stale token or a failed
+// row expectation raises inside the database and rolls all of it back, so
+// nothing is acknowledged that did not commit and nothing commits that was
+// refused.
+func (s *Store) applyImplicit(ctx context.Context, conn *pgxpool.Conn, req *Request) (Response, error) {
+	if !usable(conn) {
+		return Response{}, errNotUsable
+	}
+	b := batchPool.Get().(*pgx.Batch)
+	s.queueRequest(b, req)
+	br := conn.SendBatch(ctx, b)
+	results, at, err := readRequest(br, req)
+	// Close reports the outcome of the commit itself: only a nil here means
+	// the request is durable and may be acknowledged.
+	if cerr := br.Close(); err == nil {
+		err, at = cerr, nowhere
+	}
+	recycle(b)
+	if err != nil {
+		return Response{}, classify(err, true, req, at)
+	}
+	return s.render(req, results), nil
+}
+
+// acquire takes a connection from the pool.
+func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: no PostgreSQL connection, nothing was written: %w", ErrUnavailable, err)
+	}
+	return conn, nil
+}
+
+// readyConn returns conn if it can carry a request, else gives it back
+// and takes another from the pool. conn may be nil.
+func (s *Store) readyConn(ctx context.Context, conn *pgxpool.Conn) (*pgxpool.Conn, error) {
+	if conn != nil && usable(conn) {
+		return conn, nil
+	}
+	if conn != nil {
+		conn.Release()
+	}
+	return s.acquire(ctx)
+}
+
+// rollback ends a failed explicit transaction. If it cannot, the pool
+// discards the connection on release, which rolls back too.
+func rollback(conn *pgxpool.Conn) {
+	if conn.Conn().PgConn().TxStatus() == 'I' {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = conn.Exec(ctx, "ROLLBACK")
+}

@@ -1,0 +1,83 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// apply validates every token of req with the authority, applies req and,
+// if it is keyed and failed, settles its key's outcome.
+func (g *Gateway) apply(ctx context.Context, req *fence.Request, scope *problemScope) (fence.Response, error) {
+	resp, err := g.validateAndApply(ctx, req, scope)
+	if err != nil && req.Key != nil {
+		return g.settle(ctx, req.Key, err, *scope)
+	}
+	return resp, err
+}
+
+func (g *Gateway) validateAndApply(ctx context.Context, req *fence.Request, scope *problemScope) (fence.Response, error) {
+	for wi := range req.Writes {
+		w := &req.Writes[wi]
+		for i, role := range w.Operation.Roles {
+			if err := g.validate(ctx, w.Keys[i], w.Tokens[i], role.Resource.Validation); err != nil {
+				scope.Resource, scope.Role, scope.Presented = w.Keys[i], role.Name, w.Tokens[i]
+				return fence.Response{}, inBatch(req, wi, err)
+			}
+		}
+	}
+	return g.store.Apply(ctx, req)
+}
+
+// validate asks the authority about one token.
+func (g *Gateway) validate(ctx context.Context, resource string, tok tokens.Token, mode tokens.Validation) error {
+	err := g.cfg.Authority.Validate(ctx, resource, tok, mode)
+	if err != nil && tok.Epoch > g.cfg.Authority.Epoch() && errors.Is(err, tokens.ErrRejected) && g.guard.Recheck(ctx) {
+		// A lease taken after `fencegw epoch bump` carries the new epoch
+		// before this gateway's guard has seen it: look now, then ask again.
+		err = g.cfg.Authority.Validate(ctx, resource, tok, mode)
+	}
+	return err
+}
+
+// inBatch names the write of a batch that err refused.
+func inBatch(req *fence.Request, i int, err error) error {
+	if len(req.Writes) > 1 {
+		return &fence.WriteError{Index: i, Err: err}
+	}
+	return err
+}
+
+// settledProblems are the refusals of a keyed request that become the
+// outcome of its key (see fence.Store.Settle): each says "not applied" as
+// if for good, so no other attempt with the key may apply afterwards.
+var settledProblems = map[string]bool{"token-rejected": true, "stale-token": true, "precondition-failed": true, "constraint": true}
+
+// settle answers a keyed request that failed. A final refusal is stored
+// as its key's outcome, after any attempt in flight with the key has
+// ended; if that attempt (or an earlier one) completed, its answer is
+// replayed instead, whoever asks: retrying a completed write is harmless.
+// A halted authority is not final: settle waits for an attempt in flight
+// and replays it, or says the outcome is unknown, since an earlier attempt
+// may still be on its way. Every other failure is answered as it is.
+func (g *Gateway) settle(ctx context.Context, key *fence.Key, err error, scope problemScope) (fence.Response, error) {
+	var refusal *fence.Response
+	if p := problemFor(err, scope); settledProblems[p.Kind()] {
+		refusal = &fence.Response{Status: p.Status, Body: renderProblem(p)}
+	} else if !errors.Is(err, tokens.ErrHalted) {
+		return fence.Response{}, err
+	}
+	resp, ok, serr := g.store.Settle(ctx, key, refusal)
+	switch {
+	case serr != nil:
+		return fence.Response{}, serr
+	case ok && resp.Replayed:
+		return resp, nil
+	case refusal == nil:
+		return fence.Response{}, fmt.Errorf("%w (%w)", err, fence.ErrOutcomeUnknown)
+	}
+	return fence.Response{}, err // stored as the key's outcome: answered like any refusal
+}
