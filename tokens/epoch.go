@@ -56,4 +56,3 @@ func Reconcile(v View, rec Record, seen int64) (Record, error) {
 	}
 	return Record{Epoch: v.Epoch, ClusterID: v.ClusterID, MaxRevision: v.Revision}, nil
 }
-
