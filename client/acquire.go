@@ -26,12 +26,16 @@ type AcquireOptions struct {
 	// SafetyMargin is taken off the lease's local deadline; 0 means
 	// max(TTL/10, 100ms). It must be less than TTL.
 	SafetyMargin time.Duration
+	// Value is shown to observers of the lock while the lease holds it
+	// (up to 4 KiB): a leader's address, say.
+	Value string
 }
 
 type acquireRequest struct {
 	Resource string  `json:"resource"`
 	TTL      int64   `json:"ttl"`  // seconds
 	Wait     float64 `json:"wait"` // seconds
+	Value    string  `json:"value,omitempty"`
 }
 
 type leaseResponse struct {
@@ -54,7 +58,7 @@ func (c *Client) Acquire(ctx context.Context, resource string, opts AcquireOptio
 	if opts.TTL < 0 || opts.Wait < 0 || opts.SafetyMargin < 0 || opts.SafetyMargin >= ttl {
 		return nil, fmt.Errorf("acquire %s: %w: want TTL, Wait and SafetyMargin >= 0 and SafetyMargin < TTL", resource, ErrBadOptions)
 	}
-	req := acquireRequest{Resource: resource, TTL: int64((ttl + time.Second - 1) / time.Second), Wait: opts.Wait.Seconds()}
+	req := acquireRequest{Resource: resource, TTL: int64((ttl + time.Second - 1) / time.Second), Wait: opts.Wait.Seconds(), Value: opts.Value}
 	// The deadline counts from before the request: the gateway grants the
 	// TTL at some later instant, so the lease lasts at least this long.
 	sent := c.clock.Now()

@@ -93,6 +93,11 @@ type ProblemError struct {
 	// or "unknown" (the write may have been applied: retry only with the
 	// same Idempotency-Key).
 	Outcome string
+	// Role names the role of an operation with several resources whose
+	// token was refused; Index the write of a batch that refused it (-1
+	// when the problem concerns no one write).
+	Role  string
+	Index int
 }
 
 // Kind returns the suffix of Type after urn:fencegw:problem:, e.g.
@@ -129,6 +134,7 @@ func (e *ProblemError) Unwrap() []error {
 // older than the resource's fence (or equal to it on a strict resource).
 // Someone else has written with a newer token; stop working on Resource.
 type StaleTokenError struct {
+	Role      string // for an operation with several resources
 	Resource  string
 	Presented string
 	Current   string

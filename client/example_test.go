@@ -117,3 +117,35 @@ func ExampleClient_Write() {
 	// [{"id":"acct-93","balance_cents":1050}] replayed: false
 	// [{"id":"acct-93","balance_cents":1050}] replayed: true
 }
+
+// A transfer writes two accounts, each under its own lock: the set takes
+// both leases in canonical order and sends one token per role.
+func ExampleClient_AcquireAll() {
+	gw := startExampleGateway()
+	defer gw.Close()
+	ctx := context.Background()
+	c := client.New(gw.URL)
+
+	set, err := c.AcquireAll(ctx, []string{"account/acct-93", "account/acct-94"}, client.AcquireOptions{TTL: 10 * time.Second})
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+	defer set.Release(ctx)
+	roles := map[string]string{"from": "account/acct-93", "to": "account/acct-94"}
+	res, err := set.Write(ctx, "transfer", roles, map[string]any{"from": "acct-93", "to": "acct-94", "amount_cents": 250})
+	if err != nil {
+		fmt.Println("transfer:", err)
+		return
+	}
+	for _, f := range res.Fences {
+		fmt.Println("fenced", f.Role, f.Resource)
+	}
+	fmt.Println("from:", string(res.Statements[0].Rows))
+	fmt.Println("to:", string(res.Statements[1].Rows))
+	// Output:
+	// fenced from account/acct-93
+	// fenced to account/acct-94
+	// from: [{"id":"acct-93","balance_cents":750}]
+	// to: [{"id":"acct-94","balance_cents":1250}]
+}

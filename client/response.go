@@ -33,6 +33,8 @@ type problemDoc struct {
 	PresentedToken string `json:"presented_token"`
 	CurrentToken   string `json:"current_token"`
 	Outcome        string `json:"outcome"`
+	Role           string `json:"role"`
+	Index          *int   `json:"index"`
 }
 
 // decodeResponse reads an answer: with status want, its JSON body into out
@@ -71,10 +73,14 @@ func decodeError(status int, contentType string, body []byte) error {
 		Type: doc.Type, Title: doc.Title, Status: status, Detail: doc.Detail,
 		Resource: doc.Resource, Operation: doc.Operation,
 		PresentedToken: doc.PresentedToken, CurrentToken: doc.CurrentToken, Outcome: doc.Outcome,
+		Role: doc.Role, Index: -1,
+	}
+	if doc.Index != nil {
+		p.Index = *doc.Index
 	}
 	switch p.Kind() {
 	case "stale-token":
-		return &StaleTokenError{Resource: p.Resource, Presented: p.PresentedToken, Current: p.CurrentToken, Problem: p}
+		return &StaleTokenError{Role: p.Role, Resource: p.Resource, Presented: p.PresentedToken, Current: p.CurrentToken, Problem: p}
 	case "locked":
 		return &LockedError{Resource: p.Resource, Holder: p.CurrentToken, Problem: p}
 	}

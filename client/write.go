@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 )
 
 // Header names of the write API.
@@ -16,18 +19,27 @@ const (
 	ReplayedHeader    = "Idempotent-Replayed"
 )
 
-// Result is an applied write: the resource the operation derived, the
-// token the gateway accepted, and per statement the rows affected and any
+// Result is an applied write: the resource the operation derived and the
+// token the gateway accepted (for an operation with several resources, a
+// fence per role instead), and per statement the rows affected and any
 // rows returned.
 type Result struct {
 	Operation  string            `json:"operation"`
 	Resource   string            `json:"resource"`
 	Token      string            `json:"token"`
+	Fences     []FenceResult     `json:"fences"`
 	Statements []StatementResult `json:"statements"`
 	// Replayed is true when the gateway answered a retry with the stored
 	// response of the write's first execution (Idempotent-Replayed: true):
 	// the write ran once, earlier.
 	Replayed bool `json:"-"`
+}
+
+// FenceResult is one role's fence in a Result.
+type FenceResult struct {
+	Role     string `json:"role"`
+	Resource string `json:"resource"`
+	Token    string `json:"token"`
 }
 
 // StatementResult is the outcome of one statement of an operation. Rows is
@@ -70,6 +82,7 @@ func (l *Lease) Write(ctx context.Context, operation string, args any, opts ...W
 // Write sends operation with args (a value encoding/json makes an object
 // of; json.RawMessage for JSON at hand), fenced by token, for callers that
 // hold a token some other way, such as FENCING_TOKEN under `fencegw lock`.
+// For an operation with several resources, token is RoleTokens of them.
 // Each call gets a new random Idempotency-Key unless WithIdempotencyKey
 // gives one, so net/http's transport may resend it safely (it does for
 // requests with that header when a reused connection breaks). ctx bounds
@@ -103,4 +116,20 @@ func (c *Client) Write(ctx context.Context, token, operation string, args any, o
 	}
 	res.Replayed = got.Get(ReplayedHeader) == "true"
 	return &res, nil
+}
+
+// RoleTokens is the Fencing-Token field of an operation with several
+// resources: an RFC 8941 dictionary of each role's token, e.g.
+// from="1:42", to="1:57".
+func RoleTokens(tokens map[string]string) string {
+	roles := make([]string, 0, len(tokens))
+	for role := range tokens {
+		roles = append(roles, role)
+	}
+	slices.Sort(roles)
+	parts := make([]string, len(roles))
+	for i, role := range roles {
+		parts[i] = role + "=" + strconv.Quote(tokens[role])
+	}
+	return strings.Join(parts, ", ")
 }

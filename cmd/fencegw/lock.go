@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/fencegw/fencegw/client"
 )
 
-const lockUsage = `usage: fencegw lock [flags] RESOURCE -- CMD [ARGS...]
+const lockUsage = `usage: fencegw lock [flags] RESOURCE [RESOURCE...] -- CMD [ARGS...]
 
 Takes the lock on RESOURCE through the gateway, runs CMD with the token in
 FENCING_TOKEN (and FENCEGW_LEASE_ID, FENCEGW_RESOURCE, FENCEGW_URL), keeps
@@ -21,6 +24,12 @@ the lease alive, and stops CMD (SIGTERM, then SIGKILL after --grace) as soon
 as the lease is lost or its local deadline passes. CMD must still send its
 writes with the token: a paused process can outlive any local check, and
 only the fence refuses its late write.
+
+With several resources, all are taken (in canonical order, all or none)
+before CMD starts, and CMD is stopped when any lease is lost. Their tokens
+are in FENCING_TOKEN_1, FENCING_TOKEN_2, ... (with FENCEGW_RESOURCE_n and
+FENCEGW_LEASE_ID_n), numbered in the order given here, for a write such as
+Fencing-Token: from="$FENCING_TOKEN_1", to="$FENCING_TOKEN_2".
 
 exit status: CMD's own when it finished while the lease was held;
   3 the lease was lost and CMD was stopped; 4 the resource stayed locked;
@@ -53,32 +62,43 @@ func runLock(ctx context.Context, args []string) error {
 		return err
 	}
 	rest := fs.Args()
-	if len(rest) < 3 || rest[1] != "--" {
-		return fmt.Errorf("%w: lock: want RESOURCE -- CMD [ARGS...]", errUsage)
+	dash := slices.Index(rest, "--")
+	if dash < 1 || dash == len(rest)-1 {
+		return fmt.Errorf("%w: lock: want RESOURCE [RESOURCE...] -- CMD [ARGS...]", errUsage)
 	}
-	resource, command := rest[0], rest[2:]
+	resources, command := rest[:dash], rest[dash+1:]
+	resource := strings.Join(resources, ", ")
 
 	c := client.New(*gw, client.WithBearerToken(os.Getenv("FENCEGW_BEARER_TOKEN")))
-	lease, err := c.Acquire(ctx, resource, client.AcquireOptions{TTL: *ttl, Wait: *wait})
+	set, err := c.AcquireAll(ctx, resources, client.AcquireOptions{TTL: *ttl, Wait: *wait})
 	switch {
+	case errors.Is(err, client.ErrBadOptions):
+		return fmt.Errorf("%w: lock: %w", errUsage, err)
 	case errors.Is(err, client.ErrLocked):
 		return &exitError{exitLocked, err}
 	case err != nil:
 		return &exitError{exitUnavailable, err}
 	}
 	// Release on a context that outlives ctx: after Ctrl-C we still hand
-	// the lock on at once instead of letting it expire.
+	// the locks on at once instead of letting them expire.
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_ = lease.Release(rctx)
+		_ = set.Release(rctx)
 	}()
 
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(),
-		"FENCING_TOKEN="+lease.Token(), "FENCEGW_LEASE_ID="+lease.ID(),
-		"FENCEGW_RESOURCE="+lease.Resource(), "FENCEGW_URL="+*gw)
+	cmd.Env = append(os.Environ(), "FENCEGW_URL="+*gw)
+	if len(resources) == 1 {
+		lease := set.Lease(resources[0])
+		cmd.Env = append(cmd.Env, "FENCING_TOKEN="+lease.Token(), "FENCEGW_LEASE_ID="+lease.ID(), "FENCEGW_RESOURCE="+lease.Resource())
+	} else {
+		for i, r := range resources {
+			lease, n := set.Lease(r), strconv.Itoa(i+1)
+			cmd.Env = append(cmd.Env, "FENCING_TOKEN_"+n+"="+lease.Token(), "FENCEGW_LEASE_ID_"+n+"="+lease.ID(), "FENCEGW_RESOURCE_"+n+"="+r)
+		}
+	}
 	// Its own process group, so that stopping it stops what it started too
 	// (a shell script's children).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -92,7 +112,7 @@ func runLock(ctx context.Context, args []string) error {
 	case err := <-exited:
 		// A command that ends just as the process wakes from a pause
 		// may beat the keepalive to the news: the deadline decides.
-		if lost := leaseLost(lease); lost != nil {
+		if lost := leaseLost(set); lost != nil {
 			return &exitError{exitLeaseLost, fmt.Errorf("lock: the lease on %s was lost while %s ran (%w); it exited: %v", resource, command[0], lost, err)}
 		}
 		return childExit(err)
@@ -100,23 +120,26 @@ func runLock(ctx context.Context, args []string) error {
 		// Our own SIGINT/SIGTERM: pass it on and wait for the command.
 		signalGroup(cmd, syscall.SIGTERM)
 		return childExit(stopChild(cmd, exited, *grace))
-	case <-lease.Done():
-		fmt.Fprintf(os.Stderr, "fencegw lock: lost %s (%v): stopping %s\n", resource, lease.Err(), command[0])
+	case <-set.Done():
+		fmt.Fprintf(os.Stderr, "fencegw lock: lost %s (%v): stopping %s\n", resource, set.Err(), command[0])
 		signalGroup(cmd, syscall.SIGTERM)
 		_ = stopChild(cmd, exited, *grace)
-		return &exitError{exitLeaseLost, fmt.Errorf("lock: lease on %s lost: %w", resource, lease.Err())}
+		return &exitError{exitLeaseLost, fmt.Errorf("lock: lease on %s lost: %w", resource, set.Err())}
 	}
 }
 
-// leaseLost reports why the lease is gone or past its local deadline.
-func leaseLost(l *client.Lease) error {
+// leaseLost reports why a lease of the set is gone or past its local
+// deadline.
+func leaseLost(set *client.LeaseSet) error {
 	select {
-	case <-l.Done():
-		return l.Err()
+	case <-set.Done():
+		return set.Err()
 	default:
 	}
-	if time.Now().After(l.Deadline()) {
-		return client.ErrLeaseExpired
+	for _, l := range set.Leases() {
+		if time.Now().After(l.Deadline()) {
+			return client.ErrLeaseExpired
+		}
 	}
 	return nil
 }

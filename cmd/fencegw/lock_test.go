@@ -205,4 +205,19 @@ func TestLockExitStatuses(t *testing.T) {
 	if err := runLock(ctx, []string{"account/acct-6", "true"}); !errors.Is(err, errUsage) {
 		t.Fatalf("lock without -- = %v, want a usage error", err)
 	}
+
+	// Several resources: all held while the command runs, their tokens
+	// numbered in the order given.
+	check := `[ -z "$FENCING_TOKEN" ] && [ "$FENCEGW_RESOURCE_1" = account/acct-8 ] && [ "$FENCEGW_RESOURCE_2" = account/acct-7 ] &&
+		[ -n "$FENCING_TOKEN_1" ] && [ -n "$FENCING_TOKEN_2" ] && [ "$FENCING_TOKEN_1" != "$FENCING_TOKEN_2" ] && exit 9; exit 1`
+	err = runLock(ctx, []string{"--gateway", base, "account/acct-8", "account/acct-7", "--", "sh", "-c", check})
+	if !errors.As(err, &exit) || exit.code != 9 {
+		t.Fatalf("lock on two resources = %v, want status 9 (each token in its variable)", err)
+	}
+	if err := runLock(ctx, []string{"--gateway", base, "account/acct-8", "account/acct-8", "--", "true"}); !errors.Is(err, errUsage) {
+		t.Fatalf("lock on one resource twice = %v, want a usage error", err)
+	}
+	if err := runLock(ctx, []string{"--gateway", base, "account/acct-7", "account/acct-8", "--", "true"}); err != nil {
+		t.Fatalf("lock on both again = %v (were they released?)", err)
+	}
 }
