@@ -1,0 +1,100 @@
+// Package testgw serves a real gateway for a test: a fresh database with
+// the gateway's schema and an application's migrations, the test binary's
+// shared etcd (package testenv), and a policy file. Examples and client
+// tests use it; the gateway package's own tests have a richer harness.
+package testgw
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/guard"
+	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/schema"
+)
+
+// Options say what to serve.
+type Options struct {
+	Policy string // path of the policy file
+	// Migrations are the application's migration folder and the table that
+	// records their version; empty for none.
+	Migrations, MigrationsTable string
+	// Guard installs the guard triggers of the policy's guarded tables.
+	Guard bool
+	// Config, if set, adjusts the gateway's configuration.
+	Config func(*gateway.Config)
+}
+
+// Gateway is a gateway serving one test, stopped when the test ends.
+type Gateway struct {
+	URL         string // base URL, http://127.0.0.1:port
+	DatabaseURL string
+	Pool        *pgxpool.Pool
+	Policy      *policy.Policy
+	Gateway     *gateway.Gateway
+}
+
+// Start serves a gateway as opts say, or fails the test.
+func Start(t testing.TB, opts Options) *Gateway {
+	t.Helper()
+	dbURL := testenv.NewDatabase(t)
+	sources := []schema.Source{schema.Gateway()}
+	if opts.Migrations != "" {
+		sources = append(sources, schema.Dir(opts.Migrations, opts.MigrationsTable))
+	}
+	if err := schema.Up(dbURL, sources...); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Load(opts.Policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if opts.Guard {
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = guard.Install(ctx, conn, pol)
+		conn.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	version, err := schema.Latest(schema.Gateway())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := gateway.Config{
+		Pool: pool, Authority: authority.NewEtcd(testenv.EtcdClient(t)), Policy: pol, SchemaVersion: version,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if opts.Config != nil {
+		opts.Config(&cfg)
+	}
+	gw, err := gateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.Guard().Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gw.SetReady(true)
+	srv := httptest.NewServer(gw.Handler())
+	t.Cleanup(srv.Close)
+	return &Gateway{URL: srv.URL, DatabaseURL: dbURL, Pool: pool, Policy: pol, Gateway: gw}
+}
