@@ -19,8 +19,9 @@ a throwaway PostgreSQL on loopback, injects faults (workers frozen past
 their lease, gateways killed, etcd leader or followers killed or frozen,
 PostgreSQL restarted, the gateways' PostgreSQL traffic held back by a
 delaying proxy) for --duration, then checks from the database
-that no stale write landed, no acknowledged write was lost and no write was
-applied twice. Exit status 0 when the verdict is the expected one: no
+that no stale write landed, no acknowledged write was lost, no write was
+applied twice, no transfer was applied on one side only, and every
+balance is its start plus what its applied writes moved. Exit status 0 when the verdict is the expected one: no
 violations, or — with --unsafe-no-fence, the control run with fencing off —
 at least one.`
 
@@ -41,6 +42,7 @@ func runTorture(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Burst, "burst", cfg.Burst, "each lease sends 1 to this many writes at once")
 	fs.BoolVar(&cfg.SlowNetwork, "slow-network", cfg.SlowNetwork, "let the nemesis hold the gateways' PostgreSQL traffic (a delaying proxy) for up to two TTLs")
 	fs.BoolVar(&cfg.Coalesce, "coalesce", false, "run the resources with coalesce: true (hot-key write batching)")
+	fs.IntVar(&cfg.Transfers, "transfers", cfg.Transfers, "percentage of rounds that take two leases and move money between their resources with one write fenced on both")
 	fs.StringVar(&cfg.Dir, "dir", "", "run folder for histories, logs and report.json (default: a temp dir, removed)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temp run folder")
 	asJSON := fs.Bool("json", false, "print the whole report as JSON")
@@ -57,11 +59,13 @@ func runTorture(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if *asJSON {
+		// One JSON document and nothing else on stdout; the verdict is in it.
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(report)
+	} else {
+		fmt.Fprintln(out, report.Verdict)
 	}
-	fmt.Fprintln(out, report.Verdict)
 	switch {
 	case cfg.UnsafeNoFence && report.OK():
 		return &exitError{1, fmt.Errorf("torture: control run with fencing off found no violation: the checker proved nothing")}

@@ -25,10 +25,13 @@ type Config struct {
 	// Coalesce runs the resources with coalesce: true.
 	Coalesce bool
 	// Burst: each lease sends 1 to Burst writes at once.
-	Burst  int
-	Dir    string // run folder (histories, logs); "" = a temp dir, removed unless Keep
-	Keep   bool
-	Binary string // the fencegw binary for child processes; "" = this one
+	Burst int
+	// Transfers is the percentage of rounds that take two resources'
+	// leases and move money between them with one write fenced on both.
+	Transfers int
+	Dir       string // run folder (histories, logs); "" = a temp dir, removed unless Keep
+	Keep      bool
+	Binary    string // the fencegw binary for child processes; "" = this one
 }
 
 // Defaults are the CI profile: half a minute on two cores, with a pause of
@@ -37,6 +40,7 @@ func Defaults() Config {
 	return Config{
 		Workers: 6, Resources: 4, Gateways: 2, Duration: 30 * time.Second, TTL: time.Second, Seed: 1,
 		FaultEvery: 600 * time.Millisecond, KillGateways: true, RestartPostgres: true, EtcdFaults: true, SlowNetwork: true, Burst: 3,
+		Transfers: 25,
 	}
 }
 
@@ -50,6 +54,8 @@ func (c Config) check() error {
 		return errors.New("torture: ttl must be 1s to 30s")
 	case c.Burst < 1 || c.Burst > 32:
 		return errors.New("torture: burst must be 1 to 32")
+	case c.Transfers < 0 || c.Transfers > 100 || (c.Transfers > 0 && c.Resources < 2):
+		return errors.New("torture: transfers is a percentage, 0 to 100, and needs at least 2 resources")
 	case c.FaultEvery < 100*time.Millisecond:
 		return errors.New("torture: faults at most every 100ms")
 	}

@@ -57,7 +57,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		return check.Report{}, err
 	}
 	defer func() { _ = pg.pg.Stop() }()
-	if err := prepareDatabase(setupCtx, pg.url()); err != nil {
+	if err := prepareDatabase(setupCtx, pg.url(), cfg.Resources); err != nil {
 		return check.Report{}, err
 	}
 	policy := filepath.Join(dir, "policy.yaml")
@@ -151,7 +151,7 @@ func runDir(cfg Config) (string, func(), error) {
 	}, nil
 }
 
-func prepareDatabase(ctx context.Context, dbURL string) error {
+func prepareDatabase(ctx context.Context, dbURL string, resources int) error {
 	if err := schema.Up(dbURL, schema.Gateway()); err != nil {
 		return err
 	}
@@ -160,7 +160,10 @@ func prepareDatabase(ctx context.Context, dbURL string) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, schemaSQL)
+	if _, err = conn.Exec(ctx, schemaSQL); err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, balancesSQL, resources, initialBalance)
 	return err
 }
 
@@ -174,7 +177,8 @@ func startWorkers(bin, dir string, cfg Config, urls []string, dbURL string, unti
 		cmd := exec.Command(bin, "torture-worker", "--gateways", strings.Join(urls, ","),
 			"--resources", strconv.Itoa(cfg.Resources), "--ttl", cfg.TTL.String(),
 			"--until", until.Format(time.RFC3339Nano), "--history", historyPath(dir, i),
-			"--worker", strconv.Itoa(i), "--seed", strconv.FormatInt(cfg.Seed, 10), "--burst", strconv.Itoa(cfg.Burst), "--database-url", dbURL)
+			"--worker", strconv.Itoa(i), "--seed", strconv.FormatInt(cfg.Seed, 10), "--burst", strconv.Itoa(cfg.Burst), "--database-url", dbURL,
+			"--transfers", strconv.Itoa(cfg.Transfers))
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
@@ -231,19 +235,29 @@ func collect(ctx context.Context, dir, dbURL string, workers int, faults map[str
 		return check.Report{}, err
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, "SELECT id, resource, epoch, revision, intent, worker FROM torture.log ORDER BY id")
+	rows, err := conn.Query(ctx, "SELECT id, resource, epoch, revision, intent, worker, delta FROM torture.log ORDER BY id")
 	if err != nil {
 		return check.Report{}, err
 	}
 	logRows, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (check.Row, error) {
 		var row check.Row
-		err := r.Scan(&row.ID, &row.Resource, &row.Epoch, &row.Revision, &row.Intent, &row.Worker)
+		err := r.Scan(&row.ID, &row.Resource, &row.Epoch, &row.Revision, &row.Intent, &row.Worker, &row.Delta)
 		return row, err
 	})
 	if err != nil {
 		return check.Report{}, err
 	}
-	return check.Check(history, logRows, faults), nil
+	ledger := check.Ledger{Initial: initialBalance, Balances: map[string]int64{}}
+	rows, err = conn.Query(ctx, "SELECT resource, cents FROM torture.balances")
+	if err != nil {
+		return check.Report{}, err
+	}
+	var res string
+	var cents int64
+	if _, err := pgx.ForEachRow(rows, []any{&res, &cents}, func() error { ledger.Balances[res] = cents; return nil }); err != nil {
+		return check.Report{}, err
+	}
+	return check.Check(check.Input{History: history, Rows: logRows, Ledger: &ledger, Faults: faults}), nil
 }
 
 // coalesced reads the gateways' batch-size histograms: writes per

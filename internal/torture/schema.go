@@ -4,6 +4,10 @@ package torture
 // is drawn inside the transaction that holds the resource's fence row lock,
 // so per resource it is the commit order the checker reads. No uniqueness
 // on intent: a write applied twice must show up, not be refused.
+//
+// Each resource also has a balance: an append adds 1, a transfer moves an
+// amount between its two resources, each in the transaction that logs it
+// with the delta, so the checker can hold balances to rows.
 const schemaSQL = `
 CREATE SCHEMA IF NOT EXISTS torture;
 CREATE TABLE IF NOT EXISTS torture.log (
@@ -13,10 +17,21 @@ CREATE TABLE IF NOT EXISTS torture.log (
     revision bigint    NOT NULL,
     intent   text      NOT NULL,
     worker   int       NOT NULL,
+    delta    bigint    NOT NULL,
     at       timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE INDEX IF NOT EXISTS log_resource ON torture.log (resource, id);
+CREATE TABLE IF NOT EXISTS torture.balances (
+    resource text   PRIMARY KEY,
+    cents    bigint NOT NULL
+);
 `
+
+// initialBalance is every resource's balance at the start of a run.
+const initialBalance = 1000
+
+// balancesSQL gives resources res/r0 .. res/r($1-1) their initial balance.
+const balancesSQL = "INSERT INTO torture.balances (resource, cents) SELECT 'res/r' || i, $2 FROM generate_series(0, $1 - 1) AS i"
 
 // policyYAML: one operation appending to the log under res/{r}'s fence;
 // %t is the coalesce setting.
@@ -33,7 +48,28 @@ operations:
       intent: {type: string, max_length: 64}
       worker: {type: integer, min: 0, max: 10000}
     statements:
+      - sql: UPDATE torture.balances SET cents = cents + 1 WHERE resource = :_resource
+        expect_rows: 1
       - sql: |
-          INSERT INTO torture.log (resource, epoch, revision, intent, worker)
-          VALUES (:_resource, :_epoch, :_revision, :intent, :worker)
+          INSERT INTO torture.log (resource, epoch, revision, intent, worker, delta)
+          VALUES (:_resource, :_epoch, :_revision, :intent, :worker, 1)
+  transfer:
+    resources:
+      from: "res/{from}"
+      to: "res/{to}"
+    args:
+      from: {type: string, max_length: 32}
+      to: {type: string, max_length: 32}
+      intent: {type: string, max_length: 64}
+      worker: {type: integer, min: 0, max: 10000}
+      amount: {type: integer, min: 1, max: 100}
+    statements:
+      - sql: UPDATE torture.balances SET cents = cents - :amount WHERE resource = :_resource_from
+        expect_rows: 1
+      - sql: UPDATE torture.balances SET cents = cents + :amount WHERE resource = :_resource_to
+        expect_rows: 1
+      - sql: |
+          INSERT INTO torture.log (resource, epoch, revision, intent, worker, delta)
+          VALUES (:_resource_from, :_epoch_from, :_revision_from, :intent || ':from', :worker, -(:amount::bigint)),
+                 (:_resource_to, :_epoch_to, :_revision_to, :intent || ':to', :worker, :amount)
 `

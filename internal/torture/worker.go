@@ -35,6 +35,7 @@ func WorkerMain(args []string) int {
 	workerID := fs.Int("worker", 0, "worker number")
 	seed := fs.Int64("seed", 1, "random seed")
 	burst := fs.Int("burst", 1, "up to this many concurrent writes per lease")
+	transfers := fs.Int("transfers", 0, "percentage of rounds that transfer between two resources")
 	dbURL := fs.String("database-url", "", "PostgreSQL, for the read step of the critical section")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -52,7 +53,7 @@ func WorkerMain(args []string) int {
 	defer f.Close()
 	w := &worker{
 		id: *workerID, rnd: rand.New(rand.NewPCG(uint64(*seed), uint64(*workerID))), ttl: *ttl,
-		resources: *resources, history: json.NewEncoder(f), burst: max(*burst, 1),
+		resources: *resources, history: json.NewEncoder(f), burst: max(*burst, 1), transfers: *transfers,
 	}
 	for _, g := range strings.Split(*gateways, ",") {
 		w.clients = append(w.clients, client.New(g))
@@ -77,6 +78,7 @@ type worker struct {
 	resources int
 	clients   []*client.Client
 	burst     int
+	transfers int           // percentage of rounds that are transfers
 	db        *pgxpool.Pool // reads only: every write goes through a gateway
 
 	mu      sync.Mutex // guards history across a burst
@@ -88,6 +90,10 @@ func (w *worker) pick() *client.Client { return w.clients[w.rnd.IntN(len(w.clien
 func (w *worker) round(deadline time.Time, n int) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
+	if w.resources > 1 && w.rnd.IntN(100) < w.transfers {
+		w.transferRound(ctx, n)
+		return
+	}
 	r := fmt.Sprintf("r%d", w.rnd.IntN(w.resources))
 	lease, err := w.pick().Acquire(ctx, "res/"+r, client.AcquireOptions{TTL: w.ttl, Wait: 3 * w.ttl})
 	if err != nil {
@@ -98,10 +104,9 @@ func (w *worker) round(deadline time.Time, n int) {
 
 	// The critical section, in steps: think, read the state, think again.
 	// A pause anywhere here (GC, SIGSTOP) outlives the lease.
-	step := func() { time.Sleep(time.Duration(float64(w.ttl) * (0.1 + 0.3*w.rnd.Float64()))) }
-	step()
+	w.step()
 	w.readState(ctx, "res/"+r)
-	step()
+	w.step()
 
 	// Several writes at once under one lease: what coalescing batches.
 	var wg sync.WaitGroup
@@ -111,6 +116,52 @@ func (w *worker) round(deadline time.Time, n int) {
 		wg.Go(func() { w.write(c, lease.Token(), r, intent) })
 	}
 	wg.Wait()
+}
+
+// step is a step of the critical section: thinking for part of the TTL.
+func (w *worker) step() { time.Sleep(time.Duration(float64(w.ttl) * (0.1 + 0.3*w.rnd.Float64()))) }
+
+// transferRound takes the leases of two resources, in canonical order,
+// and moves money between them, in either direction, with one write fenced
+// on both. Each role is its own intent (X:from, X:to) on its resource, as
+// the log has a row per role.
+func (w *worker) transferRound(ctx context.Context, n int) {
+	i := w.rnd.IntN(w.resources)
+	j := (i + 1 + w.rnd.IntN(w.resources-1)) % w.resources
+	from, to := fmt.Sprintf("r%d", i), fmt.Sprintf("r%d", j)
+	set, err := w.pick().AcquireAll(ctx, []string{"res/" + from, "res/" + to}, client.AcquireOptions{TTL: w.ttl, Wait: 3 * w.ttl})
+	if err != nil {
+		time.Sleep(50 * time.Millisecond)
+		return
+	}
+	defer set.Release(context.Background())
+	w.step()
+	w.readState(ctx, "res/"+from)
+	w.step()
+
+	intent := fmt.Sprintf("w%d-%d-t", w.id, n)
+	roles := [2]check.Event{
+		{Worker: w.id, Intent: intent + ":from", Resource: "res/" + from, Token: set.Lease("res/" + from).Token()},
+		{Worker: w.id, Intent: intent + ":to", Resource: "res/" + to, Token: set.Lease("res/" + to).Token()},
+	}
+	for _, ev := range roles {
+		w.record(ev, "invoke", "")
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	args := map[string]any{"from": from, "to": to, "intent": intent, "worker": w.id, "amount": 1 + w.rnd.IntN(100)}
+	_, err = w.pick().Write(wctx, client.RoleTokens(map[string]string{"from": roles[0].Token, "to": roles[1].Token}),
+		"transfer", args, client.WithIdempotencyKey(intent))
+	typ, detail := outcome(err)
+	var stale *client.StaleTokenError
+	for k, ev := range roles {
+		d := detail
+		if errors.As(err, &stale) && stale.Role != [2]string{"from", "to"}[k] {
+			// Refused for the other role's fence: this one's says nothing.
+			d = "stale-token of the other role"
+		}
+		w.record(ev, typ, d)
+	}
 }
 
 func (w *worker) write(c *client.Client, token, r, intent string) {

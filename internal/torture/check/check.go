@@ -10,7 +10,9 @@ import (
 
 // Row is one applied write, read from the log table in commit order of its
 // resource (ascending ID: the fence's row lock serialises writers of one
-// resource, and the ID is taken inside that lock).
+// resource, and the ID is taken inside that lock). A transfer writes one
+// row per role, each with its own resource and token, intents X:from and
+// X:to.
 type Row struct {
 	ID       int64  `json:"id"`
 	Resource string `json:"resource"`
@@ -18,6 +20,18 @@ type Row struct {
 	Revision int64  `json:"revision"`
 	Intent   string `json:"intent"`
 	Worker   int    `json:"worker"`
+	Delta    int64  `json:"delta,omitempty"` // what the write added to its resource's balance
+}
+
+// Input is what a run left behind: the workers' histories (in any order:
+// each worker's events in its own order), every row of the log table, the
+// balances if the run kept them, and the runner's account of the faults it
+// injected (copied into the Report).
+type Input struct {
+	History []Event
+	Rows    []Row
+	Ledger  *Ledger // nil: no balances to check
+	Faults  map[string]int
 }
 
 // token is the row's fencing token in its text form "E:R".
@@ -28,14 +42,17 @@ func compareTokens(a, b Row) int {
 	return cmp.Or(cmp.Compare(a.Epoch, b.Epoch), cmp.Compare(a.Revision, b.Revision))
 }
 
-// Check proves the run safe, or lists how it was not. It reads the
-// workers' histories (in any order: each worker's events in its own order)
-// and every row of the log table, and does not modify either. faults is
-// copied into the Report as the runner's account of what it injected.
-func Check(history []Event, rows []Row, faults map[string]int) Report {
+// Check proves the run safe, or lists how it was not. It does not modify
+// its input.
+func Check(in Input) Report {
+	history, rows, faults := in.History, in.Rows, in.Faults
 	c := newChecker(history, rows)
 	c.checkOrder()
 	acked := c.checkIntents()
+	c.checkTransfers()
+	if in.Ledger != nil {
+		c.checkLedger(*in.Ledger)
+	}
 	linearizable := c.checkLinearizable()
 	sortViolations(c.violations)
 

@@ -188,7 +188,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Check(tt.history, tt.rows, nil)
+			got := Check(Input{History: tt.history, Rows: tt.rows})
 			if g := summarize(got.Violations); !slices.Equal(g, tt.want) {
 				t.Errorf("violations = %+v, want %+v", g, tt.want)
 				for _, v := range got.Violations {
@@ -217,7 +217,7 @@ func TestCheckPausedHolder(t *testing.T) {
 		row(2, "acct/7", 1, 12, "w2-a", 2),
 		row(3, "acct/7", 1, 10, "w1-b", 1),
 	}
-	got := Check(history, rows, map[string]int{"pause": 1})
+	got := Check(Input{History: history, Rows: rows, Faults: map[string]int{"pause": 1}})
 
 	want := []found{{KindStaleWrite, "acct/7", "2,3"}}
 	if g := summarize(got.Violations); !slices.Equal(g, want) {
@@ -262,7 +262,7 @@ func TestReport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Check(history, tt.rows, nil)
+			got := Check(Input{History: history, Rows: tt.rows})
 			if got.Verdict != tt.wantVerdict {
 				t.Errorf("Verdict = %q, want %q", got.Verdict, tt.wantVerdict)
 			}
@@ -276,7 +276,7 @@ func TestReport(t *testing.T) {
 			reversed := slices.Clone(tt.rows)
 			slices.Reverse(reversed)
 			a, _ := json.Marshal(got)
-			b, _ := json.Marshal(Check(history, reversed, nil))
+			b, _ := json.Marshal(Check(Input{History: history, Rows: reversed}))
 			if string(a) != string(b) {
 				t.Errorf("Report depends on row order:\n%s\n%s", a, b)
 			}
@@ -290,7 +290,7 @@ func TestReportJSON(t *testing.T) {
 		report Report
 		want   string
 	}{
-		{"from Check", Check(nil, nil, nil), `{"events":{},"rows":0,"resources":0,"faults":{},"violations":[],"linearizable":"ok","verdict":"PASS: 0 acknowledged writes, 0 violations"}`},
+		{"from Check", Check(Input{}), `{"events":{},"rows":0,"resources":0,"faults":{},"violations":[],"linearizable":"ok","verdict":"PASS: 0 acknowledged writes, 0 violations"}`},
 		{"built by hand", Report{}, `{"events":{},"rows":0,"resources":0,"faults":{},"violations":[],"verdict":""}`},
 	}
 	for _, tt := range tests {
@@ -319,7 +319,7 @@ func TestStaleRowDoesNotEndTheHoldersRun(t *testing.T) {
 	for _, r := range rows {
 		history = append(history, Event{Type: TypeInvoke, Intent: r.Intent, Resource: r.Resource}, Event{Type: TypeOK, Intent: r.Intent, Resource: r.Resource})
 	}
-	rep := Check(history, rows, nil)
+	rep := Check(Input{History: history, Rows: rows})
 	if len(rep.Violations) != 1 || rep.Violations[0].Kind != KindStaleWrite {
 		t.Fatalf("violations = %+v, want exactly one stale-write", rep.Violations)
 	}
@@ -387,7 +387,7 @@ func TestLinearizable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Check(tt.history, tt.rows, nil)
+			got := Check(Input{History: tt.history, Rows: tt.rows})
 			if g := summarize(got.Violations); !slices.Equal(g, tt.want) {
 				t.Errorf("violations = %+v, want %+v", g, tt.want)
 			}
