@@ -83,7 +83,7 @@ func (d *db) write(op, body string, toks ...tokens.Token) fence.Write {
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	keys, err := o.ResourceKeys(args)
+	keys, err := o.ResourceKeys(nil, args)
 	if err != nil {
 		d.t.Fatal(err)
 	}

@@ -48,7 +48,10 @@ func readRequest(br pgx.BatchResults, req *Request) ([]Result, failedAt, error) 
 			return nil, failedAt{fence: i, write: -1}, err
 		}
 	}
-	results := make([]Result, len(req.Writes))
+	results := req.result[:]
+	if len(req.Writes) > 1 {
+		results = make([]Result, len(req.Writes))
+	}
 	for wi := range req.Writes {
 		op := req.Writes[wi].Operation
 		res := make([]StatementResult, len(op.Statements))

@@ -39,7 +39,8 @@ type Request struct {
 	// order (by resource key): every transaction locks fence rows in that
 	// order, so two requests can never wait on each other's fences.
 	fences []fence
-	one    [1]fence // fences' storage for the common request of one fence
+	one    [1]fence  // fences' storage for the common request of one fence
+	result [1]Result // results' storage for a request of one write
 }
 
 // fence is one fence row a request advances.

@@ -86,9 +86,9 @@ func (g *Gateway) batchWrite(ctx context.Context, item policy.BatchItem) (fence.
 		}
 		f.roles = append(f.roles, roleToken{role: rt.Role, tok: tok})
 	}
-	toks, err := tokensFor(op, f)
+	toks, err := tokensFor(nil, op, f)
 	if err != nil {
 		return fence.Write{}, err
 	}
-	return decodeWrite(op, item.Args, toks)
+	return decodeWrite(op, item.Args, toks, nil)
 }

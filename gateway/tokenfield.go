@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/fencegw/fencegw/internal/clip"
@@ -101,18 +102,20 @@ func parseTokenField(s string) (tokenField, error) {
 // tokensFor matches a field to op's roles: the single form for an
 // operation of one resource, one member per role otherwise. A missing
 // role is ErrTokenRequired; an unknown one, or the wrong form, is a bad
-// request.
-func tokensFor(op *policy.Operation, f tokenField) ([]tokens.Token, error) {
+// request. The tokens, indexed like op.Roles, go into dst's storage when
+// it has room.
+func tokensFor(dst []tokens.Token, op *policy.Operation, f tokenField) ([]tokens.Token, error) {
 	if !op.Named() {
 		if f.roles != nil {
 			return nil, badRequest("%s of %s: this operation writes one resource: send %s: E:R", TokenHeader, op.Name, TokenHeader)
 		}
-		return []tokens.Token{f.single}, nil
+		return append(dst[:0], f.single), nil
 	}
 	if f.roles == nil {
 		return nil, badRequest("%s of %s: this operation has roles %s: send one token per role, e.g. %s", TokenHeader, op.Name, op.RoleNames(), exampleField(op))
 	}
-	toks := make([]tokens.Token, len(op.Roles))
+	toks := slices.Grow(dst[:0], len(op.Roles))[:len(op.Roles)]
+	clear(toks)
 	for _, rt := range f.roles {
 		i, ok := op.Role(rt.role)
 		if !ok {

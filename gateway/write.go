@@ -42,7 +42,8 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (fence.Response, e
 	case !sent:
 		return fence.Response{}, fmt.Errorf("%w: send the token of your lease as %s: E:R", ErrTokenRequired, TokenHeader)
 	}
-	toks, err := tokensFor(op, field)
+	lone := new(loneWrite)
+	toks, err := tokensFor(lone.toks[:], op, field)
 	if err != nil {
 		return fence.Response{}, err
 	}
@@ -57,10 +58,11 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (fence.Response, e
 	if err != nil {
 		return fence.Response{}, err
 	}
-	wr, err := decodeWrite(op, body, toks)
+	lone.w[0], err = decodeWrite(op, body, toks, lone.keys[:0])
 	if err != nil {
 		return fence.Response{}, err
 	}
+	wr := &lone.w[0]
 	if !op.Named() {
 		scope.Resource = wr.Keys[0]
 	}
@@ -68,7 +70,7 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (fence.Response, e
 	if once {
 		k = &fence.Key{Client: clientName(r.Context()), Scope: op.Name, Key: key, Fingerprint: op.Fingerprint(wr.Args), Retention: g.retention}
 	}
-	req, err := fence.NewRequest([]fence.Write{wr}, k)
+	req, err := fence.NewRequest(lone.w[:], k)
 	if err != nil {
 		return fence.Response{}, err
 	}
@@ -79,14 +81,22 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (fence.Response, e
 	return g.apply(ctx, req, scope)
 }
 
+// loneWrite holds what a write of POST /v1/ops needs beyond its arguments,
+// in one allocation: this runs on every write.
+type loneWrite struct {
+	w    [1]fence.Write
+	keys [1]string
+	toks [1]tokens.Token
+}
+
 // decodeWrite decodes op's arguments from body and derives the resource
-// of each of its roles.
-func decodeWrite(op *policy.Operation, body []byte, toks []tokens.Token) (fence.Write, error) {
+// of each of its roles, into keys' storage when it has room.
+func decodeWrite(op *policy.Operation, body []byte, toks []tokens.Token, keys []string) (fence.Write, error) {
 	args, err := op.DecodeArgs(body)
 	if err != nil {
 		return fence.Write{}, err
 	}
-	keys, err := op.ResourceKeys(args)
+	keys, err = op.ResourceKeys(keys, args)
 	if err != nil {
 		return fence.Write{}, err
 	}

@@ -185,17 +185,17 @@ func (op *Operation) argNames() string {
 }
 
 // ResourceKeys derives, role by role, the resources the request writes
-// under, and checks that each is an acceptable resource name.
-func (op *Operation) ResourceKeys(vals Values) ([]string, error) {
-	keys := make([]string, len(op.Roles))
+// under, checks that each is an acceptable resource name, and appends
+// them to dst (which may be nil).
+func (op *Operation) ResourceKeys(dst []string, vals Values) ([]string, error) {
 	for i := range op.Roles {
 		key := op.Roles[i].Key.render(func(name string) any { return vals[op.argIndex[name]] })
 		if err := tokens.CheckResource(key); err != nil {
 			return nil, argErrorf("", "the resource key %q built from the arguments: %v", clip.String(key, 64), err)
 		}
-		keys[i] = key
+		dst = append(dst, key)
 	}
-	return keys, nil
+	return dst, nil
 }
 
 // Bind returns the parameters of statement st for one request, in $n

@@ -81,7 +81,7 @@ func TestResourceKeyAndBind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := run.ResourceKeys(vals)
+	keys, err := run.ResourceKeys(nil, vals)
 	if err != nil || !slices.Equal(keys, []string{"job/2026-10-18/7"}) {
 		t.Fatalf("ResourceKeys = %q, %v; want [job/2026-10-18/7]", keys, err)
 	}
@@ -115,7 +115,7 @@ operations:
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := op.ResourceKeys(vals); !errors.Is(err, ErrBadArgs) {
+		if _, err := op.ResourceKeys(nil, vals); !errors.Is(err, ErrBadArgs) {
 			t.Errorf("ResourceKeys(%q) = %v, want ErrBadArgs", id, err)
 		}
 	}

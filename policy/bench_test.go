@@ -33,7 +33,7 @@ func BenchmarkBind(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		keys, _ := op.ResourceKeys(vals)
+		keys, _ := op.ResourceKeys(nil, vals)
 		for i := range op.Statements {
 			_ = op.Bind(&op.Statements[i], vals, keys, testTokens)
 		}

@@ -48,7 +48,7 @@ func TestRolesCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := op.ResourceKeys(vals)
+	keys, err := op.ResourceKeys(nil, vals)
 	if err != nil || !slices.Equal(keys, []string{"account/a1", "account/a2"}) {
 		t.Fatalf("ResourceKeys = %q, %v", keys, err)
 	}

@@ -59,7 +59,7 @@ func directWriter(store *fence.Store, w workload, tok tokens.Token) writeFunc {
 	toks := []tokens.Token{tok}
 	return func(ctx context.Context, id int64) (string, string) {
 		args := w.args(id)
-		keys, err := w.op.ResourceKeys(args)
+		keys, err := w.op.ResourceKeys(nil, args)
 		var req *fence.Request
 		if err == nil {
 			req, err = fence.NewRequest([]fence.Write{{Operation: w.op, Args: args, Keys: keys, Tokens: toks}}, nil)
