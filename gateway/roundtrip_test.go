@@ -62,27 +62,31 @@ func TestOneRoundTripPerWrite(t *testing.T) {
 	counted := countedGateway(t, h, &trips)
 	l := h.mustAcquire("account/acct-97", 10, 0)
 	defer h.release(l)
+	m := h.mustAcquire("account/acct-96", 10, 0)
+	defer h.release(m)
+	transfer := `{"operation": "transfer", "args": ` + transferBody("acct-97", "acct-96", 1) + fmt.Sprintf(`, "token": {"from": %q, "to": %q}}`, l.Token, m.Token)
 	for _, tt := range []struct {
-		name    string
-		headers map[string]string
-		want    int
+		name, path string
+		header     http.Header
+		body       string
+		want       int
 	}{
-		{"debit: fence + UPDATE…RETURNING + INSERT", nil, 1},
-		{"keyed debit: claim + fence + statements, then store + COMMIT", map[string]string{"Idempotency-Key": "rt-1"}, 2},
+		{"debit: fence + UPDATE…RETURNING + INSERT", "/v1/ops/debit", tok(l.Token), debit("acct-97", 1), 1},
+		{"keyed debit: claim + fence + statements, then store + COMMIT", "/v1/ops/debit", keyed(l.Token, "rt-1"), debit("acct-97", 1), 2},
+		{"transfer: two fences + statements", "/v1/ops/transfer", roleTokens(l.Token, m.Token), transferBody("acct-97", "acct-96", 1), 1},
+		{"keyed transfer", "/v1/ops/transfer", http.Header{"Fencing-Token": roleTokens(l.Token, m.Token)["Fencing-Token"], "Idempotency-Key": {"rt-2"}}, transferBody("acct-97", "acct-96", 1), 2},
+		{"batch of a debit and a transfer", "/v1/batch", nil, batchBody(batchWrite("debit", debit("acct-97", 1), `"`+l.Token+`"`), transfer), 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			hdr := tok(l.Token)
-			for k, v := range tt.headers {
-				hdr.Set(k, v+"-warm")
+			warm := tt.header.Clone()
+			if k := warm.Get("Idempotency-Key"); k != "" {
+				warm.Set("Idempotency-Key", k+"-warm")
 			}
-			if r := counted.do(http.MethodPost, "/v1/ops/debit", hdr, debit("acct-97", 1)); r.Status != http.StatusOK {
+			if r := counted.do(http.MethodPost, tt.path, warm, tt.body); r.Status != http.StatusOK {
 				t.Fatalf("warm-up: %d %s", r.Status, r.Body)
 			}
-			for k, v := range tt.headers {
-				hdr.Set(k, v)
-			}
 			trips.take()
-			if r := counted.do(http.MethodPost, "/v1/ops/debit", hdr, debit("acct-97", 1)); r.Status != http.StatusOK {
+			if r := counted.do(http.MethodPost, tt.path, tt.header, tt.body); r.Status != http.StatusOK {
 				t.Fatalf("write: %d %s", r.Status, r.Body)
 			}
 			if got := trips.take(); got != tt.want {
@@ -205,6 +209,19 @@ func TestConnectionLostMidWrite(t *testing.T) {
 				t.Fatalf("write with the connection cut: %d %s, want 503 with outcome unknown", r.Status, r.Body)
 			}
 
+			// A keyed write's first batch holds no COMMIT: cut there, the
+			// server rolls it back, so nothing was applied.
+			warmUp("warm-3")
+			cut.arm(1)
+			before := h.balance(account)
+			if r := gw.do(http.MethodPost, "/v1/ops/credit", keyed(l.Token, l.Token+"lost-0"), debit(account, 1000)); r.Status != http.StatusServiceUnavailable || r.Problem.Outcome != "not-applied" {
+				t.Fatalf("keyed write cut before its COMMIT: %d %s, want 503 outcome not-applied", r.Status, r.Body)
+			}
+			// (The cut lone write above may still commit its +1.)
+			if moved := h.balance(account) - before; moved != 0 && moved != 1 {
+				t.Fatalf("a keyed write cut before its COMMIT moved the balance by %d", moved)
+			}
+
 			warmUp("warm-2")
 			hdr := keyed(l.Token, l.Token+"lost-1") // unique per lease: -count=N reuses the database
 			cut.arm(2)                              // a keyed write's second batch stores the response and COMMITs
@@ -216,11 +233,11 @@ func TestConnectionLostMidWrite(t *testing.T) {
 					t.Fatalf("retry %d with the same key: %d %s", i, r.Status, r.Body)
 				}
 			}
-			// Four warm-up writes (+400); the cut lone write (+1) may or may
+			// Six warm-up writes (+600); the cut lone write (+1) may or may
 			// not have committed, and may do so after its 503; the keyed
 			// one (+10) must be in exactly once.
-			if got := h.balance(account) - base - 400; got != 10 && got != 11 {
-				t.Fatalf("balance moved by 400%+d, want 400+10 or 400+11: the keyed write applied exactly once", got)
+			if got := h.balance(account) - base - 600; got != 10 && got != 11 {
+				t.Fatalf("balance moved by 600%+d, want 600+10 or 600+11: the keyed write applied exactly once", got)
 			}
 		})
 	}
