@@ -128,6 +128,10 @@ Take a lease on account/acct-1 (the answer holds lease_id and token):
 Debit with that token (replace 1:NN):
   curl -s -X POST {base}/v1/ops/debit -H 'Fencing-Token: 1:NN' -d '{"account": "acct-1", "amount_cents": 100}'
 
+Transfer between two accounts, each under its own lease (a token per role):
+  curl -s -X POST {base}/v1/ops/transfer -H 'Fencing-Token: from="1:NN", to="1:MM"' \
+       -d '{"from": "acct-1", "to": "acct-2", "amount_cents": 50}'
+
 Keep the lease alive, release it:
   curl -s -X POST {base}/v1/leases/LEASE_ID/keepalive
   curl -s -X DELETE {base}/v1/leases/LEASE_ID

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/internal/testenv"
+)
+
+// TestTakeover replays the chapter's failure chain, scaled down and driven
+// by events. Worker A takes the lock (TTL 2 s), claims intent 8842 and asks
+// the provider for the refund, whose answer is held back. A then pauses:
+// nothing of it reaches the gateway, keepalives included. Its lease
+// expires; worker B takes the lock with a newer token, claims (the intent
+// is already pending), asks the provider under the same idempotency key
+// (the same refund, no second charge) and records it. Then A wakes up, gets
+// its answer and sends the record it prepared: refused as stale, with
+// nothing of it written.
+func TestTakeover(t *testing.T) {
+	gw := startGateway(t)
+	psp, pspURL := startPSP(t)
+	arrived := make(chan struct{}) // A's refund request reached the provider
+	answer := make(chan struct{})  // closed: the provider may answer A
+	psp.Stall = func(ctx context.Context, n int) {
+		if n == 1 {
+			close(arrived)
+			select {
+			case <-answer:
+			case <-ctx.Done():
+			}
+		}
+	}
+
+	// fencegw's client renews A's lease in the background, so a slow
+	// provider alone would not cost A its lock as it did the chapter's
+	// fixed-TTL lock; a pause would (GC, SIGSTOP, a partition): it stops
+	// the keepalives too. The freezer is that pause as the gateway sees
+	// it, holding all of A's requests to it; A's provider call, held by
+	// the provider above, is apart.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(transport.CloseIdleConnections)
+	pause := &freezer{base: transport}
+	clientA := client.New(gw.URL, client.WithHTTPClient(&http.Client{Transport: pause}))
+	cfgA := testConfig(t, gw.URL, pspURL)
+	cfgA.TTL = 2 * time.Second
+	cfgA.Log = func(format string, args ...any) { t.Logf("A: "+format, args...) }
+	type result struct {
+		rep report
+		err error
+	}
+	doneA, exitedA := make(chan result, 1), make(chan struct{})
+	go func() {
+		defer close(exitedA)
+		rep, err := refundOnce(t.Context(), cfgA, clientA, newProvider(pspURL, eventTimeout))
+		doneA <- result{rep, err}
+	}()
+	var wake sync.Once
+	wakeA := func() { wake.Do(func() { pause.thaw(); close(answer) }) }
+	t.Cleanup(func() { wakeA(); await(t, exitedA, "worker A to end") })
+
+	await(t, arrived, "A's refund request at the provider")
+	pause.freeze()
+	observer := client.New(gw.URL)
+	expired := testenv.WaitFor(eventTimeout, func() bool {
+		st, err := observer.Observe(t.Context(), "refund/8842")
+		return err == nil && st.Holder == nil
+	})
+	if !expired {
+		t.Fatal("A's lease did not expire")
+	}
+
+	cfgB := testConfig(t, gw.URL, pspURL)
+	cfgB.Log = func(format string, args ...any) { t.Logf("B: "+format, args...) }
+	repB, err := refundOnce(t.Context(), cfgB, client.New(gw.URL), newProvider(pspURL, eventTimeout))
+	if err != nil {
+		t.Fatalf("B: %v", err)
+	}
+	if repB.Outcome != outcomeRefunded {
+		t.Fatalf("B: %+v, want refunded", repB)
+	}
+	if got, want := psp.Stats(), (pspStats{Charges: 1, Posts: 2}); got != want {
+		t.Errorf("provider after B: %+v, want %+v: B asked for A's refund, not a new one", got, want)
+	}
+	before := readState(t, gw.Pool)
+	checkRecorded(t, before, repB.PSPRef, repB.Token)
+
+	wakeA()
+	a := await(t, doneA, "worker A's record")
+	var stale *client.StaleTokenError
+	if !errors.Is(a.err, client.ErrStaleToken) || !errors.As(a.err, &stale) {
+		t.Fatalf("A: %+v, %v; want its record refused as stale", a.rep, a.err)
+	}
+	if stale.Resource != "refund/8842" || stale.Presented != a.rep.Token || stale.Current != repB.Token {
+		t.Errorf("refusal: %s presented %s, fence at %s; want refund/8842, %s, %s",
+			stale.Resource, stale.Presented, stale.Current, a.rep.Token, repB.Token)
+	}
+	if a.rep.PSPRef != repB.PSPRef {
+		t.Errorf("A got provider refund %q, B %q: want one refund", a.rep.PSPRef, repB.PSPRef)
+	}
+	if got, want := psp.Stats(), (pspStats{Charges: 1, Posts: 2}); got != want {
+		t.Errorf("provider after A: %+v, want %+v", got, want)
+	}
+	if after := readState(t, gw.Pool); after != before {
+		t.Errorf("A's refused record changed the state:\n got %+v\nwant %+v", after, before)
+	}
+}
+
+// freezer is a transport whose requests wait while it is frozen, until it
+// thaws or their context ends: a paused process, seen from the gateway.
+type freezer struct {
+	base http.RoundTripper
+
+	mu     sync.Mutex
+	thawed chan struct{} // nil unless frozen
+}
+
+func (f *freezer) freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.thawed == nil {
+		f.thawed = make(chan struct{})
+	}
+}
+
+func (f *freezer) thaw() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.thawed != nil {
+		close(f.thawed)
+		f.thawed = nil
+	}
+}
+
+func (f *freezer) RoundTrip(req *http.Request) (*http.Response, error) {
+	f.mu.Lock()
+	thawed := f.thawed
+	f.mu.Unlock()
+	if thawed != nil {
+		select {
+		case <-thawed:
+		case <-req.Context().Done():
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, req.Context().Err()
+		}
+	}
+	return f.base.RoundTrip(req)
+}
+
+// await returns the next value of ch, or fails the test after eventTimeout.
+func await[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(eventTimeout):
+	}
+	t.Fatalf("waited %s for %s", eventTimeout, what)
+	var zero T
+	return zero
+}
