@@ -1,0 +1,155 @@
+//go:build linux
+
+package recon_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/internal/holdpoint"
+)
+
+// binaries are the programs of a pod.
+type binaries struct{ fencegw, reconcile string }
+
+// build compiles fencegw and the reconcile job into a folder of the test:
+// linking fencegw takes seconds, so the tests share one build.
+func build(t *testing.T) binaries {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../../cmd/fencegw", "./reconcile").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return binaries{filepath.Join(dir, "fencegw"), filepath.Join(dir, "reconcile")}
+}
+
+// pod is one contender of the story: `fencegw lock RESOURCE -- reconcile`.
+type pod struct {
+	cmd    *exec.Cmd
+	out    *syncBuffer // its output and its job's
+	done   chan struct{}
+	status int // exit status once done; -1 if killed by a signal
+}
+
+// startPod starts a pod in a process group of its own, with the hold
+// points of its job in holdDir; it is killed, job included, when the test
+// ends.
+func startPod(t *testing.T, bin binaries, gatewayURL, holdDir string) *pod {
+	t.Helper()
+	p := &pod{out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(bin.fencegw, "lock", "--gateway", gatewayURL, "--ttl", "2s", "--wait", "60s", "--grace", "1s",
+		resource, "--", bin.reconcile)
+	p.cmd.Env = append(os.Environ(), holdpoint.Env+"="+holdDir)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The job shares the output pipe: do not wait for it past the pod.
+	p.cmd.WaitDelay = 5 * time.Second
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.kill)
+	go func() {
+		_ = p.cmd.Wait()
+		p.status = p.cmd.ProcessState.ExitCode()
+		close(p.done)
+	}()
+	return p
+}
+
+func (p *pod) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill ends the pod and its job, frozen or not. `fencegw lock` starts its
+// job in a process group of its own, so the job's group is killed first,
+// while its parent still names it.
+func (p *pod) kill() {
+	if p.exited() {
+		return
+	}
+	for _, child := range children(p.cmd.Process.Pid) {
+		_ = syscall.Kill(-child, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// send sends sig to the process pid, or fails the test.
+func send(t *testing.T, pid int, sig syscall.Signal) {
+	t.Helper()
+	if err := syscall.Kill(pid, sig); err != nil {
+		t.Fatalf("kill -%v %d: %v", sig, pid, err)
+	}
+}
+
+// ended reports whether process pid has exited: gone, or a zombie that
+// its parent, frozen, has not reaped yet.
+func ended(pid int) bool {
+	state, _, err := procStat(pid)
+	return err != nil || state == "Z"
+}
+
+// children lists the processes whose parent is pid.
+func children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if _, ppid, err := procStat(child); err == nil && ppid == pid {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// procStat reads a process's state and parent from /proc/PID/stat.
+func procStat(pid int) (state string, ppid int, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, err
+	}
+	// "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 2 {
+		return "", 0, os.ErrInvalid
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	return fields[0], ppid, err
+}
+
+// syncBuffer is a bytes.Buffer that a test may read while a process
+// writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
