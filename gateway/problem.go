@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"github.com/fencegw/fencegw/authority"
@@ -149,6 +150,8 @@ func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, err error
 	switch {
 	case errors.Is(err, ErrOverloaded):
 		level = slog.LevelWarn // floods come exactly when the gateway is busiest
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away (a lease wait given up): its business.
 	case p.Status >= 500:
 		level = slog.LevelError
 	}

@@ -22,9 +22,21 @@ import (
 	"github.com/fencegw/fencegw/schema"
 )
 
-// demoTable records the demo application's migrations apart from the
-// gateway's.
-const demoTable = "demo_schema_migrations"
+// defaultDemo is the demo dev serves unless --demo names another folder.
+const defaultDemo = "testdata/demo"
+
+// migrationsTable records a demo folder's migrations apart from the
+// gateway's: demo_schema_migrations for testdata/demo,
+// refund_schema_migrations for examples/refund.
+func migrationsTable(dir string) string {
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, strings.ToLower(filepath.Base(filepath.Clean(dir))))
+	return name + "_schema_migrations"
+}
 
 // runDev serves `fencegw dev`: the whole stack in one process for trying
 // fencegw out. Nothing it starts outlives it.
@@ -32,7 +44,7 @@ func runDev(ctx context.Context, args []string, out io.Writer) error {
 	var cfg serveConfig
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	cfg.bind(fs, "127.0.0.1:8080")
-	demo := fs.String("demo", "testdata/demo", "folder with the demo's policy.yaml and migrations/")
+	demo := fs.String("demo", defaultDemo, "folder with the demo's policy.yaml and migrations/ (e.g. examples/refund)")
 	adopt := fs.Bool("adopt-etcd", false, "with DATABASE_URL: start a new epoch if the database knows another etcd cluster (an earlier dev run's)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -68,7 +80,7 @@ func runDev(ctx context.Context, args []string, out io.Writer) error {
 		cfg.DatabaseURL = pg.URL()
 		dbNote = "throwaway cluster, deleted on exit"
 	}
-	if err := schema.Up(cfg.DatabaseURL, schema.Gateway(), schema.Dir(filepath.Join(*demo, "migrations"), demoTable)); err != nil {
+	if err := schema.Up(cfg.DatabaseURL, schema.Gateway(), schema.Dir(filepath.Join(*demo, "migrations"), migrationsTable(*demo))); err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
 	guarded, err := installDemoGuard(startCtx, cfg)
@@ -79,7 +91,11 @@ func runDev(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("dev: %w", err)
 	}
 	return serve(ctx, cfg, func(addr string) {
-		fmt.Fprint(out, cheatSheet(addr, cfg, dbNote, guarded))
+		if filepath.Clean(*demo) == defaultDemo {
+			fmt.Fprint(out, cheatSheet(addr, cfg, dbNote, guarded))
+			return
+		}
+		fmt.Fprint(out, policySheet(addr, cfg, dbNote, guarded))
 	})
 }
 
@@ -139,6 +155,28 @@ Keep the lease alive, release it:
 Health and metrics: {base}/readyz  {base}/metrics
 
 `)
+}
+
+// policySheet is the cheat-sheet for a demo folder other than the default:
+// what is serving, and the policy's operations with their resources.
+func policySheet(addr string, cfg serveConfig, dbNote, guarded string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nfencegw dev is ready. Ctrl-C stops everything it started.\n\n")
+	fmt.Fprintf(&b, "  gateway       http://%s\n  DATABASE_URL  %s   (%s)\n  etcd          %s   (in-process)\n  policy        %s\n  guarded       %s\n\n",
+		addr, cfg.DatabaseURL, dbNote, strings.Join(cfg.EtcdEndpoints, ","), cfg.PolicyPath, guarded)
+	if pol, err := policy.Load(cfg.PolicyPath); err == nil {
+		b.WriteString("Operations (POST /v1/ops/NAME, with a lease's token on each resource):\n")
+		for _, name := range pol.OperationNames() {
+			op := pol.Operations[name]
+			keys := make([]string, len(op.Roles))
+			for i, r := range op.Roles {
+				keys[i] = strings.TrimPrefix(r.Name+": ", ": ") + r.Key.String()
+			}
+			fmt.Fprintf(&b, "  %-20s %s\n", name, strings.Join(keys, ", "))
+		}
+	}
+	fmt.Fprintf(&b, "\nHealth and metrics: http://%s/readyz  http://%s/metrics\n\n", addr, addr)
+	return b.String()
 }
 
 // adoptDevEtcd deals with a database that already knows another etcd

@@ -5,7 +5,10 @@
 // hold point does nothing.
 //
 // A process at hold point name writes DIR/PID.name.held (holding "PID
-// PPID") and waits until DIR/PID.name.go exists.
+// PPID") and waits until DIR/PID.name.go exists. Once let go, a process
+// passes that point freely: the go-file stays. A directory that does not
+// exist (yet) holds nobody, so a test can arm hold points later, by
+// creating it.
 package holdpoint
 
 import (
