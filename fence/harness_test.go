@@ -22,14 +22,17 @@ import (
 // application, a Store on it, and the demo policy (extra operations may
 // be added to it).
 type db struct {
-	t     *testing.T
+	t     testing.TB
 	pool  *pgxpool.Pool
 	store *fence.Store
 	pol   *policy.Policy
 	src   string
 }
 
-func newDB(t *testing.T, extraOperations ...string) *db {
+func newDB(t *testing.T, extraOperations ...string) *db { return newBenchDB(t, extraOperations...) }
+
+// newBenchDB is newDB for benchmarks too.
+func newBenchDB(t testing.TB, extraOperations ...string) *db {
 	t.Helper()
 	url := testenv.NewDatabase(t)
 	if err := schema.Up(url, schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")); err != nil {

@@ -22,6 +22,10 @@ type Config struct {
 	BatchTimeout time.Duration
 	// OnBatch, if set, is told the size of every coalesced batch.
 	OnBatch func(size int)
+	// NoCoalescing applies every request alone, whatever its resource
+	// says: one write, one commit, the baseline `fencegw bench` measures
+	// the gateway against.
+	NoCoalescing bool
 	// UnsafeNoFence turns the fence check off. Only `fencegw torture`'s
 	// control runs set it, to prove their checker can fail.
 	UnsafeNoFence bool
@@ -33,6 +37,7 @@ type Store struct {
 	pool          *pgxpool.Pool
 	render        func(*Request, []Result) Response
 	unsafeNoFence bool
+	noCoalescing  bool
 	coal          *coalescer
 }
 
@@ -44,7 +49,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.BatchTimeout <= 0 {
 		cfg.BatchTimeout = 10 * time.Second
 	}
-	s := &Store{pool: cfg.Pool, render: cfg.Render, unsafeNoFence: cfg.UnsafeNoFence}
+	s := &Store{pool: cfg.Pool, render: cfg.Render, unsafeNoFence: cfg.UnsafeNoFence, noCoalescing: cfg.NoCoalescing}
 	s.coal = newCoalescer(s, cfg.BatchTimeout, cfg.OnBatch)
 	return s, nil
 }
@@ -61,7 +66,7 @@ func New(cfg Config) (*Store, error) {
 // past ctx: once queued it will be attempted, and its caller must not be
 // told anything before it is.
 func (s *Store) Apply(ctx context.Context, req *Request) (Response, error) {
-	if req.coalescable() {
+	if req.coalescable() && !s.noCoalescing {
 		return s.coal.apply(ctx, req)
 	}
 	conn, err := s.acquire(ctx)
