@@ -34,6 +34,11 @@ type Etcd struct {
 	// this process. It only grows, so a token at or below it was certainly
 	// issued; a token above it costs one linearizable read to re-check.
 	newestRevision atomic.Int64
+
+	// keys sign and verify tokens (keys.go); nil until first needed.
+	keys       atomic.Pointer[tokens.Keyring]
+	keysMu     sync.Mutex   // one load at a time
+	keysLoaded atomic.Int64 // unix ns of the last load
 }
 
 // NewEtcd returns the authority for cli, at DefaultEpoch until Resume sets
@@ -50,29 +55,42 @@ func (a *Etcd) Epoch() int64 { return a.epoch.Load() }
 // NewestRevision returns the highest etcd revision this process has seen.
 func (a *Etcd) NewestRevision() int64 { return a.newestRevision.Load() }
 
-// Validate checks that the authority issued tok: the epoch is current and
-// the revision is not above the newest revision etcd has issued. The second
-// check stops "token poisoning": a forged token far in the future would
-// otherwise be accepted once and then lock every real holder out forever.
-// With ValidateHolder it also checks that tok holds resource's lock now.
-// The common case, a fence-mode token at or below the revision watermark,
-// needs no etcd read; the reads it does need are bounded by ctx and by
-// ValidateTimeout, so that a write fails fast with etcd gone instead of
-// waiting out its own deadline.
+// Validate checks the authority's word on tok, presented by client for a
+// write of resource:
+//   - ValidateFence: the gateway issued tok for this resource and client
+//     (its signature) and its epoch is current. No etcd call, unless the
+//     signature is by a key this process has not loaded yet.
+//   - ValidateHolder: that, and tok is the live holder of resource's lock
+//     now (a linearizable etcd read per write).
+//   - ValidateRevision: tok is a number, not a capability: its epoch is
+//     current and its revision not above the newest etcd has issued (a
+//     forged token far in the future would otherwise lock every real
+//     holder out forever: "token poisoning"); a signature is ignored.
+//
+// The reads it needs are bounded by ctx and by ValidateTimeout, so that a
+// write fails fast with etcd gone instead of waiting out its own deadline.
 //
 // Validation is the authority's word only, and already old when the write
 // commits: a holder can lose its lease right after this check. The fence
 // comparison in PostgreSQL is what keeps a stale holder out.
-func (a *Etcd) Validate(ctx context.Context, resource string, tok tokens.Token, mode tokens.Validation) error {
+func (a *Etcd) Validate(ctx context.Context, resource, client string, tok tokens.Token, mode tokens.Validation) error {
 	if err := a.checkEpoch(tok); err != nil {
 		return err
 	}
-	if mode != tokens.ValidateHolder && tok.Revision <= a.newestRevision.Load() {
-		return nil
+	if mode == tokens.ValidateRevision {
+		if tok.Revision <= a.newestRevision.Load() {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, ValidateTimeout)
+		defer cancel()
+		return a.checkIssued(ctx, tok)
+	}
+	if ring := a.keys.Load(); mode != tokens.ValidateHolder && ring != nil && ring.Verify(tok, resource, client) {
+		return nil // the common case: no etcd, no deadline to set up
 	}
 	ctx, cancel := context.WithTimeout(ctx, ValidateTimeout)
 	defer cancel()
-	if err := a.checkIssued(ctx, tok); err != nil || mode != tokens.ValidateHolder {
+	if err := a.checkSigned(ctx, resource, client, tok); err != nil || mode != tokens.ValidateHolder {
 		return err
 	}
 	holder, ok, err := a.Holder(ctx, resource)
@@ -80,11 +98,44 @@ func (a *Etcd) Validate(ctx context.Context, resource string, tok tokens.Token, 
 	case err != nil:
 		return err
 	case !ok:
-		return &tokens.RejectedError{Presented: tok, Reason: "no live holder of " + resource + ": the lease expired or was released"}
-	case holder != tok:
-		return &tokens.RejectedError{Presented: tok, Reason: fmt.Sprintf("not the live holder of %s (the holder is %s)", resource, holder)}
+		return &tokens.RejectedError{Presented: tok.Unsigned(), Reason: "no live holder of " + resource + ": the lease expired or was released"}
+	case holder.Compare(tok) != 0:
+		return &tokens.RejectedError{Presented: tok.Unsigned(), Reason: fmt.Sprintf("not the live holder of %s (the holder is %s)", resource, holder)}
 	}
 	return nil
+}
+
+// checkSigned refuses a token the gateway did not issue for resource and
+// client: unsigned, or signed for another resource or client, or by a
+// key no longer in use.
+func (a *Etcd) checkSigned(ctx context.Context, resource, client string, tok tokens.Token) error {
+	ring, err := a.keyring(ctx)
+	if err != nil {
+		return err
+	}
+	if ring.Verify(tok, resource, client) {
+		return nil
+	}
+	if tok.Signed() && a.reloadKeysSoon(ctx) && a.keys.Load().Verify(tok, resource, client) {
+		return nil // signed by a key rotated in since this process loaded its keys
+	}
+	why := "not issued by this authority for " + resource
+	if client != "" {
+		why += " to client " + client
+	}
+	if !tok.Signed() {
+		why = "unsigned: send the token your lease was granted with (E:R:SIGNATURE)"
+	}
+	return &tokens.RejectedError{Presented: tok.Unsigned(), Reason: why}
+}
+
+// Sign signs tok for resource and client with the newest key.
+func (a *Etcd) Sign(ctx context.Context, tok tokens.Token, resource, client string) (tokens.Token, error) {
+	ring, err := a.keyring(ctx)
+	if err != nil {
+		return tokens.Token{}, err
+	}
+	return ring.Sign(tok, resource, client), nil
 }
 
 // ValidateTimeout bounds the etcd reads of one Validate.
@@ -97,7 +148,7 @@ func (a *Etcd) checkEpoch(tok tokens.Token) error {
 		return err
 	}
 	if epoch := a.epoch.Load(); tok.Epoch != epoch {
-		return &tokens.RejectedError{Presented: tok, Reason: fmt.Sprintf("epoch %d is not the current epoch %d", tok.Epoch, epoch)}
+		return &tokens.RejectedError{Presented: tok.Unsigned(), Reason: fmt.Sprintf("epoch %d is not the current epoch %d", tok.Epoch, epoch)}
 	}
 	return nil
 }
@@ -112,7 +163,7 @@ func (a *Etcd) checkIssued(ctx context.Context, tok tokens.Token) error {
 		return err
 	}
 	if tok.Revision > newest {
-		return &tokens.RejectedError{Presented: tok, Reason: fmt.Sprintf("revision %d is above the newest revision etcd has issued (%d)", tok.Revision, newest)}
+		return &tokens.RejectedError{Presented: tok.Unsigned(), Reason: fmt.Sprintf("revision %d is above the newest revision etcd has issued (%d)", tok.Revision, newest)}
 	}
 	return nil
 }

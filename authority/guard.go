@@ -86,7 +86,10 @@ func (g *Guard) Check(ctx context.Context) error {
 		g.log.Info("token authority in service", "epoch", next.Epoch, "etcd_cluster", next.ClusterID, "revision", view.Revision)
 	}
 	a.Resume(next.Epoch, view.Revision)
-	return nil
+	// A rotated signing key reaches this replica within a check: before
+	// it signs anywhere (authority.DefaultSignAfter).
+	_, err = a.ReloadKeys(ctx)
+	return err
 }
 
 // recheckEvery bounds the checks that tokens of a newer epoch than this

@@ -113,6 +113,10 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	if wait < 0 || wait > MaxWait {
 		return Lease{}, fmt.Errorf("%w: wait %s, want 0 to %s", ErrBadTTL, wait, MaxWait)
 	}
+	ring, err := a.keyring(ctx) // before the lock: a lock without a signed token is no use
+	if err != nil {
+		return Lease{}, err
+	}
 	grant, err := a.cli.Grant(ctx, int64((ttl+time.Second-1)/time.Second))
 	if err != nil {
 		return Lease{}, unavailable("grant lease", err)
@@ -126,6 +130,8 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 		return Lease{}, err
 	}
 	lease.TTL = time.Duration(grant.TTL) * time.Second
+	// The token is a capability: good for this resource and this owner.
+	lease.Token = ring.Sign(lease.Token, resource, opts.Owner)
 	return lease, nil
 }
 

@@ -115,7 +115,7 @@ func TestWaitTimeoutCleansUp(t *testing.T) {
 	if !errors.As(err, &locked) || !errors.Is(err, authority.ErrLocked) {
 		t.Fatalf("Acquire on a held lock = %v, want *LockedError", err)
 	}
-	if locked.Holder != holder.Token || locked.Resource != res {
+	if locked.Holder != holder.Token.Unsigned() || locked.Resource != res {
 		t.Fatalf("LockedError = %+v, want holder %s", locked, holder.Token)
 	}
 	after, err := cli.Leases(t.Context())
@@ -192,25 +192,102 @@ func TestValidate(t *testing.T) {
 	a, cli := newAuthority(t)
 	l := acquire(t, a, "validate/one", 0)
 	defer a.Release(context.Background(), l.ID, "")
+	if !l.Token.Signed() {
+		t.Fatalf("granted token %s is not signed", l.Token)
+	}
 
-	// A fresh authority has seen no revision yet: it must ask etcd.
+	// Another replica (a fresh authority on the same etcd) verifies it.
 	fresh := authority.NewEtcd(cli)
-	if err := fresh.Validate(t.Context(), "validate/one", l.Token, tokens.ValidateFence); err != nil {
+	if err := fresh.Validate(t.Context(), "validate/one", "", l.Token, tokens.ValidateFence); err != nil {
 		t.Fatalf("Validate(issued token) = %v", err)
 	}
 	tests := []struct {
-		name string
-		tok  tokens.Token
+		name     string
+		resource string
+		tok      tokens.Token
+		mode     tokens.Validation
 	}{
-		{"future revision", tokens.Token{Epoch: 1, Revision: l.Token.Revision + 1_000_000}},
-		{"other epoch", tokens.Token{Epoch: 2, Revision: 1}},
-		{"old epoch", tokens.Token{Epoch: 0, Revision: 1}},
+		{"unsigned, as read from etcd", "validate/one", l.Token.Unsigned(), tokens.ValidateFence},
+		{"another resource", "validate/two", l.Token, tokens.ValidateFence},
+		{"signed for another client", "validate/one", signedFor(t, a, l.Token, "validate/one", "ops"), tokens.ValidateFence},
+		{"the signature moved to another revision", "validate/one", tokens.Token{Epoch: 1, Revision: l.Token.Revision - 1, Sig: l.Token.Sig}, tokens.ValidateFence},
+		{"future revision", "validate/one", tokens.Token{Epoch: 1, Revision: l.Token.Revision + 1_000_000}, tokens.ValidateRevision},
+		{"other epoch", "validate/one", tokens.Token{Epoch: 2, Revision: 1}, tokens.ValidateRevision},
+		{"old epoch", "validate/one", tokens.Token{Epoch: 0, Revision: 1}, tokens.ValidateFence},
 	}
 	for _, tt := range tests {
 		var rej *tokens.RejectedError
-		if err := a.Validate(t.Context(), "validate/one", tt.tok, tokens.ValidateFence); !errors.As(err, &rej) || rej.Presented != tt.tok {
+		if err := a.Validate(t.Context(), tt.resource, "", tt.tok, tt.mode); !errors.As(err, &rej) || rej.Presented != tt.tok.Unsigned() {
 			t.Errorf("%s: Validate(%s) = %v, want *RejectedError", tt.name, tt.tok, err)
 		}
+	}
+	// In revision mode a token is a number: the unsigned one is accepted.
+	if err := a.Validate(t.Context(), "validate/one", "", l.Token.Unsigned(), tokens.ValidateRevision); err != nil {
+		t.Fatalf("revision mode, an issued revision: %v", err)
+	}
+}
+
+func signedFor(t *testing.T, a *authority.Etcd, tok tokens.Token, resource, client string) tokens.Token {
+	t.Helper()
+	signed, err := a.Sign(t.Context(), tok.Unsigned(), resource, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signed
+}
+
+// TestKeyRotation: a rotated key signs new tokens while the old one still
+// verifies tokens granted before, on every replica; retired, it verifies
+// nothing more.
+func TestKeyRotation(t *testing.T) {
+	_, cli := testenv.PrivateEtcd(t) // retiring keys would refuse other tests' tokens
+	a, replica := authority.NewEtcd(cli), authority.NewEtcd(cli)
+	before := acquire(t, a, "rotate/one", 0)
+	if err := replica.Validate(t.Context(), "rotate/one", "", before.Token, tokens.ValidateFence); err != nil {
+		t.Fatal(err)
+	}
+	// A key that signs in an hour: known to a replica that reloads, used
+	// by none yet.
+	if _, err := a.RotateKey(t.Context(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if l := acquire(t, a, "rotate/later", 0); l.Token.Sig != signedFor(t, replica, l.Token, "rotate/later", "").Sig {
+		t.Fatal("a key whose time has not come signed")
+	}
+	id, err := a.RotateKey(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := acquire(t, a, "rotate/two", 0)
+	if after.Token.Sig == signedFor(t, replica, after.Token, "rotate/two", "").Sig {
+		t.Fatal("the replica signs with the new key before it loaded it: the test proves nothing")
+	}
+	// The replica meets a signature by a key it has not loaded: it reloads
+	// (at most four times a second, so the first try may be refused).
+	for _, l := range []authority.Lease{before, after} {
+		accepted := testenv.WaitFor(5*time.Second, func() bool {
+			return replica.Validate(t.Context(), l.Resource, "", l.Token, tokens.ValidateFence) == nil
+		})
+		if !accepted {
+			t.Fatalf("%s after the rotation: refused", l.Resource)
+		}
+	}
+	keys, err := a.Keys(t.Context())
+	if err != nil || len(keys) != 3 || keys[0].ID != id || !keys[0].Signing || keys[1].Signing {
+		t.Fatalf("Keys = %+v, %v; want the new one signing, then the old", keys, err)
+	}
+	retired, err := a.RetireKeys(t.Context(), 1)
+	if err != nil || len(retired) != 2 || retired[1] != keys[2].ID {
+		t.Fatalf("RetireKeys = %v, %v", retired, err)
+	}
+	if _, err := replica.ReloadKeys(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.Validate(t.Context(), "rotate/one", "", before.Token, tokens.ValidateFence); !errors.Is(err, tokens.ErrRejected) {
+		t.Fatalf("a token of a retired key = %v, want rejected", err)
+	}
+	if err := a.Validate(t.Context(), "rotate/two", "", after.Token, tokens.ValidateFence); err != nil {
+		t.Fatalf("a token of the signing key: %v", err)
 	}
 }
 
@@ -225,7 +302,7 @@ func TestUnreachableEtcdIsUnavailable(t *testing.T) {
 	a := authority.NewEtcd(cli)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
-	if err := a.Validate(ctx, "x", tokens.Token{Epoch: 1, Revision: 5}, tokens.ValidateFence); !errors.Is(err, authority.ErrUnavailable) {
+	if err := a.Validate(ctx, "x", "", tokens.Token{Epoch: 1, Revision: 5}, tokens.ValidateRevision); !errors.Is(err, authority.ErrUnavailable) {
 		t.Fatalf("Validate = %v, want ErrUnavailable", err)
 	}
 	if _, err := a.Acquire(ctx, "x", authority.AcquireOptions{TTL: 5 * time.Second, Wait: 0}); !errors.Is(err, authority.ErrUnavailable) {
@@ -238,20 +315,20 @@ func TestValidateHolder(t *testing.T) {
 	held := acquire(t, a, "holder/one", 0)
 	other := acquire(t, a, "holder/two", 0)
 	defer a.Release(context.Background(), other.ID, "")
-	if err := a.Validate(t.Context(), "holder/one", held.Token, tokens.ValidateHolder); err != nil {
+	if err := a.Validate(t.Context(), "holder/one", "", held.Token, tokens.ValidateHolder); err != nil {
 		t.Fatalf("live holder refused: %v", err)
 	}
 	// other's token is issued and newer than held's, but it holds another lock.
-	if err := a.Validate(t.Context(), "holder/one", other.Token, tokens.ValidateHolder); !errors.Is(err, tokens.ErrRejected) {
+	if err := a.Validate(t.Context(), "holder/one", "", other.Token, tokens.ValidateHolder); !errors.Is(err, tokens.ErrRejected) {
 		t.Fatalf("another resource's holder = %v, want ErrRejected", err)
 	}
-	if err := a.Validate(t.Context(), "holder/one", other.Token, tokens.ValidateFence); err != nil {
-		t.Fatalf("fence mode only checks issuance: %v", err)
+	if err := a.Validate(t.Context(), "holder/one", "", other.Token.Unsigned(), tokens.ValidateRevision); err != nil {
+		t.Fatalf("revision mode only checks issuance: %v", err)
 	}
 	if err := a.Release(t.Context(), held.ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Validate(t.Context(), "holder/one", held.Token, tokens.ValidateHolder); !errors.Is(err, tokens.ErrRejected) {
+	if err := a.Validate(t.Context(), "holder/one", "", held.Token, tokens.ValidateHolder); !errors.Is(err, tokens.ErrRejected) {
 		t.Fatalf("released holder = %v, want ErrRejected", err)
 	}
 }
@@ -402,7 +479,7 @@ func TestObserveShowsEachHolderAsTheyHoldIt(t *testing.T) {
 		t.Fatal("the two waiters never queued")
 	}
 	st, err := a.Observe(ctx, "obs/a")
-	if err != nil || st.Holder == nil || st.Holder.Token != old.Token {
+	if err != nil || st.Holder == nil || st.Holder.Token != old.Token.Unsigned() {
 		t.Fatalf("Observe holder %+v (%v), want the pre-bump token %s", st.Holder, err, old.Token)
 	}
 	all, truncated, err := a.ObserveAll(ctx, "obs/", 100)
@@ -412,12 +489,12 @@ func TestObserveShowsEachHolderAsTheyHoldIt(t *testing.T) {
 	for _, st := range all {
 		switch st.Resource {
 		case "obs/a":
-			if st.Holder.Token != old.Token || len(st.Waiters) != 2 || st.Waiters[0].Token.Revision > st.Waiters[1].Token.Revision ||
+			if st.Holder.Token != old.Token.Unsigned() || len(st.Waiters) != 2 || st.Waiters[0].Token.Revision > st.Waiters[1].Token.Revision ||
 				st.Waiters[0].Token.Epoch != 2 {
 				t.Errorf("obs/a: holder %+v, waiters %+v; want %s and two epoch-2 waiters in order", st.Holder, st.Waiters, old.Token)
 			}
 		case "obs/a b":
-			if st.Holder.Token != other.Token || len(st.Waiters) != 0 {
+			if st.Holder.Token != other.Token.Unsigned() || len(st.Waiters) != 0 {
 				t.Errorf("obs/a b: holder %+v, waiters %+v", st.Holder, st.Waiters)
 			}
 		default:

@@ -75,8 +75,8 @@ func ExampleStaleTokenError() {
 	var stale *client.StaleTokenError
 	if errors.As(err, &stale) {
 		fmt.Println("refused:", stale.Problem.Kind(), stale.Problem.Status)
-		fmt.Println("presented A's token:", stale.Presented == tokenA)
-		fmt.Println("the fence is at B's token:", stale.Current == b.Token())
+		fmt.Println("presented A's token:", stale.Presented == client.Unsigned(tokenA))
+		fmt.Println("the fence is at B's token:", stale.Current == client.Unsigned(b.Token()))
 	}
 	fmt.Println("errors.Is ErrStaleToken:", errors.Is(err, client.ErrStaleToken))
 	// Output:

@@ -61,7 +61,9 @@ func (l *Lease) ID() string { return l.id }
 // Resource returns the locked resource.
 func (l *Lease) Resource() string { return l.resource }
 
-// Token returns the fencing token, text form E:R.
+// Token returns the fencing token, text form E:R:SIGNATURE: a capability
+// for this lease's resource and client. Keep it out of logs; Unsigned
+// gives its place in the order.
 func (l *Lease) Token() string { return l.token }
 
 // Deadline returns the local deadline: when the last successful acquire or

@@ -38,7 +38,7 @@ func TestAcquireWriteRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Operation != "debit" || res.Resource != "account/acct-1" || res.Token != l.Token() || res.Replayed {
+	if res.Operation != "debit" || res.Resource != "account/acct-1" || res.Token != client.Unsigned(l.Token()) || res.Replayed {
 		t.Errorf("result = %+v", res)
 	}
 	if got := balance(t, res); got != 700 {
@@ -101,7 +101,7 @@ func TestAcquireLockedNamesHolder(t *testing.T) {
 	if !errors.As(err, &locked) || l != nil {
 		t.Fatalf("second Acquire = %v, %v; want *LockedError", l, err)
 	}
-	if locked.Resource != "account/acct-2" || locked.Holder != holder.Token() {
+	if locked.Resource != "account/acct-2" || locked.Holder != client.Unsigned(holder.Token()) {
 		t.Errorf("LockedError = %+v, want resource account/acct-2 holder %s", locked, holder.Token())
 	}
 	var p *client.ProblemError

@@ -16,23 +16,23 @@ type LockState struct {
 	Waiters  []Contender
 }
 
-// Contender is a holder or a waiter of a lock.
+// Contender is a holder or a waiter of a lock, as any client may see it:
+// its token without the signature (its place in the order, no
+// capability), its remaining TTL and its value.
 type Contender struct {
-	LeaseID string
-	Token   string
-	TTL     time.Duration // left, as the gateway saw it
-	Value   string        // AcquireOptions.Value of its lease
+	Token string
+	TTL   time.Duration // left, as the gateway saw it
+	Value string        // AcquireOptions.Value of its lease
 }
 
 type contenderJSON struct {
-	LeaseID string `json:"lease_id"`
-	Token   string `json:"token"`
-	TTL     int64  `json:"ttl"`
-	Value   string `json:"value"`
+	Token string `json:"token"`
+	TTL   int64  `json:"ttl"`
+	Value string `json:"value"`
 }
 
 func (c contenderJSON) contender() Contender {
-	return Contender{LeaseID: c.LeaseID, Token: c.Token, TTL: time.Duration(c.TTL) * time.Second, Value: c.Value}
+	return Contender{Token: c.Token, TTL: time.Duration(c.TTL) * time.Second, Value: c.Value}
 }
 
 // Observe returns the state of resource's lock: for leader election,

@@ -133,3 +133,16 @@ func RoleTokens(tokens map[string]string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Unsigned returns a token without its signature ("1:42" of
+// "1:42:SIGNATURE"): its place in the order, which is how the gateway
+// shows tokens in answers, problems and observations. Only the signed
+// token is a capability.
+func Unsigned(token string) string {
+	e, rest, ok := strings.Cut(token, ":")
+	if !ok {
+		return token
+	}
+	r, _, _ := strings.Cut(rest, ":")
+	return e + ":" + r
+}

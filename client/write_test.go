@@ -45,7 +45,7 @@ func TestStaleWriteRefused(t *testing.T) {
 	if !errors.As(err, &stale) || res != nil {
 		t.Fatalf("write with A's token = %+v, %v; want *StaleTokenError", res, err)
 	}
-	want := client.StaleTokenError{Resource: "account/acct-11", Presented: a.Token(), Current: b.Token()}
+	want := client.StaleTokenError{Resource: "account/acct-11", Presented: client.Unsigned(a.Token()), Current: client.Unsigned(b.Token())}
 	if stale.Resource != want.Resource || stale.Presented != want.Presented || stale.Current != want.Current {
 		t.Errorf("StaleTokenError = %+v, want %+v", stale, want)
 	}

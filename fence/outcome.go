@@ -92,7 +92,7 @@ func classify(err error, committing bool, req *Request, at failedAt) error {
 		}
 		w := &req.Writes[f.write]
 		return inWrite(req, failedAt{-1, f.write}, &StaleTokenError{
-			Role: w.Operation.Roles[f.role].Name, Resource: f.resource, Presented: f.token, Current: current,
+			Role: w.Operation.Roles[f.role].Name, Resource: f.resource, Presented: f.token.Unsigned(), Current: current,
 		})
 	case pgErr.Code == sqlstatePrecondition:
 		return inWrite(req, at, &PreconditionError{Operation: opName(req, at), Message: pgErr.Message})

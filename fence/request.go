@@ -80,7 +80,7 @@ func NewRequest(writes []Write, key *Key) (*Request, error) {
 					ErrConflict, w.Operation.Roles[f.role].Name, w.Operation.Roles[ri].Name, w.Operation.Name, key)
 			case f.token != w.Tokens[ri]:
 				return nil, fmt.Errorf("%w: %s is fenced with %s by write %d and with %s by write %d: one resource, one token per request",
-					ErrConflict, key, f.token, f.write, w.Tokens[ri], wi)
+					ErrConflict, key, f.token.Unsigned(), f.write, w.Tokens[ri].Unsigned(), wi)
 			}
 			f.strict = f.strict || strict
 		}

@@ -20,11 +20,12 @@ func (g *Gateway) apply(ctx context.Context, req *fence.Request, scope *problemS
 }
 
 func (g *Gateway) validateAndApply(ctx context.Context, req *fence.Request, scope *problemScope) (fence.Response, error) {
+	client := clientName(ctx)
 	for wi := range req.Writes {
 		w := &req.Writes[wi]
 		for i, role := range w.Operation.Roles {
-			if err := g.validate(ctx, w.Keys[i], w.Tokens[i], role.Resource.Validation); err != nil {
-				scope.Resource, scope.Role, scope.Presented = w.Keys[i], role.Name, w.Tokens[i]
+			if err := g.validate(ctx, w.Keys[i], client, w.Tokens[i], role.Resource.Validation); err != nil {
+				scope.Resource, scope.Role, scope.Presented = w.Keys[i], role.Name, w.Tokens[i].Unsigned()
 				return fence.Response{}, inBatch(req, wi, err)
 			}
 		}
@@ -32,13 +33,13 @@ func (g *Gateway) validateAndApply(ctx context.Context, req *fence.Request, scop
 	return g.store.Apply(ctx, req)
 }
 
-// validate asks the authority about one token.
-func (g *Gateway) validate(ctx context.Context, resource string, tok tokens.Token, mode tokens.Validation) error {
-	err := g.cfg.Authority.Validate(ctx, resource, tok, mode)
+// validate asks the authority about one token presented by client.
+func (g *Gateway) validate(ctx context.Context, resource, client string, tok tokens.Token, mode tokens.Validation) error {
+	err := g.cfg.Authority.Validate(ctx, resource, client, tok, mode)
 	if err != nil && tok.Epoch > g.cfg.Authority.Epoch() && errors.Is(err, tokens.ErrRejected) && g.guard.Recheck(ctx) {
 		// A lease taken after `fencegw epoch bump` carries the new epoch
 		// before this gateway's guard has seen it: look now, then ask again.
-		err = g.cfg.Authority.Validate(ctx, resource, tok, mode)
+		err = g.cfg.Authority.Validate(ctx, resource, client, tok, mode)
 	}
 	return err
 }

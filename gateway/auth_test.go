@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -17,6 +18,9 @@ clients:
   opener:
     token_sha256: `+opener+`
     operations: [open_account]
+  other:
+    token_sha256: `+sha256Hex("other-secret")+`
+    operations: [debit, credit]
 `)
 	bearer := func(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
 
@@ -52,6 +56,7 @@ clients:
 		{"wrong bearer", with("billing-secreT"), "debit", debit("acct-71", 1), 401, "unauthorized"},
 		{"basic auth", http.Header{"Authorization": {"Basic YmlsbGluZzpzZWNyZXQ="}, "Fencing-Token": {l.Token}}, "debit", debit("acct-71", 1), 401, "unauthorized"},
 		{"operation not allowed", with("opener-secret"), "debit", debit("acct-71", 1), 403, "forbidden"},
+		{"another client's token", with("other-secret"), "debit", debit("acct-71", 1), 403, "token-rejected"},
 		{"unknown operation", with("billing-secret"), "drop", debit("acct-71", 1), 404, "unknown-operation"},
 	}
 	for _, tt := range tests {
@@ -73,12 +78,21 @@ clients:
 		t.Fatalf("debit as billing: %d %s", r.Status, r.Body)
 	}
 	// A lease ID is not a capability: only the client that took the lease
-	// renews or releases it.
-	if r := h.do(http.MethodPost, "/v1/leases/"+l.LeaseID+"/keepalive", bearer("opener-secret"), ""); r.Status != http.StatusForbidden {
-		t.Fatalf("keepalive of billing's lease by opener: %d %s, want 403", r.Status, r.Body)
+	// renews or releases it, and to another client it is answered like a
+	// lease that does not exist.
+	unknown := h.do(http.MethodPost, "/v1/leases/7fffffffffffffff/keepalive", bearer("opener-secret"), "")
+	for _, r := range []response{
+		h.do(http.MethodPost, "/v1/leases/"+l.LeaseID+"/keepalive", bearer("opener-secret"), ""),
+		h.do(http.MethodDelete, "/v1/leases/"+l.LeaseID, bearer("opener-secret"), ""),
+	} {
+		if r.Status != http.StatusNotFound || string(r.Body) != string(unknown.Body) {
+			t.Fatalf("billing's lease to opener: %d %s, want what an unknown lease gets: %d %s", r.Status, r.Body, unknown.Status, unknown.Body)
+		}
 	}
-	if r := h.do(http.MethodDelete, "/v1/leases/"+l.LeaseID, bearer("opener-secret"), ""); r.Status != http.StatusForbidden {
-		t.Fatalf("release of billing's lease by opener: %d %s, want 403", r.Status, r.Body)
+	// Observers see who holds the lock in the order, not its capability.
+	if r := h.do(http.MethodGet, "/v1/leases?resource=account/acct-71", bearer("opener-secret"), ""); r.Status != http.StatusOK ||
+		strings.Contains(string(r.Body), l.Token) || strings.Contains(string(r.Body), l.LeaseID) || !strings.Contains(string(r.Body), plain(t, l.Token)) {
+		t.Fatalf("observed %s: want the holder's place (%s), not its token or lease ID", r.Body, plain(t, l.Token))
 	}
 	if r := h.do(http.MethodPost, "/v1/leases/"+l.LeaseID+"/keepalive", bearer("billing-secret"), ""); r.Status != http.StatusOK {
 		t.Fatalf("keepalive by billing: %d %s", r.Status, r.Body)

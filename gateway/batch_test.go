@@ -20,12 +20,12 @@ func batchBody(writes ...string) string { return `{"writes": [` + strings.Join(w
 // nothing is written; a keyed batch runs once.
 func TestBatchOverHTTP(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	a, b := h.mustAcquire("account/acct-41", 10, 0), h.mustAcquire("account/acct-42", 10, 0)
+	a, b := h.mustAcquire("account/acct-73", 10, 0), h.mustAcquire("account/acct-74", 10, 0)
 	defer h.release(a)
 	defer h.release(b)
 	ok := batchBody(
-		batchWrite("debit", debit("acct-41", 100), `"`+a.Token+`"`),
-		batchWrite("transfer", transferBody("acct-41", "acct-42", 50), fmt.Sprintf(`{"from": %q, "to": %q}`, a.Token, b.Token)),
+		batchWrite("debit", debit("acct-73", 100), `"`+a.Token+`"`),
+		batchWrite("transfer", transferBody("acct-73", "acct-74", 50), fmt.Sprintf(`{"from": %q, "to": %q}`, a.Token, b.Token)),
 	)
 	first := h.do(http.MethodPost, "/v1/batch", http.Header{"Idempotency-Key": {"batch-1"}}, ok)
 	var res gateway.BatchResult
@@ -40,13 +40,13 @@ func TestBatchOverHTTP(t *testing.T) {
 	if again.Status != http.StatusOK || again.Header.Get("Idempotent-Replayed") != "true" || string(again.Body) != string(first.Body) {
 		t.Fatalf("keyed retry: %d %s; want the first answer replayed", again.Status, again.Body)
 	}
-	if x, y := h.balance("acct-41"), h.balance("acct-42"); x != 850 || y != 1050 {
+	if x, y := h.balance("acct-73"), h.balance("acct-74"); x != 850 || y != 1050 {
 		t.Fatalf("balances %d, %d; want 850, 1050: applied once", x, y)
 	}
 
 	many := make([]string, gateway.MaxBatchWrites+1)
 	for i := range many {
-		many[i] = batchWrite("credit", debit("acct-42", 1), `"`+b.Token+`"`)
+		many[i] = batchWrite("credit", debit("acct-74", 1), `"`+b.Token+`"`)
 	}
 	roomy := h.sibling(func(c *gateway.Config) { c.MaxBodyBytes = 1 << 20 })
 	before := h.state()
@@ -67,11 +67,11 @@ func TestBatchOverHTTP(t *testing.T) {
 		kind   string
 		index  int // -1: none
 	}{
-		{"an overdraw", batchBody(batchWrite("credit", debit("acct-42", 1), `"`+b.Token+`"`), batchWrite("debit", debit("acct-41", 99999), `"`+a.Token+`"`)), 409, "precondition-failed", 1},
-		{"an unknown operation", batchBody(batchWrite("credit", debit("acct-42", 1), `"`+b.Token+`"`), batchWrite("withdraw", debit("acct-41", 1), `"`+a.Token+`"`)), 404, "unknown-operation", 1},
-		{"a bad argument", batchBody(batchWrite("credit", `{"account": "acct-42"}`, `"`+b.Token+`"`)), 400, "bad-request", 0},
-		{"a role missing", batchBody(batchWrite("transfer", transferBody("acct-41", "acct-42", 1), fmt.Sprintf(`{"from": %q}`, a.Token))), 428, "token-required", 0},
-		{"one resource, two tokens", batchBody(batchWrite("credit", debit("acct-41", 1), `"`+a.Token+`"`), batchWrite("credit", debit("acct-41", 1), `"1:1"`)), 400, "bad-request", -1},
+		{"an overdraw", batchBody(batchWrite("credit", debit("acct-74", 1), `"`+b.Token+`"`), batchWrite("debit", debit("acct-73", 99999), `"`+a.Token+`"`)), 409, "precondition-failed", 1},
+		{"an unknown operation", batchBody(batchWrite("credit", debit("acct-74", 1), `"`+b.Token+`"`), batchWrite("withdraw", debit("acct-73", 1), `"`+a.Token+`"`)), 404, "unknown-operation", 1},
+		{"a bad argument", batchBody(batchWrite("credit", `{"account": "acct-74"}`, `"`+b.Token+`"`)), 400, "bad-request", 0},
+		{"a role missing", batchBody(batchWrite("transfer", transferBody("acct-73", "acct-74", 1), fmt.Sprintf(`{"from": %q}`, a.Token))), 428, "token-required", 0},
+		{"one resource, two tokens", batchBody(batchWrite("credit", debit("acct-73", 1), `"`+a.Token+`"`), batchWrite("credit", debit("acct-73", 1), `"1:1"`)), 400, "bad-request", -1},
 		{"an unknown key", `{"writes": [], "atomic": true}`, 400, "bad-request", -1},
 		{"no writes", `{"writes": []}`, 400, "bad-request", -1},
 		{"not JSON", `{"writes": [`, 400, "bad-request", -1},

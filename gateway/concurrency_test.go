@@ -123,7 +123,7 @@ func hammerOneResource(t *testing.T, h *harness) {
 	if n != total {
 		t.Fatalf("write log has %d rows, %d writes were acknowledged", n, total)
 	}
-	if got := h.fence(resource); got != highest {
+	if got := h.fence(resource); got != plain(t, highest) {
 		t.Fatalf("fence = %s, want the highest committed token %s", got, highest)
 	}
 	t.Logf("%d writes accepted, %d refused as stale", total, refused)

@@ -88,7 +88,7 @@ func TestEtcdRollbackHaltsUntilEpochBump(t *testing.T) {
 	if r := h.write("debit", fresh.Token, debit(account, 100)); r.Status != http.StatusOK {
 		t.Fatalf("new-epoch write: %d %s", r.Status, r.Body)
 	}
-	if got := h.fence(resource); got != fresh.Token {
+	if got := h.fence(resource); got != fresh.Plain {
 		t.Fatalf("fence = %s, want %s", got, fresh.Token)
 	}
 }

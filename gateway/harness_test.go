@@ -157,7 +157,16 @@ func (h *harness) write(op, token, body string) response {
 
 type lease struct {
 	ID, Resource, Token string
-	TTL                 int64
+	// Plain is the token without its signature: how the fence, the logs
+	// and problem documents show it.
+	Plain string
+	TTL   int64
+}
+
+// plain is a token's text without its signature.
+func plain(t *testing.T, token string) string {
+	t.Helper()
+	return mustToken(t, token).Unsigned().String()
 }
 
 func (h *harness) acquire(resource string, ttl int, wait float64) (lease, response) {
@@ -174,7 +183,11 @@ func (h *harness) acquire(resource string, ttl int, wait float64) (lease, respon
 			h.t.Fatal(err)
 		}
 	}
-	return lease{ID: l.LeaseID, Resource: l.Resource, Token: l.Token, TTL: l.TTL}, r
+	out := lease{ID: l.LeaseID, Resource: l.Resource, Token: l.Token, TTL: l.TTL}
+	if l.Token != "" {
+		out.Plain = plain(h.t, l.Token)
+	}
+	return out, r
 }
 
 func (h *harness) mustAcquire(resource string, ttl int, wait float64) lease {

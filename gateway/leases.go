@@ -132,11 +132,13 @@ func (g *Gateway) handleRelease(w http.ResponseWriter, r *http.Request) {
 	g.writeProblem(w, r, err, problemScope{})
 }
 
+// contenderJSON is a holder or waiter as any client may see it: its place
+// in the order (the token without its signature: no capability), its TTL
+// and value. Its lease ID and signed token are its holder's alone.
 type contenderJSON struct {
-	LeaseID string `json:"lease_id"`
-	Token   string `json:"token"`
-	TTL     int64  `json:"ttl"`
-	Value   string `json:"value,omitempty"`
+	Token string `json:"token"`
+	TTL   int64  `json:"ttl"`
+	Value string `json:"value,omitempty"`
 }
 
 type lockStateJSON struct {
@@ -147,7 +149,7 @@ type lockStateJSON struct {
 }
 
 func contender(c authority.Contender) contenderJSON {
-	return contenderJSON{LeaseID: c.LeaseID.String(), Token: c.Token.String(), TTL: int64(c.TTL / time.Second), Value: c.Value}
+	return contenderJSON{Token: c.Token.Unsigned().String(), TTL: int64(c.TTL / time.Second), Value: c.Value}
 }
 
 // handleObserve serves GET /v1/leases?resource=…: the holder, its token,

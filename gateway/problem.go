@@ -51,7 +51,7 @@ type problemScope struct {
 func problemFor(err error, scope problemScope) Problem {
 	p := Problem{Resource: scope.Resource, Operation: scope.Operation, Role: scope.Role, Detail: err.Error()}
 	if !scope.Presented.IsZero() {
-		p.PresentedToken = scope.Presented.String()
+		p.PresentedToken = scope.Presented.Unsigned().String()
 	}
 	var (
 		stale    *fence.StaleTokenError
@@ -70,15 +70,15 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.As(err, &stale):
 		p.set(http.StatusConflict, "stale-token", "Stale fencing token")
 		p.Resource, p.Role = stale.Resource, stale.Role
-		p.PresentedToken, p.CurrentToken = stale.Presented.String(), stale.Current.String()
+		p.PresentedToken, p.CurrentToken = stale.Presented.Unsigned().String(), stale.Current.Unsigned().String()
 	case errors.Is(err, ErrTokenRequired):
 		p.set(http.StatusPreconditionRequired, "token-required", "Fencing token required")
 	case errors.As(err, &rejected):
 		p.set(http.StatusForbidden, "token-rejected", "Token rejected by the authority")
-		p.PresentedToken = rejected.Presented.String()
+		p.PresentedToken = rejected.Presented.Unsigned().String()
 	case errors.Is(err, ErrUnauthorized):
 		p.set(http.StatusUnauthorized, "unauthorized", "Unauthorized")
-	case errors.Is(err, ErrForbidden), errors.Is(err, authority.ErrNotOwner):
+	case errors.Is(err, ErrForbidden):
 		p.set(http.StatusForbidden, "forbidden", "Forbidden")
 	case errors.Is(err, ErrUnknownOperation):
 		p.set(http.StatusNotFound, "unknown-operation", "Unknown operation")
@@ -92,10 +92,13 @@ func problemFor(err error, scope problemScope) Problem {
 		p.set(http.StatusConflict, "locked", "Resource is locked")
 		p.Resource = locked.Resource
 		if !locked.Holder.IsZero() {
-			p.CurrentToken = locked.Holder.String()
+			p.CurrentToken = locked.Holder.Unsigned().String()
 		}
-	case errors.Is(err, authority.ErrLeaseNotFound):
+	case errors.Is(err, authority.ErrLeaseNotFound), errors.Is(err, authority.ErrNotOwner):
+		// Another client's lease is answered like an unknown one: whether
+		// a lease ID exists is none of the asker's business.
 		p.set(http.StatusNotFound, "lease-not-found", "Lease not found")
+		p.Detail = "no such lease of yours: it expired, was released, or never was"
 	case errors.Is(err, ErrNoRoute):
 		p.set(http.StatusNotFound, "not-found", "No such endpoint")
 	case errors.Is(err, ErrMethod):

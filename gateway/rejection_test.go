@@ -20,6 +20,8 @@ func TestRejectionsWriteNothing(t *testing.T) {
 	if r := h.write("debit", b.Token, debit(account, 100)); r.Status != http.StatusOK {
 		t.Fatalf("setup write: %d %s", r.Status, r.Body)
 	}
+	unknown := h.mustAcquire("account/acct-4100", 5, 0)
+	defer h.release(unknown)
 
 	tests := []struct {
 		name    string
@@ -36,6 +38,9 @@ func TestRejectionsWriteNothing(t *testing.T) {
 		{"two token headers", "debit", http.Header{"Fencing-Token": {b.Token, b.Token}}, debit(account, 1), http.StatusBadRequest, "bad-request"},
 		{"token from the future", "debit", tok("1:999999999"), debit(account, 1), http.StatusForbidden, "token-rejected"},
 		{"token of another epoch", "debit", tok("2:1"), debit(account, 1), http.StatusForbidden, "token-rejected"},
+		{"token without its signature", "debit", tok(b.Plain), debit(account, 1), http.StatusForbidden, "token-rejected"},
+		{"token with another's signature", "debit", tok(b.Plain + a.Token[len(a.Plain):]), debit(account, 1), http.StatusForbidden, "token-rejected"},
+		{"token of another resource", "debit", tok(b.Token), debit("acct-4100", 1), http.StatusForbidden, "token-rejected"},
 		{"unknown operation", "drop_table", tok(b.Token), debit(account, 1), http.StatusNotFound, "unknown-operation"},
 		{"unknown argument", "debit", tok(b.Token), `{"account": "acct-41", "amount_cents": 1, "sql": "DROP TABLE x"}`, http.StatusBadRequest, "bad-request"},
 		{"mistyped argument", "debit", tok(b.Token), `{"account": "acct-41", "amount_cents": "1"}`, http.StatusBadRequest, "bad-request"},
@@ -45,7 +50,7 @@ func TestRejectionsWriteNothing(t *testing.T) {
 		{"malformed JSON", "debit", tok(b.Token), `{"account": "acct-41", `, http.StatusBadRequest, "bad-request"},
 		{"body too large", "debit", tok(b.Token), `{"account": "` + strings.Repeat("x", 5000) + `"}`, http.StatusRequestEntityTooLarge, "too-large"},
 		{"expect_rows not met", "debit", tok(b.Token), debit(account, 1_000_000), http.StatusConflict, "precondition-failed"},
-		{"unknown account", "debit", tok(b.Token), debit("acct-4100", 1), http.StatusConflict, "precondition-failed"},
+		{"unknown account", "debit", tok(unknown.Token), debit("acct-4100", 1), http.StatusConflict, "precondition-failed"},
 		{"constraint violation", "open_account", tok(b.Token), `{"account": "acct-41"}`, http.StatusConflict, "constraint"},
 	}
 	for _, tt := range tests {
@@ -69,7 +74,7 @@ func TestRejectionsWriteNothing(t *testing.T) {
 	}
 	var reason, presented, current string
 	err := h.pool.QueryRow(t.Context(), "SELECT reason, presented, current FROM fencegw.rejections WHERE reason = 'stale-token'").Scan(&reason, &presented, &current)
-	if err != nil || presented != a.Token || current != b.Token {
+	if err != nil || presented != a.Plain || current != b.Plain {
 		t.Fatalf("audited stale write: %s %s %s, %v; want presented %s current %s", reason, presented, current, err, a.Token, b.Token)
 	}
 	if got := h.balance(account); got != 900 {

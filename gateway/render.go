@@ -82,7 +82,7 @@ func appendResult(b []byte, w *fence.Write, res fence.Result) []byte {
 		b = append(b, `,"resource":`...)
 		b = appendJSONString(b, w.Keys[0])
 		b = append(b, `,"token":"`...)
-		b, _ = w.Tokens[0].AppendText(b)
+		b, _ = w.Tokens[0].Unsigned().AppendText(b) // answers may be stored and replayed: no capability in them
 		b = append(b, '"')
 	} else {
 		b = append(b, `,"fences":[`...)
@@ -95,7 +95,7 @@ func appendResult(b []byte, w *fence.Write, res fence.Result) []byte {
 			b = append(b, `,"resource":`...)
 			b = appendJSONString(b, w.Keys[i])
 			b = append(b, `,"token":"`...)
-			b, _ = w.Tokens[i].AppendText(b)
+			b, _ = w.Tokens[i].Unsigned().AppendText(b)
 			b = append(b, `"}`...)
 		}
 		b = append(b, ']')

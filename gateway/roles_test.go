@@ -20,21 +20,21 @@ func roleTokens(from, to string) http.Header {
 // names each role's fence.
 func TestTransferOverHTTP(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	a, b := h.mustAcquire("account/acct-31", 10, 0), h.mustAcquire("account/acct-32", 10, 0)
+	a, b := h.mustAcquire("account/acct-63", 10, 0), h.mustAcquire("account/acct-64", 10, 0)
 	defer h.release(a)
 	defer h.release(b)
-	r := h.do(http.MethodPost, "/v1/ops/transfer", roleTokens(a.Token, b.Token), transferBody("acct-31", "acct-32", 250))
+	r := h.do(http.MethodPost, "/v1/ops/transfer", roleTokens(a.Token, b.Token), transferBody("acct-63", "acct-64", 250))
 	if r.Status != http.StatusOK {
 		t.Fatalf("transfer: %d %s", r.Status, r.Body)
 	}
-	if len(r.Result.Fences) != 2 || r.Result.Fences[0].Role != "from" || r.Result.Fences[0].Resource != "account/acct-31" ||
-		r.Result.Fences[1].Token.String() != b.Token || r.Result.Resource != "" {
+	if len(r.Result.Fences) != 2 || r.Result.Fences[0].Role != "from" || r.Result.Fences[0].Resource != "account/acct-63" ||
+		r.Result.Fences[1].Token.String() != b.Plain || r.Result.Resource != "" {
 		t.Fatalf("answer %s: want the fences of from and to", r.Body)
 	}
-	if x, y := h.balance("acct-31"), h.balance("acct-32"); x != 750 || y != 1250 {
+	if x, y := h.balance("acct-63"), h.balance("acct-64"); x != 750 || y != 1250 {
 		t.Fatalf("balances %d, %d; want 750, 1250", x, y)
 	}
-	if h.fence("account/acct-31") != a.Token || h.fence("account/acct-32") != b.Token {
+	if h.fence("account/acct-63") != a.Plain || h.fence("account/acct-64") != b.Plain {
 		t.Fatal("fences not advanced to the roles' tokens")
 	}
 }
@@ -43,10 +43,10 @@ func TestTransferOverHTTP(t *testing.T) {
 // misdirected Fencing-Token field is refused before anything is written.
 func TestTransferTokenFieldRefusals(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	a, b := h.mustAcquire("account/acct-33", 10, 0), h.mustAcquire("account/acct-34", 10, 0)
+	a, b := h.mustAcquire("account/acct-65", 10, 0), h.mustAcquire("account/acct-66", 10, 0)
 	defer h.release(a)
 	defer h.release(b)
-	body := transferBody("acct-33", "acct-34", 1)
+	body := transferBody("acct-65", "acct-66", 1)
 	for _, tt := range []struct {
 		name   string
 		field  []string // nil: no header
@@ -60,12 +60,12 @@ func TestTransferTokenFieldRefusals(t *testing.T) {
 		{"an unknown role", []string{`from="` + a.Token + `", to="` + b.Token + `", via="1:1"`}, "transfer", body, 400, `no role "via"`},
 		{"a role twice", []string{`from="` + a.Token + `", from="` + b.Token + `"`}, "transfer", body, 400, "given twice"},
 		{"one token for two roles", []string{a.Token}, "transfer", body, 400, "has roles from, to"},
-		{"roles for one resource", []string{`account="` + a.Token + `"`}, "debit", debit("acct-33", 1), 400, "writes one resource"},
+		{"roles for one resource", []string{`account="` + a.Token + `"`}, "debit", debit("acct-65", 1), 400, "writes one resource"},
 		{"unquoted", []string{`from=` + a.Token + `, to="` + b.Token + `"`}, "transfer", body, 400, "quoted string"},
 		{"a parameter", []string{`from="` + a.Token + `";x=1, to="` + b.Token + `"`}, "transfer", body, 400, "parameters"},
 		{"trailing comma", []string{`from="` + a.Token + `", to="` + b.Token + `",`}, "transfer", body, 400, "trailing"},
 		{"malformed token", []string{`from="1:x", to="` + b.Token + `"`}, "transfer", body, 400, "revision"},
-		{"one account twice", []string{`from="` + a.Token + `", to="` + a.Token + `"`}, "transfer", transferBody("acct-33", "acct-33", 1), 400, "must be different resources"},
+		{"one account twice", []string{`from="` + a.Token + `", to="` + a.Token + `"`}, "transfer", transferBody("acct-65", "acct-65", 1), 400, "must be different resources"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before := h.state()
@@ -89,26 +89,26 @@ func TestTransferTokenFieldRefusals(t *testing.T) {
 	}
 }
 
-// TestStaleTransferNamesTheRole: B took acct-36 after A and wrote; A's
-// transfer into acct-36 is refused whole, naming the role, the resource
+// TestStaleTransferNamesTheRole: B took acct-68 after A and wrote; A's
+// transfer into acct-68 is refused whole, naming the role, the resource
 // and the current token.
 func TestStaleTransferNamesTheRole(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	from := h.mustAcquire("account/acct-35", 10, 0)
+	from := h.mustAcquire("account/acct-67", 10, 0)
 	defer h.release(from)
-	a := h.mustAcquire("account/acct-36", 10, 0)
+	a := h.mustAcquire("account/acct-68", 10, 0)
 	h.release(a)
-	b := h.mustAcquire("account/acct-36", 10, 0)
+	b := h.mustAcquire("account/acct-68", 10, 0)
 	defer h.release(b)
-	if r := h.write("credit", b.Token, debit("acct-36", 1)); r.Status != http.StatusOK {
+	if r := h.write("credit", b.Token, debit("acct-68", 1)); r.Status != http.StatusOK {
 		t.Fatalf("B's credit: %d %s", r.Status, r.Body)
 	}
 	before := h.state()
-	r := h.do(http.MethodPost, "/v1/ops/transfer", roleTokens(from.Token, a.Token), transferBody("acct-35", "acct-36", 10))
+	r := h.do(http.MethodPost, "/v1/ops/transfer", roleTokens(from.Token, a.Token), transferBody("acct-67", "acct-68", 10))
 	p := r.Problem
-	if r.Status != http.StatusConflict || p.Kind() != "stale-token" || p.Role != "to" || p.Resource != "account/acct-36" ||
-		p.PresentedToken != a.Token || p.CurrentToken != b.Token {
-		t.Fatalf("%d %s; want 409 stale-token naming role to, account/acct-36, %s and %s", r.Status, r.Body, a.Token, b.Token)
+	if r.Status != http.StatusConflict || p.Kind() != "stale-token" || p.Role != "to" || p.Resource != "account/acct-68" ||
+		p.PresentedToken != a.Plain || p.CurrentToken != b.Plain {
+		t.Fatalf("%d %s; want 409 stale-token naming role to, account/acct-68, %s and %s", r.Status, r.Body, a.Token, b.Token)
 	}
 	if after := h.state(); after != before {
 		t.Fatal("a refused transfer changed state")
@@ -119,13 +119,13 @@ func TestStaleTransferNamesTheRole(t *testing.T) {
 // must be its lock's live holder; the refusal names the role.
 func TestRoleTokenRejectedByTheAuthority(t *testing.T) {
 	h := newHarness(t, holderPolicy(t))
-	from := h.mustAcquire("account/acct-37", 10, 0)
+	from := h.mustAcquire("account/acct-69", 10, 0)
 	defer h.release(from)
-	to := h.mustAcquire("account/acct-38", 10, 0)
+	to := h.mustAcquire("account/acct-70", 10, 0)
 	h.release(to)
 	before := h.state()
-	r := h.do(http.MethodPost, "/v1/ops/transfer", roleTokens(from.Token, to.Token), transferBody("acct-37", "acct-38", 10))
-	if r.Status != http.StatusForbidden || r.Problem.Kind() != "token-rejected" || r.Problem.Role != "to" || r.Problem.Resource != "account/acct-38" {
+	r := h.do(http.MethodPost, "/v1/ops/transfer", roleTokens(from.Token, to.Token), transferBody("acct-69", "acct-70", 10))
+	if r.Status != http.StatusForbidden || r.Problem.Kind() != "token-rejected" || r.Problem.Role != "to" || r.Problem.Resource != "account/acct-70" {
 		t.Fatalf("%d %s; want 403 token-rejected naming role to", r.Status, r.Body)
 	}
 	if after := h.state(); after != before {

@@ -38,7 +38,7 @@ func TestSeedDebitTable(t *testing.T) {
 			if r := h.write("debit", b.Token, debit(account, 100)); r.Status != http.StatusOK {
 				t.Fatalf("B debit 100 with %s: %d %s", b.Token, r.Status, r.Body)
 			}
-			if got := h.fence(resource); got != b.Token {
+			if got := h.fence(resource); got != b.Plain {
 				t.Fatalf("fence after B = %s, want %s", got, b.Token)
 			}
 
@@ -47,7 +47,7 @@ func TestSeedDebitTable(t *testing.T) {
 			if r.Status != http.StatusConflict || r.Problem.Kind() != "stale-token" {
 				t.Fatalf("A debit 100 with %s: %d %s, want 409 stale-token", a.Token, r.Status, r.Body)
 			}
-			if r.Problem.PresentedToken != a.Token || r.Problem.CurrentToken != b.Token || r.Problem.Resource != resource {
+			if r.Problem.PresentedToken != a.Plain || r.Problem.CurrentToken != b.Plain || r.Problem.Resource != resource {
 				t.Errorf("problem = %+v, want presented %s current %s resource %s", r.Problem, a.Token, b.Token, resource)
 			}
 			if after := h.state(); after != before {
@@ -106,7 +106,7 @@ func TestGCPauseTimeline(t *testing.T) {
 	if err := h.pool.QueryRow(t.Context(), "SELECT count(*), min(epoch || ':' || revision) FROM demo.write_log WHERE account = $1", account).Scan(&n, &tok); err != nil {
 		t.Fatal(err)
 	}
-	if n != 1 || tok != b.Token {
+	if n != 1 || tok != b.Plain {
 		t.Fatalf("write log has %d write(s), token %s; want B's one write with %s", n, tok, b.Token)
 	}
 	if r := h.do(http.MethodPost, "/v1/leases/"+a.ID+"/keepalive", nil, ""); r.Status != http.StatusNotFound {

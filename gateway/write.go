@@ -48,7 +48,7 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (fence.Response, e
 		return fence.Response{}, err
 	}
 	if !op.Named() {
-		scope.Presented = toks[0]
+		scope.Presented = toks[0].Unsigned()
 	}
 	key, once, err := idempotencyKey(r)
 	if err != nil {

@@ -73,8 +73,10 @@ func compileResource(ps *problems, name string, fr fileResource) *Resource {
 		r.Validation = tokens.ValidateFence
 	case "holder":
 		r.Validation = tokens.ValidateHolder
+	case "revision":
+		r.Validation = tokens.ValidateRevision
 	default:
-		ps.add(entry+".validation", "%q is not a validation mode: use fence or holder", fr.Validation)
+		ps.add(entry+".validation", "%q is not a validation mode: use fence, holder or revision", fr.Validation)
 		ok = false
 	}
 	r.Coalesce = fr.Coalesce == nil || *fr.Coalesce // on unless turned off: BENCHMARKS.md

@@ -18,3 +18,14 @@ func BenchmarkString(b *testing.B) {
 		_ = tok.String()
 	}
 }
+
+func BenchmarkVerify(b *testing.B) {
+	ring, _ := NewKeyring(Key{Secret: []byte("0123456789abcdef0123456789abcdef")})
+	tok := ring.Sign(Token{Epoch: 1, Revision: 9223372036854775}, "account/acct-42", "billing")
+	b.ReportAllocs()
+	for b.Loop() {
+		if !ring.Verify(tok, "account/acct-42", "billing") {
+			b.Fatal("refused")
+		}
+	}
+}

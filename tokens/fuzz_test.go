@@ -9,7 +9,7 @@ import (
 // ErrMalformed, and that an accepted token has exactly one spelling: the
 // input itself.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"1:42", "0:1", "1:", ":", "9223372036854775807:9223372036854775807", "1:9223372036854775808", "01:1", "1:-1", "1: 1", "１:1"} {
+	for _, s := range []string{"1:42", "0:1", "1:", ":", "9223372036854775807:9223372036854775807", "1:9223372036854775808", "01:1", "1:-1", "1: 1", "１:1", "1:42:AQIDBAUGBwgJCgsMDQ4PEA", "1:42:AQIDBAUGBwgJCgsMDQ4PEB", "1:42:", "1:42:AQIDBAUGBwgJCgsMDQ4PE=", "1:42:1:42"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

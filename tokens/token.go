@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"cmp"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -15,10 +16,24 @@ import (
 // revision of the holder's lock key. Tokens compare lexicographically, epoch
 // first, so bumping the epoch makes every older token stale even if a
 // restored etcd starts issuing lower revisions.
+//
+// A token the gateway issues also carries a signature (see Keyring) that
+// binds it to the resource and client it was granted to: the number alone
+// is no capability. Order and Compare ignore the signature.
 type Token struct {
 	Epoch    int64
 	Revision int64
+	Sig      Sig // zero: unsigned
 }
+
+// Sig is a token's signature: a MAC truncated to 128 bits.
+type Sig [sigLen]byte
+
+const sigLen = 16
+
+// sigText is the text of a signature: base64url without padding, strict
+// (one spelling per signature).
+var sigText = base64.RawURLEncoding.Strict()
 
 // maxDigits bounds the text form: int64 has at most 19 decimal digits.
 const maxDigits = 19
@@ -26,14 +41,41 @@ const maxDigits = 19
 // ErrMalformed is wrapped by every Parse error.
 var ErrMalformed = errors.New("tokens: malformed token")
 
-// Parse reads the text form "E:R". It is strict so that one token has exactly
-// one spelling: both parts are decimal digits without sign, space or leading
-// zero, both at least 1 and at most math.MaxInt64 (PostgreSQL bigint).
+// Parse reads the text form "E:R", or "E:R:SIG" for a signed token. It is
+// strict so that one token has exactly one spelling: both numbers are
+// decimal digits without sign, space or leading zero, both at least 1 and
+// at most math.MaxInt64 (PostgreSQL bigint); the signature is 22
+// characters of base64url.
 func Parse(s string) (Token, error) {
 	e, r, ok := strings.Cut(s, ":")
 	if !ok {
 		return Token{}, fmt.Errorf("%w: %q: want EPOCH:REVISION, e.g. 1:42", ErrMalformed, clip.String(s, 48))
 	}
+	var sig Sig
+	if r, sigPart, signed := strings.Cut(r, ":"); signed {
+		if len(sigPart) != sigText.EncodedLen(sigLen) {
+			return Token{}, fmt.Errorf("%w: %q: the signature after the second ':' must be %d characters", ErrMalformed, clip.String(s, 48), sigText.EncodedLen(sigLen))
+		}
+		// The decoder skips newlines; only the alphabet may spell a signature.
+		if strings.IndexFunc(sigPart, notBase64URL) >= 0 {
+			return Token{}, fmt.Errorf("%w: %q: the signature is not base64url", ErrMalformed, clip.String(s, 48))
+		}
+		if _, err := sigText.Decode(sig[:], []byte(sigPart)); err != nil {
+			return Token{}, fmt.Errorf("%w: %q: the signature is not base64url", ErrMalformed, clip.String(s, 48))
+		}
+		tok, err := parseNumbers(s, e, r)
+		tok.Sig = sig
+		return tok, err
+	}
+	return parseNumbers(s, e, r)
+}
+
+func notBase64URL(r rune) bool {
+	return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+}
+
+// parseNumbers reads the epoch and revision parts of s.
+func parseNumbers(s, e, r string) (Token, error) {
 	epoch, err := parsePart(e)
 	if err != nil {
 		return Token{}, fmt.Errorf("%w: %q: epoch %v", ErrMalformed, clip.String(s, 48), err)
@@ -68,12 +110,13 @@ func parsePart(s string) (int64, error) {
 	return int64(n), nil
 }
 
-// String returns the text form "E:R".
+// String returns the text form: "E:R", or "E:R:SIG" for a signed token.
+// A signed token is a capability: show others Unsigned().String().
 func (t Token) String() string {
-	return string(t.appendTo(make([]byte, 0, 2*maxDigits+1)))
+	return string(t.appendTo(make([]byte, 0, 2*maxDigits+2+sigText.EncodedLen(sigLen))))
 }
 
-// AppendText appends the text form "E:R" to b (encoding.TextAppender).
+// AppendText appends the text form to b (encoding.TextAppender).
 func (t Token) AppendText(b []byte) ([]byte, error) { return t.appendTo(b), nil }
 
 // MarshalText returns the text form, so that a Token is a JSON string.
@@ -82,8 +125,20 @@ func (t Token) MarshalText() ([]byte, error) { return t.appendTo(nil), nil }
 func (t Token) appendTo(b []byte) []byte {
 	b = strconv.AppendInt(b, t.Epoch, 10)
 	b = append(b, ':')
-	return strconv.AppendInt(b, t.Revision, 10)
+	b = strconv.AppendInt(b, t.Revision, 10)
+	if t.Signed() {
+		b = append(b, ':')
+		b = sigText.AppendEncode(b, t.Sig[:])
+	}
+	return b
 }
+
+// Signed reports whether t carries a signature.
+func (t Token) Signed() bool { return t.Sig != Sig{} }
+
+// Unsigned returns t without its signature: its place in the order, which
+// may be shown to anyone (logs, problem documents, observers).
+func (t Token) Unsigned() Token { return Token{Epoch: t.Epoch, Revision: t.Revision} }
 
 // UnmarshalText parses the text form as strictly as Parse.
 func (t *Token) UnmarshalText(b []byte) error {
@@ -95,7 +150,8 @@ func (t *Token) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Compare returns -1, 0 or +1 as t is older than, equal to or newer than u.
+// Compare returns -1, 0 or +1 as t is older than, equal to or newer than
+// u, signatures aside.
 func (t Token) Compare(u Token) int {
 	if c := cmp.Compare(t.Epoch, u.Epoch); c != 0 {
 		return c

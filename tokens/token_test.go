@@ -3,6 +3,7 @@ package tokens
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
@@ -12,8 +13,8 @@ func TestParse(t *testing.T) {
 		want Token
 		ok   bool
 	}{
-		{"simple", "1:42", Token{1, 42}, true},
-		{"large", "7:9223372036854775807", Token{7, 9223372036854775807}, true},
+		{"simple", "1:42", Token{Epoch: 1, Revision: 42}, true},
+		{"large", "7:9223372036854775807", Token{Epoch: 7, Revision: 9223372036854775807}, true},
 		{"no colon", "42", Token{}, false},
 		{"empty", "", Token{}, false},
 		{"empty epoch", ":42", Token{}, false},
@@ -52,11 +53,11 @@ func TestCompare(t *testing.T) {
 		a, b Token
 		want int
 	}{
-		{Token{1, 41}, Token{1, 42}, -1},
-		{Token{1, 42}, Token{1, 42}, 0},
-		{Token{1, 43}, Token{1, 42}, 1},
-		{Token{2, 1}, Token{1, 9999}, 1}, // a new epoch beats any old revision
-		{Token{1, 9999}, Token{2, 1}, -1},
+		{Token{Epoch: 1, Revision: 41}, Token{Epoch: 1, Revision: 42}, -1},
+		{Token{Epoch: 1, Revision: 42}, Token{Epoch: 1, Revision: 42}, 0},
+		{Token{Epoch: 1, Revision: 43}, Token{Epoch: 1, Revision: 42}, 1},
+		{Token{Epoch: 2, Revision: 1}, Token{Epoch: 1, Revision: 9999}, 1}, // a new epoch beats any old revision
+		{Token{Epoch: 1, Revision: 9999}, Token{Epoch: 2, Revision: 1}, -1},
 	}
 	for _, tt := range tests {
 		if got := tt.a.Compare(tt.b); got != tt.want {
@@ -66,7 +67,8 @@ func TestCompare(t *testing.T) {
 }
 
 func TestStringRoundTrip(t *testing.T) {
-	for _, tok := range []Token{{1, 1}, {1, 42}, {3, 9223372036854775807}} {
+	signed := Token{Epoch: 2, Revision: 7, Sig: Sig{1, 2, 3, 255}}
+	for _, tok := range []Token{{Epoch: 1, Revision: 1}, {Epoch: 1, Revision: 42}, {Epoch: 3, Revision: 9223372036854775807}, signed} {
 		got, err := Parse(tok.String())
 		if err != nil || got != tok {
 			t.Errorf("Parse(%q) = %v, %v; want %v", tok.String(), got, err, tok)
@@ -131,5 +133,57 @@ func TestReconcile(t *testing.T) {
 	}
 	if _, err := Reconcile(View{Epoch: 1, ClusterID: "x", Revision: 1}, Record{Epoch: 1}, 0); err != nil {
 		t.Errorf("a record without a cluster yet must accept the first one: %v", err)
+	}
+}
+
+func TestSignedTokens(t *testing.T) {
+	key := Key{Secret: []byte("0123456789abcdef0123456789abcdef")}
+	other := Key{Secret: []byte("fedcba9876543210fedcba9876543210")}
+	ring, err := NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := ring.Sign(Token{Epoch: 1, Revision: 42}, "account/acct-1", "billing")
+	if !tok.Signed() || tok.Compare(Token{Epoch: 1, Revision: 42}) != 0 || tok.Unsigned() != (Token{Epoch: 1, Revision: 42}) {
+		t.Fatalf("signed token %v: want signed, ordered as 1:42", tok)
+	}
+	text := tok.String()
+	if parsed, err := Parse(text); err != nil || parsed != tok || len(text) != len("1:42:")+22 {
+		t.Fatalf("Parse(%q) = %v, %v", text, parsed, err)
+	}
+	rotated, _ := NewKeyring(other, key) // a new key signs, the old one still verifies
+	retired, _ := NewKeyring(other)
+	for _, tt := range []struct {
+		name             string
+		ring             *Keyring
+		tok              Token
+		resource, client string
+		want             bool
+	}{
+		{"as granted", ring, tok, "account/acct-1", "billing", true},
+		{"after a rotation", rotated, tok, "account/acct-1", "billing", true},
+		{"signed after the rotation", rotated, rotated.Sign(tok.Unsigned(), "account/acct-1", "billing"), "account/acct-1", "billing", true},
+		{"its key retired", retired, tok, "account/acct-1", "billing", false},
+		{"another resource", ring, tok, "account/acct-2", "billing", false},
+		{"another client", ring, tok, "account/acct-1", "ops", false},
+		{"another revision", ring, Token{Epoch: 1, Revision: 43, Sig: tok.Sig}, "account/acct-1", "billing", false},
+		{"another epoch", ring, Token{Epoch: 2, Revision: 42, Sig: tok.Sig}, "account/acct-1", "billing", false},
+		{"unsigned", ring, tok.Unsigned(), "account/acct-1", "billing", false},
+		{"a resource and client that run together", ring, ring.Sign(tok.Unsigned(), "a", "bc"), "ab", "c", false},
+	} {
+		if got := tt.ring.Verify(tt.tok, tt.resource, tt.client); got != tt.want {
+			t.Errorf("%s: Verify = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+	if _, err := NewKeyring(Key{Secret: []byte("short")}); err == nil {
+		t.Error("a 5-byte key was accepted")
+	}
+	// A key whose time has not come verifies but does not sign yet.
+	later, _ := NewKeyring(Key{Secret: other.Secret, SignAfter: time.Now().Add(time.Hour)}, key)
+	if signed := later.Sign(tok.Unsigned(), "account/acct-1", "billing"); signed != tok {
+		t.Errorf("signed %v before the new key's time, want %v (the old key's)", signed, tok)
+	}
+	if early := rotated.Sign(tok.Unsigned(), "account/acct-1", "billing"); !later.Verify(early, "account/acct-1", "billing") {
+		t.Error("a key not yet signing must already verify")
 	}
 }

@@ -5,20 +5,28 @@ package tokens
 type Validation int
 
 const (
-	// ValidateFence checks the token was issued: current epoch, revision
-	// not in the future. It costs an etcd read only for a token newer than
-	// any revision the gateway has seen.
+	// ValidateFence (the default) accepts only a token the gateway issued
+	// for this resource and client: its signature says so, checked with
+	// no etcd or PostgreSQL call. The fence then orders it.
 	ValidateFence Validation = iota
 	// ValidateHolder also checks, with a linearizable etcd read on every
 	// write, that the token is the live holder of this very resource: an
-	// expired holder is refused even when no successor has written yet,
-	// and a token from another resource's lock is refused.
+	// expired holder is refused even when no successor has written yet.
 	ValidateHolder
+	// ValidateRevision takes a token as a number, for services that read
+	// tokens from etcd themselves: its epoch is current and its revision
+	// not in the future (an etcd read for one above any seen). Any caller
+	// who can read a revision can write, and push the fence past the
+	// holder's token: choose it knowingly.
+	ValidateRevision
 )
 
 func (v Validation) String() string {
-	if v == ValidateHolder {
+	switch v {
+	case ValidateHolder:
 		return "holder"
+	case ValidateRevision:
+		return "revision"
 	}
 	return "fence"
 }

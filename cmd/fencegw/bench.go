@@ -49,8 +49,8 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	if cfg.Dists, err = bench.ParseDists(*dists); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	if cfg.GatewayURL != "" && cfg.DatabaseURL == "" {
-		return fmt.Errorf("%w: --gateway needs --database-url: the gateway's database, for the direct path", errUsage)
+	if cfg.GatewayURL != "" && (cfg.DatabaseURL == "" || *etcdEndpoints == "") {
+		return fmt.Errorf("%w: --gateway needs --database-url and --etcd: the gateway's database, for the direct path, and its etcd, whose keys sign each account's token", errUsage)
 	}
 	if err := cfg.CheckLoad(); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
@@ -62,9 +62,6 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if *etcdEndpoints != "" {
-		if cfg.GatewayURL != "" {
-			return fmt.Errorf("%w: --etcd is for the in-process gateway; a --gateway has its own", errUsage)
-		}
 		cfg.EtcdEndpoints = strings.Split(*etcdEndpoints, ",")
 	}
 	if cfg.GatewayURL == "" && len(cfg.EtcdEndpoints) == 0 {

@@ -72,7 +72,7 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("never saw the lock with its waiter: %+v", in.Locks)
 	}
 	l := in.Locks[0]
-	if l.Resource != prefix+"a" || l.Holder != held.Token || l.LeaseID != held.ID.String() || l.TTL <= 0 || l.Value != "worker-1\x1b[2J" {
+	if l.Resource != prefix+"a" || l.Holder != held.Token.Unsigned() || l.LeaseID != held.ID.String() || l.TTL <= 0 || l.Value != "worker-1\x1b[2J" {
 		t.Errorf("lock = %+v, want held by %s (lease %s)", l, held.Token, held.ID)
 	}
 	if len(in.Fences) != 1 || in.Fences[0].Resource != prefix+"a" || in.Fences[0].Token.String() != "1:5" {
@@ -85,10 +85,13 @@ func TestInspect(t *testing.T) {
 		t.Errorf("bypasses = %+v", in.Bypasses)
 	}
 	text := run()
-	for _, want := range []string{prefix + "a", held.Token.String(), "worker-1 [2J", "stale-token", "backfill for ticket 9"} {
+	for _, want := range []string{prefix + "a", held.Token.Unsigned().String(), "worker-1 [2J", "stale-token", "backfill for ticket 9"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
+	}
+	if strings.Contains(text, held.Token.String()) {
+		t.Errorf("inspect shows the holder's signed token, a capability:\n%s", text)
 	}
 	if strings.ContainsRune(text, 0x1b) {
 		t.Errorf("a lock value's terminal escape reached the text:\n%q", text)

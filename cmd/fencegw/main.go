@@ -30,6 +30,7 @@ commands:
   torture   run gateways and workers under faults and check no stale write landed
   epoch     show | bump: inspect the token authority, or start a new epoch
             after etcd was restored from a snapshot or replaced
+  keys      list | rotate | retire: the keys that sign fencing tokens
 
 Run 'fencegw COMMAND -h' for a command's flags.
 `
@@ -61,6 +62,8 @@ func main() {
 		err = runGuard(ctx, args, os.Stdout)
 	case "epoch":
 		err = runEpoch(ctx, args)
+	case "keys":
+		err = runKeys(ctx, args, os.Stdout)
 	case "lock":
 		err = runLock(ctx, args)
 	case "torture":

@@ -78,7 +78,8 @@ func campaign(ctx context.Context, c *client.Client, cfg config, ev *events) (*c
 func lead(ctx context.Context, c *client.Client, cfg config, lease *client.Lease, ev *events) error {
 	defer stepDown(ctx, lease, ev)
 	token := lease.Token()
-	ev.printf("leading %s with token %s", cfg.resource(), token)
+	shown := client.Unsigned(token) // the signed token is a capability: not for logs
+	ev.printf("leading %s with token %s", cfg.resource(), shown)
 	tick := time.NewTicker(cfg.Every)
 	defer tick.Stop()
 	for n := 1; ctx.Err() == nil; n++ {
@@ -104,14 +105,14 @@ func lead(ctx context.Context, c *client.Client, cfg config, lease *client.Lease
 		var stale *client.StaleTokenError
 		switch {
 		case err == nil:
-			ev.printf("wrote %d with token %s", n, token)
+			ev.printf("wrote %d with token %s", n, shown)
 		case errors.As(err, &stale):
-			ev.printf("stale: write %d with token %s refused, the fence is at %s", n, token, stale.Current)
+			ev.printf("stale: write %d with token %s refused, the fence is at %s", n, shown, stale.Current)
 			return nil
 		case errors.Is(err, client.ErrTokenRejected):
 			// A token of an epoch before `fencegw epoch bump`: this lease can
 			// never write again, but a new one can.
-			ev.printf("token %s rejected: %v", token, err)
+			ev.printf("token %s rejected: %v", shown, err)
 			return nil
 		case transient(err):
 			// The write may have been applied or not; either way the lease,

@@ -41,8 +41,8 @@ func refundOnce(ctx context.Context, cfg config, c *client.Client, p *provider) 
 	}
 	defer release(ctx, cfg, lease)
 	token := lease.Token()
-	rep.Token = token
-	cfg.logf("%s: lock taken, token %s", resource, token)
+	rep.Token = client.Unsigned(token) // reports and logs: the signed token is a capability
+	cfg.logf("%s: lock taken, token %s", resource, client.Unsigned(token))
 
 	// 1. Claim before the provider hears of the refund: from here on the
 	// intent exists, and a worker that finds it done stops at once.

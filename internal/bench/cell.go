@@ -36,8 +36,11 @@ func (c *Cell) Valid() bool {
 
 // runCell measures one cell. Both paths write with the token of one real
 // lease taken through the gateway: monotonic fences accept it again and
-// again, on every account. gatewayFirst alternates the order between cells
-// so neither path always runs on the table the other one just churned.
+// again, on every account. A token is good for the resource it was granted
+// for only, so each account gets that lease's number signed for it, as
+// the gateway would have granted it (signed with the keys in etcd).
+// gatewayFirst alternates the order between cells so neither path always
+// runs on the table the other one just churned.
 func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ Cell, err error) {
 	size := e.cfg.poolSize(n)
 	cell := Cell{Clients: n, Dist: d, PoolMaxConns: size}
@@ -74,8 +77,12 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 		cell.Direct, err = e.runDirect(ctx, n, d, size, tok)
 		return err
 	}
+	signed, err := e.signedTokens(ctx, tok)
+	if err != nil {
+		return cell, err
+	}
 	viaGateway := func() error {
-		lc := newLeanClient(addr, e.work.op.Name, lease.Token(), n)
+		lc := newLeanClient(addr, e.work.op.Name, signed, n)
 		defer lc.close()
 		cell.Gateway = drive(ctx, n, d, e.cfg.Warmup, e.cfg.Duration, e.cfg.Rate, lc.write)
 		if e.cfg.GatewayURL != "" { // only the load generator's allocations were seen
@@ -99,6 +106,24 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 		cell.Ratio = cell.Gateway.TxPerSec / cell.Direct.TxPerSec
 	}
 	return cell, nil
+}
+
+// signedTokens signs tok for every account's resource, in the text a
+// write sends: index id-1 holds account id's.
+func (e *env) signedTokens(ctx context.Context, tok tokens.Token) ([]string, error) {
+	out := make([]string, Accounts)
+	for id := int64(1); id <= Accounts; id++ {
+		keys, err := e.work.op.ResourceKeys(nil, e.work.args(id))
+		if err != nil {
+			return nil, err
+		}
+		signed, err := e.auth.Sign(ctx, tok.Unsigned(), keys[0], "")
+		if err != nil {
+			return nil, fmt.Errorf("bench: signing the accounts' tokens: %w", err)
+		}
+		out[id-1] = signed.String()
+	}
+	return out, nil
 }
 
 // runDirect measures the reference path on a pool of its own, closed

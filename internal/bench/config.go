@@ -22,8 +22,9 @@ var ErrConfig = errors.New("bench: bad configuration")
 type Config struct {
 	// DatabaseURL is the PostgreSQL the writes go to, on both paths.
 	DatabaseURL string
-	// EtcdEndpoints serve the in-process gateway's leases and tokens;
-	// unused with GatewayURL.
+	// EtcdEndpoints serve the in-process gateway's leases and tokens; with
+	// GatewayURL, the running gateway's etcd, whose signing keys give each
+	// account its token.
 	EtcdEndpoints []string
 	// EtcdInProcess says that etcd runs in this process, so that its
 	// background work counts in the allocation and RSS figures.
@@ -65,8 +66,8 @@ func (c *Config) Check() error {
 	switch {
 	case c.DatabaseURL == "":
 		return fmt.Errorf("%w: no database URL", ErrConfig)
-	case c.GatewayURL == "" && len(c.EtcdEndpoints) == 0:
-		return fmt.Errorf("%w: no etcd endpoints for the in-process gateway", ErrConfig)
+	case len(c.EtcdEndpoints) == 0:
+		return fmt.Errorf("%w: no etcd endpoints (the in-process gateway's, or the running gateway's)", ErrConfig)
 	}
 	return c.CheckLoad()
 }

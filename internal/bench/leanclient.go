@@ -20,9 +20,10 @@ import (
 // load generator's own work showed in the gateway's numbers. This one costs
 // a write, a read and a response parse, as a tool like wrk would.
 type leanClient struct {
-	addr  string // host:port, loopback
-	idle  chan *leanConn
-	start []byte // request line and headers up to Content-Length's value
+	addr   string // host:port, loopback
+	idle   chan *leanConn
+	start  []byte   // request line and headers up to the token
+	tokens []string // account id-1's token
 }
 
 type leanConn struct {
@@ -31,12 +32,12 @@ type leanConn struct {
 	req []byte
 }
 
-// newLeanClient writes op with token to the gateway at addr; clients is how
-// many connections it keeps.
-func newLeanClient(addr, op, token string, clients int) *leanClient {
+// newLeanClient writes op to the gateway at addr, each account with its
+// token (tokens[id-1]); clients is how many connections it keeps.
+func newLeanClient(addr, op string, tokens []string, clients int) *leanClient {
 	start := "POST /v1/ops/" + op + " HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\n" +
-		gateway.TokenHeader + ": " + token + "\r\nContent-Length: "
-	return &leanClient{addr: addr, idle: make(chan *leanConn, clients), start: []byte(start)}
+		gateway.TokenHeader + ": "
+	return &leanClient{addr: addr, idle: make(chan *leanConn, clients), start: []byte(start), tokens: tokens}
 }
 
 // close closes the idle connections; call it once no write is in flight.
@@ -64,7 +65,7 @@ func (c *leanClient) write(ctx context.Context, id int64) (string, string) {
 		}
 		conn = &leanConn{Conn: nc, r: bufio.NewReader(nc), req: make([]byte, 0, 256)}
 	}
-	kind, detail, reusable := conn.roundTrip(c.start, id)
+	kind, detail, reusable := conn.roundTrip(c.start, c.tokens[id-1], id)
 	if !reusable {
 		conn.Close()
 		return kind, detail
@@ -79,10 +80,11 @@ func (c *leanClient) write(ctx context.Context, id int64) (string, string) {
 
 // roundTrip sends one write and reads its answer; reusable is false when
 // the connection can serve no other.
-func (conn *leanConn) roundTrip(start []byte, id int64) (kind, detail string, reusable bool) {
+func (conn *leanConn) roundTrip(start []byte, token string, id int64) (kind, detail string, reusable bool) {
 	body := strconv.AppendInt([]byte(`{"id":`), id, 10)
 	body = append(strconv.AppendInt(append(body, `,"amount":`...), Amount, 10), '}')
-	req := strconv.AppendInt(append(conn.req[:0], start...), int64(len(body)), 10)
+	req := append(append(append(conn.req[:0], start...), token...), "\r\nContent-Length: "...)
+	req = strconv.AppendInt(req, int64(len(body)), 10)
 	req = append(append(req, "\r\n\r\n"...), body...)
 	conn.req = req
 	if err := conn.SetDeadline(time.Now().Add(requestTimeout)); err != nil {

@@ -37,7 +37,7 @@ func TestLeanClient(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 
-	c := newLeanClient(strings.TrimPrefix(srv.URL, "http://"), "add", "1:7", 1)
+	c := newLeanClient(strings.TrimPrefix(srv.URL, "http://"), "add", sameToken("1:7"), 1)
 	defer c.close()
 	for i, want := range []string{"", "", "409 stale-token", ""} {
 		if kind, detail := c.write(context.Background(), 42); kind != want {
@@ -50,7 +50,7 @@ func TestLeanClient(t *testing.T) {
 
 	srv.CloseClientConnections()
 	c.close()
-	bad := newLeanClient("127.0.0.1:1", "add", "1:7", 1)
+	bad := newLeanClient("127.0.0.1:1", "add", sameToken("1:7"), 1)
 	if kind, _ := bad.write(context.Background(), 1); kind != "transport" {
 		t.Errorf("write to a closed port: %q, want transport", kind)
 	}

@@ -153,7 +153,7 @@ func TestRunDrivesAnExternalGateway(t *testing.T) {
 	}
 	defer gw.close()
 
-	cfg.GatewayURL, cfg.EtcdEndpoints = gw.url, nil
+	cfg.GatewayURL = gw.url // and its etcd, whose keys sign the accounts' tokens
 	rep, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatalf("Run: %v", err)

@@ -60,9 +60,6 @@ func setup(ctx context.Context, cfg Config) (*env, error) {
 		return nil, err
 	}
 	e := &env{cfg: cfg, work: work, pol: pol, schemaVersion: version}
-	if cfg.GatewayURL != "" {
-		return e, nil
-	}
 	e.etcd, err = clientv3.New(clientv3.Config{
 		Endpoints: cfg.EtcdEndpoints, DialTimeout: 5 * time.Second, Context: ctx,
 		Logger: zap.NewNop(), // it reports every retry at info level

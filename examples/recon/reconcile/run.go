@@ -25,7 +25,7 @@ type config struct {
 // each fenced by cfg.Token, telling w what it does. A day finished
 // already is not an error. ctx bounds every write.
 func run(ctx context.Context, c *client.Client, cfg config, w io.Writer) error {
-	fmt.Fprintf(w, "reconcile %s: token %s\n", cfg.Day, cfg.Token)
+	fmt.Fprintf(w, "reconcile %s: token %s\n", cfg.Day, client.Unsigned(cfg.Token))
 	res, err := c.Write(ctx, cfg.Token, "start_run", map[string]any{"day": cfg.Day})
 	if err != nil {
 		return fmt.Errorf("starting: %w", err)
