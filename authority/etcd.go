@@ -74,10 +74,10 @@ func (a *Etcd) NewestRevision() int64 { return a.newestRevision.Load() }
 // commits: a holder can lose its lease right after this check. The fence
 // comparison in PostgreSQL is what keeps a stale holder out.
 func (a *Etcd) Validate(ctx context.Context, resource, client string, tok tokens.Token, mode tokens.Validation) error {
-	if err := a.checkEpoch(tok); err != nil {
-		return err
-	}
 	if mode == tokens.ValidateRevision {
+		if err := a.checkEpoch(tok, true); err != nil {
+			return err
+		}
 		if tok.Revision <= a.newestRevision.Load() {
 			return nil
 		}
@@ -86,11 +86,14 @@ func (a *Etcd) Validate(ctx context.Context, resource, client string, tok tokens
 		return a.checkIssued(ctx, tok)
 	}
 	if ring := a.keys.Load(); mode != tokens.ValidateHolder && ring != nil && ring.Verify(tok, resource, client) {
-		return nil // the common case: no etcd, no deadline to set up
+		return a.checkEpoch(tok, true) // the common case: no etcd, no deadline to set up
 	}
 	ctx, cancel := context.WithTimeout(ctx, ValidateTimeout)
 	defer cancel()
-	if err := a.checkSigned(ctx, resource, client, tok); err != nil || mode != tokens.ValidateHolder {
+	if err := a.checkSigned(ctx, resource, client, tok); err != nil {
+		return err
+	}
+	if err := a.checkEpoch(tok, true); err != nil || mode != tokens.ValidateHolder {
 		return err
 	}
 	holder, ok, err := a.Holder(ctx, resource)
@@ -98,9 +101,9 @@ func (a *Etcd) Validate(ctx context.Context, resource, client string, tok tokens
 	case err != nil:
 		return err
 	case !ok:
-		return &tokens.RejectedError{Presented: tok.Unsigned(), Reason: "no live holder of " + resource + ": the lease expired or was released"}
+		return &tokens.RejectedError{Presented: tok.Unsigned(), Issued: true, Reason: "no live holder of " + resource + ": the lease expired or was released"}
 	case holder.Compare(tok) != 0:
-		return &tokens.RejectedError{Presented: tok.Unsigned(), Reason: fmt.Sprintf("not the live holder of %s (the holder is %s)", resource, holder)}
+		return &tokens.RejectedError{Presented: tok.Unsigned(), Issued: true, Reason: fmt.Sprintf("not the live holder of %s (the holder is %s)", resource, holder)}
 	}
 	return nil
 }
@@ -142,13 +145,14 @@ func (a *Etcd) Sign(ctx context.Context, tok tokens.Token, resource, client stri
 const ValidateTimeout = 3 * time.Second
 
 // checkEpoch refuses every token while the authority is halted, and tokens
-// of any epoch but the current one.
-func (a *Etcd) checkEpoch(tok tokens.Token) error {
+// of any epoch but the current one; issued says whether tok is known to
+// have been issued.
+func (a *Etcd) checkEpoch(tok tokens.Token, issued bool) error {
 	if err := a.Halted(); err != nil {
 		return err
 	}
 	if epoch := a.epoch.Load(); tok.Epoch != epoch {
-		return &tokens.RejectedError{Presented: tok.Unsigned(), Reason: fmt.Sprintf("epoch %d is not the current epoch %d", tok.Epoch, epoch)}
+		return &tokens.RejectedError{Presented: tok.Unsigned(), Issued: issued, Reason: fmt.Sprintf("epoch %d is not the current epoch %d", tok.Epoch, epoch)}
 	}
 	return nil
 }

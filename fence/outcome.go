@@ -77,7 +77,7 @@ func classify(err error, committing bool, req *Request, at failedAt) error {
 			// pgx refused to encode an argument for its column (3e9 for
 			// an int4) before sending anything. (Its other step,
 			// "prepare", talks to the server like any round trip.)
-			return inWrite(req, at, fmt.Errorf("%w: an argument does not fit its column: %w", ErrValue, pre.Unwrap()))
+			return inWrite(req, at, &encodeError{cause: pre.Unwrap()})
 		}
 		return lost(err, committing)
 	}
@@ -110,6 +110,16 @@ func classify(err error, committing bool, req *Request, at failedAt) error {
 	}
 	return inWrite(req, at, fmt.Errorf("fence: operation %s: %w", opName(req, at), err))
 }
+
+// encodeError is an argument pgx cannot encode for its column (3e9 for an
+// int4). Its text names no driver internals; the cause stays in the chain.
+type encodeError struct{ cause error }
+
+func (e *encodeError) Error() string {
+	return "fence: argument value refused: an argument does not fit its database column (check the operation's bounds)"
+}
+
+func (e *encodeError) Unwrap() []error { return []error{ErrValue, e.cause} }
 
 // inWrite names the write of a batch an error belongs to.
 func inWrite(req *Request, at failedAt, err error) error {

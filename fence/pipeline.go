@@ -19,6 +19,11 @@ const fenceSQL = "SELECT fencegw.fence($1, $2, $3, $4, $5)"
 // fence, and the same transaction-local setting, but no check.
 const unfencedSQL = "SELECT set_config('fencegw.resource', $1, true)"
 
+// scopeSQL narrows the guard triggers' list, in a batch, to the resources
+// of the write whose statements follow: every fence of the batch advanced
+// first, but a write may touch only its own resources' rows.
+const scopeSQL = unfencedSQL
+
 // queueRequest queues req's pipeline: its fences in canonical order, then
 // each write's statements in the request's order. It is the one shape of a
 // fenced write, alone or batched.
@@ -30,9 +35,13 @@ func (s *Store) queueRequest(b *pgx.Batch, req *Request) {
 		}
 		queue(b, fenceSQL, f.resource, f.token.Epoch, f.token.Revision, f.strict, i == 0)
 	}
+	batched := len(req.Writes) > 1
 	for wi := range req.Writes {
 		w := &req.Writes[wi]
 		op := w.Operation
+		if batched {
+			queue(b, scopeSQL, strings.Join(w.Keys, "\n"))
+		}
 		for i := range op.Statements {
 			st := &op.Statements[i]
 			queue(b, st.SQL, op.Bind(st, w.Args, w.Keys, w.Tokens)...)
@@ -49,10 +58,16 @@ func readRequest(br pgx.BatchResults, req *Request) ([]Result, failedAt, error) 
 		}
 	}
 	results := req.result[:]
-	if len(req.Writes) > 1 {
+	batched := len(req.Writes) > 1
+	if batched {
 		results = make([]Result, len(req.Writes))
 	}
 	for wi := range req.Writes {
+		if batched {
+			if _, err := br.Exec(); err != nil {
+				return nil, failedAt{fence: -1, write: wi}, err
+			}
+		}
 		op := req.Writes[wi].Operation
 		res := make([]StatementResult, len(op.Statements))
 		results[wi].Statements = res

@@ -67,6 +67,12 @@ func NewRequest(writes []Write, key *Key) (*Request, error) {
 	for wi := range writes {
 		w := &writes[wi]
 		for ri, key := range w.Keys {
+			if j := slices.Index(w.Keys[:ri], key); j >= 0 {
+				return nil, inWrite(&Request{Writes: writes}, failedAt{-1, wi}, fmt.Errorf("%w: roles %s and %s of %s are both %s: a write's roles must be different resources",
+					ErrConflict, w.Operation.Roles[j].Name, w.Operation.Roles[ri].Name, w.Operation.Name, key))
+			}
+		}
+		for ri, key := range w.Keys {
 			strict := w.Operation.Roles[ri].Resource.Compare == policy.Strict
 			i, found := slices.BinarySearchFunc(req.fences, key, func(f fence, k string) int { return cmp.Compare(f.resource, k) })
 			if !found {
@@ -74,13 +80,9 @@ func NewRequest(writes []Write, key *Key) (*Request, error) {
 				continue
 			}
 			f := &req.fences[i]
-			switch {
-			case f.write == wi:
-				return nil, fmt.Errorf("%w: roles %s and %s of %s are both %s: a write's roles must be different resources",
-					ErrConflict, w.Operation.Roles[f.role].Name, w.Operation.Roles[ri].Name, w.Operation.Name, key)
-			case f.token != w.Tokens[ri]:
-				return nil, fmt.Errorf("%w: %s is fenced with %s by write %d and with %s by write %d: one resource, one token per request",
-					ErrConflict, key, f.token.Unsigned(), f.write, w.Tokens[ri].Unsigned(), wi)
+			if f.token != w.Tokens[ri] {
+				return nil, inWrite(req, failedAt{-1, wi}, fmt.Errorf("%w: %s is fenced with %s by write %d and with %s by write %d: one resource, one token per request",
+					ErrConflict, key, f.token.Unsigned(), f.write, w.Tokens[ri].Unsigned(), wi))
 			}
 			f.strict = f.strict || strict
 		}

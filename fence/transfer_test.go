@@ -144,3 +144,29 @@ func TestGuardAcceptsEveryFencedResource(t *testing.T) {
 		t.Fatal("a refused write changed state")
 	}
 }
+
+// TestGuardScopesEachWriteOfABatch: in a batch, every fence advances first,
+// but each write may touch only its own resources' rows: a write that
+// touches the row of a resource only another write of the batch is fenced
+// on is refused, and the batch with it.
+func TestGuardScopesEachWriteOfABatch(t *testing.T) {
+	d := newDB(t, `  credit_other:
+    resource: account
+    args: {account: {type: string}, other: {type: string}}
+    statements:
+      - sql: UPDATE demo.accounts SET balance_cents = balance_cents + 1 WHERE id IN (:account, :other)
+        expect_rows: 2
+`)
+	d.installGuard()
+	before := d.state()
+	_, err := d.apply(nil, d.write("credit", `{"account": "acct-8", "amount_cents": 1}`, tok(20)),
+		d.write("credit_other", `{"account": "acct-9", "other": "acct-8"}`, tok(20)))
+	var constraint *fence.ConstraintError
+	var we *fence.WriteError
+	if !errors.As(err, &constraint) || constraint.Constraint != "fencegw_guard" || !errors.As(err, &we) || we.Index != 1 {
+		t.Fatalf("batch = %v, want write 1 refused by the guard", err)
+	}
+	if after := d.state(); after != before {
+		t.Fatal("a refused batch changed state")
+	}
+}

@@ -87,17 +87,16 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 		}
 	}
 	// sessionFailed ends a transaction that failed outside any one
-	// request, before its COMMIT: nothing was committed.
+	// request, before its COMMIT: nothing was committed, so each request
+	// of several gets its own chance alone, on a new connection if this
+	// one broke (pgx closes it when it cannot encode one request's
+	// argument, whatever the others are).
 	sessionFailed := func(err error) bool {
 		rollback(conn)
-		if savepoints && usable(conn) {
+		if savepoints {
 			return true
 		}
-		if savepoints || sessionLost(err) {
-			failAll(lost(err, false))
-		} else {
-			failAll(classify(err, false, batch[0].req, nowhere))
-		}
+		failAll(classify(err, false, batch[0].req, nowhere))
 		return false
 	}
 	next, aborted := 0, -1 // aborted: the request whose savepoint must be rolled back first

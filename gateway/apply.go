@@ -65,6 +65,13 @@ var settledProblems = map[string]bool{"token-rejected": true, "stale-token": tru
 // and replays it, or says the outcome is unknown, since an earlier attempt
 // may still be on its way. Every other failure is answered as it is.
 func (g *Gateway) settle(ctx context.Context, key *fence.Key, err error, scope problemScope) (fence.Response, error) {
+	var rejected *tokens.RejectedError
+	if errors.As(err, &rejected) && !rejected.Issued {
+		// A token the authority never issued: no attempt with it can have
+		// passed, so the refusal is final as it is. Storing it would let
+		// anyone who guesses a key spoil it for its owner.
+		return fence.Response{}, err
+	}
 	var refusal *fence.Response
 	if p := problemFor(err, scope); settledProblems[p.Kind()] {
 		refusal = &fence.Response{Status: p.Status, Body: renderProblem(p)}

@@ -50,6 +50,7 @@ func (g *Gateway) batch(r *http.Request, scope *problemScope) (fence.Response, e
 	}
 	var k *fence.Key
 	if once {
+		scope.Keyed = true
 		k = &fence.Key{Client: clientName(r.Context()), Scope: policy.BatchName, Key: key, Retention: g.retention}
 		h.Sum(k.Fingerprint[:0])
 	}
@@ -71,7 +72,7 @@ func (g *Gateway) batchWrite(ctx context.Context, item policy.BatchItem) (fence.
 	if err := authorize(ctx, op.Name); err != nil {
 		return fence.Write{}, err
 	}
-	var f tokenField
+	f := tokenField{batch: true}
 	if item.RoleTokens == nil {
 		tok, err := tokens.Parse(item.Token)
 		if err != nil {

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"fmt"
+	"github.com/fencegw/fencegw/gateway"
 	"net/http"
 	"strings"
 	"sync"
@@ -78,11 +79,53 @@ func TestArgumentThatDoesNotFitItsColumn(t *testing.T) {
 	l := h.mustAcquire("account/acct-35", 10, 0)
 	defer h.release(l)
 	before := h.state()
-	r := h.write("nudge", l.Token, `{"account": "acct-35", "n": 3000000000}`)
-	if r.Status != http.StatusBadRequest || r.Problem.Kind() != "bad-request" {
-		t.Fatalf("3e9 for an int4: %d %s, want 400 bad-request", r.Status, r.Body)
+	bad := `{"account": "acct-35", "n": 3000000000}`
+	for name, hdr := range map[string]http.Header{"unkeyed": tok(l.Token), "keyed": keyed(l.Token, "nudge-big")} {
+		r := h.do(http.MethodPost, "/v1/ops/nudge", hdr, bad)
+		if r.Status != http.StatusBadRequest || r.Problem.Kind() != "bad-request" || strings.Contains(r.Problem.Detail, "OID") {
+			t.Fatalf("%s, 3e9 for an int4: %d %s, want 400 bad-request naming no driver internals", name, r.Status, r.Body)
+		}
+		if after := h.state(); after != before {
+			t.Fatalf("%s: state changed", name)
+		}
 	}
-	if after := h.state(); after != before {
-		t.Fatal("state changed")
+
+	// Queued behind a write in flight, the bad ones and good ones share a
+	// transaction: pgx cannot encode the bad one and drops the connection;
+	// each then runs alone, and only the bad ones fail.
+	if r := h.write("credit", l.Token, debit("acct-35", 1)); r.Status != http.StatusOK { // the fence row exists from here on
+		t.Fatalf("credit: %d %s", r.Status, r.Body)
+	}
+	unblock := blockFence(t, h, "account/acct-35")
+	first := make(chan response, 1)
+	go func() { first <- h.write("credit", l.Token, debit("acct-35", 1)) }()
+	waitUntilBlocked(t, h)
+	bodies := []string{debit("acct-35", 10), bad, debit("acct-35", 10), bad, debit("acct-35", 10)}
+	answers := make([]chan response, len(bodies))
+	for i, body := range bodies {
+		answers[i] = make(chan response, 1)
+		op, hdr := "credit", tok(l.Token)
+		if body == bad {
+			op, hdr = "nudge", keyed(l.Token, fmt.Sprint("nudge-queued-", i))
+		}
+		go func() { answers[i] <- h.do(http.MethodPost, "/v1/ops/"+op, hdr, body) }()
+		waitOrFail(t, "the write to queue", func() bool { return gateway.QueuedWrites(h.gw, "account/acct-35") == i+1 })
+	}
+	base := h.balance("acct-35")
+	unblock()
+	if r := <-first; r.Status != http.StatusOK {
+		t.Fatalf("the write in flight: %d %s", r.Status, r.Body)
+	}
+	for i, body := range bodies {
+		want := http.StatusOK
+		if body == bad {
+			want = http.StatusBadRequest
+		}
+		if r := <-answers[i]; r.Status != want {
+			t.Errorf("queued write %d: %d %s, want %d", i, r.Status, r.Body, want)
+		}
+	}
+	if got := h.balance("acct-35") - base; got != 1+30 {
+		t.Fatalf("balance moved by %d, want 31: the good writes applied, each once", got)
 	}
 }

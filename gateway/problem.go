@@ -44,6 +44,7 @@ type problemScope struct {
 	Operation string
 	Role      string
 	Presented tokens.Token
+	Keyed     bool // the request carried an Idempotency-Key
 }
 
 // problemFor maps an error to its problem document. It is the only place
@@ -132,6 +133,9 @@ func problemFor(err error, scope problemScope) Problem {
 		if errors.Is(err, fence.ErrOutcomeUnknown) {
 			p.Outcome = "unknown"
 			p.Detail = "the connection to PostgreSQL failed after the write was sent: it may have been applied; retry only with the same Idempotency-Key"
+			if !scope.Keyed {
+				p.Detail = "the connection to PostgreSQL failed after the write was sent: it may have been applied; find out before writing it again (writes sent with an Idempotency-Key can be retried safely)"
+			}
 		}
 	default:
 		// Internal details (SQL, stack) stay in the log.

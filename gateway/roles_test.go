@@ -65,6 +65,7 @@ func TestTransferTokenFieldRefusals(t *testing.T) {
 		{"a parameter", []string{`from="` + a.Token + `";x=1, to="` + b.Token + `"`}, "transfer", body, 400, "parameters"},
 		{"trailing comma", []string{`from="` + a.Token + `", to="` + b.Token + `",`}, "transfer", body, 400, "trailing"},
 		{"malformed token", []string{`from="1:x", to="` + b.Token + `"`}, "transfer", body, 400, "revision"},
+		{"more members than any operation has roles", []string{strings.Repeat(`r="1:1", `, 16) + `from="` + a.Token + `", to="` + b.Token + `"`}, "transfer", body, 400, "more than 16 roles"},
 		{"one account twice", []string{`from="` + a.Token + `", to="` + a.Token + `"`}, "transfer", transferBody("acct-65", "acct-65", 1), 400, "must be different resources"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

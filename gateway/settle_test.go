@@ -142,3 +142,19 @@ func TestKeyedWriteWhileHalted(t *testing.T) {
 		t.Fatal("writes refused by a halted authority changed state")
 	}
 }
+
+// TestForgedRefusalIsNotStored: a token the authority never issued cannot
+// have an earlier attempt that passed, so its refusal is not stored as the
+// key's outcome: whoever guesses a key cannot spoil it for its owner.
+func TestForgedRefusalIsNotStored(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	const account, resource = "acct-63", "account/acct-63"
+	if r := h.do(http.MethodPost, "/v1/ops/debit", keyed("1:999999", "victim-key"), debit(account, 5)); r.Status != http.StatusForbidden {
+		t.Fatalf("forged token: %d %s, want 403", r.Status, r.Body)
+	}
+	l := h.mustAcquire(resource, 10, 0)
+	defer h.release(l)
+	if r := h.do(http.MethodPost, "/v1/ops/debit", keyed(l.Token, "victim-key"), debit(account, 5)); r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("the owner's write with its key: %d %s, want a fresh 200", r.Status, r.Body)
+	}
+}

@@ -16,6 +16,11 @@ import (
 // by role for an operation with roles: from="1:42", to="1:57".
 const TokenHeader = "Fencing-Token"
 
+// maxFieldRoles bounds the members of a Fencing-Token dictionary: no
+// operation has more roles (policy), and each member is compared with the
+// ones before it.
+const maxFieldRoles = 16
+
 // roleToken is one member of a Fencing-Token dictionary.
 type roleToken struct {
 	role string
@@ -26,6 +31,7 @@ type roleToken struct {
 type tokenField struct {
 	single tokens.Token
 	roles  []roleToken // nil for the single form
+	batch  bool        // from a batch's body, not the header: for messages
 }
 
 // readTokenField reads the Fencing-Token field of r. Several field lines
@@ -40,10 +46,11 @@ func readTokenField(r *http.Request) (tokenField, bool, error) {
 		f, err := parseTokenField(values[0])
 		return f, true, err
 	}
-	f, err := parseTokenField(strings.Join(values, ","))
-	if err == nil && f.roles == nil {
-		err = badRequest("%d %s headers: send exactly one", len(values), TokenHeader)
+	joined := strings.Join(values, ",")
+	if !strings.Contains(joined, "=") {
+		return tokenField{}, true, badRequest("%d %s headers: send exactly one", len(values), TokenHeader)
 	}
+	f, err := parseTokenField(joined)
 	return f, true, err
 }
 
@@ -61,6 +68,9 @@ func parseTokenField(s string) (tokenField, error) {
 	var f tokenField
 	p := sfParser{s: s}
 	for {
+		if len(f.roles) == maxFieldRoles {
+			return tokenField{}, p.fail(fmt.Sprintf("more than %d roles", maxFieldRoles))
+		}
 		role := p.key()
 		if role == "" {
 			return tokenField{}, p.fail("want a role name (lower-case letters, digits, '_')")
@@ -105,27 +115,31 @@ func parseTokenField(s string) (tokenField, error) {
 // request. The tokens, indexed like op.Roles, go into dst's storage when
 // it has room.
 func tokensFor(dst []tokens.Token, op *policy.Operation, f tokenField) ([]tokens.Token, error) {
+	where, single, several := TokenHeader, TokenHeader+": E:R", exampleField(op)
+	if f.batch {
+		where, single, several = "token", `"token": "E:R"`, exampleObject(op)
+	}
 	if !op.Named() {
 		if f.roles != nil {
-			return nil, badRequest("%s of %s: this operation writes one resource: send %s: E:R", TokenHeader, op.Name, TokenHeader)
+			return nil, badRequest("%s of %s: this operation writes one resource: send %s", where, op.Name, single)
 		}
 		return append(dst[:0], f.single), nil
 	}
 	if f.roles == nil {
-		return nil, badRequest("%s of %s: this operation has roles %s: send one token per role, e.g. %s", TokenHeader, op.Name, op.RoleNames(), exampleField(op))
+		return nil, badRequest("%s of %s: this operation has roles %s: send one token per role, e.g. %s", where, op.Name, op.RoleNames(), several)
 	}
 	toks := slices.Grow(dst[:0], len(op.Roles))[:len(op.Roles)]
 	clear(toks)
 	for _, rt := range f.roles {
 		i, ok := op.Role(rt.role)
 		if !ok {
-			return nil, badRequest("%s: %s has no role %q; its roles are %s", TokenHeader, op.Name, clip.String(rt.role, 64), op.RoleNames())
+			return nil, badRequest("%s: %s has no role %q; its roles are %s", where, op.Name, clip.String(rt.role, 64), op.RoleNames())
 		}
 		toks[i] = rt.tok
 	}
 	for i, tok := range toks {
 		if tok.IsZero() {
-			return nil, fmt.Errorf("%w: no token for role %s of %s: send %s", ErrTokenRequired, op.Roles[i].Name, op.Name, exampleField(op))
+			return nil, fmt.Errorf("%w: no token for role %s of %s: send %s", ErrTokenRequired, op.Roles[i].Name, op.Name, several)
 		}
 	}
 	return toks, nil
@@ -138,6 +152,15 @@ func exampleField(op *policy.Operation) string {
 		parts[i] = r.Name + `="E:R"`
 	}
 	return strings.Join(parts, ", ")
+}
+
+// exampleObject shows a batch write's token object for op's roles.
+func exampleObject(op *policy.Operation) string {
+	parts := make([]string, len(op.Roles))
+	for i, r := range op.Roles {
+		parts[i] = `"` + r.Name + `": "E:R"`
+	}
+	return `"token": {` + strings.Join(parts, ", ") + "}"
 }
 
 // sfParser reads the parts of an RFC 8941 dictionary the field uses.

@@ -69,6 +69,7 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (fence.Response, e
 	var k *fence.Key
 	if once {
 		k = &fence.Key{Client: clientName(r.Context()), Scope: op.Name, Key: key, Fingerprint: op.Fingerprint(wr.Args), Retention: g.retention}
+		scope.Keyed = true
 	}
 	req, err := fence.NewRequest(lone.w[:], k)
 	if err != nil {

@@ -17,6 +17,10 @@ var (
 type RejectedError struct {
 	Presented Token
 	Reason    string
+	// Issued: the authority did issue the token (its signature or its
+	// revision checks out) but does not vouch for it now (an old epoch, a
+	// holder whose lease ended). False: the authority never issued it.
+	Issued bool
 }
 
 func (e *RejectedError) Error() string {
