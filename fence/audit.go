@@ -6,7 +6,9 @@ import (
 	"time"
 )
 
-// MaxRejections bounds the rejection audit table (fencegw.rejections).
+// MaxRejections bounds the rejection audit (fencegw.rejections), per
+// reason: a flood of one kind of refusal (forged tokens) cannot push out
+// the evidence of another (a stale holder's write).
 const MaxRejections = 10000
 
 // Rejection is a refused write worth a durable record: a holder acted on
@@ -14,13 +16,27 @@ const MaxRejections = 10000
 type Rejection struct {
 	Resource, Operation, Reason string
 	Presented, Current          string // tokens, "" when not known
+	// Suppressed counts the refusals of the same client and reason this
+	// row stands for besides itself, not recorded one by one.
+	Suppressed int64
 }
 
-// RecordRejection adds r to the audit. ctx bounds the insert.
-func (s *Store) RecordRejection(ctx context.Context, r Rejection) error {
-	_, err := s.pool.Exec(ctx,
-		"INSERT INTO fencegw.rejections (resource, operation, reason, presented, current) VALUES ($1, $2, $3, $4, $5)",
-		r.Resource, r.Operation, r.Reason, r.Presented, r.Current)
+// RecordRejections adds rs to the audit in one statement. ctx bounds it.
+func (s *Store) RecordRejections(ctx context.Context, rs []Rejection) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	cols := make([][]string, 5)
+	suppressed := make([]int64, len(rs))
+	for i, r := range rs {
+		for c, v := range []string{r.Resource, r.Operation, r.Reason, r.Presented, r.Current} {
+			cols[c] = append(cols[c], v)
+		}
+		suppressed[i] = r.Suppressed
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO fencegw.rejections (resource, operation, reason, presented, current, suppressed)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])`,
+		cols[0], cols[1], cols[2], cols[3], cols[4], suppressed)
 	return err
 }
 
@@ -28,7 +44,7 @@ func (s *Store) RecordRejection(ctx context.Context, r Rejection) error {
 const janitorEvery = time.Minute
 
 // RunJanitor deletes idempotency keys older than retention and trims the
-// rejection audit to its newest MaxRejections rows, once a minute, until
+// rejection audit to its newest MaxRejections rows of each reason, once a minute, until
 // ctx ends. Several replicas may run it; the deletes are idempotent.
 func (s *Store) RunJanitor(ctx context.Context, retention time.Duration, log *slog.Logger) {
 	t := time.NewTicker(janitorEvery)
@@ -48,7 +64,9 @@ func (s *Store) Sweep(ctx context.Context, retention time.Duration, log *slog.Lo
 	if _, err := s.pool.Exec(ctx, "DELETE FROM fencegw.idempotency_keys WHERE created_at < now() - $1::interval", retention); err != nil && ctx.Err() == nil {
 		log.Warn("janitor: expiring idempotency keys failed", "error", err)
 	}
-	if _, err := s.pool.Exec(ctx, "DELETE FROM fencegw.rejections WHERE id <= (SELECT max(id) FROM fencegw.rejections) - $1", MaxRejections); err != nil && ctx.Err() == nil {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM fencegw.rejections WHERE id IN (
+		SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY reason ORDER BY id DESC) AS n FROM fencegw.rejections) r
+		 WHERE n > $1)`, MaxRejections); err != nil && ctx.Err() == nil {
 		log.Warn("janitor: trimming rejections failed", "error", err)
 	}
 }

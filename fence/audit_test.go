@@ -11,7 +11,7 @@ import (
 )
 
 // TestJanitorExpiresKeysAndTrimsAudit: keys past their retention go, fresh
-// ones stay; the rejection audit keeps only its newest rows.
+// ones stay; the rejection audit keeps only its newest rows of each reason.
 func TestJanitorExpiresKeysAndTrimsAudit(t *testing.T) {
 	h := newDB(t)
 	_, err := h.pool.Exec(t.Context(), `
@@ -21,8 +21,13 @@ func TestJanitorExpiresKeysAndTrimsAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The evidence of one stale write, then a flood of forged tokens.
+	err = h.store.RecordRejections(t.Context(), []fence.Rejection{{Resource: "r", Operation: "debit", Reason: "stale-token", Presented: "1:2", Current: "1:3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, err = h.pool.Exec(t.Context(), `INSERT INTO fencegw.rejections (resource, operation, reason)
-		SELECT 'r', 'debit', 'stale-token' FROM generate_series(1, $1 + 5)`, fence.MaxRejections)
+		SELECT 'r', 'debit', 'token-rejected' FROM generate_series(1, $1 + 5)`, fence.MaxRejections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,10 +39,14 @@ func TestJanitorExpiresKeysAndTrimsAudit(t *testing.T) {
 	var keys, audit int
 	swept := testenv.WaitFor(10*time.Second, func() bool {
 		err := h.pool.QueryRow(t.Context(), "SELECT (SELECT count(*) FROM fencegw.idempotency_keys), (SELECT count(*) FROM fencegw.rejections)").Scan(&keys, &audit)
-		return err == nil && keys == 1 && audit == fence.MaxRejections
+		return err == nil && keys == 1 && audit == fence.MaxRejections+1
 	})
 	if !swept {
-		t.Fatalf("after the janitor: %d keys, %d rejections; want 1 and %d", keys, audit, fence.MaxRejections)
+		t.Fatalf("after the janitor: %d keys, %d rejections; want 1 and %d", keys, audit, fence.MaxRejections+1)
+	}
+	var stale int
+	if err := h.pool.QueryRow(t.Context(), "SELECT count(*) FROM fencegw.rejections WHERE reason = 'stale-token' AND presented = '1:2'").Scan(&stale); err != nil || stale != 1 {
+		t.Fatalf("the stale write's evidence: %d rows, %v; a flood of another reason must not push it out", stale, err)
 	}
 	var left string
 	if err := h.pool.QueryRow(t.Context(), "SELECT key FROM fencegw.idempotency_keys").Scan(&left); err != nil || left != "new" {

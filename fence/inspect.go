@@ -27,6 +27,9 @@ type RejectionRow struct {
 	Reason    string    `json:"reason"`
 	Presented string    `json:"presented,omitempty"`
 	Current   string    `json:"current,omitempty"`
+	// Suppressed refusals of the same client and reason stand behind
+	// this row (a flood past the audit's rate).
+	Suppressed int64 `json:"suppressed,omitempty"`
 }
 
 // BypassRow is one declared bypass of the guard triggers.
@@ -54,7 +57,7 @@ func Fences(ctx context.Context, db DB, prefix string, limit int) ([]FenceRow, e
 // Rejections returns the newest refused writes of resources starting with
 // prefix, at most limit.
 func Rejections(ctx context.Context, db DB, prefix string, limit int) ([]RejectionRow, error) {
-	rows, err := db.Query(ctx, `SELECT at, resource, operation, reason, coalesce(presented, ''), coalesce(current, '')
+	rows, err := db.Query(ctx, `SELECT at, resource, operation, reason, coalesce(presented, ''), coalesce(current, ''), suppressed
 		FROM fencegw.rejections WHERE resource LIKE $1 ORDER BY id DESC LIMIT $2`, likePrefix(prefix), limit)
 	if err != nil {
 		return nil, fmt.Errorf("fence: rejections: %w", err)

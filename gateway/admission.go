@@ -29,13 +29,11 @@ func defaultMaxInFlight(poolSize int32) int {
 	return max(minMaxInFlight, 8*int(poolSize))
 }
 
-// admission bounds how many writes are past the gate at once: reading their
-// body, waiting for a connection, in PostgreSQL. A write waiting at the gate
-// holds only what net/http allocated for its request, on a shallow stack
-// the collector can shrink, with its body unread (so net/http has not
-// started the background reader it runs once a body is consumed). Past the
-// gate a write holds its body, its arguments, a pgx-deep stack and that
-// second goroutine. With 1,000 clients this is what lets a memory limit
+// admission bounds how many writes are past the gate at once: waiting for a
+// connection, in PostgreSQL. A write waiting at the gate holds what net/http
+// allocated for its request, its body, and the background reader net/http
+// runs once a body is consumed, on a shallow stack the collector can
+// shrink. Past the gate a write holds its arguments and a pgx-deep stack. With 1,000 clients this is what lets a memory limit
 // work: under GOMEMLIMIT=40MiB the gateway ran at 5,100-5,800 writes/s in
 // 59 MiB, and without the gate at 3,100-3,800 in 65 MiB (BENCHMARKS.md).
 //
@@ -87,9 +85,12 @@ func (a *admission) leave() { <-a.slots }
 // gateWrites makes each write wait for a turn at the admission gate before
 // anything else of it runs, authentication included: on the shallowest
 // stack, so the collector can shrink the stacks of the goroutines waiting
-// there, and with its body unread (BENCHMARKS.md measured a gate inside the
-// write handler: the waiting stacks kept their grown size). The price is
-// that an unauthenticated write queues like any other before it is refused.
+// there (BENCHMARKS.md measured a gate inside the write handler: the
+// waiting stacks kept their grown size). Its body is read first, within
+// the body timeout: a client that withholds its body holds its connection
+// and a small buffer, never a turn (issue 7: 300 such connections made
+// every real write wait 8-10 s or fail). The price is that an
+// unauthenticated write queues like any other before it is refused.
 func (g *Gateway) gateWrites(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op, isWrite := strings.CutPrefix(r.URL.Path, "/v1/ops/")
@@ -100,19 +101,17 @@ func (g *Gateway) gateWrites(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// The body first: a write whose body does not arrive must not hold
+		// a turn while others wait for one.
+		if _, err := g.readBodyWithin(w, r); err != nil {
+			g.refuseAtTheGate(w, r, op, err)
+			return
+		}
 		if err := g.admit.enter(r.Context()); err != nil {
 			g.refuseAtTheGate(w, r, op, err)
 			return
 		}
 		defer g.admit.leave()
-		if r.Body != http.NoBody {
-			// Without a body net/http's background reader is already
-			// running, and the deadline would be its, not the body's.
-			// Not supported only by a ResponseWriter that hides the
-			// connection (a test's recorder): then the server's read
-			// timeout is the only bound.
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.bodyTTL))
-		}
 		next.ServeHTTP(w, r)
 	})
 }

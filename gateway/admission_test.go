@@ -14,8 +14,7 @@ import (
 )
 
 // stalledWrite sends a credit of cents to account whose body stops after
-// its first bytes, and returns the connection and the rest of the body: the
-// write holds its turn at the admission gate until the rest is sent.
+// its first bytes, and returns the connection and the rest of the body.
 func stalledWrite(t *testing.T, base, token, account string, cents int) (net.Conn, string) {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
@@ -43,9 +42,10 @@ func readStatus(t *testing.T, conn net.Conn) int {
 	return resp.StatusCode
 }
 
-// TestWritesWaitTheirTurn: with one write in flight and a limit of one, the
-// next waits at the gate for at most the write timeout, is refused with 503
-// not-applied, and is not applied; requests other than writes do not wait.
+// TestWritesWaitTheirTurn: with one write in flight (waiting in
+// PostgreSQL for its fence row) and a limit of one, the next waits at the
+// gate for at most the queue timeout, is refused with 503 not-applied, and
+// is not applied; requests other than writes do not wait.
 func TestWritesWaitTheirTurn(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	one := h.sibling(func(c *gateway.Config) {
@@ -55,10 +55,15 @@ func TestWritesWaitTheirTurn(t *testing.T) {
 	base := one.base
 	const account = "acct-36"
 	l := h.mustAcquire("account/"+account, 30, 0)
+	if r := h.write("credit", l.Token, debit(account, 1)); r.Status != http.StatusOK { // the fence row exists from here on
+		t.Fatalf("credit: %d %s", r.Status, r.Body)
+	}
 	before, logged := h.balance(account), h.logCount(account)
 
-	conn, rest := stalledWrite(t, base, l.Token, account, 5)
-	waitOrFail(t, "the stalled write to take the only turn", func() bool {
+	unblock := blockFence(t, h, "account/"+account)
+	inFlight := make(chan response, 1)
+	go func() { inFlight <- one.write("credit", l.Token, debit(account, 5)) }()
+	waitOrFail(t, "a write to take the only turn", func() bool {
 		return strings.Contains(metricsText(t, base), "fencegw_writes_in_flight 1")
 	})
 	refusedAtTheGate(t, one, l.Token, account)
@@ -76,11 +81,9 @@ func TestWritesWaitTheirTurn(t *testing.T) {
 		t.Fatalf("balance %d after refused writes, want %d", got, before)
 	}
 
-	if _, err := io.WriteString(conn, rest); err != nil {
-		t.Fatal(err)
-	}
-	if status := readStatus(t, conn); status != http.StatusOK {
-		t.Fatalf("the stalled write, once its body arrived: %d, want 200", status)
+	unblock()
+	if r := <-inFlight; r.Status != http.StatusOK {
+		t.Fatalf("the write in flight: %d %s, want 200", r.Status, r.Body)
 	}
 	if got := h.balance(account); got != before+5 {
 		t.Fatalf("balance %d, want %d: only the admitted write applied", got, before+5)
@@ -91,6 +94,45 @@ func TestWritesWaitTheirTurn(t *testing.T) {
 	if r := one.write("credit", l.Token, debit(account, 7)); r.Status != http.StatusOK {
 		t.Fatalf("a write after the turn was given back: %d %s", r.Status, r.Body)
 	}
+}
+
+// TestStalledBodiesTakeNoTurn is issue 7's starvation: 300 connections send
+// a write's headers and part of its body, then nothing. Their bodies are
+// read before the gate, so they hold no turn: beside them, with a gate of
+// eight, every write of a well-behaved client is answered 200 and none
+// waits as long as the body timeout the stalled ones are given (before,
+// each stalled write held a turn for all of it, and real writes waited
+// that long or were refused). The bound is a failure line, not a target:
+// a write takes milliseconds.
+func TestStalledBodiesTakeNoTurn(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	gw := h.sibling(func(c *gateway.Config) {
+		c.MaxInFlight = 8
+		c.BodyTimeout = 30 * time.Second
+	})
+	const account = "acct-39"
+	l := h.mustAcquire("account/"+account, 60, 0)
+	defer h.release(l)
+	for range 300 {
+		stalledWrite(t, gw.base, l.Token, account, 5)
+	}
+	before := h.balance(account)
+	const writes, bound = 40, 15 * time.Second
+	var worst time.Duration
+	for range writes {
+		start := time.Now()
+		if r := gw.write("credit", l.Token, debit(account, 1)); r.Status != http.StatusOK {
+			t.Fatalf("a well-behaved write beside 300 stalled ones: %d %s", r.Status, r.Body)
+		}
+		worst = max(worst, time.Since(start))
+	}
+	if worst >= bound {
+		t.Fatalf("the slowest of %d writes took %v beside 300 stalled ones: they must not hold turns (bound %v, half their body timeout)", writes, worst, bound)
+	}
+	if got := h.balance(account); got != before+writes {
+		t.Fatalf("balance moved by %d, want %d: the stalled writes must not apply", got-before, writes)
+	}
+	t.Logf("slowest of %d writes beside 300 stalled ones: %v", writes, worst)
 }
 
 // refusedAtTheGate sends a credit of 1 that must wait at the gate and be

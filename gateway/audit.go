@@ -2,30 +2,151 @@ package gateway
 
 import (
 	"context"
+	"log/slog"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/fencegw/fencegw/fence"
 )
 
-// auditTimeout bounds the insert of one rejection.
-const auditTimeout = time.Second
+// Audit limits. Each client may have this many refusals of one kind
+// recorded per second, in bursts of auditBurst; past that, one row per
+// flush stands for the rest (fence.Rejection.Suppressed). A flood of
+// forged tokens thus costs a row or two a second, off the request path,
+// and cannot push out a stale holder's evidence (the janitor trims each
+// reason apart).
+const (
+	auditRate      = rate.Limit(10)
+	auditBurst     = 50
+	auditQueue     = 4096        // refusals waiting for the flusher; more are dropped, and counted
+	auditBatch     = 256         // rows per insert
+	auditEvery     = time.Second // how often summaries of suppressed refusals are written
+	auditTimeout   = 5 * time.Second
+	auditMaxLimits = 10_000 // clients × reasons remembered; then forgotten all at once
+)
 
 // auditedProblems are the refusals worth a durable record: they mean a
 // holder acted on a lock it no longer had, or on a token nobody issued.
 var auditedProblems = map[string]bool{"stale-token": true, "token-rejected": true}
 
-// audit records a refused write in fencegw.rejections. It is best effort:
-// the refusal stands whether or not it is recorded, and it is in the log.
+// auditKey is what the audit's rate is per.
+type auditKey struct{ client, reason string }
+
+// auditor records refusals in fencegw.rejections, off the request path.
+type auditor struct {
+	store   *fence.Store
+	log     *slog.Logger
+	queue   chan fence.Rejection
+	dropped prometheus.Counter
+
+	mu         sync.Mutex
+	limits     map[auditKey]*rate.Limiter
+	suppressed map[auditKey]*fence.Rejection // the newest refusal past the rate, with the count
+}
+
+func newAuditor(store *fence.Store, log *slog.Logger, dropped prometheus.Counter) *auditor {
+	return &auditor{
+		store: store, log: log, queue: make(chan fence.Rejection, auditQueue), dropped: dropped,
+		limits: map[auditKey]*rate.Limiter{}, suppressed: map[auditKey]*fence.Rejection{},
+	}
+}
+
+// add queues r, refused for client, unless the client is past its rate for
+// r's reason; then it is counted into the next summary row. It never
+// blocks.
+func (a *auditor) add(client string, r fence.Rejection) {
+	k := auditKey{client, r.Reason}
+	a.mu.Lock()
+	lim := a.limits[k]
+	if lim == nil {
+		if len(a.limits) >= auditMaxLimits {
+			clear(a.limits)
+		}
+		lim = rate.NewLimiter(auditRate, auditBurst)
+		a.limits[k] = lim
+	}
+	if !lim.Allow() {
+		n := int64(1)
+		if s := a.suppressed[k]; s != nil {
+			n += s.Suppressed + 1
+		}
+		r.Suppressed = n - 1
+		a.suppressed[k] = &r
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	select {
+	case a.queue <- r:
+	default:
+		a.dropped.Inc()
+	}
+}
+
+// Run writes queued refusals in batches, and summaries of suppressed ones
+// every auditEvery, until ctx ends.
+func (a *auditor) Run(ctx context.Context) {
+	t := time.NewTicker(auditEvery)
+	defer t.Stop()
+	batch := make([]fence.Rejection, 0, auditBatch)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-a.queue:
+			batch = append(batch[:0], r)
+		drain:
+			for len(batch) < auditBatch {
+				select {
+				case r := <-a.queue:
+					batch = append(batch, r)
+				default:
+					break drain
+				}
+			}
+		case <-t.C:
+			batch = a.summaries(batch[:0])
+		}
+		a.write(ctx, batch)
+	}
+}
+
+// summaries takes the summary rows of suppressed refusals.
+func (a *auditor) summaries(batch []fence.Rejection) []fence.Rejection {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, r := range a.suppressed {
+		batch = append(batch, *r) // the newest suppressed refusal, standing for the others too
+		delete(a.suppressed, k)
+	}
+	return batch
+}
+
+func (a *auditor) write(ctx context.Context, batch []fence.Rejection) {
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, auditTimeout)
+	defer cancel()
+	if err := a.store.RecordRejections(ctx, batch); err != nil && ctx.Err() == nil {
+		// Best effort: the refusals stand, and each is in the log.
+		a.log.Warn("recording refusals failed", "rows", len(batch), "error", err)
+	}
+}
+
+// audit queues a refused write for fencegw.rejections.
 func (g *Gateway) audit(ctx context.Context, p Problem) {
 	if !auditedProblems[p.Kind()] {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
-	defer cancel()
-	err := g.store.RecordRejection(ctx, fence.Rejection{
+	g.auditor.add(clientName(ctx), fence.Rejection{
 		Resource: p.Resource, Operation: p.Operation, Reason: p.Kind(), Presented: p.PresentedToken, Current: p.CurrentToken,
 	})
-	if err != nil {
-		g.log.Warn("recording a rejection failed", "error", err)
-	}
 }
+
+// RunAudit records the gateway's refusals in fencegw.rejections until ctx
+// ends; without it, refusals are only logged and counted.
+func (g *Gateway) RunAudit(ctx context.Context) { g.auditor.Run(ctx) }

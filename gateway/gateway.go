@@ -67,6 +67,7 @@ type Gateway struct {
 	log       *slog.Logger
 	store     *fence.Store
 	guard     *authority.Guard
+	auditor   *auditor
 	admit     *admission
 	metrics   *metrics
 	ready     atomic.Bool
@@ -113,6 +114,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.store = store
 	g.guard = authority.NewGuard(cfg.Authority, fence.Records{DB: cfg.Pool}, g.log)
+	g.auditor = newAuditor(store, g.log, g.metrics.auditDropped)
 	return g, nil
 }
 

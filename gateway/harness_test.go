@@ -83,9 +83,18 @@ func newHarnessOn(t *testing.T, policyYAML string, cli *clientv3.Client) *harnes
 		t.Fatal(err)
 	}
 	gw.SetReady(true)
+	runAudit(t, gw)
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
 	return &harness{t: t, base: srv.URL, pool: pool, auth: auth, gw: gw, policy: policyYAML}
+}
+
+// runAudit records gw's refusals in fencegw.rejections until the test ends.
+func runAudit(t *testing.T, gw *gateway.Gateway) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); gw.RunAudit(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 }
 
 // sibling is another gateway on h's pool, authority and policy, its Config

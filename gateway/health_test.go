@@ -78,6 +78,7 @@ func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *authority.Etcd, pol
 		t.Fatal(err)
 	}
 	gw.SetReady(true)
+	runAudit(t, gw)
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
 	return gw, srv.URL

@@ -37,7 +37,7 @@ type leaseResponse struct {
 // resource under a new etcd lease, and its fencing token.
 func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	scope := problemScope{}
-	req, err := g.decodeAcquire(r)
+	req, err := g.decodeAcquire(w, r)
 	if err != nil {
 		g.writeProblem(w, r, err, scope)
 		return
@@ -79,9 +79,9 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (g *Gateway) decodeAcquire(r *http.Request) (acquireRequest, error) {
+func (g *Gateway) decodeAcquire(w http.ResponseWriter, r *http.Request) (acquireRequest, error) {
 	var req acquireRequest
-	body, err := g.readBody(r)
+	body, err := g.readBodyWithin(w, r)
 	if err != nil {
 		return req, err
 	}

@@ -17,7 +17,9 @@ type metrics struct {
 	waiting    prometheus.Gauge
 	waited     prometheus.Histogram
 	leaseWait  prometheus.Histogram
-	ops        map[string]opMetrics // per policy operation, resolved once
+	// auditDropped counts refusals not recorded: the audit queue was full.
+	auditDropped prometheus.Counter
+	ops          map[string]opMetrics // per policy operation, resolved once
 }
 
 // opMetrics are the children of the vectors an accepted write touches,
@@ -75,7 +77,11 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		Help:    "Time from a lease request to its grant, for granted leases: queueing behind holders, lock-delay, etcd.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 11), // up to 1,048 s: past the longest wait allowed
 	})
-	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases, m.batchSize, m.waiting, m.waited, m.leaseWait,
+	m.auditDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fencegw_audit_dropped_total",
+		Help: "Refusals not recorded in fencegw.rejections because the audit queue was full (they are still logged and counted in fencegw_rejections_total).",
+	})
+	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases, m.batchSize, m.waiting, m.waited, m.leaseWait, m.auditDropped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_revision",
 			Help: "The newest etcd revision this gateway has seen.",

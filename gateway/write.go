@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -141,40 +140,3 @@ var (
 	jsonContentType    = []string{"application/json"}
 	problemContentType = []string{"application/problem+json"}
 )
-
-// initialBodyBuffer bounds what a request may make the gateway allocate
-// before its body arrives; real writes are far smaller.
-const initialBodyBuffer = 16 << 10
-
-// readBody reads at most maxBody bytes of r's body, in one allocation when
-// the client sent a Content-Length (every HTTP client does for a small
-// body); io.ReadAll would grow its buffer from 512 bytes.
-func (g *Gateway) readBody(r *http.Request) ([]byte, error) {
-	tooLarge := func() error { return fmt.Errorf("%w: at most %d bytes", ErrBodyTooLarge, g.maxBody) }
-	if r.ContentLength > g.maxBody {
-		return nil, tooLarge()
-	}
-	size := 512
-	if r.ContentLength >= 0 {
-		// + 1: room to see the end without growing. Capped: the length
-		// is the client's word, and the bytes may never come.
-		size = int(min(r.ContentLength+1, initialBodyBuffer))
-	}
-	body := make([]byte, 0, size)
-	for {
-		if len(body) == cap(body) {
-			body = append(body, 0)[:len(body)]
-		}
-		n, err := r.Body.Read(body[len(body):cap(body)])
-		body = body[:len(body)+n]
-		if int64(len(body)) > g.maxBody {
-			return nil, tooLarge()
-		}
-		switch {
-		case err == io.EOF:
-			return body, nil
-		case err != nil:
-			return nil, badRequest("reading the body: %v", err)
-		}
-	}
-}

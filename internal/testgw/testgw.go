@@ -94,6 +94,10 @@ func Start(t testing.TB, opts Options) *Gateway {
 		t.Fatal(err)
 	}
 	gw.SetReady(true)
+	auditCtx, stopAudit := context.WithCancel(context.Background())
+	audited := make(chan struct{})
+	go func() { defer close(audited); gw.RunAudit(auditCtx) }()
+	t.Cleanup(func() { stopAudit(); <-audited })
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
 	return &Gateway{URL: srv.URL, DatabaseURL: dbURL, Pool: pool, Policy: pol, Gateway: gw}
