@@ -68,6 +68,7 @@ type Gateway struct {
 	store     *fence.Store
 	guard     *authority.Guard
 	auditor   *auditor
+	readiness readiness
 	admit     *admission
 	metrics   *metrics
 	ready     atomic.Bool

@@ -2,14 +2,29 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/fencegw/fencegw/schema"
 )
 
-const readyTimeout = 2 * time.Second
+const (
+	readyTimeout = 2 * time.Second
+	// readyFor is how long a readiness check's answer is reused: probes
+	// come from load balancers, and were they unauthenticated or many, a
+	// query and a linearizable etcd read each would slow the writes.
+	readyFor = time.Second
+)
+
+// readiness is the latest readiness check, shared by every /readyz caller
+// within readyFor of it.
+type readiness struct {
+	mu     sync.Mutex // one check at a time; the others wait for its answer
+	at     time.Time
+	ok     bool
+	checks map[string]string
+}
 
 // handleLive serves /livez: the process is up and serving HTTP.
 func (g *Gateway) handleLive(w http.ResponseWriter, _ *http.Request) {
@@ -17,38 +32,55 @@ func (g *Gateway) handleLive(w http.ResponseWriter, _ *http.Request) {
 }
 
 // handleReady serves /readyz: 200 only if this replica can take writes now.
+// A failing check says which dependency failed, not how: connection
+// strings and server messages stay in the log.
 func (g *Gateway) handleReady(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-	defer cancel()
-	checks := map[string]string{}
-	ok := true
-	fail := func(name string, err error) {
-		checks[name] = err.Error()
-		ok = false
-	}
-	if !g.ready.Load() {
-		fail("gateway", ErrNotReady)
-	}
-	if v, dirty, err := schema.Applied(ctx, g.cfg.Pool, schema.GatewayTable); err != nil {
-		fail("postgres", err)
-	} else if dirty || v != g.cfg.SchemaVersion {
-		fail("schema", fmt.Errorf("schema version %d (dirty %t), this gateway needs %d: run `fencegw migrate up`", v, dirty, g.cfg.SchemaVersion))
-	} else {
-		checks["postgres"] = "ok"
-	}
-	if _, err := g.cfg.Authority.Revision(ctx); err != nil {
-		fail("etcd", err)
-	} else {
-		checks["etcd"] = "ok"
-	}
-	if err := g.cfg.Authority.Halted(); err != nil {
-		fail("authority", err)
-	} else {
-		checks["authority"] = "ok"
-	}
+	ok, checks := g.readiness.check(r.Context(), g)
 	status := http.StatusOK
+	if !g.ready.Load() {
+		ok = false
+		checks = map[string]string{"gateway": "not ready: starting or draining"}
+	}
 	if !ok {
 		status = http.StatusServiceUnavailable
 	}
 	writeJSON(w, status, map[string]any{"ready": ok, "checks": checks})
+}
+
+// check returns the newest check's answer, running one if it is older than
+// readyFor.
+func (rd *readiness) check(ctx context.Context, g *Gateway) (bool, map[string]string) {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	if time.Since(rd.at) < readyFor {
+		return rd.ok, rd.checks
+	}
+	// Detached from the caller: its answer serves the others too.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readyTimeout)
+	defer cancel()
+	checks, ok := map[string]string{}, true
+	fail := func(name, what string, err error) {
+		checks[name], ok = what, false
+		g.log.Warn("readiness check failed", "check", name, "error", err)
+	}
+	if v, dirty, err := schema.Applied(ctx, g.cfg.Pool, schema.GatewayTable); err != nil {
+		fail("postgres", "unreachable or refusing queries (see the gateway's log)", err)
+	} else if dirty || v != g.cfg.SchemaVersion {
+		checks["postgres"] = "ok"
+		checks["schema"], ok = "not this gateway's version: run `fencegw migrate up`", false
+	} else {
+		checks["postgres"], checks["schema"] = "ok", "ok"
+	}
+	if _, err := g.cfg.Authority.Revision(ctx); err != nil {
+		fail("etcd", "unreachable (see the gateway's log)", err)
+	} else {
+		checks["etcd"] = "ok"
+	}
+	if err := g.cfg.Authority.Halted(); err != nil {
+		checks["authority"], ok = err.Error(), false
+	} else {
+		checks["authority"] = "ok"
+	}
+	rd.at, rd.ok, rd.checks = time.Now(), ok, checks
+	return ok, checks
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,15 +108,44 @@ func TestDatabaseDownIsUnavailable(t *testing.T) {
 		!strings.Contains(r.Problem.Detail, "nothing was written") || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("write with PostgreSQL down: %d %s, want 503 unavailable, nothing written", r.Status, r.Body)
 	}
-	if r := h.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusServiceUnavailable {
+	r = h.do(http.MethodGet, "/readyz", nil, "")
+	if r.Status != http.StatusServiceUnavailable {
 		t.Fatalf("readyz with PostgreSQL down: %d", r.Status)
+	}
+	if body := string(r.Body); strings.Contains(body, "127.0.0.1:1") || strings.Contains(body, "postgres@") || strings.Contains(body, "dial") {
+		t.Fatalf("readyz shows connection details: %s", body)
 	}
 	h.release(l)
 }
 
-// TestEtcdDownIsUnavailable: with etcd unreachable the gateway cannot tell
-// an issued token from a forged one, so it refuses with 503 and writes
-// nothing.
+// TestReadinessIsCached: however many callers probe /readyz at once, the
+// gateway asks PostgreSQL once a second at most (counted on the wire).
+func TestReadinessIsCached(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	var trips tripCounter
+	counted := countedGateway(t, h, &trips)
+	if r := counted.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusOK {
+		t.Fatalf("readyz: %d %s", r.Status, r.Body)
+	}
+	trips.take()
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Go(func() {
+			if r := counted.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusOK {
+				t.Errorf("readyz: %d %s", r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
+	// 100 probes: the cached answer, or one fresh check if a second passed.
+	if got := trips.take(); got > 2 {
+		t.Fatalf("%d round trips to PostgreSQL for 100 probes, want at most 2", got)
+	}
+}
+
+// TestEtcdDownIsUnavailable: with etcd unreachable a gateway that has not
+// loaded the keys that tell an issued token from a forged one refuses with
+// 503 and writes nothing.
 func TestEtcdDownIsUnavailable(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	l := h.mustAcquire("account/acct-62", 5, 0)
