@@ -39,6 +39,8 @@ type Etcd struct {
 	keys       atomic.Pointer[tokens.Keyring]
 	keysMu     sync.Mutex   // one load at a time
 	keysLoaded atomic.Int64 // unix ns of the last load
+
+	dbSize, dbInUse atomic.Int64 // etcd's store, as ReadStoreSize last found it
 }
 
 // NewEtcd returns the authority for cli, at DefaultEpoch until Resume sets
@@ -143,6 +145,18 @@ func (a *Etcd) Sign(ctx context.Context, tok tokens.Token, resource, client stri
 
 // ValidateTimeout bounds the etcd reads of one Validate.
 const ValidateTimeout = 3 * time.Second
+
+// CallTimeout bounds each etcd call made for a request (a grant, a lock
+// key's creation, a renewal, a release, an observation) apart from a lock
+// wait, which the request bounds itself: with etcd gone, a lease call
+// answers 503 within seconds instead of hanging for as long as its client
+// waits.
+const CallTimeout = 3 * time.Second
+
+// bounded is ctx bounded by CallTimeout.
+func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, CallTimeout)
+}
 
 // checkEpoch refuses every token while the authority is halted, and tokens
 // of any epoch but the current one; issued says whether tok is known to

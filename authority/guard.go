@@ -88,8 +88,10 @@ func (g *Guard) Check(ctx context.Context) error {
 	a.Resume(next.Epoch, view.Revision)
 	// A rotated signing key reaches this replica within a check: before
 	// it signs anywhere (authority.DefaultSignAfter).
-	_, err = a.ReloadKeys(ctx)
-	return err
+	if _, err := a.ReloadKeys(ctx); err != nil {
+		return err
+	}
+	return a.ReadStoreSize(ctx)
 }
 
 // recheckEvery bounds the checks that tokens of a newer epoch than this

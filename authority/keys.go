@@ -56,6 +56,8 @@ func (a *Etcd) keyring(ctx context.Context) (*tokens.Keyring, error) {
 func (a *Etcd) ReloadKeys(ctx context.Context) (*tokens.Keyring, error) {
 	a.keysMu.Lock()
 	defer a.keysMu.Unlock()
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	resp, err := a.cli.Get(ctx, keysPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
 	if err != nil {
 		return nil, unavailable("read signing keys", err)

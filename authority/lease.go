@@ -117,7 +117,9 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	if err != nil {
 		return Lease{}, err
 	}
-	grant, err := a.cli.Grant(ctx, int64((ttl+time.Second-1)/time.Second))
+	gctx, cancel := bounded(ctx)
+	grant, err := a.cli.Grant(gctx, int64((ttl+time.Second-1)/time.Second))
+	cancel()
 	if err != nil {
 		return Lease{}, unavailable("grant lease", err)
 	}
@@ -146,7 +148,9 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 	// the token is etcd's (epoch, revision) at one instant: a gateway that
 	// has not yet noticed an epoch bump still hands out the new epoch.
 	epoch := clientv3.OpGet(epochKey)
-	resp, err := a.cli.Txn(ctx).Then(put, holder, recordOwner, epoch).Commit()
+	tctx, cancel := bounded(ctx)
+	resp, err := a.cli.Txn(tctx).Then(put, holder, recordOwner, epoch).Commit()
+	cancel()
 	if err != nil {
 		return Lease{}, unavailable("create lock key", err)
 	}
@@ -179,9 +183,14 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 		}
 	}()
 	if !isHolder {
-		if err := a.waitPredecessors(wctx, pfx, myRev-1); err != nil {
-			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				return Lease{}, a.lockedError(ctx, resource)
+		if err := a.waitTurn(wctx, pfx, key, myRev); err != nil {
+			switch {
+			case errors.Is(err, ErrLeaseNotFound):
+				return Lease{}, err
+			case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+				lctx, cancel := bounded(ctx)
+				defer cancel()
+				return Lease{}, a.lockedError(lctx, resource)
 			}
 			return Lease{}, unavailable("wait for lock", err)
 		}
@@ -193,10 +202,41 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 	}
 	// Refresh the lease so the holder gets its whole TTL from now, and learn
 	// whether it expired while waiting (then our key is gone too).
-	if _, err := a.cli.KeepAliveOnce(ctx, clientv3.LeaseID(id)); err != nil {
+	kctx, cancel := bounded(ctx)
+	defer cancel()
+	if _, err := a.cli.KeepAliveOnce(kctx, clientv3.LeaseID(id)); err != nil {
 		return Lease{}, leaseError("refresh lease", err)
 	}
 	return lease, nil
+}
+
+// errOwnKeyGone ends a wait whose own lock key was deleted.
+var errOwnKeyGone = fmt.Errorf("authority: the waiting lease expired or was revoked: %w", ErrLeaseNotFound)
+
+// waitTurn waits until the waiter whose lock key is key (created at rev)
+// is first in line, or its own key is gone: a waiter whose lease expires
+// while it queues (the gateway paused, etcd's keepalives late) is told at
+// once, not when the holder leaves.
+func (a *Etcd) waitTurn(ctx context.Context, pfx, key string, rev int64) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watching := make(chan struct{})
+	go func() { // owned: ends with ctx, which ends when waitTurn returns
+		defer close(watching)
+		for wr := range a.cli.Watch(ctx, key, clientv3.WithRev(rev+1), clientv3.WithFilterPut()) {
+			if len(wr.Events) > 0 {
+				cancel(errOwnKeyGone)
+				return
+			}
+		}
+	}()
+	err := a.waitPredecessors(ctx, pfx, rev-1)
+	if cause := context.Cause(ctx); errors.Is(cause, errOwnKeyGone) {
+		err = cause
+	}
+	cancel(nil)
+	<-watching
+	return err
 }
 
 // waitPredecessors returns once no key of pfx created at or before maxRev
@@ -271,6 +311,8 @@ func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID, owner string) (time.Du
 	if err := a.Halted(); err != nil {
 		return 0, err
 	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	if err := a.checkOwner(ctx, id, owner); err != nil {
 		return 0, err
 	}
@@ -285,6 +327,8 @@ func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID, owner string) (time.Du
 // Release revokes owner's lease id, deleting its lock key so the next
 // waiter runs.
 func (a *Etcd) Release(ctx context.Context, id LeaseID, owner string) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	if err := a.checkOwner(ctx, id, owner); err != nil {
 		return err
 	}

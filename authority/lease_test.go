@@ -506,3 +506,43 @@ func TestObserveShowsEachHolderAsTheyHoldIt(t *testing.T) {
 		t.Fatalf("ObserveAll with a limit through obs/a = %+v, %t, %v; want only obs/a b, truncated", cut, truncated, err)
 	}
 }
+
+// TestWaiterWhoseLeaseEndsIsTold: a waiter's lease that expires or is
+// revoked while it queues ends its wait at once, with ErrLeaseNotFound,
+// instead of when the holder leaves.
+func TestWaiterWhoseLeaseEndsIsTold(t *testing.T) {
+	a, cli := newAuthority(t)
+	holder := acquire(t, a, "waiter/gone", 0)
+	defer a.Release(context.Background(), holder.ID, "")
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Acquire(t.Context(), "waiter/gone", authority.AcquireOptions{TTL: 30 * time.Second, Wait: time.Minute})
+		done <- err
+	}()
+	var waiter clientv3.LeaseID
+	if !testenv.WaitFor(10*time.Second, func() bool {
+		resp, err := cli.Get(t.Context(), "/fencegw/locks/waiter%2Fgone/", clientv3.WithPrefix())
+		if err != nil || len(resp.Kvs) != 2 {
+			return false
+		}
+		for _, kv := range resp.Kvs {
+			if kv.Lease != int64(holder.ID) {
+				waiter = clientv3.LeaseID(kv.Lease)
+			}
+		}
+		return waiter != 0
+	}) {
+		t.Fatal("the waiter never queued")
+	}
+	if _, err := cli.Revoke(t.Context(), waiter); err != nil { // as if it expired: the gateway paused
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, authority.ErrLeaseNotFound) {
+			t.Fatalf("the waiter's Acquire = %v, want ErrLeaseNotFound", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiter whose lease ended kept waiting for the holder")
+	}
+}

@@ -32,16 +32,21 @@ type LockState struct {
 	Resource string
 	Revision int64
 	Holder   *Contender  // nil when the lock is free
-	Waiters  []Contender // in the order they will be granted
+	Waiters  []Contender // in the order they will be granted; the first maxObserved-1
+	Waiting  int64       // all the waiters, shown or not
 }
 
 // Observe reports a resource's holder and waiters without taking part, so a
 // lease on "leader/<name>" doubles as leader election with observation.
-// ctx bounds the etcd reads (one range read, one TTL read per contender).
+// It costs three etcd reads whatever the line's length: the keys (at most
+// maxObserved, and the count of all), the epoch, and the holder's TTL;
+// waiters are shown without theirs. ctx bounds the reads.
 func (a *Etcd) Observe(ctx context.Context, resource string) (LockState, error) {
 	if err := tokens.CheckResource(resource); err != nil {
 		return LockState{}, err
 	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	resp, err := a.cli.Get(ctx, lockKeyPrefix(resource), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(maxObserved))
 	if err != nil {
@@ -52,9 +57,9 @@ func (a *Etcd) Observe(ctx context.Context, resource string) (LockState, error) 
 	if err != nil {
 		return LockState{}, err
 	}
-	st := LockState{Resource: resource, Revision: resp.Header.Revision}
-	for _, kv := range resp.Kvs {
-		st.add(a.contender(ctx, kv, epochs))
+	st := LockState{Resource: resource, Revision: resp.Header.Revision, Waiting: max(resp.Count-1, 0)}
+	for i, kv := range resp.Kvs {
+		st.add(a.contender(ctx, kv, epochs, i == 0))
 	}
 	return st, nil
 }
@@ -87,7 +92,8 @@ func (a *Etcd) ObserveAll(ctx context.Context, prefix string, limit int) (_ []Lo
 		if len(out) == 0 || out[len(out)-1].Resource != resource {
 			out = append(out, LockState{Resource: resource, Revision: resp.Header.Revision})
 		}
-		out[len(out)-1].add(a.contender(ctx, kv, epochs))
+		out[len(out)-1].add(a.contender(ctx, kv, epochs, true))
+		out[len(out)-1].Waiting = int64(len(out[len(out)-1].Waiters))
 	}
 	if resp.More && len(out) > 0 {
 		out = out[:len(out)-1]
@@ -109,11 +115,16 @@ func (st *LockState) add(c Contender) {
 	st.Waiters = slices.Insert(st.Waiters, i, c)
 }
 
-func (a *Etcd) contender(ctx context.Context, kv *mvccpb.KeyValue, epochs func(rev int64) int64) Contender {
+// contender reads one lock key, with its lease's TTL if withTTL (one etcd
+// read).
+func (a *Etcd) contender(ctx context.Context, kv *mvccpb.KeyValue, epochs func(rev int64) int64, withTTL bool) Contender {
 	c := Contender{
 		LeaseID: LeaseID(kv.Lease),
 		Token:   tokens.Token{Epoch: epochs(kv.CreateRevision), Revision: kv.CreateRevision},
 		Value:   string(kv.Value),
+	}
+	if !withTTL {
+		return c
 	}
 	if ttl, err := a.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease)); err == nil && ttl.TTL > 0 {
 		c.TTL = time.Duration(ttl.TTL) * time.Second

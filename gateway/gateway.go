@@ -100,6 +100,16 @@ func New(cfg Config) (*Gateway, error) {
 		func() float64 { return float64(cfg.Authority.Epoch()) },
 	)
 	g.metrics.forOperations(append(cfg.Policy.OperationNames(), policy.BatchName))
+	g.metrics.registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "fencegw_etcd_db_size_bytes",
+			Help: "etcd's database file, as the last authority check read it (compaction frees space inside it; defragmentation shrinks it).",
+		}, func() float64 { return float64(cfg.Authority.StoreSize().Total) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "fencegw_etcd_db_size_in_use_bytes",
+			Help: "The part of etcd's database file in use, as the last authority check read it.",
+		}, func() float64 { return float64(cfg.Authority.StoreSize().InUse) }),
+	)
 	limit := cmp.Or(cfg.MaxInFlight, defaultMaxInFlight(cfg.Pool.Config().MaxConns))
 	g.admit = newAdmission(limit, cmp.Or(cfg.QueueTimeout, g.writeTTL), g.metrics.waiting, g.metrics.waited)
 	g.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

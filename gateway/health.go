@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -35,7 +36,14 @@ func (g *Gateway) handleLive(w http.ResponseWriter, _ *http.Request) {
 // A failing check says which dependency failed, not how: connection
 // strings and server messages stay in the log.
 func (g *Gateway) handleReady(w http.ResponseWriter, r *http.Request) {
-	ok, checks := g.readiness.check(r.Context(), g)
+	ok, cached := g.readiness.check(r.Context(), g)
+	checks := maps.Clone(cached)
+	// In memory, so never cached: a halt or a resume shows at once.
+	if err := g.cfg.Authority.Halted(); err != nil {
+		checks["authority"], ok = err.Error(), false
+	} else {
+		checks["authority"] = "ok"
+	}
 	status := http.StatusOK
 	if !g.ready.Load() {
 		ok = false
@@ -75,11 +83,6 @@ func (rd *readiness) check(ctx context.Context, g *Gateway) (bool, map[string]st
 		fail("etcd", "unreachable (see the gateway's log)", err)
 	} else {
 		checks["etcd"] = "ok"
-	}
-	if err := g.cfg.Authority.Halted(); err != nil {
-		checks["authority"], ok = err.Error(), false
-	} else {
-		checks["authority"] = "ok"
 	}
 	rd.at, rd.ok, rd.checks = time.Now(), ok, checks
 	return ok, checks

@@ -169,4 +169,22 @@ func TestEtcdDownIsUnavailable(t *testing.T) {
 	if after := h.state(); after != before {
 		t.Fatalf("refused write changed state: %s -> %s", before, after)
 	}
+	// Lease calls answer too, with 503 and Retry-After, instead of hanging
+	// for as long as their client waits (a client of the HTTP API sets no
+	// timeout here: a hang would end the test by its own deadline).
+	var wg sync.WaitGroup
+	for _, call := range []struct{ method, path, body string }{
+		{http.MethodPost, "/v1/leases", `{"resource": "account/acct-62", "ttl": 5}`},
+		{http.MethodPost, "/v1/leases/" + l.ID + "/keepalive", ""},
+		{http.MethodGet, "/v1/leases?resource=account/acct-62", ""},
+		{http.MethodDelete, "/v1/leases/" + l.ID, ""},
+	} {
+		wg.Go(func() {
+			r := blind.do(call.method, call.path, http.Header{"Content-Type": {"application/json"}}, call.body)
+			if r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "unavailable" || r.Header.Get("Retry-After") == "" {
+				t.Errorf("%s %s with etcd down: %d %s, want 503 unavailable with Retry-After", call.method, call.path, r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -137,7 +137,7 @@ func (g *Gateway) handleRelease(w http.ResponseWriter, r *http.Request) {
 // and value. Its lease ID and signed token are its holder's alone.
 type contenderJSON struct {
 	Token string `json:"token"`
-	TTL   int64  `json:"ttl"`
+	TTL   int64  `json:"ttl,omitempty"` // the holder's; waiters' are not read
 	Value string `json:"value,omitempty"`
 }
 
@@ -145,7 +145,10 @@ type lockStateJSON struct {
 	Resource string          `json:"resource"`
 	Revision int64           `json:"revision"`
 	Holder   *contenderJSON  `json:"holder"`
-	Waiters  []contenderJSON `json:"waiters"`
+	Waiters  []contenderJSON `json:"waiters"` // the first 99 in line
+	Waiting  int64           `json:"waiting"` // all of them
+	// Truncated says there are more waiters than shown.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 func contender(c authority.Contender) contenderJSON {
@@ -161,7 +164,8 @@ func (g *Gateway) handleObserve(w http.ResponseWriter, r *http.Request) {
 		g.writeProblem(w, r, err, problemScope{Resource: resource})
 		return
 	}
-	out := lockStateJSON{Resource: st.Resource, Revision: st.Revision, Waiters: []contenderJSON{}}
+	out := lockStateJSON{Resource: st.Resource, Revision: st.Revision, Waiters: []contenderJSON{}, Waiting: st.Waiting,
+		Truncated: st.Waiting > int64(len(st.Waiters))}
 	if st.Holder != nil {
 		h := contender(*st.Holder)
 		out.Holder = &h

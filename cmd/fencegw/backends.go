@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"github.com/fencegw/fencegw/authority"
 
 	"github.com/jackc/pgx/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/fencegw/fencegw/schema"
 )
@@ -16,7 +15,7 @@ import (
 // dialEtcd is the etcd client of the one-shot commands (dev, epoch,
 // inspect): etcd's own client log is noise on a terminal.
 func dialEtcd(endpoints []string) (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	return authority.Dial(endpoints)
 }
 
 // openMigrated connects to a database whose gateway schema is exactly this

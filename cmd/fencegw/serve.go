@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/guard"
@@ -72,7 +71,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return err
 	}
 	warnUnguarded(startCtx, pool, pol, log)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.EtcdEndpoints, DialTimeout: 5 * time.Second})
+	cli, err := authority.Dial(cfg.EtcdEndpoints)
 	if err != nil {
 		return fmt.Errorf("serve: etcd: %w", err)
 	}

@@ -37,6 +37,11 @@ func newConfig(name, dataDir string, lg *zap.Logger) (*embed.Config, error) {
 	// etcd's minimum lease TTL (1.5 election timeouts, rounded up to whole
 	// seconds) from 2s to 1s.
 	cfg.TickMs, cfg.ElectionMs = 10, 100
+	// Every lease and lock key leaves revisions behind: without
+	// compaction the store only grows (3,000 short leases took it from
+	// 49 KB to 26 MB). Keep five minutes of history: waiters that watch
+	// from an older revision read their predecessors again.
+	cfg.AutoCompactionMode, cfg.AutoCompactionRetention = "periodic", "5m"
 	cfg.LogLevel = "error"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 	return cfg, nil
