@@ -21,6 +21,8 @@ var (
 	ErrBadValue = errors.New("authority: bad lock value: at most 4096 bytes, no NUL")
 	// ErrBadLeaseID means a lease ID that is not a lease ID at all.
 	ErrBadLeaseID = errors.New("authority: bad lease id")
+	// ErrTooManyLeases means the client holds as many leases as it may.
+	ErrTooManyLeases = errors.New("authority: too many leases")
 	// ErrBadTTL means a lease TTL out of the accepted range.
 	ErrBadTTL = errors.New("authority: bad lease ttl")
 )

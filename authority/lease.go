@@ -67,6 +67,18 @@ type AcquireOptions struct {
 	// Owner names the client the lease belongs to; only it may renew or
 	// release the lease.
 	Owner string
+	// MaxHeld bounds the leases Owner may hold at once, waiters included
+	// (0: no bound). It is counted in etcd, so replicas share it; two
+	// requests racing for the last one may both get it.
+	MaxHeld int64
+}
+
+// clientsPrefix indexes each lease under its owner, so that the leases of
+// a client can be counted with one read.
+const clientsPrefix = "/fencegw/clients/"
+
+func clientKey(owner string, id LeaseID) string {
+	return clientsPrefix + url.PathEscape(owner) + "/" + id.String()
 }
 
 // ownerKey records, attached to the lease itself, which client took it. It
@@ -117,6 +129,9 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	if err != nil {
 		return Lease{}, err
 	}
+	if err := a.checkHeld(ctx, opts); err != nil {
+		return Lease{}, err
+	}
 	gctx, cancel := bounded(ctx)
 	grant, err := a.cli.Grant(gctx, int64((ttl+time.Second-1)/time.Second))
 	cancel()
@@ -144,12 +159,13 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 	put := clientv3.OpPut(key, opts.Value, clientv3.WithLease(clientv3.LeaseID(id)))
 	holder := clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)
 	recordOwner := clientv3.OpPut(ownerKey(id), opts.Owner, clientv3.WithLease(clientv3.LeaseID(id)))
+	index := clientv3.OpPut(clientKey(opts.Owner, id), "", clientv3.WithLease(clientv3.LeaseID(id)))
 	// The epoch is read in the same transaction as the key is created, so
 	// the token is etcd's (epoch, revision) at one instant: a gateway that
 	// has not yet noticed an epoch bump still hands out the new epoch.
 	epoch := clientv3.OpGet(epochKey)
 	tctx, cancel := bounded(ctx)
-	resp, err := a.cli.Txn(tctx).Then(put, holder, recordOwner, epoch).Commit()
+	resp, err := a.cli.Txn(tctx).Then(put, holder, recordOwner, epoch, index).Commit()
 	cancel()
 	if err != nil {
 		return Lease{}, unavailable("create lock key", err)
@@ -208,6 +224,23 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 		return Lease{}, leaseError("refresh lease", err)
 	}
 	return lease, nil
+}
+
+// checkHeld refuses a lease to an owner who holds opts.MaxHeld already.
+func (a *Etcd) checkHeld(ctx context.Context, opts AcquireOptions) error {
+	if opts.MaxHeld <= 0 {
+		return nil
+	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	resp, err := a.cli.Get(ctx, clientsPrefix+url.PathEscape(opts.Owner)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return unavailable("count the client's leases", err)
+	}
+	if resp.Count >= opts.MaxHeld {
+		return fmt.Errorf("%w: %d leases held or waiting, at most %d: release some first", ErrTooManyLeases, resp.Count, opts.MaxHeld)
+	}
+	return nil
 }
 
 // errOwnKeyGone ends a wait whose own lock key was deleted.

@@ -27,6 +27,9 @@ func (g *Gateway) handleBatch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) batch(r *http.Request, scope *problemScope) (fence.Response, error) {
+	if err := requireJSON(r); err != nil {
+		return fence.Response{}, err
+	}
 	key, once, err := idempotencyKey(r)
 	if err != nil {
 		return fence.Response{}, err

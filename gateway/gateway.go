@@ -55,27 +55,44 @@ type Config struct {
 	// IdempotencyRetention is how long a completed Idempotency-Key is
 	// replayed; after that the key may be reused.
 	IdempotencyRetention time.Duration
+	// MaxLeasesPerClient bounds the leases one client holds or waits for
+	// at once (counted in etcd, shared by replicas); without clients in the
+	// policy, all callers are one client. Default: 10,000.
+	MaxLeasesPerClient int64
+	// MaxLeaseRequests bounds the acquisitions and observations this
+	// replica serves at once (a waiting acquisition holds its place while
+	// it waits), and each client's share of them; past it, 503. Renewals
+	// and releases are not counted. Default: 4,096, a quarter of it per
+	// client when the policy declares clients.
+	MaxLeaseRequests int
 	// UnsafeNoFence turns the fence check off. Only `fencegw torture`'s
 	// control runs set it, to prove their checker can fail.
 	UnsafeNoFence bool
 }
 
+// Lease limits' defaults.
+const (
+	DefaultMaxLeasesPerClient = 10_000
+	DefaultMaxLeaseRequests   = 4096
+)
+
 // Gateway serves the HTTP API. It holds no lease or fence state of its own:
 // any number of replicas can serve the same clients.
 type Gateway struct {
-	cfg       Config
-	log       *slog.Logger
-	store     *fence.Store
-	guard     *authority.Guard
-	auditor   *auditor
-	readiness readiness
-	admit     *admission
-	metrics   *metrics
-	ready     atomic.Bool
-	maxBody   int64
-	writeTTL  time.Duration
-	bodyTTL   time.Duration // for an admitted write's body to arrive
-	retention time.Duration
+	cfg        Config
+	log        *slog.Logger
+	store      *fence.Store
+	guard      *authority.Guard
+	auditor    *auditor
+	readiness  readiness
+	leaseCalls *callLimit
+	admit      *admission
+	metrics    *metrics
+	ready      atomic.Bool
+	maxBody    int64
+	writeTTL   time.Duration
+	bodyTTL    time.Duration // for an admitted write's body to arrive
+	retention  time.Duration
 }
 
 // New checks cfg and returns a Gateway that reports not ready until
@@ -84,8 +101,8 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Pool == nil || cfg.Authority == nil || cfg.Policy == nil {
 		return nil, errors.New("gateway: Config needs Pool, Authority and Policy")
 	}
-	if cfg.MaxInFlight < 0 || cfg.QueueTimeout < 0 || cfg.BodyTimeout < 0 {
-		return nil, errors.New("gateway: MaxInFlight, QueueTimeout and BodyTimeout must not be negative")
+	if cfg.MaxInFlight < 0 || cfg.QueueTimeout < 0 || cfg.BodyTimeout < 0 || cfg.MaxLeasesPerClient < 0 || cfg.MaxLeaseRequests < 0 {
+		return nil, errors.New("gateway: MaxInFlight, QueueTimeout, BodyTimeout and the lease limits must not be negative")
 	}
 	g := &Gateway{
 		cfg:       cfg,
@@ -126,6 +143,12 @@ func New(cfg Config) (*Gateway, error) {
 	g.store = store
 	g.guard = authority.NewGuard(cfg.Authority, fence.Records{DB: cfg.Pool}, g.log)
 	g.auditor = newAuditor(store, g.log, g.metrics.auditDropped)
+	calls := cmp.Or(cfg.MaxLeaseRequests, DefaultMaxLeaseRequests)
+	perClient := calls
+	if cfg.Policy.AuthRequired() {
+		perClient = max(1, calls/4)
+	}
+	g.leaseCalls = newCallLimit(calls, perClient)
 	return g, nil
 }
 
@@ -151,8 +174,11 @@ func (g *Gateway) Handler() http.Handler {
 		r.Use(g.authenticate)
 		r.Post("/ops/{operation}", g.handleWrite)
 		r.Post("/batch", g.handleBatch)
-		r.Post("/leases", g.handleAcquire)
-		r.Get("/leases", g.handleObserve)
+		r.With(g.limitLeaseCalls).Post("/leases", g.handleAcquire)
+		r.With(g.limitLeaseCalls).Get("/leases", g.handleObserve)
+		// Renewals and releases are never refused for a lack of places:
+		// each is one bounded etcd call, and a holder that cannot renew or
+		// release would hold its lock the longer.
 		r.Post("/leases/{id}/keepalive", g.handleKeepAlive)
 		r.Delete("/leases/{id}", g.handleRelease)
 	})

@@ -133,6 +133,9 @@ func (h *harness) send(method, path string, header http.Header, body io.Reader) 
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	if body != nil && header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json") // as every client of a JSON API does
+	}
 	for k, vs := range header {
 		req.Header[k] = vs
 	}

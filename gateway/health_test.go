@@ -55,7 +55,8 @@ func gatewayWith(t *testing.T, dbURL string, cli *clientv3.Client) (*gateway.Gat
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return gatewayWithPool(t, pool, authority.NewEtcd(cli), demoPolicy(t, "monotonic"))
+	// Its backends may be dead on purpose: answer within seconds.
+	return gatewayWithPool(t, pool, authority.NewEtcd(cli), demoPolicy(t, "monotonic"), func(c *gateway.Config) { c.WriteTimeout = 2 * time.Second })
 }
 
 // gatewayWithPool serves policyYAML on pool and auth; tweaks change the Config
@@ -69,7 +70,9 @@ func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *authority.Etcd, pol
 	version, _ := schema.Latest(schema.Gateway())
 	cfg := gateway.Config{
 		Pool: pool, Authority: auth, Policy: pol, SchemaVersion: version,
-		WriteTimeout: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// Patient: a test's write waiting on a row lock must not give up
+		// while a loaded machine runs the test's next steps.
+		WriteTimeout: 30 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	for _, tweak := range tweaks {
 		tweak(&cfg)

@@ -1,19 +1,14 @@
 package gateway
 
 import (
-	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"github.com/fencegw/fencegw/authority"
-	"io"
-	"math"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-
-	"github.com/fencegw/fencegw/tokens"
 )
 
 // Lease request defaults.
@@ -51,7 +46,10 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	if req.Wait != nil {
 		wait = time.Duration(*req.Wait * float64(time.Second))
 	}
-	opts := authority.AcquireOptions{TTL: ttl, Wait: wait, Value: req.Value, Owner: clientName(r.Context())}
+	opts := authority.AcquireOptions{
+		TTL: ttl, Wait: wait, Value: req.Value, Owner: clientName(r.Context()),
+		MaxHeld: cmp.Or(g.cfg.MaxLeasesPerClient, DefaultMaxLeasesPerClient),
+	}
 	if res := g.cfg.Policy.ResourceFor(req.Resource); res != nil {
 		opts.LockDelay = res.LockDelay
 	}
@@ -80,26 +78,14 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) decodeAcquire(w http.ResponseWriter, r *http.Request) (acquireRequest, error) {
-	var req acquireRequest
+	if err := requireJSON(r); err != nil {
+		return acquireRequest{}, err
+	}
 	body, err := g.readBodyWithin(w, r)
 	if err != nil {
-		return req, err
+		return acquireRequest{}, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, badRequest("lease request: want {\"resource\": string, \"ttl\": seconds, \"wait\": seconds}: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return req, badRequest("lease request: unexpected data after the JSON object")
-	}
-	if req.TTL != nil && (*req.TTL < int64(authority.MinTTL/time.Second) || *req.TTL > int64(authority.MaxTTL/time.Second)) {
-		return req, badRequest("lease request: ttl %d s is out of range [%d, %d]", *req.TTL, authority.MinTTL/time.Second, authority.MaxTTL/time.Second)
-	}
-	if req.Wait != nil && (math.IsNaN(*req.Wait) || *req.Wait < 0 || *req.Wait > authority.MaxWait.Seconds()) {
-		return req, badRequest("lease request: wait %g s is out of range [0, %g]", *req.Wait, authority.MaxWait.Seconds())
-	}
-	return req, tokens.CheckResource(req.Resource)
+	return decodeLeaseRequest(body)
 }
 
 // handleKeepAlive serves POST /v1/leases/{id}/keepalive. 404 means the

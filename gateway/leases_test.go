@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"fmt"
+	"github.com/fencegw/fencegw/gateway"
 	"net/http"
 	"net/url"
 	"strings"
@@ -54,29 +56,52 @@ func TestLeaseRequestsValidated(t *testing.T) {
 		name, method, path, body string
 		status                   int
 		kind                     string
+		contentType              string // "" sends application/json
 	}{
-		{"unknown field", "POST", "/v1/leases", `{"resource": "r", "ttl": 5, "owner": "me"}`, 400, "bad-request"},
-		{"ttl zero", "POST", "/v1/leases", `{"resource": "r", "ttl": 0}`, 400, "bad-request"},
-		{"ttl too long", "POST", "/v1/leases", `{"resource": "r", "ttl": 86400}`, 400, "bad-request"},
-		{"ttl not integer", "POST", "/v1/leases", `{"resource": "r", "ttl": 1.5}`, 400, "bad-request"},
-		{"wait negative", "POST", "/v1/leases", `{"resource": "r", "wait": -1}`, 400, "bad-request"},
-		{"wait too long", "POST", "/v1/leases", `{"resource": "r", "wait": 3600}`, 400, "bad-request"},
-		{"no resource", "POST", "/v1/leases", `{"ttl": 5}`, 400, "bad-request"},
-		{"resource with newline", "POST", "/v1/leases", `{"resource": "a\nb"}`, 400, "bad-request"},
-		{"not JSON", "POST", "/v1/leases", `resource=r`, 400, "bad-request"},
-		{"trailing data", "POST", "/v1/leases", `{"resource": "r"} {}`, 400, "bad-request"},
-		{"bad lease id", "POST", "/v1/leases/zz-top/keepalive", ``, 400, "bad-request"},
-		{"negative lease id", "DELETE", "/v1/leases/-5", ``, 400, "bad-request"},
-		{"unknown path", "GET", "/v2/nothing", ``, 404, "not-found"},
-		{"wrong method", "GET", "/v1/ops/debit", ``, 405, "method-not-allowed"},
+		{"unknown field", "POST", "/v1/leases", `{"resource": "r", "ttl": 5, "owner": "me"}`, 400, "bad-request", ""},
+		{"a key twice", "POST", "/v1/leases", `{"resource": "a", "resource": "b"}`, 400, "bad-request", ""},
+		{"a key in capitals", "POST", "/v1/leases", `{"RESOURCE": "r"}`, 400, "bad-request", ""},
+		{"invalid UTF-8", "POST", "/v1/leases", "{\"resource\": \"r\xff\"}", 400, "bad-request", ""},
+		{"a lone surrogate", "POST", "/v1/leases", `{"resource": "r\ud800"}`, 400, "bad-request", ""},
+		{"a zero-width space", "POST", "/v1/leases", `{"resource": "r\u200b"}`, 400, "bad-request", ""},
+		{"a space around", "POST", "/v1/leases", `{"resource": " r"}`, 400, "bad-request", ""},
+		{"text/plain", "POST", "/v1/leases", `{"resource": "r"}`, 415, "unsupported-media-type", "text/plain"},
+		{"a form", "POST", "/v1/leases", `{"resource": "r"}`, 415, "unsupported-media-type", "application/x-www-form-urlencoded"},
+		{"a batch as text", "POST", "/v1/batch", `{"writes": []}`, 415, "unsupported-media-type", "text/plain;charset=UTF-8"},
+		{"ttl zero", "POST", "/v1/leases", `{"resource": "r", "ttl": 0}`, 400, "bad-request", ""},
+		{"ttl too long", "POST", "/v1/leases", `{"resource": "r", "ttl": 86400}`, 400, "bad-request", ""},
+		{"ttl not integer", "POST", "/v1/leases", `{"resource": "r", "ttl": 1.5}`, 400, "bad-request", ""},
+		{"wait negative", "POST", "/v1/leases", `{"resource": "r", "wait": -1}`, 400, "bad-request", ""},
+		{"wait too long", "POST", "/v1/leases", `{"resource": "r", "wait": 3600}`, 400, "bad-request", ""},
+		{"no resource", "POST", "/v1/leases", `{"ttl": 5}`, 400, "bad-request", ""},
+		{"resource with newline", "POST", "/v1/leases", `{"resource": "a\nb"}`, 400, "bad-request", ""},
+		{"not JSON", "POST", "/v1/leases", `resource=r`, 400, "bad-request", ""},
+		{"trailing data", "POST", "/v1/leases", `{"resource": "r"} {}`, 400, "bad-request", ""},
+		{"bad lease id", "POST", "/v1/leases/zz-top/keepalive", ``, 400, "bad-request", ""},
+		{"negative lease id", "DELETE", "/v1/leases/-5", ``, 400, "bad-request", ""},
+		{"unknown path", "GET", "/v2/nothing", ``, 404, "not-found", ""},
+		{"wrong method", "GET", "/v1/ops/debit", ``, 405, "method-not-allowed", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := h.do(tt.method, tt.path, nil, tt.body)
+			var hdr http.Header
+			if tt.contentType != "" {
+				hdr = http.Header{"Content-Type": {tt.contentType}}
+			}
+			r := h.do(tt.method, tt.path, hdr, tt.body)
 			if r.Status != tt.status || r.Problem.Kind() != tt.kind {
 				t.Fatalf("%s %s %s: %d %s, want %d %s", tt.method, tt.path, tt.body, r.Status, r.Body, tt.status, tt.kind)
 			}
 		})
+	}
+	// None of the refused requests took a lock.
+	for _, resource := range []string{"r", "a", "b", "r\u200b", " r"} {
+		l, r := h.acquire(resource, 5, 0)
+		if r.Status == http.StatusCreated {
+			h.release(l)
+		} else if resource == "r" || resource == "a" || resource == "b" {
+			t.Errorf("%q after the refused requests: %d %s, want it free", resource, r.Status, r.Body)
+		}
 	}
 }
 
@@ -217,4 +242,53 @@ func TestFIFOAcrossReplicas(t *testing.T) {
 		holder = g.l
 	}
 	h.release(holder)
+}
+
+// TestLeaseLimits: a client holds at most MaxLeasesPerClient leases
+// (waiters included), and a gateway serves at most MaxLeaseRequests lease
+// calls at once; past either, the call is refused and takes nothing.
+func TestLeaseLimits(t *testing.T) {
+	_, cli := testenv.PrivateEtcd(t) // the count is per client across replicas: the shared etcd holds other tests' leases
+	h := newHarnessOn(t, demoPolicy(t, "monotonic"), cli)
+	few := h.sibling(func(c *gateway.Config) { c.MaxLeasesPerClient, c.MaxLeaseRequests = 3, 2 })
+	var held []lease
+	for i := range 3 {
+		held = append(held, few.mustAcquire(fmt.Sprintf("limit/%d", i), 10, 0))
+	}
+	if _, r := few.acquire("limit/3", 10, 0); r.Status != http.StatusTooManyRequests || r.Problem.Kind() != "too-many-leases" {
+		t.Fatalf("a fourth lease: %d %s, want 429 too-many-leases", r.Status, r.Body)
+	}
+	few.release(held[0])
+	l := few.mustAcquire("limit/3", 10, 0) // a place was given back
+	few.release(l)
+
+	// Two calls waiting for held locks fill this gateway's places.
+	waiting := make(chan response, 2)
+	for _, i := range []int{1, 2} {
+		go func() {
+			_, r := few.acquire(fmt.Sprintf("limit/%d", i), 10, 30)
+			waiting <- r
+		}()
+	}
+	waitOrFail(t, "two calls to wait for their locks", func() bool {
+		for _, i := range []int{1, 2} {
+			var st struct{ Waiting int }
+			decodeJSON(t, h.do(http.MethodGet, fmt.Sprintf("/v1/leases?resource=limit/%d", i), nil, "").Body, &st)
+			if st.Waiting != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	if _, r := few.acquire("limit/9", 10, 0); r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "unavailable" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a third lease call beside two waiting: %d %s, want 503 with Retry-After", r.Status, r.Body)
+	}
+	for _, l := range held[1:] {
+		few.release(l)
+	}
+	for range 2 {
+		if r := <-waiting; r.Status != http.StatusCreated {
+			t.Fatalf("a waiting call: %d %s", r.Status, r.Body)
+		}
+	}
 }

@@ -104,6 +104,10 @@ func problemFor(err error, scope problemScope) Problem {
 		p.set(http.StatusNotFound, "not-found", "No such endpoint")
 	case errors.Is(err, ErrMethod):
 		p.set(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed")
+	case errors.Is(err, authority.ErrTooManyLeases):
+		p.set(http.StatusTooManyRequests, "too-many-leases", "Too many leases")
+	case errors.Is(err, ErrMediaType):
+		p.set(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type")
 	case errors.Is(err, ErrBodyTooLarge):
 		p.set(http.StatusRequestEntityTooLarge, "too-large", "Request body too large")
 	case errors.Is(err, ErrBadRequest), errors.Is(err, tokens.ErrMalformed), errors.Is(err, policy.ErrBadArgs),
@@ -126,6 +130,9 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.Is(err, ErrOverloaded):
 		p.set(http.StatusServiceUnavailable, "unavailable", "Service unavailable")
 		p.Outcome, p.Detail = "not-applied", "the gateway is at its limit of writes in flight; nothing was written: retry"
+		if scope.Operation == "" {
+			p.Outcome, p.Detail = "", "the gateway is at its limit of lease calls in progress: retry"
+		}
 	case errors.Is(err, fence.ErrUnavailable), errors.Is(err, authority.ErrUnavailable), errors.Is(err, ErrNotReady):
 		// The cause (connection strings, server messages) stays in the log.
 		p.set(http.StatusServiceUnavailable, "unavailable", "Service unavailable")

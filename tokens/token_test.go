@@ -94,6 +94,13 @@ func TestCheckResource(t *testing.T) {
 		{"tab\there", false},
 		{"nl\n", false},
 		{"bad\xff", false},
+		{" leading", false},
+		{"trailing ", false},
+		{"zero\u200bwidth", false},
+		{"joiner\u200d", false},
+		{"bom\ufeff", false},
+		{"replacement\ufffd", false},
+		{"café/naïve", true},
 	}
 	for _, tt := range tests {
 		err := CheckResource(tt.in)

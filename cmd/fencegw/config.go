@@ -22,6 +22,8 @@ type serveConfig struct {
 	MaxBodyBytes    int64
 	WriteTimeout    time.Duration
 	MaxInFlight     int
+	MaxLeases       int64 // per client
+	MaxLeaseCalls   int
 	ShutdownTimeout time.Duration
 	LogFormat       string
 	DebugListen     string // pprof, off when empty
@@ -37,6 +39,8 @@ func (c *serveConfig) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body", gateway.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", gateway.DefaultWriteTimeout, "bound on one write's PostgreSQL work")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 0, "writes past the admission gate at once; more wait for a turn, at most --write-timeout (0: eight per pooled connection, at least 64)")
+	fs.Int64Var(&c.MaxLeases, "max-leases-per-client", gateway.DefaultMaxLeasesPerClient, "leases one client may hold or wait for at once, counted across replicas (all callers are one client without clients in the policy)")
+	fs.IntVar(&c.MaxLeaseCalls, "max-lease-requests", gateway.DefaultMaxLeaseRequests, "acquisitions and observations this gateway serves at once (a quarter each client, with clients); more get 503")
 	fs.DurationVar(&c.IdempotencyRetention, "idempotency-retention", gateway.DefaultIdempotencyRetention, "how long a completed Idempotency-Key is replayed")
 	fs.DurationVar(&c.AuthorityCheck, "authority-check", authority.DefaultCheckEvery, "how often etcd is compared with PostgreSQL's record of it (rollback detection)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for requests in flight")
@@ -64,6 +68,8 @@ func (c *serveConfig) check() error {
 		return fmt.Errorf("%w: no etcd endpoints: set --etcd or FENCEGW_ETCD_ENDPOINTS", errUsage)
 	case c.MaxInFlight < 0:
 		return fmt.Errorf("%w: --max-in-flight must not be negative", errUsage)
+	case c.MaxLeases < 0 || c.MaxLeaseCalls < 0:
+		return fmt.Errorf("%w: --max-leases-per-client and --max-lease-requests must not be negative", errUsage)
 	case c.MaxBodyBytes < 1:
 		return fmt.Errorf("%w: --max-body must be positive", errUsage)
 	case c.WriteTimeout <= 0 || c.ShutdownTimeout <= 0 || c.IdempotencyRetention <= 0 || c.AuthorityCheck <= 0:

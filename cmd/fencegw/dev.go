@@ -139,7 +139,7 @@ fencegw dev is ready. Ctrl-C stops everything it started.
   guarded       {guarded}
 
 Take a lease on account/acct-1 (the answer holds lease_id and token):
-  curl -s -X POST {base}/v1/leases -d '{"resource": "account/acct-1", "ttl": 10}'
+  curl -s -X POST {base}/v1/leases -H 'Content-Type: application/json' -d '{"resource": "account/acct-1", "ttl": 10}'
 
 Debit with that token (replace 1:NN):
   curl -s -X POST {base}/v1/ops/debit -H 'Fencing-Token: 1:NN' -d '{"account": "acct-1", "amount_cents": 100}'

@@ -84,6 +84,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	gw, err := gateway.New(gateway.Config{
 		Pool: pool, Authority: auth, Policy: pol, Logger: log,
 		MaxBodyBytes: cfg.MaxBodyBytes, WriteTimeout: cfg.WriteTimeout, MaxInFlight: cfg.MaxInFlight, SchemaVersion: want,
+		MaxLeasesPerClient: cfg.MaxLeases, MaxLeaseRequests: cfg.MaxLeaseCalls,
 		IdempotencyRetention: cfg.IdempotencyRetention, UnsafeNoFence: cfg.UnsafeNoFence,
 	})
 	if err != nil {
