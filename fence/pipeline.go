@@ -16,13 +16,15 @@ import (
 const fenceSQL = "SELECT fencegw.fence($1, $2, $3, $4, $5)"
 
 // unfencedSQL stands in for fenceSQL in unsafe mode: one result, like the
-// fence, and the same transaction-local setting, but no check.
-const unfencedSQL = "SELECT set_config('fencegw.resource', $1, true)"
+// fence, and the same stamp for the guard triggers (migration 0007), but
+// no check.
+const unfencedSQL = "SELECT fencegw.stamp_unfenced($1, $2, $3, $4)"
 
 // scopeSQL narrows the guard triggers' list, in a batch, to the resources
 // of the write whose statements follow: every fence of the batch advanced
-// first, but a write may touch only its own resources' rows.
-const scopeSQL = unfencedSQL
+// first, but a write may touch only its own resources' rows. It narrows
+// and cannot widen: a row passes only if its fence was stamped too.
+const scopeSQL = "SELECT set_config('fencegw.resource', $1, true)"
 
 // queueRequest queues req's pipeline: its fences in canonical order, then
 // each write's statements in the request's order. It is the one shape of a
@@ -30,7 +32,7 @@ const scopeSQL = unfencedSQL
 func (s *Store) queueRequest(b *pgx.Batch, req *Request) {
 	for i, f := range req.fences {
 		if s.unsafeNoFence {
-			queue(b, unfencedSQL, strings.Join(req.Resources()[:i+1], "\n"))
+			queue(b, unfencedSQL, f.resource, f.token.Epoch, f.token.Revision, i == 0)
 			continue
 		}
 		queue(b, fenceSQL, f.resource, f.token.Epoch, f.token.Revision, f.strict, i == 0)

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
 
 // demo returns a connection to a fresh database with the gateway's schema
 // and the demo application, and the demo policy.
-func demo(t *testing.T) (*pgx.Conn, *policy.Policy) {
+func demo(t testing.TB) (*pgx.Conn, *policy.Policy) {
 	t.Helper()
 	dbURL := testenv.NewDatabase(t)
 	if err := schema.Up(dbURL, schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")); err != nil {
@@ -215,7 +215,8 @@ func TestGuardedRowsRefuseDirectWrites(t *testing.T) {
 	exec(t, conn, "CREATE FUNCTION evil.ne(text, text) RETURNS boolean LANGUAGE sql AS 'SELECT false'")
 	exec(t, conn, "CREATE OPERATOR evil.<> (LEFTARG = text, RIGHTARG = text, FUNCTION = evil.ne)")
 	before := balance(t, conn, "acct-1")
-	fencedOn := func(resource string) string {
+	fencedOn := func(resource string) string { return "SELECT fencegw.fence('" + resource + "', 1, 1, false)" }
+	claimed := func(resource string) string {
 		return "SELECT set_config('fencegw.resource', '" + resource + "', true)"
 	}
 	for _, tc := range []struct{ name, setup, sql string }{
@@ -226,7 +227,10 @@ func TestGuardedRowsRefuseDirectWrites(t *testing.T) {
 		{"copy-like bulk insert", "", "INSERT INTO demo.write_log (resource, epoch, revision, operation, account, amount_cents) SELECT 'x', 1, 1, 'x', 'acct-1', 1"},
 		{"another resource's row", fencedOn("account/acct-2"), "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
 		{"moving a row out of its resource", fencedOn("account/acct-1"), "UPDATE demo.accounts SET id = 'acct-501' WHERE id = 'acct-1'"},
-		{"an empty fence", fencedOn(""), "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
+		{"an empty fence", claimed(""), "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
+		{"the row's resource claimed by hand", claimed("account/acct-1"), "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
+		{"a claim beside another fence", fencedOn("account/acct-2") + "; " + claimed("account/acct-2\naccount/acct-1"), "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
+		{"a fence rolled back to a savepoint", "SAVEPOINT s; " + fencedOn("account/acct-1") + "; ROLLBACK TO SAVEPOINT s; " + claimed("account/acct-1"), "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
 		{"truncate inside a fenced write", fencedOn("account/acct-1"), "TRUNCATE demo.write_log"},
 		{"a bypass set by hand", "SET LOCAL fencegw.bypass = '1'", "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
 		{"an operator swapped through search_path", fencedOn("account/acct-2") + "; SET LOCAL search_path = evil, pg_catalog", "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"},
@@ -376,10 +380,10 @@ guarded_tables:
 	if _, err := guard.Check(ctx, conn, pol); err != nil {
 		t.Fatalf("check: %v", err)
 	}
-	if code := refused(t, conn, `SELECT set_config('fencegw.resource', E'o''k\\x/n1', true)`, "INSERT INTO demo.odd VALUES ('n1')"); code != "" {
+	if code := refused(t, conn, `SELECT fencegw.fence(E'o''k\\x/n1', 1, 1, false)`, "INSERT INTO demo.odd VALUES ('n1')"); code != "" {
 		t.Errorf("a write fenced on o'k\\x/n1: SQLSTATE %s, want it allowed", code)
 	}
-	if code := refused(t, conn, `SELECT set_config('fencegw.resource', 'ok/n1', true)`, "INSERT INTO demo.odd VALUES ('n1')"); code != "FG403" {
+	if code := refused(t, conn, `SELECT fencegw.fence('ok/n1', 1, 1, false)`, "INSERT INTO demo.odd VALUES ('n1')"); code != "FG403" {
 		t.Errorf("a write fenced on ok/n1: SQLSTATE %q, want FG403", code)
 	}
 }

@@ -26,10 +26,10 @@ remove   takes the triggers off the policy's guarded tables.`
 // guardGrants is printed after install: the triggers stop accidents; the
 // privileges decide who can write at all.
 const guardGrants = `
-The triggers stop accidental and misrouted writes. A role that may write
-these tables can still set what the gateway's fence sets, so privileges
-are the boundary: let only the gateway's role write them, and only
-operators declare a bypass, e.g.
+The triggers refuse every role that cannot write fencegw.fences, except
+the tables' owner and superusers, who can turn them off. Run the gateway
+as a role that owns neither the tables nor anything else, let only it
+write them, and only operators declare a bypass, e.g.
 
   REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON %[1]s FROM PUBLIC, <other roles>;
   GRANT  INSERT, UPDATE, DELETE ON %[1]s TO <gateway role>;
