@@ -2,27 +2,79 @@ package authority
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
-	"github.com/fencegw/fencegw/tokens"
 	"strconv"
+	"strings"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/internal/clip"
+	"github.com/fencegw/fencegw/tokens"
 )
 
-// View reads the epoch key with a linearizable read; the response header
-// carries the cluster ID and current revision.
+// View reads the epoch and identity keys with one linearizable read; the
+// response header carries the cluster ID and current revision. It writes
+// nothing: a cluster fencegw never used has no identity yet (Identify).
 func (a *Etcd) View(ctx context.Context) (tokens.View, error) {
-	resp, err := a.cli.Get(ctx, epochKey)
+	resp, err := a.cli.Txn(ctx).Then(clientv3.OpGet(epochKey), clientv3.OpGet(identityKey)).Commit()
 	if err != nil {
 		return tokens.View{}, unavailable("read epoch", err)
 	}
-	epoch, err := epochOf(resp.Kvs)
+	epoch, err := epochOf(resp.Responses[0].GetResponseRange().Kvs)
 	if err != nil {
 		return tokens.View{}, err
 	}
-	return tokens.View{Epoch: epoch, ClusterID: strconv.FormatUint(resp.Header.ClusterId, 16), Revision: resp.Header.Revision}, nil
+	id, err := identityOf(resp.Responses[1].GetResponseRange().Kvs)
+	if err != nil {
+		return tokens.View{}, err
+	}
+	return tokens.View{Epoch: epoch, ClusterID: strconv.FormatUint(resp.Header.ClusterId, 16), Identity: id, Revision: resp.Header.Revision}, nil
+}
+
+// Identify gives the cluster's data an identity, unless it has one: a
+// random name written once, which PostgreSQL records beside the epoch. A
+// rebuilt cluster (data directory wiped, same flags, so the same cluster
+// ID) has none, and gets another: its revision alone could already be
+// past the recorded one.
+func (a *Etcd) Identify(ctx context.Context) error {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	_, err := a.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(identityKey), "=", 0)).
+		Then(clientv3.OpPut(identityKey, hex.EncodeToString(b[:]))).
+		Commit()
+	if err != nil {
+		return unavailable("write identity", err)
+	}
+	return nil
+}
+
+// identifiedView is View, after Identify if the cluster has no identity.
+func (a *Etcd) identifiedView(ctx context.Context) (tokens.View, error) {
+	v, err := a.View(ctx)
+	if err != nil || v.Identity != "" {
+		return v, err
+	}
+	if err := a.Identify(ctx); err != nil {
+		return v, err
+	}
+	return a.View(ctx)
+}
+
+// identityOf reads the result of a Get of the identity key: "" while the
+// key does not exist.
+func identityOf(kvs []*mvccpb.KeyValue) (string, error) {
+	if len(kvs) == 0 {
+		return "", nil
+	}
+	id := string(kvs[0].Value)
+	if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("authority: etcd key %s holds %q, not an identity", identityKey, clip.String(id, 48))
+	}
+	return id, nil
 }
 
 // epochOf reads the result of a Get of the epoch key: DefaultEpoch while

@@ -17,6 +17,7 @@ const (
 	lockPrefix  = "/fencegw/locks/"
 	ownerPrefix = "/fencegw/owners/"
 	epochKey    = "/fencegw/epoch"
+	identityKey = "/fencegw/identity"
 )
 
 // Etcd is the token authority backed by an etcd cluster. It keeps no lease

@@ -66,7 +66,7 @@ func (g *Guard) Check(ctx context.Context) error {
 	if a.Epoch() == rec.Epoch {
 		seen = a.NewestRevision()
 	}
-	view, err := a.View(ctx)
+	view, err := a.identifiedView(ctx)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (g *Guard) Check(ctx context.Context) error {
 		return err
 	}
 	if a.Halted() != nil || a.Epoch() != next.Epoch {
-		g.log.Info("token authority in service", "epoch", next.Epoch, "etcd_cluster", next.ClusterID, "revision", view.Revision)
+		g.log.Info("token authority in service", "epoch", next.Epoch, "etcd_cluster", next.ClusterID, "etcd_identity", next.Identity, "revision", view.Revision)
 	}
 	a.Resume(next.Epoch, view.Revision)
 	// A rotated signing key reaches this replica within a check: before
@@ -132,10 +132,10 @@ func (g *Guard) Run(ctx context.Context, every time.Duration) {
 
 // Bump starts a new epoch after etcd was restored or replaced: one above
 // both etcd's and the record's, recorded first on the resource side (with
-// etcd's current cluster and revision) and then in etcd. Every token of an
+// etcd's current cluster, identity and revision) and then in etcd. Every token of an
 // older epoch is stale from then on. Gateways resume at their next check.
 func Bump(ctx context.Context, auth *Etcd, records RecordStore) (int64, error) {
-	view, err := auth.View(ctx)
+	view, err := auth.identifiedView(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -144,7 +144,7 @@ func Bump(ctx context.Context, auth *Etcd, records RecordStore) (int64, error) {
 		return 0, err
 	}
 	next := max(view.Epoch, rec.Epoch) + 1
-	if err := records.Start(ctx, tokens.Record{Epoch: next, ClusterID: view.ClusterID, MaxRevision: view.Revision}); err != nil {
+	if err := records.Start(ctx, tokens.Record{Epoch: next, ClusterID: view.ClusterID, Identity: view.Identity, MaxRevision: view.Revision}); err != nil {
 		return 0, fmt.Errorf("authority: epoch bump: %w", err)
 	}
 	// If this fails, PostgreSQL is ahead of etcd and the gateways stay

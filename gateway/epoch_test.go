@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
 	"net/http"
@@ -154,5 +155,52 @@ func TestNewEpochBeforeTheGuardNotices(t *testing.T) {
 	}
 	if after := h.state(); after != before {
 		t.Fatal("a refused token changed state")
+	}
+}
+
+// TestWipedEtcdHaltsEvenPastTheRevision: an etcd rebuilt with a wiped data
+// directory and the same flags keeps its cluster ID, and may already be
+// past the revision PostgreSQL recorded; only fencegw's identity key is
+// gone. Deleting that key, then moving the revision well past the record,
+// stands in for it: the gateway halts, and an epoch bump takes the new
+// identity.
+func TestWipedEtcdHaltsEvenPastTheRevision(t *testing.T) {
+	ctx := context.Background()
+	_, cli := testenv.PrivateEtcd(t) // the identity key is global
+	h := newHarnessOn(t, demoPolicy(t, "monotonic"), cli)
+	if err := h.gw.Guard().Check(ctx); err != nil {
+		t.Fatalf("first check: %v", err)
+	}
+	recorded, err := fence.Records{DB: h.pool}.Load(ctx)
+	if err != nil || recorded.Identity == "" {
+		t.Fatalf("record after the first check: %+v, %v; want an identity", recorded, err)
+	}
+	if _, err := cli.Delete(ctx, "/fencegw/identity"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if _, err := cli.Put(ctx, "/elsewhere", fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = h.gw.Guard().Check(ctx)
+	if !errors.Is(err, tokens.ErrHalted) || !strings.Contains(err.Error(), "identity changed") {
+		t.Fatalf("check after the wipe = %v, want ErrHalted naming the identity", err)
+	}
+	if r := h.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("readyz while halted: %d %s, want 503", r.Status, r.Body)
+	}
+	if _, r := h.acquire("account/acct-97", 5, 0); r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "authority-halted" {
+		t.Fatalf("lease while halted: %d %s", r.Status, r.Body)
+	}
+	if _, err := authority.Bump(ctx, h.auth, fence.Records{DB: h.pool}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.gw.Guard().Check(ctx); err != nil {
+		t.Fatalf("check after the bump: %v", err)
+	}
+	now, err := fence.Records{DB: h.pool}.Load(ctx)
+	if err != nil || now.Identity == "" || now.Identity == recorded.Identity {
+		t.Fatalf("record after the bump: %+v, %v; want the new identity", now, err)
 	}
 }

@@ -114,32 +114,37 @@ func TestCheckResource(t *testing.T) {
 }
 
 func TestReconcile(t *testing.T) {
-	rec := Record{Epoch: 1, ClusterID: "abc", MaxRevision: 100}
+	rec := Record{Epoch: 1, ClusterID: "abc", Identity: "id1", MaxRevision: 100}
 	tests := []struct {
 		name   string
 		view   View
 		seen   int64
 		halted bool
 	}{
-		{"same cluster, moved on", View{Epoch: 1, ClusterID: "abc", Revision: 120}, 110, false},
-		{"first sight of the cluster", View{Epoch: 1, ClusterID: "abc", Revision: 100}, 0, false},
-		{"revision went back", View{Epoch: 1, ClusterID: "abc", Revision: 90}, 0, true},
-		{"revision below what this process saw", View{Epoch: 1, ClusterID: "abc", Revision: 105}, 110, true},
-		{"another cluster", View{Epoch: 1, ClusterID: "def", Revision: 500}, 0, true},
-		{"epoch behind", View{Epoch: 0, ClusterID: "abc", Revision: 500}, 0, true},
-		{"epoch ahead, PostgreSQL not told", View{Epoch: 2, ClusterID: "abc", Revision: 500}, 0, true},
+		{"same cluster, moved on", View{Epoch: 1, ClusterID: "abc", Identity: "id1", Revision: 120}, 110, false},
+		{"first sight of the cluster", View{Epoch: 1, ClusterID: "abc", Identity: "id1", Revision: 100}, 0, false},
+		{"revision went back", View{Epoch: 1, ClusterID: "abc", Identity: "id1", Revision: 90}, 0, true},
+		{"revision below what this process saw", View{Epoch: 1, ClusterID: "abc", Identity: "id1", Revision: 105}, 110, true},
+		{"another cluster", View{Epoch: 1, ClusterID: "def", Identity: "id1", Revision: 500}, 0, true},
+		{"same cluster ID, data wiped, revision already past", View{Epoch: 1, ClusterID: "abc", Identity: "id2", Revision: 500}, 0, true},
+		{"same cluster ID, identity gone", View{Epoch: 1, ClusterID: "abc", Revision: 500}, 0, true},
+		{"epoch behind", View{Epoch: 0, ClusterID: "abc", Identity: "id1", Revision: 500}, 0, true},
+		{"epoch ahead, PostgreSQL not told", View{Epoch: 2, ClusterID: "abc", Identity: "id1", Revision: 500}, 0, true},
 	}
 	for _, tt := range tests {
 		next, err := Reconcile(tt.view, rec, tt.seen)
 		if got := errors.Is(err, ErrHalted); got != tt.halted {
 			t.Errorf("%s: Reconcile err = %v, want halted=%t", tt.name, err, tt.halted)
 		}
-		if !tt.halted && (next.Epoch != tt.view.Epoch || next.MaxRevision != tt.view.Revision || next.ClusterID != tt.view.ClusterID) {
+		if !tt.halted && (next.Epoch != tt.view.Epoch || next.MaxRevision != tt.view.Revision || next.ClusterID != tt.view.ClusterID || next.Identity != tt.view.Identity) {
 			t.Errorf("%s: record = %+v", tt.name, next)
 		}
 	}
 	if _, err := Reconcile(View{Epoch: 1, ClusterID: "x", Revision: 1}, Record{Epoch: 1}, 0); err != nil {
 		t.Errorf("a record without a cluster yet must accept the first one: %v", err)
+	}
+	if next, err := Reconcile(View{Epoch: 1, ClusterID: "x", Identity: "id", Revision: 1}, Record{Epoch: 1, ClusterID: "x"}, 0); err != nil || next.Identity != "id" {
+		t.Errorf("a record from before identities must take the cluster's: %+v, %v", next, err)
 	}
 }
 

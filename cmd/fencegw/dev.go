@@ -206,7 +206,7 @@ func adoptDevEtcd(ctx context.Context, dbURL string, etcd []string, adopt bool, 
 		return err
 	}
 	known := rec.ClusterID
-	if known == "" || known == view.ClusterID {
+	if (known == "" || known == view.ClusterID) && (rec.Identity == "" || rec.Identity == view.Identity) {
 		return nil
 	}
 	if !adopt {

@@ -60,13 +60,13 @@ func runEpoch(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("etcd:       epoch %d, cluster %s, revision %d\n", view.Epoch, view.ClusterID, view.Revision)
+	fmt.Printf("etcd:       epoch %d, cluster %s, identity %s, revision %d\n", view.Epoch, view.ClusterID, cmp.Or(view.Identity, "-"), view.Revision)
 	history, err := fence.Records{DB: pool}.History(ctx)
 	if err != nil {
 		return err
 	}
 	for _, rec := range history {
-		fmt.Printf("PostgreSQL: epoch %d, cluster %s, highest revision seen %d\n", rec.Epoch, cmp.Or(rec.ClusterID, "-"), rec.MaxRevision)
+		fmt.Printf("PostgreSQL: epoch %d, cluster %s, identity %s, highest revision seen %d\n", rec.Epoch, cmp.Or(rec.ClusterID, "-"), cmp.Or(rec.Identity, "-"), rec.MaxRevision)
 	}
 	return nil
 }

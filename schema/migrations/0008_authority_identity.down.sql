@@ -1,0 +1,1 @@
+ALTER TABLE fencegw.authority DROP COLUMN identity;
