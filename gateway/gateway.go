@@ -85,6 +85,7 @@ type Gateway struct {
 	guard      *authority.Guard
 	auditor    *auditor
 	readiness  readiness
+	replicas   *replicas
 	leaseCalls *callLimit
 	admit      *admission
 	metrics    *metrics
@@ -112,6 +113,7 @@ func New(cfg Config) (*Gateway, error) {
 		bodyTTL:   cmp.Or(cfg.BodyTimeout, defaultBodyTimeout),
 		retention: cmp.Or(cfg.IdempotencyRetention, DefaultIdempotencyRetention),
 	}
+	g.replicas = newReplicas(cfg.Policy.Digest(), cfg.Policy.FenceSettings())
 	g.metrics = newMetrics(
 		func() float64 { return float64(cfg.Authority.NewestRevision()) },
 		func() float64 { return float64(cfg.Authority.Epoch()) },
@@ -126,6 +128,15 @@ func New(cfg Config) (*Gateway, error) {
 			Name: "fencegw_etcd_db_size_in_use_bytes",
 			Help: "The part of etcd's database file in use, as the last authority check read it.",
 		}, func() float64 { return float64(cfg.Authority.StoreSize().InUse) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "fencegw_replicas_with_another_policy",
+			Help: "Replicas sharing this database, recently seen, that run another policy file, up to 10 (see /readyz and the log).",
+		}, func() float64 {
+			if others := g.replicas.disagree.Load(); others != nil {
+				return float64(len(*others))
+			}
+			return 0
+		}),
 	)
 	limit := cmp.Or(cfg.MaxInFlight, defaultMaxInFlight(cfg.Pool.Config().MaxConns))
 	g.admit = newAdmission(limit, cmp.Or(cfg.QueueTimeout, g.writeTTL), g.metrics.waiting, g.metrics.waited)

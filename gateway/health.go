@@ -44,6 +44,9 @@ func (g *Gateway) handleReady(w http.ResponseWriter, r *http.Request) {
 	} else {
 		checks["authority"] = "ok"
 	}
+	// Reported, not counted against readiness: replicas of one fleet run
+	// different policies during every rolling policy change.
+	checks["policy"] = g.replicas.policyCheck()
 	status := http.StatusOK
 	if !g.ready.Load() {
 		ok = false

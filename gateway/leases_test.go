@@ -262,11 +262,14 @@ func TestLeaseLimits(t *testing.T) {
 	l := few.mustAcquire("limit/3", 10, 0) // a place was given back
 	few.release(l)
 
-	// Two calls waiting for held locks fill this gateway's places.
+	// Two calls waiting for held locks fill a gateway's places. (Its
+	// lease limit is off: both would count as the client's leases, and
+	// two acquisitions at once both pass the count.)
+	calls := h.sibling(func(c *gateway.Config) { c.MaxLeaseRequests = 2 })
 	waiting := make(chan response, 2)
 	for _, i := range []int{1, 2} {
 		go func() {
-			_, r := few.acquire(fmt.Sprintf("limit/%d", i), 10, 30)
+			_, r := calls.acquire(fmt.Sprintf("limit/%d", i), 10, 30)
 			waiting <- r
 		}()
 	}
@@ -280,7 +283,7 @@ func TestLeaseLimits(t *testing.T) {
 		}
 		return true
 	})
-	if _, r := few.acquire("limit/9", 10, 0); r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "unavailable" || r.Header.Get("Retry-After") == "" {
+	if _, r := calls.acquire("limit/9", 10, 0); r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "unavailable" || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("a third lease call beside two waiting: %d %s, want 503 with Retry-After", r.Status, r.Body)
 	}
 	for _, l := range held[1:] {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -83,5 +84,10 @@ func Parse(name string, data []byte) (*Policy, error) {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, &Error{File: name, Problems: []Problem{{Message: "more than one YAML document: a policy is one document"}}}
 	}
-	return compile(name, &doc)
+	p, err := compile(name, &doc)
+	if err != nil {
+		return nil, err
+	}
+	p.digest = sha256.Sum256(data)
+	return p, nil
 }

@@ -121,6 +121,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	stopBackground := runBackground(ctx,
 		func(ctx context.Context) { gw.Store().RunJanitor(ctx, cfg.IdempotencyRetention, log) },
 		func(ctx context.Context) { gw.Guard().Run(ctx, cfg.AuthorityCheck) },
+		func(ctx context.Context) { gw.RunReplicaCheck(ctx, cfg.AuthorityCheck) },
 		gw.RunAudit,
 	)
 	defer stopBackground()

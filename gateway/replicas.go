@@ -1,0 +1,131 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/fencegw/fencegw/fence"
+)
+
+// replicas is what this replica last learnt of the others sharing its
+// database: those that run another policy. Replicas that disagree on a
+// resource's fence settings disagree on writes (one refuses an expired
+// token another accepts); during a rolling policy change they must, for a
+// while, so a disagreement is reported, not a reason to stop serving.
+type replicas struct {
+	self      fence.Replica
+	disagree  atomic.Pointer[[]fence.Replica] // nil until the first check
+	lastNames string                          // to log changes only; CheckReplicas' alone
+}
+
+func newReplicas(policyDigest, fenceSettings string) *replicas {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	name := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return &replicas{self: fence.Replica{Name: name, Policy: policyDigest, Fences: fenceSettings}}
+}
+
+// replicasRecent is how long a replica that stopped announcing itself
+// still counts, for a check interval of every.
+func replicasRecent(every time.Duration) time.Duration { return max(5*every, 10*time.Second) }
+
+// CheckReplicas announces this replica's policy in PostgreSQL and learns
+// which recently seen replicas run another; /readyz and the log say so.
+func (g *Gateway) CheckReplicas(ctx context.Context, every time.Duration) error {
+	rs := g.replicas
+	others, err := fence.Announce(ctx, g.cfg.Pool, rs.self, replicasRecent(every))
+	if err != nil {
+		return err
+	}
+	rs.disagree.Store(&others)
+	names := make([]string, len(others))
+	fences := false
+	for i, o := range others {
+		names[i] = o.Name
+		fences = fences || o.Fences != rs.self.Fences
+	}
+	joined := strings.Join(names, ", ")
+	switch {
+	case joined == rs.lastNames:
+	case len(others) == 0:
+		g.log.Info("every replica runs this policy again", "policy", rs.self.Policy)
+	case fences:
+		g.log.Error("replicas run another policy, with other fence settings: they can disagree on whether a token passes",
+			"replicas", joined, "policy", rs.self.Policy, "differences", fenceDifferences(rs.self, others))
+	default:
+		g.log.Warn("replicas run another policy file (same fence settings)", "replicas", joined, "policy", rs.self.Policy)
+	}
+	rs.lastNames = joined
+	return nil
+}
+
+// RunReplicaCheck calls CheckReplicas every interval until ctx ends, then
+// withdraws this replica's entry.
+func (g *Gateway) RunReplicaCheck(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, every)
+		if err := g.CheckReplicas(cctx, every); err != nil && ctx.Err() == nil {
+			g.log.Warn("announcing this replica failed", "error", err)
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = fence.Withdraw(wctx, g.cfg.Pool, g.replicas.self.Name)
+			cancel()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// policyCheck is /readyz's word on the other replicas' policies.
+func (rs *replicas) policyCheck() string {
+	others := rs.disagree.Load()
+	switch {
+	case others == nil:
+		return "not checked yet"
+	case len(*others) == 0:
+		return "ok"
+	}
+	names := make([]string, len(*others))
+	for i, o := range *others {
+		names[i] = o.Name
+	}
+	what := "another policy file"
+	if slices.ContainsFunc(*others, func(o fence.Replica) bool { return o.Fences != rs.self.Fences }) {
+		what = "another policy with other fence settings"
+	}
+	return fmt.Sprintf("%d replica(s) run %s: %s (see the log)", len(names), what, strings.Join(names, ", "))
+}
+
+// fenceDifferences lists, for the log, the fence settings lines that are
+// not the same everywhere.
+func fenceDifferences(self fence.Replica, others []fence.Replica) string {
+	mine := strings.Split(self.Fences, "\n")
+	var diffs []string
+	for _, o := range others {
+		for _, line := range strings.Split(o.Fences, "\n") {
+			if !slices.Contains(mine, line) && !slices.Contains(diffs, "there: "+line) {
+				diffs = append(diffs, "there: "+line)
+			}
+		}
+		theirs := strings.Split(o.Fences, "\n")
+		for _, line := range mine {
+			if !slices.Contains(theirs, line) && !slices.Contains(diffs, "here: "+line) {
+				diffs = append(diffs, "here: "+line)
+			}
+		}
+	}
+	return strings.Join(diffs, "; ")
+}
