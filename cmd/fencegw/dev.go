@@ -141,11 +141,11 @@ fencegw dev is ready. Ctrl-C stops everything it started.
 Take a lease on account/acct-1 (the answer holds lease_id and token):
   curl -s -X POST {base}/v1/leases -H 'Content-Type: application/json' -d '{"resource": "account/acct-1", "ttl": 10}'
 
-Debit with that token (replace 1:NN):
-  curl -s -X POST {base}/v1/ops/debit -H 'Fencing-Token: 1:NN' -d '{"account": "acct-1", "amount_cents": 100}'
+Debit with that token, exactly as granted (replace 1:NN:SIG):
+  curl -s -X POST {base}/v1/ops/debit -H 'Fencing-Token: 1:NN:SIG' -d '{"account": "acct-1", "amount_cents": 100}'
 
 Transfer between two accounts, each under its own lease (a token per role):
-  curl -s -X POST {base}/v1/ops/transfer -H 'Fencing-Token: from="1:NN", to="1:MM"' \
+  curl -s -X POST {base}/v1/ops/transfer -H 'Fencing-Token: from="1:NN:SIG", to="1:MM:SIG"' \
        -d '{"from": "acct-1", "to": "acct-2", "amount_cents": 50}'
 
 Keep the lease alive, release it:
