@@ -64,6 +64,35 @@ func (a *Etcd) identifiedView(ctx context.Context) (tokens.View, error) {
 	return a.View(ctx)
 }
 
+// clearForeignKeys deletes the epoch and identity keys if they hold what
+// fencegw never writes (ErrForeignKey), unless they changed meanwhile: an
+// epoch bump, the operator's decision to trust etcd again, starts afresh.
+func (a *Etcd) clearForeignKeys(ctx context.Context) error {
+	for _, k := range []struct {
+		key   string
+		valid func([]*mvccpb.KeyValue) error
+	}{
+		{epochKey, func(kvs []*mvccpb.KeyValue) error { _, err := epochOf(kvs); return err }},
+		{identityKey, func(kvs []*mvccpb.KeyValue) error { _, err := identityOf(kvs); return err }},
+	} {
+		resp, err := a.cli.Get(ctx, k.key)
+		if err != nil {
+			return unavailable("read "+k.key, err)
+		}
+		if k.valid(resp.Kvs) == nil {
+			continue
+		}
+		_, err = a.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(k.key), "=", resp.Kvs[0].ModRevision)).
+			Then(clientv3.OpDelete(k.key)).
+			Commit()
+		if err != nil {
+			return unavailable("delete "+k.key, err)
+		}
+	}
+	return nil
+}
+
 // identityOf reads the result of a Get of the identity key: "" while the
 // key does not exist.
 func identityOf(kvs []*mvccpb.KeyValue) (string, error) {
@@ -72,7 +101,7 @@ func identityOf(kvs []*mvccpb.KeyValue) (string, error) {
 	}
 	id := string(kvs[0].Value)
 	if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
-		return "", fmt.Errorf("authority: etcd key %s holds %q, not an identity", identityKey, clip.String(id, 48))
+		return "", fmt.Errorf("%w: %s holds %q, not an identity", ErrForeignKey, identityKey, clip.String(id, 48))
 	}
 	return id, nil
 }
@@ -85,7 +114,7 @@ func epochOf(kvs []*mvccpb.KeyValue) (int64, error) {
 	}
 	n, err := strconv.ParseInt(string(kvs[0].Value), 10, 64)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("authority: etcd key %s holds %q, not an epoch", epochKey, clip.String(string(kvs[0].Value), 48))
+		return 0, fmt.Errorf("%w: %s holds %q, not an epoch", ErrForeignKey, epochKey, clip.String(string(kvs[0].Value), 48))
 	}
 	return n, nil
 }

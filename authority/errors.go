@@ -25,6 +25,10 @@ var (
 	ErrTooManyLeases = errors.New("authority: too many leases")
 	// ErrBadTTL means a lease TTL out of the accepted range.
 	ErrBadTTL = errors.New("authority: bad lease ttl")
+	// ErrForeignKey means a key of fencegw's in etcd (the epoch, the
+	// identity) holds what fencegw never writes there: someone else wrote
+	// it, and the authority cannot be trusted until an epoch bump.
+	ErrForeignKey = errors.New("authority: etcd holds a fencegw key fencegw did not write")
 )
 
 // LockedError names the holder that kept a resource locked.

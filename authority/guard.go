@@ -67,17 +67,16 @@ func (g *Guard) Check(ctx context.Context) error {
 		seen = a.NewestRevision()
 	}
 	view, err := a.identifiedView(ctx)
+	if errors.Is(err, ErrForeignKey) {
+		return g.halt(&tokens.HaltedError{Reason: err.Error()})
+	}
 	if err != nil {
 		return err
 	}
 	next, err := tokens.Reconcile(view, rec, seen)
 	var halt *tokens.HaltedError
 	if errors.As(err, &halt) {
-		if a.Halted() == nil {
-			g.log.Error("token authority halted: writes and leases are refused", "reason", halt.Reason)
-		}
-		a.Halt(halt)
-		return halt
+		return g.halt(halt)
 	}
 	if err := g.records.Save(ctx, next); err != nil {
 		return err
@@ -92,6 +91,15 @@ func (g *Guard) Check(ctx context.Context) error {
 		return err
 	}
 	return a.ReadStoreSize(ctx)
+}
+
+// halt stops the authority for the reason given, saying so once.
+func (g *Guard) halt(reason *tokens.HaltedError) error {
+	if g.auth.Halted() == nil {
+		g.log.Error("token authority halted: writes and leases are refused", "reason", reason.Reason)
+	}
+	g.auth.Halt(reason)
+	return reason
 }
 
 // recheckEvery bounds the checks that tokens of a newer epoch than this
@@ -132,10 +140,17 @@ func (g *Guard) Run(ctx context.Context, every time.Duration) {
 
 // Bump starts a new epoch after etcd was restored or replaced: one above
 // both etcd's and the record's, recorded first on the resource side (with
-// etcd's current cluster, identity and revision) and then in etcd. Every token of an
+// etcd's current cluster, identity and revision) and then in etcd; an epoch
+// or identity key someone else wrote is replaced. Every token of an
 // older epoch is stale from then on. Gateways resume at their next check.
 func Bump(ctx context.Context, auth *Etcd, records RecordStore) (int64, error) {
 	view, err := auth.identifiedView(ctx)
+	if errors.Is(err, ErrForeignKey) {
+		if err := auth.clearForeignKeys(ctx); err != nil {
+			return 0, err
+		}
+		view, err = auth.identifiedView(ctx)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -16,7 +16,8 @@ type Replica struct {
 }
 
 // Announce records that r is alive now and returns the other replicas seen
-// within recent whose policy differs from r's (at most ten). Entries not
+// within recent whose policy or fence settings differ from r's (at most
+// ten). Entries not
 // refreshed for a day are removed.
 func Announce(ctx context.Context, db DB, r Replica, recent time.Duration) ([]Replica, error) {
 	rows, err := db.Query(ctx, `
@@ -27,7 +28,7 @@ func Announce(ctx context.Context, db DB, r Replica, recent time.Duration) ([]Re
 			DELETE FROM fencegw.replicas WHERE seen_at < now() - interval '1 day'
 		)
 		SELECT name, policy, fences FROM fencegw.replicas
-		 WHERE name <> $1 AND policy <> $2 AND seen_at > now() - make_interval(secs => $4)
+		 WHERE name <> $1 AND (policy <> $2 OR fences <> $3) AND seen_at > now() - make_interval(secs => $4)
 		 ORDER BY name LIMIT 10`,
 		r.Name, r.Policy, r.Fences, recent.Seconds())
 	if err != nil {

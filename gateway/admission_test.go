@@ -33,13 +33,21 @@ func stalledWrite(t *testing.T, base, token, account string, cents int) (net.Con
 
 func readStatus(t *testing.T, conn net.Conn) int {
 	t.Helper()
+	status, _ := readAnswer(t, conn)
+	return status
+}
+
+// readAnswer reads an HTTP response from conn: its status and body.
+func readAnswer(t *testing.T, conn net.Conn) (int, string) {
+	t.Helper()
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // a failure, not a hang
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	return resp.StatusCode
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 // TestWritesWaitTheirTurn: with one write in flight (waiting in
@@ -160,8 +168,9 @@ func TestATrickledBodyGivesItsTurnBack(t *testing.T) {
 	before := h.balance(account)
 
 	conn, _ := stalledWrite(t, base, l.Token, account, 5)
-	if status := readStatus(t, conn); status != http.StatusBadRequest {
-		t.Fatalf("a body that never finished: %d, want 400", status)
+	if status, body := readAnswer(t, conn); status != http.StatusBadRequest ||
+		!strings.Contains(body, "did not arrive within 200ms") || strings.Contains(body, "127.0.0.1") {
+		t.Fatalf("a body that never finished: %d %s, want 400 saying so, naming no address", status, body)
 	}
 	if r := one.write("credit", l.Token, debit(account, 7)); r.Status != http.StatusOK {
 		t.Fatalf("the next write: %d %s", r.Status, r.Body)

@@ -14,19 +14,26 @@ import (
 
 // Audit limits. Each client may have this many refusals of one kind
 // recorded per second, in bursts of auditBurst; past that, one row per
-// flush stands for the rest (fence.Rejection.Suppressed). A flood of
-// forged tokens thus costs a row or two a second, off the request path,
-// and cannot push out a stale holder's evidence (the janitor trims each
+// resource and flush stands for the rest (fence.Rejection.Suppressed), for
+// at most auditMaxSummaries resources a flush, the rest under resource
+// "*". A flood thus costs a bounded number of rows a second, off the
+// request path; it cannot hide another resource's refusal in its own
+// summary, nor push out a stale holder's evidence (the janitor trims each
 // reason apart).
 const (
-	auditRate      = rate.Limit(10)
-	auditBurst     = 50
-	auditQueue     = 4096        // refusals waiting for the flusher; more are dropped, and counted
-	auditBatch     = 256         // rows per insert
-	auditEvery     = time.Second // how often summaries of suppressed refusals are written
-	auditTimeout   = 5 * time.Second
-	auditMaxLimits = 10_000 // clients × reasons remembered; then forgotten all at once
+	auditRate         = rate.Limit(10)
+	auditBurst        = 50
+	auditQueue        = 4096        // refusals waiting for the flusher; more are dropped, and counted
+	auditBatch        = 256         // rows per insert
+	auditEvery        = time.Second // how often summaries of suppressed refusals are written
+	auditTimeout      = 5 * time.Second
+	auditMaxLimits    = 10_000 // clients × reasons remembered; then forgotten all at once
+	auditMaxSummaries = 100    // summary rows a flush
 )
+
+// allResources is the resource of a summary that stands for refusals of
+// more resources than a flush has summary rows for.
+const allResources = "*"
 
 // auditedProblems are the refusals worth a durable record: they mean a
 // holder acted on a lock it no longer had, or on a token nobody issued.
@@ -34,6 +41,12 @@ var auditedProblems = map[string]bool{"stale-token": true, "token-rejected": tru
 
 // auditKey is what the audit's rate is per.
 type auditKey struct{ client, reason string }
+
+// summaryKey is what a summary row is per.
+type summaryKey struct {
+	auditKey
+	resource string
+}
 
 // auditor records refusals in fencegw.rejections, off the request path.
 type auditor struct {
@@ -44,13 +57,13 @@ type auditor struct {
 
 	mu         sync.Mutex
 	limits     map[auditKey]*rate.Limiter
-	suppressed map[auditKey]*fence.Rejection // the newest refusal past the rate, with the count
+	suppressed map[summaryKey]*fence.Rejection // the newest refusal past the rate, with the count
 }
 
 func newAuditor(store *fence.Store, log *slog.Logger, dropped prometheus.Counter) *auditor {
 	return &auditor{
 		store: store, log: log, queue: make(chan fence.Rejection, auditQueue), dropped: dropped,
-		limits: map[auditKey]*rate.Limiter{}, suppressed: map[auditKey]*fence.Rejection{},
+		limits: map[auditKey]*rate.Limiter{}, suppressed: map[summaryKey]*fence.Rejection{},
 	}
 }
 
@@ -69,12 +82,16 @@ func (a *auditor) add(client string, r fence.Rejection) {
 		a.limits[k] = lim
 	}
 	if !lim.Allow() {
+		sk := summaryKey{k, r.Resource}
+		if a.suppressed[sk] == nil && len(a.suppressed) >= auditMaxSummaries {
+			sk.resource, r.Resource = allResources, allResources
+		}
 		n := int64(1)
-		if s := a.suppressed[k]; s != nil {
+		if s := a.suppressed[sk]; s != nil {
 			n += s.Suppressed + 1
 		}
 		r.Suppressed = n - 1
-		a.suppressed[k] = &r
+		a.suppressed[sk] = &r
 		a.mu.Unlock()
 		return
 	}

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -87,8 +89,12 @@ func (g *Gateway) readBody(r *http.Request) ([]byte, error) {
 		switch {
 		case err == io.EOF:
 			return body, nil
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, badRequest("the body did not arrive within %s", g.bodyTTL)
 		case err != nil:
-			return nil, badRequest("reading the body: %v", err)
+			// Not the error's text: it names this host's and the client's
+			// addresses.
+			return nil, badRequest("reading the body failed after %d bytes: the connection broke or the body was cut short", len(body))
 		}
 	}
 }

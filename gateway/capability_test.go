@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/fencegw/fencegw/gateway"
 )
 
 // TestTokensAreCapabilities is issue 7's reproduction: in the default
@@ -68,4 +72,64 @@ func metric(t *testing.T, h *harness, name string) int64 {
 	}
 	t.Fatalf("no %s in /metrics", name)
 	return 0
+}
+
+// TestMalformedTokensKeepTheirSignatureSecret: a real token sent slightly
+// wrong (quoted, with characters stuck on, in a dictionary with a
+// parameter, padded in a batch) is refused as malformed, and neither the
+// problem document nor the log repeats its signature: it is still good
+// for its resource.
+func TestMalformedTokensKeepTheirSignatureSecret(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	var logged lockedBuffer
+	gw := h.sibling(func(c *gateway.Config) { c.Logger = slog.New(slog.NewTextHandler(&logged, nil)) })
+	const account = "acct-78"
+	l := gw.mustAcquire("account/"+account, 10, 0)
+	defer gw.release(l)
+	sig := l.Token[strings.LastIndexByte(l.Token, ':')+1:]
+	before := h.state()
+	for _, header := range []string{
+		`"` + l.Token + `"`, l.Token + "==", "0" + l.Token, "+" + l.Token, l.Token + ":x", " x" + l.Token[1:],
+		`from="` + l.Token + `";a=1, to="` + l.Token + `"`,
+	} {
+		r := gw.write("credit", header, debit(account, 1))
+		if r.Status != http.StatusBadRequest && r.Status != http.StatusForbidden {
+			t.Errorf("Fencing-Token %s: %d %s, want a refusal", header, r.Status, r.Body)
+		}
+		if strings.Contains(string(r.Body), sig) {
+			t.Errorf("Fencing-Token %s: the answer repeats the signature: %s", header, r.Body)
+		}
+	}
+	batch := `{"writes": [{"operation": "credit", "args": {"account": "` + account + `", "amount_cents": 1}, "token": " ` + l.Token + `"}]}`
+	if r := gw.do(http.MethodPost, "/v1/batch", nil, batch); r.Status != http.StatusBadRequest || strings.Contains(string(r.Body), sig) {
+		t.Errorf("a padded token in a batch: %d %s, want 400 without the signature", r.Status, r.Body)
+	}
+	if after := h.state(); after != before {
+		t.Fatal("a refused token changed state")
+	}
+	if strings.Contains(logged.String(), sig) {
+		t.Fatalf("the log repeats the signature:\n%s", logged.String())
+	}
+	if !strings.Contains(logged.String(), "malformed") {
+		t.Fatalf("the refusals were not logged at all, so the check above proves nothing:\n%s", logged.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer for a logger that handlers write from
+// many goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

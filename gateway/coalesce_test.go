@@ -104,7 +104,7 @@ func waitUntilBlocked(t *testing.T, h *harness) {
 	t.Helper()
 	waitOrFail(t, "a write to wait for the fence row", func() bool {
 		var n int
-		_ = h.pool.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%fencegw.fence%'").Scan(&n)
+		_ = h.pool.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%fencegw.fence%'").Scan(&n)
 		return n == 1
 	})
 }

@@ -204,3 +204,42 @@ func TestWipedEtcdHaltsEvenPastTheRevision(t *testing.T) {
 		t.Fatalf("record after the bump: %+v, %v; want the new identity", now, err)
 	}
 }
+
+// TestForeignAuthorityKeysHalt: an epoch or identity key in etcd holding
+// what fencegw never writes there stops the authority (a gateway that
+// cannot read them cannot tell a rollback either), and an epoch bump,
+// the operator's word that etcd is to be trusted, replaces them.
+func TestForeignAuthorityKeysHalt(t *testing.T) {
+	ctx := context.Background()
+	_, cli := testenv.PrivateEtcd(t) // the keys are global
+	h := newHarnessOn(t, demoPolicy(t, "monotonic"), cli)
+	if err := h.gw.Guard().Check(ctx); err != nil {
+		t.Fatalf("first check: %v", err)
+	}
+	for _, key := range []string{"/fencegw/identity", "/fencegw/epoch"} {
+		if _, err := cli.Put(ctx, key, "garbage"); err != nil {
+			t.Fatal(err)
+		}
+		err := h.gw.Guard().Check(ctx)
+		if !errors.Is(err, tokens.ErrHalted) || !strings.Contains(err.Error(), key) {
+			t.Fatalf("check with %s = garbage: %v, want ErrHalted naming the key", key, err)
+		}
+		if r := h.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusServiceUnavailable {
+			t.Fatalf("readyz with %s = garbage: %d %s, want 503", key, r.Status, r.Body)
+		}
+		if _, r := h.acquire("account/acct-98", 5, 0); r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "authority-halted" {
+			t.Fatalf("lease with %s = garbage: %d %s", key, r.Status, r.Body)
+		}
+		if _, err := authority.Bump(ctx, h.auth, fence.Records{DB: h.pool}); err != nil {
+			t.Fatalf("bump with %s = garbage: %v", key, err)
+		}
+		if err := h.gw.Guard().Check(ctx); err != nil {
+			t.Fatalf("check after the bump: %v", err)
+		}
+		l := h.mustAcquire("account/acct-98", 5, 0)
+		if r := h.write("credit", l.Token, debit("acct-98", 1)); r.Status != http.StatusOK {
+			t.Fatalf("a write after the bump: %d %s", r.Status, r.Body)
+		}
+		h.release(l)
+	}
+}

@@ -113,7 +113,11 @@ func New(cfg Config) (*Gateway, error) {
 		bodyTTL:   cmp.Or(cfg.BodyTimeout, defaultBodyTimeout),
 		retention: cmp.Or(cfg.IdempotencyRetention, DefaultIdempotencyRetention),
 	}
-	g.replicas = newReplicas(cfg.Policy.Digest(), cfg.Policy.FenceSettings())
+	fences := cfg.Policy.FenceSettings()
+	if cfg.UnsafeNoFence {
+		fences += "\nfencing OFF (--unsafe-no-fence)"
+	}
+	g.replicas = newReplicas(cfg.Policy.Digest(), fences)
 	g.metrics = newMetrics(
 		func() float64 { return float64(cfg.Authority.NewestRevision()) },
 		func() float64 { return float64(cfg.Authority.Epoch()) },

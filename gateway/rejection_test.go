@@ -174,3 +174,44 @@ func TestAuditFloodIsSummarised(t *testing.T) {
 	}
 	t.Logf("%d refusals recorded in %d rows", accounted, rows)
 }
+
+// TestAFloodHidesNoOtherResource: a stale token replayed in a flood on one
+// account is summarised, and a genuine stale write on another account
+// meanwhile still has a row of its own, not a share of the flood's
+// summary.
+func TestAFloodHidesNoOtherResource(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	stale := func(account string) (old lease) {
+		resource := "account/" + account
+		old = h.mustAcquire(resource, 10, 0)
+		h.release(old)
+		successor := h.mustAcquire(resource, 10, 0)
+		defer h.release(successor)
+		if r := h.write("credit", successor.Token, debit(account, 1)); r.Status != http.StatusOK {
+			t.Fatalf("the successor's write on %s: %d %s", account, r.Status, r.Body)
+		}
+		return old
+	}
+	flooded, quiet := stale("acct-79"), stale("acct-80")
+	flood := func(n int) {
+		for range n {
+			if r := h.write("debit", flooded.Token, debit("acct-79", 1)); r.Status != http.StatusConflict {
+				t.Fatalf("the flood: %d %s", r.Status, r.Body)
+			}
+		}
+	}
+	flood(100)
+	if r := h.write("debit", quiet.Token, debit("acct-80", 1)); r.Status != http.StatusConflict {
+		t.Fatalf("the quiet stale write: %d %s", r.Status, r.Body)
+	}
+	flood(100)
+	var rows int
+	recorded := testenv.WaitFor(15*time.Second, func() bool {
+		err := h.pool.QueryRow(t.Context(), `SELECT count(*) FROM fencegw.rejections
+			WHERE resource = 'account/acct-80' AND reason = 'stale-token' AND presented = $1`, quiet.Plain).Scan(&rows)
+		return err == nil && rows == 1
+	})
+	if !recorded {
+		t.Fatalf("the stale write on acct-80 has %d rows in fencegw.rejections beside the flood on acct-79, want 1", rows)
+	}
+}

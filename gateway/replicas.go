@@ -22,6 +22,8 @@ import (
 type replicas struct {
 	self      fence.Replica
 	disagree  atomic.Pointer[[]fence.Replica] // nil until the first check
+	checkedAt atomic.Int64                    // unix ns of the last check that succeeded
+	every     atomic.Int64                    // the checks' interval, in ns
 	lastNames string                          // to log changes only; CheckReplicas' alone
 }
 
@@ -41,11 +43,13 @@ func replicasRecent(every time.Duration) time.Duration { return max(5*every, 10*
 // which recently seen replicas run another; /readyz and the log say so.
 func (g *Gateway) CheckReplicas(ctx context.Context, every time.Duration) error {
 	rs := g.replicas
+	rs.every.Store(int64(every))
 	others, err := fence.Announce(ctx, g.cfg.Pool, rs.self, replicasRecent(every))
 	if err != nil {
 		return err
 	}
 	rs.disagree.Store(&others)
+	rs.checkedAt.Store(time.Now().UnixNano())
 	names := make([]string, len(others))
 	fences := false
 	for i, o := range others {
@@ -58,7 +62,7 @@ func (g *Gateway) CheckReplicas(ctx context.Context, every time.Duration) error 
 	case len(others) == 0:
 		g.log.Info("every replica runs this policy again", "policy", rs.self.Policy)
 	case fences:
-		g.log.Error("replicas run another policy, with other fence settings: they can disagree on whether a token passes",
+		g.log.Error("replicas run other fence settings: they can disagree on whether a token passes",
 			"replicas", joined, "policy", rs.self.Policy, "differences", fenceDifferences(rs.self, others))
 	default:
 		g.log.Warn("replicas run another policy file (same fence settings)", "replicas", joined, "policy", rs.self.Policy)
@@ -92,9 +96,12 @@ func (g *Gateway) RunReplicaCheck(ctx context.Context, every time.Duration) {
 // policyCheck is /readyz's word on the other replicas' policies.
 func (rs *replicas) policyCheck() string {
 	others := rs.disagree.Load()
+	since := time.Since(time.Unix(0, rs.checkedAt.Load()))
 	switch {
 	case others == nil:
 		return "not checked yet"
+	case since > replicasRecent(time.Duration(rs.every.Load())):
+		return fmt.Sprintf("unknown: not checked for %s (see the log)", since.Round(time.Second))
 	case len(*others) == 0:
 		return "ok"
 	}
@@ -104,7 +111,7 @@ func (rs *replicas) policyCheck() string {
 	}
 	what := "another policy file"
 	if slices.ContainsFunc(*others, func(o fence.Replica) bool { return o.Fences != rs.self.Fences }) {
-		what = "another policy with other fence settings"
+		what = "other fence settings"
 	}
 	return fmt.Sprintf("%d replica(s) run %s: %s (see the log)", len(names), what, strings.Join(names, ", "))
 }

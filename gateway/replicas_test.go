@@ -42,7 +42,7 @@ func TestReplicasWithAnotherPolicyAreReported(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := policyOf(h); !strings.Contains(got, "2 replica(s) run another policy with other fence settings") {
+	if got := policyOf(h); !strings.Contains(got, "2 replica(s) run other fence settings") {
 		t.Errorf("the default replica says %q, want both others named, with other fence settings", got)
 	}
 	if got := policyOf(holder); !strings.Contains(got, "2 replica(s)") || !strings.Contains(got, "other fence settings") {
@@ -89,4 +89,21 @@ func withPolicy(t *testing.T, text string) func(*gateway.Config) {
 		t.Fatal(err)
 	}
 	return func(c *gateway.Config) { c.Policy = pol }
+}
+
+// TestAReplicaWithoutFencingIsReported: the same policy file served with
+// --unsafe-no-fence disagrees on every stale write, and is named.
+func TestAReplicaWithoutFencingIsReported(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	unsafe := h.sibling(func(c *gateway.Config) { c.UnsafeNoFence = true })
+	for _, x := range []*harness{unsafe, h} {
+		if err := x.gw.CheckReplicas(ctx, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := h.do(http.MethodGet, "/readyz", nil, "")
+	if !strings.Contains(string(r.Body), "1 replica(s) run other fence settings") {
+		t.Fatalf("readyz beside a replica without fencing: %d %s", r.Status, r.Body)
+	}
 }

@@ -21,7 +21,7 @@ func holderPolicy(t *testing.T) string {
 func (h *harness) lockWaiters(pattern string) int {
 	var n int
 	_ = h.pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1", pattern).Scan(&n)
+		"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1", pattern).Scan(&n)
 	return n
 }
 

@@ -240,5 +240,5 @@ func (p *sfParser) str() (string, bool) {
 }
 
 func (p *sfParser) fail(why string) error {
-	return badRequest("%s: %s at byte %d of %q", TokenHeader, why, p.i, clip.String(p.s, 96))
+	return badRequest("%s: %s at byte %d of %q", TokenHeader, why, p.i, clip.String(tokens.Redact(p.s), 96))
 }

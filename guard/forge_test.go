@@ -2,6 +2,7 @@ package guard_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -10,10 +11,11 @@ import (
 	"github.com/fencegw/fencegw/guard"
 )
 
-// TestTheMarkCannotBeForged: a role that may do anything to the guarded
-// tables (ALL privileges) but holds no gateway privileges cannot write a
-// guarded row by any means short of ownership or superuser: not directly,
-// not by claiming a fenced resource, not by advancing or stamping a fence
+// TestTheMarkCannotBeForged: a role that may read and write the guarded
+// tables (every privilege but TRIGGER, which TestForeignTriggersAreFlagged
+// covers) and holds no gateway privileges cannot write a guarded row by
+// any means short of ownership or superuser: not directly, not by
+// claiming a fenced resource, not by advancing or stamping a fence
 // itself, not through a bypass, not by turning the triggers off. Nothing
 // it tried changed a row.
 func TestTheMarkCannotBeForged(t *testing.T) {
@@ -22,17 +24,9 @@ func TestTheMarkCannotBeForged(t *testing.T) {
 	if err := guard.Install(ctx, conn, pol); err != nil {
 		t.Fatal(err)
 	}
-	role := "fencegw_intruder_" + strings.ReplaceAll(conn.Config().Database, "-", "_")
-	exec(t, conn, "CREATE ROLE "+role+" NOLOGIN")
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), conn.Config().ConnString())
-		if err == nil {
-			_, _ = c.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE "+role)
-			c.Close(context.Background())
-		}
-	})
+	role := intruder(t, conn)
 	exec(t, conn, "GRANT USAGE ON SCHEMA demo TO "+role)
-	exec(t, conn, "GRANT ALL ON ALL TABLES IN SCHEMA demo TO "+role)
+	exec(t, conn, "GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES ON ALL TABLES IN SCHEMA demo TO "+role)
 	exec(t, conn, "GRANT ALL ON ALL SEQUENCES IN SCHEMA demo TO "+role)
 	// Seeing the gateway's schema must not help either.
 	exec(t, conn, "GRANT USAGE ON SCHEMA fencegw TO "+role)
@@ -69,5 +63,57 @@ func TestTheMarkCannotBeForged(t *testing.T) {
 	var rows int
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM demo.write_log").Scan(&rows); err != nil || rows != 0 {
 		t.Fatalf("write_log has %d rows (%v), want 0", rows, err)
+	}
+}
+
+// intruder creates a role for conn's test database, dropped after the
+// test (roles are cluster-wide).
+func intruder(t *testing.T, conn *pgx.Conn) string {
+	t.Helper()
+	role := "fencegw_intruder_" + strings.ReplaceAll(conn.Config().Database, "-", "_")
+	exec(t, conn, "CREATE ROLE "+role+" NOLOGIN")
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), conn.Config().ConnString())
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE "+role)
+			c.Close(context.Background())
+		}
+	})
+	return role
+}
+
+// TestForeignTriggersAreFlagged: TRIGGER on a guarded table is worth the
+// gateway's own rights (a trigger runs inside the gateway's writes, as
+// the gateway), so a trigger whose function the table's owner did not
+// write, here one in the intruder's temporary schema, fails guard check.
+func TestForeignTriggersAreFlagged(t *testing.T) {
+	conn, pol := demo(t)
+	ctx := context.Background()
+	if err := guard.Install(ctx, conn, pol); err != nil {
+		t.Fatal(err)
+	}
+	// The owner's own triggers are the application's business.
+	exec(t, conn, `CREATE FUNCTION demo.touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`)
+	exec(t, conn, "CREATE TRIGGER app_touch BEFORE UPDATE ON demo.accounts FOR EACH ROW EXECUTE FUNCTION demo.touch()")
+	if _, err := guard.Check(ctx, conn, pol); err != nil {
+		t.Fatalf("check beside the owner's trigger: %v", err)
+	}
+
+	role := intruder(t, conn)
+	exec(t, conn, "GRANT USAGE ON SCHEMA demo TO "+role)
+	exec(t, conn, "GRANT TRIGGER ON demo.accounts TO "+role)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, tx.Conn(), "SET LOCAL ROLE "+role)
+	exec(t, tx.Conn(), `CREATE FUNCTION pg_temp.evil() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`)
+	exec(t, tx.Conn(), "CREATE TRIGGER zz_evil AFTER UPDATE ON demo.accounts FOR EACH ROW EXECUTE FUNCTION pg_temp.evil()")
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	statuses, err := guard.Check(ctx, conn, pol)
+	if !errors.Is(err, guard.ErrNotGuarded) || !strings.Contains(statuses[0].Problem, "zz_evil") || !strings.Contains(statuses[0].Problem, role) {
+		t.Fatalf("check beside the intruder's trigger: %v %+v, want demo.accounts flagged naming zz_evil and its author", err, statuses)
 	}
 }

@@ -271,7 +271,29 @@ func checkTable(ctx context.Context, q querier, g *policy.GuardedTable) (string,
 			return problem, nil
 		}
 	}
-	return "", nil
+	return foreignTrigger(ctx, q, g)
+}
+
+// foreignTrigger names a trigger on g's table whose function neither the
+// table's owner nor a superuser wrote (or one in a session's temporary
+// schema). Triggers run with the rights of whoever fires them: a role
+// granted TRIGGER on the table could otherwise run its code inside the
+// gateway's own transactions, with the gateway's rights, past the guard.
+func foreignTrigger(ctx context.Context, q querier, g *policy.GuardedTable) (string, error) {
+	var name, fn, owner string
+	err := q.QueryRow(ctx, `SELECT t.tgname, t.tgfoid::regprocedure::text, pg_get_userbyid(p.proowner)
+		FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_class c ON c.oid = t.tgrelid
+		WHERE t.tgrelid = to_regclass($1) AND NOT t.tgisinternal AND t.tgname NOT IN ($2, $3) AND t.tgenabled <> 'D'
+		  AND (p.pronamespace::regnamespace::text LIKE 'pg\_temp\_%'
+		       OR (p.proowner <> c.relowner AND NOT (SELECT rolsuper FROM pg_roles WHERE oid = p.proowner)))
+		ORDER BY t.tgname LIMIT 1`, tableIdent(g.Table), rowTrigger, truncateTrigger).Scan(&name, &fn, &owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("trigger %s runs %s, written by %s, neither the table's owner nor a superuser: it runs inside the gateway's writes with the gateway's rights; drop it, and grant TRIGGER on guarded tables to no one", name, fn, owner), nil
 }
 
 // splitArgs decodes pg_trigger.tgargs: each argument ends with a NUL byte.

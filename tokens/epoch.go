@@ -61,7 +61,7 @@ func Reconcile(v View, rec Record, seen int64) (Record, error) {
 	case rec.ClusterID != "" && rec.ClusterID != v.ClusterID:
 		return rec, &HaltedError{Reason: fmt.Sprintf("etcd's cluster ID changed from %s to %s: a different or restored cluster", rec.ClusterID, v.ClusterID)}
 	case rec.Identity != "" && rec.Identity != v.Identity:
-		return rec, &HaltedError{Reason: fmt.Sprintf("etcd's identity changed from %s to %s: its data was wiped, or it is another cluster", rec.Identity, cmp.Or(v.Identity, "none"))}
+		return rec, &HaltedError{Reason: fmt.Sprintf("etcd's identity changed from %s to %s: its data was wiped, its /fencegw/identity key deleted, or it is another cluster", rec.Identity, cmp.Or(v.Identity, "none"))}
 	case v.Revision < max(rec.MaxRevision, seen):
 		return rec, &HaltedError{Reason: fmt.Sprintf("etcd's revision %d is below %d, already seen in epoch %d: etcd went back in time", v.Revision, max(rec.MaxRevision, seen), rec.Epoch)}
 	}

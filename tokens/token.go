@@ -49,19 +49,24 @@ var ErrMalformed = errors.New("tokens: malformed token")
 func Parse(s string) (Token, error) {
 	e, r, ok := strings.Cut(s, ":")
 	if !ok {
-		return Token{}, fmt.Errorf("%w: %q: want EPOCH:REVISION, e.g. 1:42", ErrMalformed, clip.String(s, 48))
+		return Token{}, fmt.Errorf("%w: %q: want EPOCH:REVISION, e.g. 1:42", ErrMalformed, clip.String(Redact(s), 48))
 	}
 	var sig Sig
 	if r, sigPart, signed := strings.Cut(r, ":"); signed {
 		if len(sigPart) != sigText.EncodedLen(sigLen) {
-			return Token{}, fmt.Errorf("%w: %q: the signature after the second ':' must be %d characters", ErrMalformed, clip.String(s, 48), sigText.EncodedLen(sigLen))
+			return Token{}, fmt.Errorf("%w: %q: the signature after the second ':' must be %d characters", ErrMalformed, clip.String(Redact(s), 48), sigText.EncodedLen(sigLen))
 		}
 		// The decoder skips newlines; only the alphabet may spell a signature.
 		if strings.IndexFunc(sigPart, notBase64URL) >= 0 {
-			return Token{}, fmt.Errorf("%w: %q: the signature is not base64url", ErrMalformed, clip.String(s, 48))
+			return Token{}, fmt.Errorf("%w: %q: the signature is not base64url", ErrMalformed, clip.String(Redact(s), 48))
 		}
 		if _, err := sigText.Decode(sig[:], []byte(sigPart)); err != nil {
-			return Token{}, fmt.Errorf("%w: %q: the signature is not base64url", ErrMalformed, clip.String(s, 48))
+			return Token{}, fmt.Errorf("%w: %q: the signature is not base64url", ErrMalformed, clip.String(Redact(s), 48))
+		}
+		if sig == (Sig{}) {
+			// The zero value means unsigned: this would be a second
+			// spelling of E:R. No key signs it (a 2^-128 chance).
+			return Token{}, fmt.Errorf("%w: %q: a signature of all zeros is no signature", ErrMalformed, clip.String(Redact(s), 48))
 		}
 		tok, err := parseNumbers(s, e, r)
 		tok.Sig = sig
@@ -78,11 +83,11 @@ func notBase64URL(r rune) bool {
 func parseNumbers(s, e, r string) (Token, error) {
 	epoch, err := parsePart(e)
 	if err != nil {
-		return Token{}, fmt.Errorf("%w: %q: epoch %v", ErrMalformed, clip.String(s, 48), err)
+		return Token{}, fmt.Errorf("%w: %q: epoch %v", ErrMalformed, clip.String(Redact(s), 48), err)
 	}
 	rev, err := parsePart(r)
 	if err != nil {
-		return Token{}, fmt.Errorf("%w: %q: revision %v", ErrMalformed, clip.String(s, 48), err)
+		return Token{}, fmt.Errorf("%w: %q: revision %v", ErrMalformed, clip.String(Redact(s), 48), err)
 	}
 	return Token{Epoch: epoch, Revision: rev}, nil
 }

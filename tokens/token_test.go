@@ -199,3 +199,27 @@ func TestSignedTokens(t *testing.T) {
 		t.Error("a key not yet signing must already verify")
 	}
 }
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"1:42":                                "1:42",
+		"1:9223372036854775807":               "1:9223372036854775807",
+		"2:30:FN3o1-CryckydywaSMvcWw":         "2:30:…",
+		`"2:30:FN3o1-CryckydywaSMvcWw"`:       `"2:30:…"`,
+		"2:30:FN3o1-CryckydywaSMvcWw==":       "2:30:…==",
+		`from="1:2:FN3o1-CryckydywaSMvcWw";a`: `from="1:2:…";a`,
+		"two words, ünïcode":                  "two words, ünïcode",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestZeroSignatureIsMalformed: E:R with a signature of zeros would read
+// as the unsigned E:R, a second spelling of one token.
+func TestZeroSignatureIsMalformed(t *testing.T) {
+	if tok, err := Parse("1:42:AAAAAAAAAAAAAAAAAAAAAA"); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("Parse of a zero signature = %v, %v; want ErrMalformed", tok, err)
+	}
+}

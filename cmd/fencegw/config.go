@@ -94,3 +94,27 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// parseInterspersed parses fs's flags wherever they stand among args, so
+// that `fencegw epoch show --etcd X` means what `fencegw epoch --etcd X
+// show` does; fs.Args() then holds the other words, in order. A "--" ends
+// the flags as usual.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var words []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			words = append(words, rest...) // after "--": words, not flags
+			break
+		}
+		words = append(words, rest[0])
+		args = rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, words...))
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"github.com/fencegw/fencegw/authority"
@@ -25,7 +26,7 @@ func runEpoch(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("epoch", flag.ContinueOnError)
 	cfg.bindBackends(fs)
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), epochUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 || (fs.Arg(0) != "show" && fs.Arg(0) != "bump") {
@@ -57,10 +58,14 @@ func runEpoch(ctx context.Context, args []string) error {
 		return nil
 	}
 	view, err := auth.View(ctx)
-	if err != nil {
+	switch {
+	case errors.Is(err, authority.ErrForeignKey):
+		fmt.Printf("etcd:       %v (fencegw epoch bump replaces it)\n", err)
+	case err != nil:
 		return err
+	default:
+		fmt.Printf("etcd:       epoch %d, cluster %s, identity %s, revision %d\n", view.Epoch, view.ClusterID, cmp.Or(view.Identity, "-"), view.Revision)
 	}
-	fmt.Printf("etcd:       epoch %d, cluster %s, identity %s, revision %d\n", view.Epoch, view.ClusterID, cmp.Or(view.Identity, "-"), view.Revision)
 	history, err := fence.Records{DB: pool}.History(ctx)
 	if err != nil {
 		return err

@@ -16,7 +16,8 @@ func TestEpochShowAndBump(t *testing.T) {
 	etcd, _ := testenv.PrivateEtcd(t) // its own: a bump must not leak into other tests
 	dbURL := migrated(t)
 	args := []string{"--database-url", dbURL, "--etcd", strings.Join(etcd.Endpoints(), ",")}
-	if err := runEpoch(ctx, append(args, "show")); err != nil {
+	// As the README writes it: the command, then the flags.
+	if err := runEpoch(ctx, append([]string{"show"}, args...)); err != nil {
 		t.Fatalf("epoch show: %v", err)
 	}
 	for want := int64(2); want <= 3; want++ {

@@ -27,11 +27,12 @@ remove   takes the triggers off the policy's guarded tables.`
 // privileges decide who can write at all.
 const guardGrants = `
 The triggers refuse every role that cannot write fencegw.fences, except
-the tables' owner and superusers, who can turn them off. Run the gateway
-as a role that owns neither the tables nor anything else, let only it
-write them, and only operators declare a bypass, e.g.
+the tables' owner and superusers, who can turn them off, and roles granted
+TRIGGER on them, whose triggers would run inside the gateway's writes.
+Run the gateway as a role that owns neither the tables nor anything else,
+let only it write them, and only operators declare a bypass, e.g.
 
-  REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON %[1]s FROM PUBLIC, <other roles>;
+  REVOKE INSERT, UPDATE, DELETE, TRUNCATE, TRIGGER ON %[1]s FROM PUBLIC, <other roles>;
   GRANT  INSERT, UPDATE, DELETE ON %[1]s TO <gateway role>;
   GRANT  USAGE ON SCHEMA fencegw TO <operator role>;
   GRANT  EXECUTE ON FUNCTION fencegw.bypass(text) TO <operator role>;
@@ -43,7 +44,7 @@ func runGuard(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("guard", flag.ContinueOnError)
 	cfg.bindBackends(fs)
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), guardUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
 	action := fs.Arg(0)

@@ -25,7 +25,7 @@ func TestGuardCommand(t *testing.T) {
 		t.Fatalf("check before install: %v\n%s", err, out)
 	}
 	out, err := run("install")
-	if err != nil || !strings.Contains(out, "guarded demo.accounts: rows of account") || !strings.Contains(out, "REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON demo.accounts, demo.write_log") {
+	if err != nil || !strings.Contains(out, "guarded demo.accounts: rows of account") || !strings.Contains(out, "REVOKE INSERT, UPDATE, DELETE, TRUNCATE, TRIGGER ON demo.accounts, demo.write_log") {
 		t.Fatalf("install: %v\n%s", err, out)
 	}
 	if out, err := run("check"); err != nil || strings.Count(out, "guarded") != 2 {

@@ -40,7 +40,7 @@ func runKeys(ctx context.Context, args []string, out io.Writer) error {
 	keep := fs.Int("keep", 1, "retire: how many of the newest keys to keep")
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), keysUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
 	if len(cfg.EtcdEndpoints) == 0 {

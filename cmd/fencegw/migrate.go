@@ -22,7 +22,7 @@ func runMigrate(_ context.Context, args []string) error {
 	dir := fs.String("dir", "", "an application's migration folder instead of the gateway schema")
 	table := fs.String("table", "schema_migrations", "version table for --dir migrations")
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), migrateUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
 	if *dbURL == "" {
