@@ -4,11 +4,14 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"github.com/fencegw/fencegw/authority"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/internal/clip"
 )
 
 // Lease request defaults.
@@ -144,7 +147,11 @@ func contender(c authority.Contender) contenderJSON {
 // handleObserve serves GET /v1/leases?resource=…: the holder, its token,
 // remaining TTL and value, and the waiters in grant order.
 func (g *Gateway) handleObserve(w http.ResponseWriter, r *http.Request) {
-	resource := r.URL.Query().Get("resource")
+	resource, err := observedResource(r.URL.RawQuery)
+	if err != nil {
+		g.writeProblem(w, r, err, problemScope{})
+		return
+	}
 	st, err := g.cfg.Authority.Observe(r.Context(), resource)
 	if err != nil {
 		g.writeProblem(w, r, err, problemScope{Resource: resource})
@@ -160,4 +167,22 @@ func (g *Gateway) handleObserve(w http.ResponseWriter, r *http.Request) {
 		out.Waiters = append(out.Waiters, contender(c))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// observedResource reads the query of GET /v1/leases as strictly as a
+// lease request's body: resource, once, and nothing else.
+func observedResource(rawQuery string) (string, error) {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return "", badRequest("the query string is not valid: want ?resource=…")
+	}
+	for k := range q {
+		if k != "resource" {
+			return "", badRequest("unknown query parameter %q: observation takes resource only", clip.String(k, 32))
+		}
+	}
+	if n := len(q["resource"]); n != 1 {
+		return "", badRequest("resource given %d times: want ?resource=… once", n)
+	}
+	return q["resource"][0], nil
 }

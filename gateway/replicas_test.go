@@ -57,7 +57,7 @@ func TestReplicasWithAnotherPolicyAreReported(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := policyOf(h); !strings.Contains(got, "1 replica(s) run another policy file: ") {
+	if got := policyOf(h); !strings.Contains(got, "1 replica(s) run another policy file (") {
 		t.Errorf("after the holder replica left, the default one says %q, want only the commented file", got)
 	}
 	var n int
