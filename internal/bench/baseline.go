@@ -33,7 +33,7 @@ func emptyRoundTrip(ctx context.Context, warmup, duration time.Duration) (Path, 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	lc := newLeanClient(ln.Addr().String(), operationName, sameToken("1:1"), 1)
-	p := drive(ctx, 1, Uniform, warmup, duration, 0, lc.write)
+	p := drive(ctx, 1, Uniform, window{warmup: warmup, duration: duration}, lc.write)
 	lc.close()
 
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -84,7 +84,7 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 	viaGateway := func() error {
 		lc := newLeanClient(addr, e.work.op.Name, signed, n)
 		defer lc.close()
-		cell.Gateway = drive(ctx, n, d, e.cfg.Warmup, e.cfg.Duration, e.cfg.Rate, lc.write)
+		cell.Gateway = drive(ctx, n, d, e.cfg.window(), lc.write)
 		if e.cfg.GatewayURL != "" { // only the load generator's allocations were seen
 			cell.Gateway.AllocsPerWrite, cell.Gateway.BytesPerWrite = 0, 0
 		}
@@ -138,5 +138,5 @@ func (e *env) runDirect(ctx context.Context, n int, d Dist, size int, tok tokens
 	if err != nil {
 		return Path{}, err
 	}
-	return drive(ctx, n, d, e.cfg.Warmup, e.cfg.Duration, e.cfg.Rate, directWriter(store, e.work, tok)), nil
+	return drive(ctx, n, d, e.cfg.window(), directWriter(store, e.work, tok)), nil
 }

@@ -45,6 +45,10 @@ type Config struct {
 	// from when it was due.
 	// 0: closed loop, each client sends its next write when answered.
 	Rate float64
+	// MinWrites makes each path of each cell measure at least this many
+	// writes, running past Duration if it must: a short window on a busy
+	// machine then measures a slow path instead of nothing.
+	MinWrites int64
 
 	// NoCoalesce turns hot-key coalescing off for the in-process gateway,
 	// whatever the policy says: the other half of the comparison that
@@ -164,4 +168,9 @@ func ParseDists(s string) ([]Dist, error) {
 		}
 	}
 	return out, nil
+}
+
+// window is what each path of each cell runs for.
+func (c *Config) window() window {
+	return window{warmup: c.Warmup, duration: c.Duration, rate: c.Rate, minWrites: c.MinWrites}
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -50,20 +51,33 @@ type loopClient struct {
 	firstError   string
 }
 
-// drive runs clients clients against write until the deadline. With rate
-// 0 they are closed-loop: each sends a write, waits for its answer, and
-// sends the next. With a rate (writes per second, all clients together)
-// they are open-loop, each on a fixed schedule (see pacer). Writes started
-// during warmup are not measured. Every client uses its own generator
-// seeded by its index, so both paths of a cell write the same accounts in
-// the same order.
-func drive(ctx context.Context, clients int, dist Dist, warmup, duration time.Duration, rate float64, write writeFunc) Path {
+// window is what one path of one cell runs for.
+type window struct {
+	warmup, duration time.Duration
+	// rate: open loop, writes per second for all clients together; 0:
+	// closed loop.
+	rate float64
+	// minWrites: the measurement goes on past duration until this many
+	// writes were measured (or ctx ends), so that a path that had a slow
+	// moment on a busy machine is still measured, not reported empty.
+	minWrites int64
+}
+
+// drive runs clients clients against write for w. Closed-loop clients
+// each send a write, wait for its answer, and send the next; open-loop
+// ones keep a fixed schedule (see pacer). Writes started during warmup are
+// not measured. Every client uses its own generator seeded by its index,
+// so both paths of a cell write the same accounts in the same order.
+func drive(ctx context.Context, clients int, dist Dist, w window, write writeFunc) Path {
 	start := time.Now()
-	measureFrom, end := start.Add(warmup), start.Add(warmup+duration)
+	measureFrom, end := start.Add(w.warmup), start.Add(w.warmup+w.duration)
 	var every time.Duration // per client; 0: closed loop
-	if rate > 0 {
-		every = time.Duration(float64(clients) / rate * float64(time.Second))
+	if w.rate > 0 {
+		every = time.Duration(float64(clients) / w.rate * float64(time.Second))
 	}
+	duration := w.duration
+	var measured atomic.Int64 // writes measured so far, all clients
+	enough := func() bool { return measured.Load() >= w.minWrites }
 	// Room for 50,000 writes per second shared by all clients; append
 	// grows past it if the machine is faster.
 	capacity := min(int(duration.Seconds()*50_000)/clients+1024, 1<<20)
@@ -75,7 +89,7 @@ func drive(ctx context.Context, clients int, dist Dist, warmup, duration time.Du
 		rec.lat = make([]time.Duration, 0, capacity)
 		wg.Go(func() {
 			next := dist.picker(rand.New(rand.NewPCG(uint64(i), 0x62656e6368)))
-			pace := pacer{every: every, due: start.Add(every * time.Duration(i) / time.Duration(clients)), end: end} // staggered
+			pace := pacer{every: every, due: start.Add(every * time.Duration(i) / time.Duration(clients)), end: end, enough: enough} // staggered
 			for {
 				t0, ok := pace.next(ctx)
 				if !ok {
@@ -89,6 +103,7 @@ func drive(ctx context.Context, clients int, dist Dist, warmup, duration time.Du
 					rec.warmupWrites++
 				default:
 					rec.lat = append(rec.lat, time.Since(t0))
+					measured.Add(1)
 				}
 			}
 		})
@@ -155,10 +170,14 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // pacer says when one client sends its next write and from when that
 // write is timed.
 type pacer struct {
-	every time.Duration // between one client's writes; 0: closed loop
-	due   time.Time     // open loop: the next write's slot
-	end   time.Time
+	every  time.Duration // between one client's writes; 0: closed loop
+	due    time.Time     // open loop: the next write's slot
+	end    time.Time
+	enough func() bool // whether the run has measured enough to end at end
 }
+
+// over reports whether the run is over at t.
+func (p *pacer) over(t time.Time) bool { return !t.Before(p.end) && (p.enough == nil || p.enough()) }
 
 // next waits for the next write's turn and returns the time to measure it
 // from, or false once the run is over: at end, however far behind the
@@ -169,7 +188,7 @@ type pacer struct {
 // it held up (coordinated omission, as wrk2 corrects it).
 func (p *pacer) next(ctx context.Context) (time.Time, bool) {
 	now := time.Now()
-	if ctx.Err() != nil || !now.Before(p.end) {
+	if ctx.Err() != nil || p.over(now) {
 		return time.Time{}, false
 	}
 	if p.every == 0 {
@@ -178,7 +197,7 @@ func (p *pacer) next(ctx context.Context) (time.Time, bool) {
 	due := p.due
 	p.due = due.Add(p.every)
 	switch {
-	case !due.Before(p.end):
+	case p.over(due):
 		return time.Time{}, false
 	case now.Before(due):
 		if !sleepUntil(ctx, due) {

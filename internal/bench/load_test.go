@@ -26,7 +26,7 @@ func TestOpenLoopFollowsItsSchedule(t *testing.T) {
 		}
 		return "", ""
 	}
-	p := drive(context.Background(), clients, Uniform, 0, duration, rate, write)
+	p := drive(context.Background(), clients, Uniform, window{duration: duration, rate: rate}, write)
 
 	// Each client's schedule has duration/every = 60 slots.
 	if most := int64(clients * (duration / (clients * time.Second / rate))); p.Writes > most {
@@ -54,7 +54,7 @@ func TestOpenLoopEndsOnTime(t *testing.T) {
 		return "", ""
 	}
 	start := time.Now()
-	p := drive(context.Background(), 2, Uniform, 0, 200*time.Millisecond, 1000, slow)
+	p := drive(context.Background(), 2, Uniform, window{duration: 200 * time.Millisecond, rate: 1000}, slow)
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("a 200 ms run behind its schedule took %v: it kept sending its backlog", took)
 	}
@@ -66,7 +66,7 @@ func TestOpenLoopEndsOnTime(t *testing.T) {
 	time.AfterFunc(100*time.Millisecond, cancel)
 	quick := func(context.Context, int64) (string, string) { return "", "" }
 	start = time.Now()
-	drive(ctx, 4, Uniform, 0, time.Minute, 4, quick) // one write every 4 s per client
+	drive(ctx, 4, Uniform, window{duration: time.Minute, rate: 4}, quick) // one write every 4 s per client
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("a run whose context ended after 100 ms took %v: its clients slept through it", took)
 	}
@@ -100,6 +100,22 @@ func TestCheckLoad(t *testing.T) {
 		err := c.CheckLoad()
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrConfig)) {
 			t.Errorf("%s: CheckLoad() = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+// TestAWindowTooShortStillMeasures: writes slower than the whole window
+// (a busy machine) still give the cell its minimum of measured writes,
+// closed loop and open loop.
+func TestAWindowTooShortStillMeasures(t *testing.T) {
+	slow := func(context.Context, int64) (string, string) {
+		time.Sleep(20 * time.Millisecond)
+		return "", ""
+	}
+	for _, rate := range []float64{0, 1000} {
+		p := drive(context.Background(), 2, Uniform, window{duration: time.Millisecond, rate: rate, minWrites: 7}, slow)
+		if p.Writes < 7 || p.TxPerSec <= 0 {
+			t.Errorf("rate %v: %d writes measured, %.0f tx/s; want at least 7", rate, p.Writes, p.TxPerSec)
 		}
 	}
 }
