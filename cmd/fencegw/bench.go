@@ -27,6 +27,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	cfg := bench.Config{Progress: os.Stderr, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	fs.DurationVar(&cfg.Duration, "duration", 3*time.Second, "measured time per path and cell")
 	fs.DurationVar(&cfg.Warmup, "warmup", 500*time.Millisecond, "unmeasured time before each measurement")
+	fs.BoolVar(&cfg.NoPgbench, "no-pgbench", false, "skip the yardstick: pgbench running the same fenced write as one statement, a connection per client")
 	fs.Int64Var(&cfg.MinWrites, "min-writes", 0, "measure at least this many writes per path and cell, running past --duration if needed")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "open loop: send this many writes per second, all clients together, on a fixed schedule; a write held up by the one before is timed from when it was due (0: closed loop)")
 	fs.IntVar(&cfg.PoolMaxConns, "pool-max-conns", 0, "pgx pool size on both paths (0: min(4×GOMAXPROCS, clients))")

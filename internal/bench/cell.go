@@ -26,12 +26,18 @@ type Cell struct {
 	Gateway      Path `json:"gateway"`
 	// Ratio is gateway throughput over direct throughput.
 	Ratio float64 `json:"ratio"`
+	// Pgbench is the yardstick (pgbench, the same fenced write as one
+	// statement, a connection per client); nil when it did not run.
+	Pgbench *Path `json:"pgbench,omitempty"`
+	// PgbenchRatio is gateway throughput over pgbench's.
+	PgbenchRatio float64 `json:"gateway_over_pgbench,omitempty"`
 }
 
 // Valid reports whether both paths wrote and nothing failed: a cell with
 // errors measured something other than the writes it claims.
 func (c *Cell) Valid() bool {
-	return c.Direct.Writes > 0 && c.Gateway.Writes > 0 && c.Direct.ErrorCount() == 0 && c.Gateway.ErrorCount() == 0
+	pgbenchOK := c.Pgbench == nil || (c.Pgbench.Writes > 0 && c.Pgbench.ErrorCount() == 0)
+	return c.Direct.Writes > 0 && c.Gateway.Writes > 0 && c.Direct.ErrorCount() == 0 && c.Gateway.ErrorCount() == 0 && pgbenchOK
 }
 
 // runCell measures one cell. Both paths write with the token of one real
@@ -104,6 +110,16 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 	}
 	if cell.Direct.TxPerSec > 0 {
 		cell.Ratio = cell.Gateway.TxPerSec / cell.Direct.TxPerSec
+	}
+	if e.pgbench != "" {
+		p, err := runPgbench(ctx, e.pgbench, libpqURL(e.cfg.DatabaseURL), n, d, tok, e.cfg.window())
+		if err != nil {
+			return cell, err
+		}
+		cell.Pgbench = &p
+		if p.TxPerSec > 0 {
+			cell.PgbenchRatio = cell.Gateway.TxPerSec / p.TxPerSec
+		}
 	}
 	return cell, nil
 }

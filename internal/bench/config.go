@@ -55,6 +55,10 @@ type Config struct {
 	// decided its default.
 	NoCoalesce bool
 
+	// NoPgbench skips the yardstick: pgbench running the same fenced
+	// write as one statement, a connection per client.
+	NoPgbench bool
+
 	// PoolMaxConns is pgx's pool size on both paths; 0 means
 	// min(4×GOMAXPROCS, clients) per cell.
 	PoolMaxConns int

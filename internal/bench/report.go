@@ -31,8 +31,10 @@ type Report struct {
 	// OfferedRate is the open-loop schedule in writes per second, all
 	// clients together; 0 for closed-loop clients.
 	OfferedRate float64 `json:"offered_rate,omitempty"`
-	Cells       []Cell  `json:"cells"`
-	Process     Process `json:"process"`
+	// Pgbench says how the yardstick ran, or why it did not.
+	Pgbench string  `json:"pgbench"`
+	Cells   []Cell  `json:"cells"`
+	Process Process `json:"process"`
 }
 
 // Server is the PostgreSQL the writes went to.
@@ -87,14 +89,19 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "  gateway     %s\n", where)
 	fmt.Fprintf(&b, "  direct      the gateway's executor on pgx, same SQL, no HTTP\n")
+	fmt.Fprintf(&b, "  pgbench     %s\n", r.Pgbench)
 	fmt.Fprintf(&b, "  pgx pool    pool column: min(4×GOMAXPROCS, clients) unless --pool-max-conns; GOMAXPROCS %d\n", r.GOMAXPROCS)
 	fmt.Fprintf(&b, "  PostgreSQL  %s, fsync %s, synchronous_commit %s\n\n", r.Server.Version, r.Server.Fsync, r.Server.SynchronousCommit)
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "clients\tdist   \tpool\tdirect tx/s\tgateway tx/s\tratio\tdirect p50/p99/p999 ms\tgateway p50/p99/p999 ms\terrors\t")
+	fmt.Fprintln(tw, "clients\tdist   \tpool\tdirect tx/s\tgateway tx/s\tratio\tpgbench tx/s\tgw/pgb\tdirect p50/p99/p999 ms\tgateway p50/p99/p999 ms\tpgbench p50/p99/p999 ms\terrors\t")
 	for _, c := range r.Cells {
-		fmt.Fprintf(tw, "%d\t%-7s\t%d\t%.0f\t%.0f\t%.2f\t%s\t%s\t%s\t\n", c.Clients, c.Dist, c.PoolMaxConns,
-			c.Direct.TxPerSec, c.Gateway.TxPerSec, c.Ratio, percentiles(c.Direct.Latency), percentiles(c.Gateway.Latency), errorCell(c))
+		pgb, ratio, lat := "-", "-", "-"
+		if c.Pgbench != nil {
+			pgb, ratio, lat = fmt.Sprintf("%.0f", c.Pgbench.TxPerSec), fmt.Sprintf("%.2f", c.PgbenchRatio), percentiles(c.Pgbench.Latency)
+		}
+		fmt.Fprintf(tw, "%d\t%-7s\t%d\t%.0f\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Clients, c.Dist, c.PoolMaxConns,
+			c.Direct.TxPerSec, c.Gateway.TxPerSec, c.Ratio, pgb, ratio, percentiles(c.Direct.Latency), percentiles(c.Gateway.Latency), lat, errorCell(c))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -103,8 +110,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, side := range []struct {
 			name string
 			p    *Path
-		}{{"direct", &c.Direct}, {"gateway", &c.Gateway}} {
-			if side.p.ErrorCount() > 0 {
+		}{{"direct", &c.Direct}, {"gateway", &c.Gateway}, {"pgbench", c.Pgbench}} {
+			if side.p != nil && side.p.ErrorCount() > 0 {
 				fmt.Fprintf(&b, "  errors, %d×%s %s: %s; first: %s\n", c.Clients, c.Dist, side.name, kinds(side.p.Errors), side.p.FirstError)
 			}
 		}

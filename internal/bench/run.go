@@ -36,6 +36,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		DurationSeconds: cfg.Duration.Seconds(),
 		WarmupSeconds:   cfg.Warmup.Seconds(),
 		OfferedRate:     cfg.Rate,
+		Pgbench:         e.pgbenchNote,
 	}
 	empty, err := emptyRoundTrip(ctx, 100*time.Millisecond, min(cfg.Duration, time.Second))
 	if err != nil {
@@ -52,8 +53,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			rep.Cells = append(rep.Cells, cell)
 			if cfg.Progress != nil {
-				fmt.Fprintf(cfg.Progress, "bench: %3d clients %-7s  direct %8.0f tx/s  gateway %8.0f tx/s  ratio %.2f  errors %d\n",
-					n, d, cell.Direct.TxPerSec, cell.Gateway.TxPerSec, cell.Ratio, cell.Direct.ErrorCount()+cell.Gateway.ErrorCount())
+				pgb := ""
+				if cell.Pgbench != nil {
+					pgb = fmt.Sprintf("  pgbench %8.0f tx/s  gw/pgb %.2f", cell.Pgbench.TxPerSec, cell.PgbenchRatio)
+				}
+				fmt.Fprintf(cfg.Progress, "bench: %3d clients %-7s  direct %8.0f tx/s  gateway %8.0f tx/s  ratio %.2f%s  errors %d\n",
+					n, d, cell.Direct.TxPerSec, cell.Gateway.TxPerSec, cell.Ratio, pgb, cell.Direct.ErrorCount()+cell.Gateway.ErrorCount())
 			}
 		}
 	}

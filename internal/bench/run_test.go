@@ -67,6 +67,12 @@ func TestRunWritesWhatItCounts(t *testing.T) {
 			}
 			acknowledged += p.Writes + p.WarmupWrites
 		}
+		// pgbench ships with the server binaries the suite needs anyway.
+		if pg := c.Pgbench; pg == nil || pg.Writes == 0 || pg.ErrorCount() != 0 || c.PgbenchRatio <= 0 {
+			t.Errorf("%d×%s: the pgbench yardstick %+v (ratio %v), want writes and no errors (report: %s)", c.Clients, c.Dist, pg, c.PgbenchRatio, rep.Pgbench)
+		} else {
+			acknowledged += pg.Writes + pg.WarmupWrites
+		}
 		if want := min(4*rep.GOMAXPROCS, c.Clients); c.PoolMaxConns != want {
 			t.Errorf("%d×%s: pool %d, want %d", c.Clients, c.Dist, c.PoolMaxConns, want)
 		}
@@ -99,7 +105,7 @@ func TestRunWritesWhatItCounts(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"gateway tx/s", "uniform", "hot", "gateway's own", "RSS"} {
+	for _, want := range []string{"gateway tx/s", "pgbench tx/s", "uniform", "hot", "gateway's own", "RSS"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}

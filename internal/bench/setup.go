@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/fencegw/fencegw/authority"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,6 +35,9 @@ type env struct {
 	etcd          *clientv3.Client // nil with an external gateway
 	auth          *authority.Etcd
 	schemaVersion uint
+	// pgbench is the yardstick's binary, "" when it does not run
+	// (pgbenchNote says why).
+	pgbench, pgbenchNote string
 }
 
 // setup migrates the gateway's and the bench's schemas (a no-op when they
@@ -74,7 +78,23 @@ func setup(ctx context.Context, cfg Config) (*env, error) {
 		e.close()
 		return nil, fmt.Errorf("bench: etcd at %v: %w", cfg.EtcdEndpoints, err)
 	}
+	e.pgbench, e.pgbenchNote = yardstick(ctx, cfg, work)
 	return e, nil
+}
+
+// yardstick finds pgbench for the run, or says why it does not run.
+func yardstick(ctx context.Context, cfg Config, work workload) (bin, note string) {
+	if cfg.NoPgbench {
+		return "", "off (--no-pgbench)"
+	}
+	if len(work.op.Statements) != 1 || strings.Join(strings.Fields(work.op.Statements[0].SQL), " ") != pgbenchWorkload {
+		return "", "skipped: it knows only testdata/bench's add operation"
+	}
+	bin, err := findPgbench(ctx)
+	if err != nil {
+		return "", "skipped: " + err.Error()
+	}
+	return bin, "pgbench -M prepared, the fence and the add in one statement, one connection per client"
 }
 
 func (e *env) close() {

@@ -1,0 +1,50 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+func TestParsePgbenchLine(t *testing.T) {
+	tx, err := parsePgbenchLine("3 117 412 0 1764500000 250000")
+	if err != nil || tx.lat != 412*time.Microsecond || !tx.end.Equal(time.Unix(1764500000, 250_000_000)) {
+		t.Fatalf("a log line: %+v, %v", tx, err)
+	}
+	for _, bad := range []string{"", "1 2 3", "1 2 x 0 5 6", "1 2 3 0 5 1000000", "1 2 -3 0 5 6"} {
+		if _, err := parsePgbenchLine(bad); err == nil {
+			t.Errorf("%q: parsed, want an error", bad)
+		}
+	}
+}
+
+func FuzzParsePgbenchLine(f *testing.F) {
+	f.Add("3 117 412 0 1764500000 250000")
+	f.Add("0 0 0 0 0 0 extra")
+	f.Fuzz(func(t *testing.T, line string) {
+		tx, err := parsePgbenchLine(line)
+		if err == nil && (tx.lat < 0 || tx.end.Before(time.Unix(0, 0))) {
+			t.Fatalf("%q: %+v", line, tx)
+		}
+	})
+}
+
+func TestLibpqURL(t *testing.T) {
+	got := libpqURL("postgres://u@h:5432/db?sslmode=disable&pool_max_conns=8&statement_cache_capacity=0")
+	if strings.Contains(got, "pool_") || strings.Contains(got, "statement_cache") || !strings.Contains(got, "sslmode=disable") {
+		t.Fatalf("libpqURL = %s", got)
+	}
+	if kv := "host=h dbname=db"; libpqURL(kv) != kv {
+		t.Fatalf("a key=value string changed: %s", libpqURL(kv))
+	}
+}
+
+func TestPgbenchScript(t *testing.T) {
+	for d, want := range map[Dist]string{Uniform: `random(1, 10000)`, Hot: `\set id 1`, Zipf: `random_zipfian(1, 10000, 1.1)`} {
+		if s := pgbenchScript(d, tokens.Token{Epoch: 7, Revision: 42}); !strings.Contains(s, want) || !strings.Contains(s, "fencegw.fence('acct/' || :id, 7, 42, false)") {
+			t.Errorf("%s script:\n%s", d, s)
+		}
+	}
+}
