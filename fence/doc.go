@@ -54,13 +54,24 @@
 // flight, so that no other attempt with the key can apply once a client
 // was told it did not.
 //
-// # Coalescing
+// # Coalescing and group commit
 //
-// Requests of one resource whose kind coalesces queue behind the request
-// in flight and are applied together by a drainer: one transaction, each
-// request in its own savepoint, arrival order kept, one COMMIT, no answer
-// before it. A request that finds its resource idle runs at once, alone.
-// Requests of several fences always run alone.
+// Requests of one resource whose kind coalesces queue behind the
+// resource's unit in flight; when it commits, they become its next unit:
+// one transaction, arrival order kept, one COMMIT, no answer before it. A
+// resource has at most one unit in flight. Units run on a committer with a
+// bounded number of transactions in flight: a unit that finds one free
+// runs at once (a request that finds its resource idle runs on its
+// caller's goroutine, exactly as without coalescing); the others wait in
+// line, and the runner that finishes a transaction takes the line as its
+// next. With group commit, it takes all of it (up to maxGroup requests),
+// units of many resources in canonical order, in one transaction: so one
+// commit makes many resources' writes durable. A transaction of several
+// requests runs first without savepoints; if one request fails, it is
+// rolled back, that request answered, and the others run again each in
+// its own savepoint, so a refused or failing request rolls back alone. One
+// that met another transaction in a deadlock or serialization failure is
+// run again alone afterwards. Requests of several fences always run alone.
 //
 // # The authority record, the audit, inspection
 //

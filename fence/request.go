@@ -98,6 +98,16 @@ func (req *Request) coalescable() bool {
 	return len(req.Writes) == 1 && len(req.fences) == 1 && req.Writes[0].Operation.Roles[0].Resource.Coalesce
 }
 
+// groupCommits reports whether req, a coalescable request, may share a
+// transaction with other resources' units: its resource's setting, else
+// the store's.
+func (req *Request) groupCommits(byDefault bool) bool {
+	if g := req.Writes[0].Operation.Roles[0].Resource.GroupCommit; g != nil {
+		return *g
+	}
+	return byDefault
+}
+
 // Resources lists the resources req is fenced on, in canonical order.
 func (req *Request) Resources() []string {
 	out := make([]string, len(req.fences))

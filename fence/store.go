@@ -26,6 +26,16 @@ type Config struct {
 	// says: one write, one commit, the baseline `fencegw bench` measures
 	// the gateway against.
 	NoCoalescing bool
+	// GroupCommit lets coalescing resources whose policy does not say
+	// otherwise share transactions: writes that wait for a connection are
+	// committed together, each in its own savepoint, a resource in at
+	// most one transaction in flight.
+	GroupCommit bool
+	// MaxTransactions bounds the transactions of coalescing resources in
+	// flight at once; requests that find them all busy wait in line (and
+	// with group commit share the next one). 0: the pool's size, or with
+	// group commit the smaller of that and groupTransactions().
+	MaxTransactions int
 	// UnsafeNoFence turns the fence check off. Only `fencegw torture`'s
 	// control runs set it, to prove their checker can fail.
 	UnsafeNoFence bool
@@ -38,6 +48,7 @@ type Store struct {
 	render        func(*Request, []Result) Response
 	unsafeNoFence bool
 	noCoalescing  bool
+	groupCommit   bool
 	coal          *coalescer
 }
 
@@ -49,8 +60,18 @@ func New(cfg Config) (*Store, error) {
 	if cfg.BatchTimeout <= 0 {
 		cfg.BatchTimeout = 10 * time.Second
 	}
-	s := &Store{pool: cfg.Pool, render: cfg.Render, unsafeNoFence: cfg.UnsafeNoFence, noCoalescing: cfg.NoCoalescing}
-	s.coal = newCoalescer(s, cfg.BatchTimeout, cfg.OnBatch)
+	s := &Store{pool: cfg.Pool, render: cfg.Render, unsafeNoFence: cfg.UnsafeNoFence, noCoalescing: cfg.NoCoalescing, groupCommit: cfg.GroupCommit}
+	// At most as many transactions at once as the pool has connections:
+	// more would only wait in the pool's queue, where they could not be
+	// grouped.
+	slots := int(cfg.Pool.Config().MaxConns)
+	switch {
+	case cfg.MaxTransactions > 0:
+		slots = min(slots, cfg.MaxTransactions)
+	case cfg.GroupCommit:
+		slots = min(slots, groupTransactions())
+	}
+	s.coal = newCoalescer(newCommitter(s, slots, cfg.BatchTimeout, cfg.OnBatch))
 	return s, nil
 }
 
@@ -61,10 +82,12 @@ func New(cfg Config) (*Store, error) {
 //
 // A request of one coalescing resource that finds another of its resource
 // in flight is queued and applied with the others queued meanwhile, in
-// arrival order, each in its own savepoint, under one COMMIT. ctx bounds a
-// request that runs at once; a queued request waits for its outcome even
-// past ctx: once queued it will be attempted, and its caller must not be
-// told anything before it is.
+// arrival order, each in its own savepoint, under one COMMIT; one that
+// finds every connection busy waits in line, and with group commit is
+// applied with other resources' requests in line, under one COMMIT. ctx
+// bounds a request that runs at once; a queued request waits for its
+// outcome even past ctx: once queued it will be attempted, and its caller
+// must not be told anything before it is.
 func (s *Store) Apply(ctx context.Context, req *Request) (Response, error) {
 	if req.coalescable() && !s.noCoalescing {
 		return s.coal.apply(ctx, req)

@@ -3,9 +3,11 @@ package fence
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,7 +21,12 @@ type pending struct {
 	// replay: its key completed in an earlier transaction; answered with
 	// the stored response once this transaction is over (answerReplays).
 	replay bool
-	done   chan struct{} // for a queued request: closed once answered
+	// retry: it met another transaction in a deadlock or a serialization
+	// failure inside a transaction of several requests, and was rolled
+	// back to its savepoint; it runs again alone once that transaction is
+	// over (the meeting may be the grouping's doing, not its own).
+	retry bool
+	done  chan struct{} // for a queued request: closed once answered
 }
 
 // claimSQL reserves a request's idempotency key for the transaction, or
@@ -49,12 +56,22 @@ func (s *Store) runTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 		return conn
 	}
 	if !s.tryTx(ctx, conn, batch) {
-		return conn
+		var again []*pending
+		for _, p := range batch {
+			if p.retry {
+				again = append(again, p)
+			}
+		}
+		if again == nil {
+			return conn
+		}
+		batch = again
 	}
 	// The transaction failed as a whole before anything committed (a
-	// deferred constraint at COMMIT): apply each request alone, so one bad
-	// request cannot fail the others; if one of them breaks the
-	// connection, the next gets a new one.
+	// deferred constraint at COMMIT), or some of its requests met another
+	// transaction in a deadlock and were rolled back to their savepoints:
+	// apply each of them alone, so one bad request cannot fail the others;
+	// if one of them breaks the connection, the next gets a new one.
 	for i, p := range batch {
 		*p = pending{req: p.req, done: p.done}
 		var err error
@@ -76,16 +93,25 @@ func (s *Store) runTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 // tryTx runs batch in one transaction and answers its requests. It returns
 // true, having rolled back, when a transaction of several requests failed
 // as a whole while its session stayed usable: they must be retried alone.
+//
+// Several requests are first tried without savepoints, which would cost
+// every request two statements more, and when none is keyed as one
+// implicit transaction, in one round trip (tryImplicit); only if one fails
+// does the transaction start again, each request in its own savepoint,
+// the failed one answered and left out.
 func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending) (retryAlone bool) {
-	savepoints := len(batch) > 1
-	// failAll answers every request not answered yet.
-	failAll := func(err error) {
-		for _, p := range batch {
-			if p.err == nil && !p.replay {
-				p.resp, p.err = Response{}, err
-			}
+	if len(batch) > 1 {
+		try := s.tryWhole
+		if !slices.ContainsFunc(batch, func(p *pending) bool { return p.req.Key != nil }) {
+			try = s.tryImplicit
 		}
+		rest, settled, alone := try(ctx, conn, batch)
+		if settled || alone {
+			return alone
+		}
+		batch = rest
 	}
+	savepoints := len(batch) > 1
 	// sessionFailed ends a transaction that failed outside any one
 	// request, before its COMMIT: nothing was committed, so each request
 	// of several gets its own chance alone, on a new connection if this
@@ -96,7 +122,7 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 		if savepoints {
 			return true
 		}
-		failAll(classify(err, false, batch[0].req, nowhere))
+		failAll(batch, classify(err, false, batch[0].req, nowhere))
 		return false
 	}
 	next, aborted := 0, -1 // aborted: the request whose savepoint must be rolled back first
@@ -124,30 +150,143 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 		if failed < 0 {
 			break
 		}
-		settleFailed(batch[failed], werr, at)
+		settleOrRetry(batch[failed], werr, at, savepoints)
 		if !savepoints {
 			rollback(conn)
 			return false
 		}
 		next, aborted = failed+1, failed
 	}
+	return s.commit(ctx, conn, batch, savepoints)
+}
 
+// tryWhole runs several requests in one transaction without savepoints.
+// settled: every request is answered (committed, or the transaction
+// failed for good). alone: the transaction failed as a whole, rolled
+// back, and its requests must be retried alone. Otherwise one request
+// failed: the transaction is rolled back, that request answered (or
+// marked for a retry), and rest holds the others, unanswered (what they
+// rendered was rolled back), to be run again.
+func (s *Store) tryWhole(ctx context.Context, conn *pgxpool.Conn, batch []*pending) (rest []*pending, settled, alone bool) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	for i, p := range batch {
+		s.queueInTx(b, p.req, false, i)
+	}
+	failed, werr, at, sessionErr := s.readRound(conn.SendBatch(ctx, b), true, batch, 0, false)
+	switch {
+	case sessionErr != nil:
+		rollback(conn)
+		return nil, false, true
+	case failed < 0:
+		return nil, true, s.commit(ctx, conn, batch, true)
+	}
+	rollback(conn)
+	settleOrRetry(batch[failed], werr, at, true)
+	rest = make([]*pending, 0, len(batch)-1)
+	for i, p := range batch {
+		if i != failed {
+			p.resp, p.err = Response{}, nil
+			rest = append(rest, p)
+		}
+	}
+	return rest, false, false
+}
+
+// tryImplicit runs several unkeyed requests as one implicit transaction:
+// their pipelines in one batch ending in a single Sync, one round trip and
+// one commit, as a lone write is. Its results are tryWhole's; a session
+// lost once the batch was sent leaves every request's outcome unknown, as
+// it does a lone write's.
+func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pending) (rest []*pending, settled, alone bool) {
 	b := &pgx.Batch{}
 	for _, p := range batch {
-		if k := p.req.Key; k != nil && p.err == nil && !p.replay {
+		s.queueRequest(b, p.req)
+	}
+	br := conn.SendBatch(ctx, b)
+	failed, at := -1, nowhere
+	var err error
+	for i, p := range batch {
+		var results []Result
+		if results, at, err = readRequest(br, p.req); err != nil {
+			failed = i
+			break
+		}
+		p.resp = s.render(p.req, results)
+	}
+	// Close reports the outcome of the commit itself: only a nil here
+	// means the requests are durable and may be acknowledged.
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err == nil:
+		return nil, true, false
+	case sessionLost(err):
+		for _, p := range batch {
+			p.resp = Response{}
+		}
+		failAll(batch, classify(err, true, batch[0].req, nowhere))
+		return nil, true, false
+	case failed < 0:
+		// Refused at the commit (a deferred constraint): nothing committed.
+		for _, p := range batch {
+			p.resp = Response{}
+		}
+		return nil, false, true
+	}
+	settleOrRetry(batch[failed], err, at, true)
+	rest = make([]*pending, 0, len(batch)-1)
+	for i, p := range batch {
+		if i != failed {
+			p.resp, p.err = Response{}, nil
+			rest = append(rest, p)
+		}
+	}
+	return rest, false, false
+}
+
+// commit stores the answers of the keyed requests that applied, with the
+// COMMIT. It returns true, rolled back, when a transaction of several
+// was refused at COMMIT (a deferred constraint): all of it is undone, and
+// its requests must be retried alone.
+func (s *Store) commit(ctx context.Context, conn *pgxpool.Conn, batch []*pending, several bool) (retryAlone bool) {
+	b := &pgx.Batch{}
+	for _, p := range batch {
+		if k := p.req.Key; k != nil && p.err == nil && !p.replay && !p.retry {
 			b.Queue(storeSQL, k.Client, k.Scope, k.Key, p.resp.Status, p.resp.Body)
 		}
 	}
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		if !sessionLost(err) && savepoints {
-			// Refused at COMMIT (a deferred constraint): all rolled back.
-			return sessionFailed(err)
-		}
 		rollback(conn)
-		failAll(classify(err, true, batch[0].req, nowhere))
+		if !sessionLost(err) && several {
+			return true
+		}
+		failAll(batch, classify(err, true, batch[0].req, nowhere))
 	}
 	return false
+}
+
+// failAll answers every request of batch not answered yet with err; one
+// to retry was rolled back, and runTx runs it again.
+func failAll(batch []*pending, err error) {
+	for _, p := range batch {
+		if p.err == nil && !p.replay && !p.retry {
+			p.resp, p.err = Response{}, err
+		}
+	}
+}
+
+// settleOrRetry answers a request whose part of a transaction raised, or,
+// in a transaction of several, marks it for a retry alone when it met
+// another transaction in a deadlock or serialization failure.
+func settleOrRetry(p *pending, err error, at failedAt, several bool) {
+	if several && contended(err) {
+		p.retry = true
+		return
+	}
+	settleFailed(p, err, at)
 }
 
 // queueInTx queues one request of a transaction: in its savepoint when
@@ -206,6 +345,14 @@ func (s *Store) readRound(br pgx.BatchResults, begin bool, batch []*pending, nex
 		return -1, nil, nowhere, err
 	}
 	return -1, nil, nowhere, nil
+}
+
+// contended reports whether err is PostgreSQL breaking a deadlock or a
+// serialization failure: a meeting with another transaction, which a
+// retry may not meet again.
+func contended(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == pgerrcode.DeadlockDetected || pgErr.Code == pgerrcode.SerializationFailure)
 }
 
 // settleFailed answers a request whose part of the pipeline raised.

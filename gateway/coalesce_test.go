@@ -182,9 +182,10 @@ func TestRetriedAloneAfterTheConnectionBroke(t *testing.T) {
 		go func() { ch <- tag(s) }()
 		waitOrFail(t, "a write to queue", func() bool { return gateway.QueuedWrites(gw.gw, resource) == i+1 })
 	}
-	// Batches from here: the coalesced transaction's writes, its COMMIT
-	// (refused), then the first write retried alone, cut.
-	cut.arm(3)
+	// Batches from here: the coalesced transaction (unkeyed writes: one
+	// implicit transaction, its commit refused), then the first write
+	// retried alone, cut.
+	cut.arm(2)
 	unblock()
 	if r := <-leader; r.Status != http.StatusOK {
 		t.Fatalf("leader: %d %s", r.Status, r.Body)

@@ -65,6 +65,15 @@ type Config struct {
 	// and releases are not counted. Default: 4,096, a quarter of it per
 	// client when the policy declares clients.
 	MaxLeaseRequests int
+	// NoGroupCommit turns group commit off: by default the writes of
+	// coalescing resources that wait for a connection are committed
+	// together, across resources (fence.Config.GroupCommit). A resource's
+	// policy may say otherwise.
+	NoGroupCommit bool
+	// MaxWriteTransactions bounds the transactions of coalescing
+	// resources in flight at once (fence.Config.MaxTransactions); 0: the
+	// default.
+	MaxWriteTransactions int
 	// UnsafeNoFence turns the fence check off. Only `fencegw torture`'s
 	// control runs set it, to prove their checker can fail.
 	UnsafeNoFence bool
@@ -149,13 +158,18 @@ func New(cfg Config) (*Gateway, error) {
 		Help: "Writes past the admission gate (see MaxInFlight).",
 	}, func() float64 { return float64(len(g.admit.slots)) }))
 	store, err := fence.New(fence.Config{
-		Pool: cfg.Pool, Render: render, BatchTimeout: g.writeTTL, UnsafeNoFence: cfg.UnsafeNoFence,
-		OnBatch: func(n int) { g.metrics.batchSize.Observe(float64(n)) },
+		Pool: cfg.Pool, Render: render, BatchTimeout: g.writeTTL, UnsafeNoFence: cfg.UnsafeNoFence, GroupCommit: !cfg.NoGroupCommit,
+		MaxTransactions: cfg.MaxWriteTransactions,
+		OnBatch:         func(n int) { g.metrics.batchSize.Observe(float64(n)) },
 	})
 	if err != nil {
 		return nil, err
 	}
 	g.store = store
+	g.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "fencegw_writes_waiting_for_connection",
+		Help: "Writes of coalescing resources waiting in line for one of the pool's connections (with group commit, the next group).",
+	}, func() float64 { return float64(store.WaitingForConnection()) }))
 	g.guard = authority.NewGuard(cfg.Authority, fence.Records{DB: cfg.Pool}, g.log)
 	g.auditor = newAuditor(store, g.log, g.metrics.auditDropped)
 	calls := cmp.Or(cfg.MaxLeaseRequests, DefaultMaxLeaseRequests)

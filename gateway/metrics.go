@@ -60,7 +60,7 @@ func newMetrics(revision, epoch func() float64) *metrics {
 	}
 	m.batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "fencegw_coalesced_batch_size",
-		Help:    "Writes per transaction on resources with coalesce: true.",
+		Help:    "Writes per transaction of coalescing resources: a lone write, a hot resource's batch, or a group of resources' writes (group commit).",
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 	})
 	m.waiting = prometheus.NewGauge(prometheus.GaugeOpts{

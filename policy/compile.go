@@ -80,6 +80,11 @@ func compileResource(ps *problems, name string, fr fileResource) *Resource {
 		ok = false
 	}
 	r.Coalesce = fr.Coalesce == nil || *fr.Coalesce // on unless turned off: BENCHMARKS.md
+	r.GroupCommit = fr.GroupCommit
+	if r.GroupCommit != nil && *r.GroupCommit && !r.Coalesce {
+		ps.add(entry+".group_commit", "group commit needs coalesce: a resource is in at most one transaction in flight only when its writes queue")
+		ok = false
+	}
 	if fr.LockDelay != "" {
 		d, err := time.ParseDuration(fr.LockDelay)
 		if err != nil || d < 0 || d > maxLockDelay {
@@ -376,7 +381,11 @@ func (p *Policy) Describe() string {
 	fmt.Fprintf(&b, "policy %s: %d resource(s), %d operation(s)\n", p.Source, len(p.Resources), len(p.Operations))
 	for _, name := range sortedKeys(p.Resources) {
 		r := p.Resources[name]
-		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s, validation %s, lock-delay %s, coalesce %t\n", r.Name, r.Key, r.Compare, r.Validation, r.LockDelay, r.Coalesce)
+		group := "the gateway's setting"
+		if r.GroupCommit != nil {
+			group = fmt.Sprint(*r.GroupCommit)
+		}
+		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s, validation %s, lock-delay %s, coalesce %t, group commit %s\n", r.Name, r.Key, r.Compare, r.Validation, r.LockDelay, r.Coalesce, group)
 	}
 	for _, name := range sortedKeys(p.Operations) {
 		op := p.Operations[name]

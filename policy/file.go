@@ -29,6 +29,8 @@ type fileResource struct {
 	Validation string `yaml:"validation"`
 	LockDelay  string `yaml:"lock_delay"`
 	Coalesce   *bool  `yaml:"coalesce"` // nil: on
+	// GroupCommit nil: the gateway's setting.
+	GroupCommit *bool `yaml:"group_commit"`
 }
 
 type fileOperation struct {

@@ -50,6 +50,10 @@ type Resource struct {
 	// them together, each in its own savepoint, under one commit. On by
 	// default: a lone write runs as if it were off.
 	Coalesce bool
+	// GroupCommit commits the writes of this resource that wait for a
+	// connection together with other resources' (fence.Config.GroupCommit);
+	// nil: as the gateway is configured.
+	GroupCommit *bool
 }
 
 // Operation is a named, parameterised write that clients may call.

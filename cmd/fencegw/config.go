@@ -24,6 +24,8 @@ type serveConfig struct {
 	MaxInFlight     int
 	MaxLeases       int64 // per client
 	MaxLeaseCalls   int
+	GroupCommit     bool
+	WriteTxs        int // coalescing resources' transactions in flight; 0: the default
 	ShutdownTimeout time.Duration
 	LogFormat       string
 	DebugListen     string // pprof, off when empty
@@ -41,6 +43,8 @@ func (c *serveConfig) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 0, "writes past the admission gate at once; more wait for a turn, at most --write-timeout (0: eight per pooled connection, at least 64)")
 	fs.Int64Var(&c.MaxLeases, "max-leases-per-client", gateway.DefaultMaxLeasesPerClient, "leases one client may hold or wait for at once, counted across replicas (all callers are one client without clients in the policy)")
 	fs.IntVar(&c.MaxLeaseCalls, "max-lease-requests", gateway.DefaultMaxLeaseRequests, "acquisitions and observations this gateway serves at once (a quarter each client, with clients); more get 503")
+	fs.BoolVar(&c.GroupCommit, "group-commit", true, "commit the writes of coalescing resources that wait for a connection together, across resources (a resource's group_commit wins)")
+	fs.IntVar(&c.WriteTxs, "max-write-transactions", 0, "coalescing resources' transactions in flight at once; writes that find them busy wait in line, and with group commit share the next (0: with group commit one per core (GOMAXPROCS, at least 2), else the pool's size)")
 	fs.DurationVar(&c.IdempotencyRetention, "idempotency-retention", gateway.DefaultIdempotencyRetention, "how long a completed Idempotency-Key is replayed")
 	fs.DurationVar(&c.AuthorityCheck, "authority-check", authority.DefaultCheckEvery, "how often etcd is compared with PostgreSQL's record of it (rollback detection)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for requests in flight")
@@ -66,8 +70,8 @@ func (c *serveConfig) check() error {
 		return fmt.Errorf("%w: no policy: set --policy or FENCEGW_POLICY", errUsage)
 	case len(c.EtcdEndpoints) == 0:
 		return fmt.Errorf("%w: no etcd endpoints: set --etcd or FENCEGW_ETCD_ENDPOINTS", errUsage)
-	case c.MaxInFlight < 0:
-		return fmt.Errorf("%w: --max-in-flight must not be negative", errUsage)
+	case c.MaxInFlight < 0 || c.WriteTxs < 0:
+		return fmt.Errorf("%w: --max-in-flight and --max-write-transactions must not be negative", errUsage)
 	case c.MaxLeases < 0 || c.MaxLeaseCalls < 0:
 		return fmt.Errorf("%w: --max-leases-per-client and --max-lease-requests must not be negative", errUsage)
 	case c.MaxBodyBytes < 1:

@@ -86,6 +86,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		MaxBodyBytes: cfg.MaxBodyBytes, WriteTimeout: cfg.WriteTimeout, MaxInFlight: cfg.MaxInFlight, SchemaVersion: want,
 		MaxLeasesPerClient: cfg.MaxLeases, MaxLeaseRequests: cfg.MaxLeaseCalls,
 		IdempotencyRetention: cfg.IdempotencyRetention, UnsafeNoFence: cfg.UnsafeNoFence,
+		NoGroupCommit: !cfg.GroupCommit, MaxWriteTransactions: cfg.WriteTxs,
 	})
 	if err != nil {
 		return err

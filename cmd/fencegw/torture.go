@@ -42,6 +42,7 @@ func runTorture(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Burst, "burst", cfg.Burst, "each lease sends 1 to this many writes at once")
 	fs.BoolVar(&cfg.SlowNetwork, "slow-network", cfg.SlowNetwork, "let the nemesis hold the gateways' PostgreSQL traffic (a delaying proxy) for up to two TTLs")
 	fs.BoolVar(&cfg.Coalesce, "coalesce", false, "run the resources with coalesce: true (hot-key write batching)")
+	fs.BoolVar(&cfg.GroupCommit, "group-commit", false, "run the resources with group_commit: true (with --coalesce): writes of several resources share transactions")
 	fs.IntVar(&cfg.Transfers, "transfers", cfg.Transfers, "percentage of rounds that take two leases and move money between their resources with one write fenced on both")
 	fs.StringVar(&cfg.Dir, "dir", "", "run folder for histories, logs and report.json (default: a temp dir, removed)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temp run folder")

@@ -10,7 +10,8 @@ import (
 )
 
 // TestTortureCIProfile runs the CI profile three times with the real
-// binary: with fencing — one write per transaction, then coalesced — the
+// binary: with fencing — one write per transaction, then coalesced with
+// group commit (several resources' writes per transaction) — the
 // checker must find nothing under pauses, gateway crashes and PostgreSQL
 // restarts; with fencing off, the same run must show stale writes: a
 // checker that cannot fail would prove nothing.
@@ -39,10 +40,10 @@ func TestTortureCIProfile(t *testing.T) {
 		t.Fatalf("the fenced run did too little to prove anything: %v events, %v faults", fenced.Events, fenced.Faults)
 	}
 
-	coalesced, logs, err := run("--coalesce")
-	t.Logf("fenced, coalesced: %s faults %v events %v", coalesced.Verdict, coalesced.Faults, coalesced.Events)
+	coalesced, logs, err := run("--coalesce", "--group-commit")
+	t.Logf("fenced, coalesced, group commit: %s faults %v events %v", coalesced.Verdict, coalesced.Faults, coalesced.Events)
 	if err != nil || !coalesced.OK() {
-		t.Fatalf("with fencing and coalescing: %v, %s\n%+v\n%s", err, coalesced.Verdict, coalesced.Violations, logs)
+		t.Fatalf("with fencing, coalescing and group commit: %v, %s\n%+v\n%s", err, coalesced.Verdict, coalesced.Violations, logs)
 	}
 
 	control, logs, err := run("--unsafe-no-fence")

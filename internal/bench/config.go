@@ -54,6 +54,12 @@ type Config struct {
 	// whatever the policy says: the other half of the comparison that
 	// decided its default.
 	NoCoalesce bool
+	// NoGroupCommit turns group commit across resources off in the
+	// in-process gateway, whatever the policy says.
+	NoGroupCommit bool
+	// WriteTransactions bounds the in-process gateway's transactions in
+	// flight (gateway.Config.MaxWriteTransactions); 0: its default.
+	WriteTransactions int
 
 	// NoPgbench skips the yardstick: pgbench running the same fenced
 	// write as one statement, a connection per client.
@@ -91,8 +97,10 @@ func (c *Config) CheckLoad() error {
 		return fmt.Errorf("%w: want at least one client count and one distribution", ErrConfig)
 	case c.Duration <= 0 || c.Warmup < 0:
 		return fmt.Errorf("%w: want a positive duration and a warmup >= 0", ErrConfig)
-	case c.NoCoalesce && c.GatewayURL != "":
-		return fmt.Errorf("%w: --no-coalesce is for the in-process gateway; a running one follows its policy", ErrConfig)
+	case (c.NoCoalesce || c.NoGroupCommit || c.WriteTransactions != 0) && c.GatewayURL != "":
+		return fmt.Errorf("%w: --no-coalesce, --no-group-commit and --max-write-transactions are for the in-process gateway; a running one follows its own settings", ErrConfig)
+	case c.WriteTransactions < 0:
+		return fmt.Errorf("%w: --max-write-transactions must not be negative", ErrConfig)
 	case !(c.Rate >= 0 && c.Rate <= maxRate): // NaN too
 		return fmt.Errorf("%w: rate %g writes/s: want 0 (closed loop) to %d", ErrConfig, c.Rate, maxRate)
 	case c.PoolMaxConns < 0:

@@ -39,8 +39,9 @@ func startGateway(ctx context.Context, e *env, poolSize int) (_ *inProcess, err 
 		}
 	}()
 	gw, err := gateway.New(gateway.Config{
-		Pool: pool, Authority: e.auth, Policy: e.pol, SchemaVersion: e.schemaVersion,
-		Logger: cmp.Or(e.cfg.Logger, slog.New(slog.NewTextHandler(io.Discard, nil))),
+		Pool: pool, Authority: e.auth, Policy: e.pol, SchemaVersion: e.schemaVersion, NoGroupCommit: e.cfg.NoGroupCommit,
+		MaxWriteTransactions: e.cfg.WriteTransactions,
+		Logger:               cmp.Or(e.cfg.Logger, slog.New(slog.NewTextHandler(io.Discard, nil))),
 	})
 	if err != nil {
 		return nil, err

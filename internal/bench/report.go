@@ -22,7 +22,10 @@ type Report struct {
 	EtcdInProcess bool   `json:"etcd_in_process"`
 	// Coalesce says whether the in-process gateway coalesced the
 	// operation's writes (its resource's policy, or --no-coalesce).
-	Coalesce        bool    `json:"coalesce"`
+	Coalesce bool `json:"coalesce"`
+	// GroupCommit says whether it committed writes of several resources
+	// together.
+	GroupCommit     bool    `json:"group_commit"`
 	Server          Server  `json:"postgresql"`
 	GOMAXPROCS      int     `json:"gomaxprocs"`
 	Operation       string  `json:"operation"`
@@ -81,11 +84,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		loop, seconds(r.DurationSeconds), seconds(r.WarmupSeconds))
 	fmt.Fprintf(&b, "  write       fence + %s, one batch, one round trip, one transaction\n", r.Operation)
 	if r.Gateway == "in-process" {
-		coalescing := "off"
-		if r.Coalesce {
-			coalescing = "on"
-		}
-		where += ", hot-key coalescing " + coalescing
+		where += ", hot-key coalescing " + onOff(r.Coalesce) + ", group commit " + onOff(r.GroupCommit)
 	}
 	fmt.Fprintf(&b, "  gateway     %s\n", where)
 	fmt.Fprintf(&b, "  direct      the gateway's executor on pgx, same SQL, no HTTP\n")
@@ -147,6 +146,13 @@ func (r *Report) writeProcess(b *strings.Builder) {
 	} else {
 		fmt.Fprintf(b, "RSS n/a\n")
 	}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 func percentiles(p Percentiles) string {

@@ -30,6 +30,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Gateway:         cmp.Or(cfg.GatewayURL, "in-process"),
 		EtcdInProcess:   cfg.EtcdInProcess,
 		Coalesce:        e.work.op.Roles[0].Resource.Coalesce,
+		GroupCommit:     groupCommits(e.work, cfg),
 		Server:          srv,
 		GOMAXPROCS:      runtime.GOMAXPROCS(0),
 		Operation:       describe(e.work),
@@ -84,4 +85,17 @@ func describe(w workload) string {
 		sqls = append(sqls, strings.Join(strings.Fields(st.SQL), " "))
 	}
 	return w.op.Name + ": " + strings.Join(sqls, "; ")
+}
+
+// groupCommits says whether the in-process gateway groups the workload's
+// writes: its resource's setting, else the gateway's.
+func groupCommits(w workload, cfg Config) bool {
+	r := w.op.Roles[0].Resource
+	if !r.Coalesce {
+		return false
+	}
+	if r.GroupCommit != nil {
+		return *r.GroupCommit
+	}
+	return !cfg.NoGroupCommit
 }

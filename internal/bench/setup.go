@@ -50,9 +50,13 @@ func setup(ctx context.Context, cfg Config) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.NoCoalesce {
-		for _, r := range pol.Resources {
-			r.Coalesce = false
+	for _, r := range pol.Resources {
+		if cfg.NoCoalesce {
+			r.Coalesce, r.GroupCommit = false, nil
+		}
+		if cfg.NoGroupCommit {
+			off := false
+			r.GroupCommit = &off
 		}
 	}
 	work, err := newWorkload(pol, operationName)

@@ -24,6 +24,10 @@ type Config struct {
 	UnsafeNoFence bool
 	// Coalesce runs the resources with coalesce: true.
 	Coalesce bool
+	// GroupCommit runs them with group_commit: true (needs Coalesce): the
+	// writes of several resources that wait for a connection share one
+	// transaction.
+	GroupCommit bool
 	// Burst: each lease sends 1 to Burst writes at once.
 	Burst int
 	// Transfers is the percentage of rounds that take two resources'
@@ -52,6 +56,8 @@ func (c Config) check() error {
 		return errors.New("torture: duration must be 5s to 1h")
 	case c.TTL < time.Second || c.TTL > 30*time.Second:
 		return errors.New("torture: ttl must be 1s to 30s")
+	case c.GroupCommit && !c.Coalesce:
+		return errors.New("torture: group commit needs coalesce")
 	case c.Burst < 1 || c.Burst > 32:
 		return errors.New("torture: burst must be 1 to 32")
 	case c.Transfers < 0 || c.Transfers > 100 || (c.Transfers > 0 && c.Resources < 2):

@@ -61,7 +61,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		return check.Report{}, err
 	}
 	policy := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(policy, []byte(fmt.Sprintf(policyYAML, cfg.Coalesce)), 0o644); err != nil {
+	if err := os.WriteFile(policy, []byte(fmt.Sprintf(policyYAML, strconv.FormatBool(cfg.Coalesce), strconv.FormatBool(cfg.GroupCommit))), 0o644); err != nil {
 		return check.Report{}, err
 	}
 
@@ -97,7 +97,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		gateways = append(gateways, g)
 		urls = append(urls, g.url())
 	}
-	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence, "coalesce", cfg.Coalesce)
+	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence, "coalesce", cfg.Coalesce, "group_commit", cfg.GroupCommit)
 
 	until := time.Now().Add(cfg.Duration)
 	workers, err := startWorkers(bin, dir, cfg, urls, pg.url(), until)

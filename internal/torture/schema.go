@@ -34,12 +34,13 @@ const initialBalance = 1000
 const balancesSQL = "INSERT INTO torture.balances (resource, cents) SELECT 'res/r' || i, $2 FROM generate_series(0, $1 - 1) AS i"
 
 // policyYAML: one operation appending to the log under res/{r}'s fence;
-// %t is the coalesce setting.
+// the %s are the coalesce and group_commit settings.
 const policyYAML = `
 resources:
   res:
     key: "res/{r}"
-    coalesce: %t
+    coalesce: %s
+    group_commit: %s
 operations:
   append:
     resource: res

@@ -1,0 +1,432 @@
+package fence_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/internal/testenv"
+)
+
+// commitGate holds, while armed, any batch that carries a COMMIT on its
+// way to PostgreSQL, until opened: what a transaction's callers are told
+// before its COMMIT went through can then be looked at.
+type commitGate struct {
+	mu     sync.Mutex
+	armed  bool
+	held   chan struct{} // closed when a COMMIT is held
+	opened chan struct{}
+}
+
+func newCommitGate() *commitGate {
+	return &commitGate{held: make(chan struct{}), opened: make(chan struct{})}
+}
+
+func (g *commitGate) arm() { g.mu.Lock(); g.armed = true; g.mu.Unlock() }
+
+type gatedConn struct {
+	net.Conn
+	g     *commitGate
+	trips *tripCounter
+}
+
+func (c gatedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.trips.read()
+	return n, err
+}
+
+func (c gatedConn) Write(b []byte) (int, error) {
+	c.trips.write()
+	c.g.mu.Lock()
+	hold := c.g.armed && bytes.Contains(b, []byte("COMMIT"))
+	if hold {
+		c.g.armed = false
+		close(c.g.held)
+	}
+	c.g.mu.Unlock()
+	if hold {
+		<-c.g.opened
+	}
+	return c.Conn.Write(b)
+}
+
+// tripCounter counts round trips on a connection: a write that follows a
+// read (or comes first) starts one.
+type tripCounter struct {
+	mu        sync.Mutex
+	trips     int
+	lastWrite bool
+}
+
+func (c *tripCounter) write() {
+	c.mu.Lock()
+	if !c.lastWrite {
+		c.trips++
+	}
+	c.lastWrite = true
+	c.mu.Unlock()
+}
+
+func (c *tripCounter) read() {
+	c.mu.Lock()
+	c.lastWrite = false
+	c.mu.Unlock()
+}
+
+func (c *tripCounter) take() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.trips
+	c.trips = 0
+	return n
+}
+
+// groupStore is a Store with group commit on a pool of one connection,
+// whose COMMITs pass gate and whose round trips are counted, recording the
+// size of every transaction.
+type groupStore struct {
+	*fence.Store
+	trips tripCounter
+	mu    sync.Mutex
+	sizes []int
+}
+
+func newGroupStore(t *testing.T, d *db, gate *commitGate) *groupStore {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(d.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	var dialer net.Dialer
+	gs := &groupStore{}
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return gatedConn{Conn: c, g: gate, trips: &gs.trips}, nil
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	gs.Store, err = fence.New(fence.Config{Pool: pool, Render: renderJSON, GroupCommit: true, OnBatch: func(n int) {
+		gs.mu.Lock()
+		gs.sizes = append(gs.sizes, n)
+		gs.mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gs
+}
+
+func (gs *groupStore) transactions() []int {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	return slices.Clone(gs.sizes)
+}
+
+// outcome is one request's answer.
+type outcome struct {
+	resp fence.Response
+	err  error
+}
+
+// applyAsync applies writes as one request on its own goroutine.
+func (gs *groupStore) applyAsync(t *testing.T, writes ...fence.Write) <-chan outcome {
+	t.Helper()
+	req, err := fence.NewRequest(writes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan outcome, 1)
+	go func() {
+		resp, err := gs.Apply(context.Background(), req)
+		ch <- outcome{resp, err}
+	}()
+	return ch
+}
+
+// applyKeyedAsync applies writes as one request with an idempotency key.
+func (gs *groupStore) applyKeyedAsync(t *testing.T, key string, writes ...fence.Write) <-chan outcome {
+	t.Helper()
+	req, err := fence.NewRequest(writes, &fence.Key{Client: "t", Scope: "credit", Key: key, Retention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan outcome, 1)
+	go func() {
+		resp, err := gs.Apply(context.Background(), req)
+		ch <- outcome{resp, err}
+	}()
+	return ch
+}
+
+// occupy takes the store's one connection with a write of account that
+// waits for its fence row, locked by the test, and returns what lets it go.
+func occupy(t *testing.T, d *db, gs *groupStore, account string) (release func(), done <-chan outcome) {
+	t.Helper()
+	if _, err := gs.Apply(context.Background(), mustRequest(t, credit(d, account, 1))); err != nil { // the fence row exists
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	blocker, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = blocker.Rollback(ctx) })
+	if _, err := blocker.Exec(ctx, "SELECT 1 FROM fencegw.fences WHERE resource = $1 FOR UPDATE", "account/"+account); err != nil {
+		t.Fatal(err)
+	}
+	done = gs.applyAsync(t, credit(d, account, 1))
+	waitFor(t, "the occupying write to wait for its fence row", func() bool {
+		var n int
+		_ = d.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").Scan(&n)
+		return n == 1
+	})
+	return func() { _ = blocker.Rollback(ctx) }, done
+}
+
+func mustRequest(t *testing.T, writes ...fence.Write) *fence.Request {
+	t.Helper()
+	req, err := fence.NewRequest(writes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if !testenv.WaitFor(20*time.Second, cond) {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// TestGroupCommitOneCommitForManyResources: unkeyed writes of five
+// resources that wait for the one connection are applied as one implicit
+// transaction: one round trip on the wire, one commit.
+func TestGroupCommitOneCommitForManyResources(t *testing.T) {
+	d := newDB(t)
+	gs := newGroupStore(t, d, newCommitGate())
+	release, first := occupy(t, d, gs, "acct-20")
+	accounts := []string{"acct-21", "acct-22", "acct-23", "acct-24", "acct-25"}
+	var waiting []<-chan outcome
+	for i, a := range accounts {
+		waiting = append(waiting, gs.applyAsync(t, credit(d, a, 1)))
+		waitFor(t, "the write to wait in line", func() bool { return gs.WaitingForConnection() == i+1 })
+	}
+	gs.trips.take()
+	release()
+	if o := <-first; o.err != nil {
+		t.Fatalf("the occupying write: %v", o.err)
+	}
+	for i, ch := range waiting {
+		if o := <-ch; o.err != nil {
+			t.Errorf("%s: %v", accounts[i], o.err)
+		}
+	}
+	if n := gs.trips.take(); n != 1 {
+		t.Errorf("%d round trips for the group of %d writes, want 1", n, len(accounts))
+	}
+	for _, a := range accounts {
+		if got := d.balance(a); got != 1001 {
+			t.Errorf("%s = %d, want 1001", a, got)
+		}
+	}
+	if sizes := gs.transactions(); !slices.Contains(sizes, len(accounts)) {
+		t.Fatalf("transactions of %v writes, want one of %d", sizes, len(accounts))
+	}
+}
+
+// TestGroupCommitAnswersAfterTheCommit: keyed writes of several resources
+// share an explicit transaction (their answers are stored with its
+// COMMIT), and none of them is answered while that COMMIT is held on its
+// way to PostgreSQL.
+func TestGroupCommitAnswersAfterTheCommit(t *testing.T) {
+	d := newDB(t)
+	gate := newCommitGate()
+	gs := newGroupStore(t, d, gate)
+	release, first := occupy(t, d, gs, "acct-50")
+	accounts := []string{"acct-51", "acct-52", "acct-53"}
+	var waiting []<-chan outcome
+	for i, a := range accounts {
+		waiting = append(waiting, gs.applyKeyedAsync(t, "k-"+a, credit(d, a, 1)))
+		waitFor(t, "the write to wait in line", func() bool { return gs.WaitingForConnection() == i+1 })
+	}
+	gate.arm()
+	release()
+	if o := <-first; o.err != nil {
+		t.Fatalf("the occupying write: %v", o.err)
+	}
+	<-gate.held
+	for i, ch := range waiting {
+		select {
+		case o := <-ch:
+			t.Fatalf("%s answered (%v) while its transaction's COMMIT had not reached PostgreSQL", accounts[i], o.err)
+		default:
+		}
+	}
+	close(gate.opened)
+	for i, ch := range waiting {
+		if o := <-ch; o.err != nil {
+			t.Errorf("%s: %v", accounts[i], o.err)
+		}
+	}
+	for _, a := range accounts {
+		if got := d.balance(a); got != 1001 {
+			t.Errorf("%s = %d, want 1001", a, got)
+		}
+	}
+	if sizes := gs.transactions(); !slices.Contains(sizes, len(accounts)) {
+		t.Fatalf("transactions of %v writes, want one of %d", sizes, len(accounts))
+	}
+}
+
+// TestGroupCommitIsolatesAFailingWrite: in a group, a write whose
+// precondition fails rolls back alone, to its savepoint; the others of
+// other resources commit.
+func TestGroupCommitIsolatesAFailingWrite(t *testing.T) {
+	d := newDB(t)
+	gs := newGroupStore(t, d, newCommitGate())
+	release, first := occupy(t, d, gs, "acct-26")
+	writes := []fence.Write{credit(d, "acct-27", 1), debit(d, "acct-28", 5000, 1), credit(d, "acct-29", 1)}
+	var waiting []<-chan outcome
+	for i, w := range writes {
+		waiting = append(waiting, gs.applyAsync(t, w))
+		waitFor(t, "the write to wait in line", func() bool { return gs.WaitingForConnection() == i+1 })
+	}
+	release()
+	if o := <-first; o.err != nil {
+		t.Fatal(o.err)
+	}
+	for i, ch := range waiting {
+		o := <-ch
+		var pre *fence.PreconditionError
+		if failing := i == 1; failing != errors.As(o.err, &pre) {
+			t.Errorf("write %d: %v", i, o.err)
+		}
+	}
+	for account, want := range map[string]int64{"acct-27": 1001, "acct-28": 1000, "acct-29": 1001} {
+		if got := d.balance(account); got != want {
+			t.Errorf("%s = %d, want %d", account, got, want)
+		}
+	}
+	if sizes := gs.transactions(); !slices.Contains(sizes, 3) {
+		t.Fatalf("transactions of %v writes, want one of 3", sizes)
+	}
+}
+
+// flakyOperation raises a serialization failure the first time any write
+// calls it, as a write that met another transaction would.
+const flakyOperation = `
+  flaky:
+    resource: account
+    args:
+      account: {type: string, max_length: 64, pattern: "acct-[0-9]+"}
+    statements:
+      - sql: SELECT demo.fail_once()
+      - sql: UPDATE demo.accounts SET balance_cents = balance_cents + 1 WHERE id = :account
+        expect_rows: 1
+`
+
+// TestGroupCommitRetriesAContendedWriteAlone: a write that fails with a
+// serialization failure (or a deadlock) inside a group is rolled back to
+// its savepoint and applied again alone once the group committed: the
+// meeting may be the grouping's doing. It is applied exactly once.
+func TestGroupCommitRetriesAContendedWriteAlone(t *testing.T) {
+	d := newDB(t, flakyOperation)
+	if _, err := d.pool.Exec(context.Background(), `CREATE SEQUENCE demo.fail_seq;
+		CREATE FUNCTION demo.fail_once() RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN
+			IF nextval('demo.fail_seq') = 1 THEN -- not rolled back: once only
+				RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'made to fail once';
+			END IF;
+		END $$`); err != nil {
+		t.Fatal(err)
+	}
+	gs := newGroupStore(t, d, newCommitGate())
+	release, first := occupy(t, d, gs, "acct-30")
+	writes := []fence.Write{credit(d, "acct-31", 1), d.write("flaky", `{"account": "acct-32"}`, tok(1)), credit(d, "acct-33", 1)}
+	var waiting []<-chan outcome
+	for i, w := range writes {
+		waiting = append(waiting, gs.applyAsync(t, w))
+		waitFor(t, "the write to wait in line", func() bool { return gs.WaitingForConnection() == i+1 })
+	}
+	release()
+	if o := <-first; o.err != nil {
+		t.Fatal(o.err)
+	}
+	for i, ch := range waiting {
+		if o := <-ch; o.err != nil {
+			t.Errorf("write %d: %v, want it applied (the flaky one on its second try)", i, o.err)
+		}
+	}
+	for _, a := range []string{"acct-31", "acct-32", "acct-33"} {
+		if got := d.balance(a); got != 1001 {
+			t.Errorf("%s = %d, want 1001: applied once", a, got)
+		}
+	}
+	var calls int64
+	if err := d.pool.QueryRow(context.Background(), "SELECT last_value FROM demo.fail_seq").Scan(&calls); err != nil || calls != 2 {
+		t.Fatalf("the flaky write ran %d times (%v), want 2: once in the group, once alone", calls, err)
+	}
+}
+
+// TestGroupCommitKeepsEachResourcesOrder: a resource's requests that
+// queued behind its unit in line commit after it, in arrival order, while
+// another resource's unit shares the first transaction.
+func TestGroupCommitKeepsEachResourcesOrder(t *testing.T) {
+	d := newDB(t)
+	gs := newGroupStore(t, d, newCommitGate())
+	release, first := occupy(t, d, gs, "acct-40")
+	var waiting []<-chan outcome
+	send := func(account string, amount int, cond func() bool) {
+		waiting = append(waiting, gs.applyAsync(t, d.write("credit", fmt.Sprintf(`{"account": %q, "amount_cents": %d}`, account, amount), tok(1))))
+		waitFor(t, "the write to queue", cond)
+	}
+	send("acct-41", 1, func() bool { return gs.WaitingForConnection() == 1 })
+	send("acct-41", 2, func() bool { return gs.Queued("account/acct-41") == 1 })
+	send("acct-42", 1, func() bool { return gs.WaitingForConnection() == 2 })
+	send("acct-41", 3, func() bool { return gs.Queued("account/acct-41") == 2 })
+	release()
+	if o := <-first; o.err != nil {
+		t.Fatal(o.err)
+	}
+	for i, ch := range waiting {
+		if o := <-ch; o.err != nil {
+			t.Fatalf("write %d: %v", i, o.err)
+		}
+	}
+	rows, err := d.pool.Query(context.Background(), "SELECT amount_cents FROM demo.write_log WHERE account = 'acct-41' ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []int64
+	for rows.Next() {
+		var a int64
+		if err := rows.Scan(&a); err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, a)
+	}
+	if !slices.Equal(order, []int64{1, 2, 3}) {
+		t.Fatalf("acct-41's writes committed in the order %v, want 1 2 3 (arrival)", order)
+	}
+	if sizes := gs.transactions(); !slices.Contains(sizes, 2) {
+		t.Fatalf("transactions of %v writes, want acct-41's first and acct-42's together", sizes)
+	}
+}
