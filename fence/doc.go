@@ -68,8 +68,9 @@
 // units of many resources in canonical order, in one transaction: so one
 // commit makes many resources' writes durable. A transaction of several
 // requests runs first without savepoints; if one request fails, it is
-// rolled back, that request answered, and the others run again each in
-// its own savepoint, so a refused or failing request rolls back alone. One
+// rolled back and all of them run again, each in its own savepoint, so a
+// refused or failing request rolls back alone and every answer comes from
+// the transaction that commits. One
 // that met another transaction in a deadlock or serialization failure is
 // run again alone afterwards. Requests of several fences always run alone.
 //

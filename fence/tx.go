@@ -97,8 +97,7 @@ func (s *Store) runTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 // Several requests are first tried without savepoints, which would cost
 // every request two statements more, and when none is keyed as one
 // implicit transaction, in one round trip (tryImplicit); only if one fails
-// does the transaction start again, each request in its own savepoint,
-// the failed one answered and left out.
+// does the transaction start again, each request in its own savepoint.
 func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending) (retryAlone bool) {
 	if len(batch) > 1 {
 		try := s.tryWhole
@@ -164,16 +163,15 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 // settled: every request is answered (committed, or the transaction
 // failed for good). alone: the transaction failed as a whole, rolled
 // back, and its requests must be retried alone. Otherwise one request
-// failed: the transaction is rolled back, that request answered (or
-// marked for a retry), and rest holds the others, unanswered (what they
-// rendered was rolled back), to be run again.
+// failed: the transaction is rolled back, and rest holds all of them,
+// unanswered, to be run again in savepoints.
 func (s *Store) tryWhole(ctx context.Context, conn *pgxpool.Conn, batch []*pending) (rest []*pending, settled, alone bool) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	for i, p := range batch {
 		s.queueInTx(b, p.req, false, i)
 	}
-	failed, werr, at, sessionErr := s.readRound(conn.SendBatch(ctx, b), true, batch, 0, false)
+	failed, _, _, sessionErr := s.readRound(conn.SendBatch(ctx, b), true, batch, 0, false)
 	switch {
 	case sessionErr != nil:
 		rollback(conn)
@@ -182,15 +180,19 @@ func (s *Store) tryWhole(ctx context.Context, conn *pgxpool.Conn, batch []*pendi
 		return nil, true, s.commit(ctx, conn, batch, true)
 	}
 	rollback(conn)
-	settleOrRetry(batch[failed], werr, at, true)
-	rest = make([]*pending, 0, len(batch)-1)
-	for i, p := range batch {
-		if i != failed {
-			p.resp, p.err = Response{}, nil
-			rest = append(rest, p)
-		}
+	return again(batch), false, false
+}
+
+// again readies every request of a first try that one request failed to
+// run again, each in its savepoint. The failed request runs again too:
+// its failure may have come from what the requests before it did, which
+// was rolled back and is done anew, so only an answer from the
+// transaction that commits is one some serial order explains.
+func again(batch []*pending) []*pending {
+	for _, p := range batch {
+		*p = pending{req: p.req, done: p.done}
 	}
-	return rest, false, false
+	return batch
 }
 
 // tryImplicit runs several unkeyed requests as one implicit transaction:
@@ -204,11 +206,11 @@ func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pe
 		s.queueRequest(b, p.req)
 	}
 	br := conn.SendBatch(ctx, b)
-	failed, at := -1, nowhere
+	failed := -1
 	var err error
 	for i, p := range batch {
 		var results []Result
-		if results, at, err = readRequest(br, p.req); err != nil {
+		if results, _, err = readRequest(br, p.req); err != nil {
 			failed = i
 			break
 		}
@@ -235,15 +237,7 @@ func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pe
 		}
 		return nil, false, true
 	}
-	settleOrRetry(batch[failed], err, at, true)
-	rest = make([]*pending, 0, len(batch)-1)
-	for i, p := range batch {
-		if i != failed {
-			p.resp, p.err = Response{}, nil
-			rest = append(rest, p)
-		}
-	}
-	return rest, false, false
+	return again(batch), false, false
 }
 
 // commit stores the answers of the keyed requests that applied, with the
