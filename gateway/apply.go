@@ -74,6 +74,9 @@ func (g *Gateway) settle(ctx context.Context, key *fence.Key, err error, scope p
 	}
 	var refusal *fence.Response
 	if p := problemFor(err, scope); settledProblems[p.Kind()] {
+		// The bytes this request answers (writeProblem names the same
+		// instance) and every replay of the key answers.
+		p.Instance = instanceOf(ctx)
 		refusal = &fence.Response{Status: p.Status, Body: renderProblem(p)}
 	} else if !errors.Is(err, tokens.ErrHalted) {
 		return fence.Response{}, err

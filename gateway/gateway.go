@@ -8,6 +8,7 @@ import (
 	"github.com/fencegw/fencegw/fence"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -98,6 +99,7 @@ type Gateway struct {
 	leaseCalls *callLimit
 	admit      *admission
 	metrics    *metrics
+	requestIDs *requestIDs
 	ready      atomic.Bool
 	maxBody    int64
 	writeTTL   time.Duration
@@ -115,12 +117,13 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, errors.New("gateway: MaxInFlight, QueueTimeout, BodyTimeout and the lease limits must not be negative")
 	}
 	g := &Gateway{
-		cfg:       cfg,
-		log:       cmp.Or(cfg.Logger, slog.Default()),
-		maxBody:   cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
-		writeTTL:  cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
-		bodyTTL:   cmp.Or(cfg.BodyTimeout, defaultBodyTimeout),
-		retention: cmp.Or(cfg.IdempotencyRetention, DefaultIdempotencyRetention),
+		cfg:        cfg,
+		log:        cmp.Or(cfg.Logger, slog.Default()),
+		maxBody:    cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
+		writeTTL:   cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
+		bodyTTL:    cmp.Or(cfg.BodyTimeout, defaultBodyTimeout),
+		retention:  cmp.Or(cfg.IdempotencyRetention, DefaultIdempotencyRetention),
+		requestIDs: newRequestIDs(),
 	}
 	fences := cfg.Policy.FenceSettings()
 	if cfg.UnsafeNoFence {
@@ -188,6 +191,18 @@ func (g *Gateway) Store() *fence.Store { return g.store }
 // for a check now.
 func (g *Gateway) Guard() *authority.Guard { return g.guard }
 
+// allowedMethods is the Allow header of a 405 for path (RFC 9110): the
+// methods router serves it with.
+func allowedMethods(router chi.Routes, path string) string {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if router.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
+		}
+	}
+	return strings.Join(allowed, ", ")
+}
+
 // SetReady flips /readyz: true once set up, false before shutting down so
 // load balancers drain the replica first.
 func (g *Gateway) SetReady(ready bool) { g.ready.Store(ready) }
@@ -214,8 +229,9 @@ func (g *Gateway) Handler() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		g.writeProblem(w, r, fmt.Errorf("%w: %s %s", ErrNoRoute, r.Method, r.URL.Path), problemScope{})
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		g.writeProblem(w, r, fmt.Errorf("%w: %s on %s", ErrMethod, r.Method, r.URL.Path), problemScope{})
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Allow", allowedMethods(r, req.URL.Path))
+		g.writeProblem(w, req, fmt.Errorf("%w: %s on %s", ErrMethod, req.Method, req.URL.Path), problemScope{})
 	})
-	return g.gateWrites(r)
+	return g.logAccess(g.gateWrites(r))
 }

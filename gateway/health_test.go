@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,9 @@ func TestLiveAndReady(t *testing.T) {
 	r := h.do(http.MethodGet, "/metrics", nil, "")
 	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "fencegw_etcd_revision") {
 		t.Fatalf("metrics: %d, no fencegw_etcd_revision", r.Status)
+	}
+	if !strings.Contains(string(r.Body), `fencegw_build_info{goversion="`+runtime.Version()+`"`) {
+		t.Fatalf("metrics: no fencegw_build_info naming %s", runtime.Version())
 	}
 }
 
@@ -151,7 +155,7 @@ func TestReadinessIsCached(t *testing.T) {
 // 503 and writes nothing.
 func TestEtcdDownIsUnavailable(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	l := h.mustAcquire("account/acct-62", 5, 0)
+	l := h.mustAcquire("account/acct-62", 60, 0) // outlives the etcd-down calls on a busy machine
 	defer h.release(l)
 	dead, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:1"}, DialTimeout: time.Second, Logger: zap.NewNop()})
 	if err != nil {

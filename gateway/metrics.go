@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/fencegw/fencegw/internal/buildinfo"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -90,8 +91,22 @@ func newMetrics(revision, epoch func() float64) *metrics {
 			Name: "fencegw_epoch",
 			Help: "The token epoch this gateway accepts.",
 		}, epoch),
+		buildInfoGauge(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
+}
+
+// buildInfoGauge is fencegw_build_info: 1, labelled with what the binary is,
+// so dashboards can tell replicas running different builds apart.
+func buildInfoGauge() prometheus.Collector {
+	bi := buildinfo.Read()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "fencegw_build_info",
+		Help:        "Always 1; the labels say which fencegw build this is.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.GoVersion},
+	})
+	g.Set(1)
+	return g
 }

@@ -8,10 +8,24 @@ import (
 	"github.com/fencegw/fencegw/fence"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
+
+// requestInstancePrefix makes a problem's instance from its request id.
+const requestInstancePrefix = "urn:fencegw:request:"
+
+// instanceOf is the instance of the request ctx belongs to, "" outside
+// one.
+func instanceOf(ctx context.Context) string {
+	if e := accessOf(ctx); e.id != "" {
+		return requestInstancePrefix + e.id
+	}
+	return ""
+}
 
 // problemTypePrefix makes the RFC 9457 type URIs; the suffix names the case.
 const problemTypePrefix = "urn:fencegw:problem:"
@@ -33,6 +47,9 @@ type Problem struct {
 	// Outcome, on 503s: "not-applied" (safe to retry as is) or "unknown"
 	// (retry only with the same Idempotency-Key).
 	Outcome string `json:"outcome,omitempty"`
+	// Instance names the request (its X-Request-Id), as the access log
+	// does.
+	Instance string `json:"instance,omitempty"`
 }
 
 // Kind returns the type suffix, e.g. "stale-token".
@@ -50,7 +67,7 @@ type problemScope struct {
 // problemFor maps an error to its problem document. It is the only place
 // where errors become HTTP statuses.
 func problemFor(err error, scope problemScope) Problem {
-	p := Problem{Resource: scope.Resource, Operation: scope.Operation, Role: scope.Role, Detail: err.Error()}
+	p := Problem{Resource: scope.Resource, Operation: scope.Operation, Role: scope.Role, Detail: publicDetail(err.Error())}
 	if !scope.Presented.IsZero() {
 		p.PresentedToken = scope.Presented.Unsigned().String()
 	}
@@ -122,7 +139,7 @@ func problemFor(err error, scope problemScope) Problem {
 			// A keyed write: an earlier attempt with its key may still apply.
 			var halted *tokens.HaltedError
 			if errors.As(err, &halted) {
-				p.Detail = halted.Error()
+				p.Detail = publicDetail(halted.Error())
 			}
 			p.Outcome = "unknown"
 			p.Detail += "; an earlier attempt with this Idempotency-Key may still be applied: retry only with the same key"
@@ -152,6 +169,23 @@ func problemFor(err error, scope problemScope) Problem {
 	return p
 }
 
+// goPackages are the prefixes Go errors carry ("fence: stale token …"):
+// they name fencegw's packages, which mean nothing to a client.
+var goPackages = []string{"gateway", "fence", "policy", "tokens", "authority"}
+
+// publicDetail is an error's text without its Go package prefixes, at its
+// start and after each ": ".
+func publicDetail(msg string) string {
+	parts := strings.Split(msg, ": ")
+	kept := parts[:0]
+	for _, part := range parts {
+		if !slices.Contains(goPackages, part) {
+			kept = append(kept, part)
+		}
+	}
+	return strings.Join(kept, ": ")
+}
+
 func (p *Problem) set(status int, kind, title string) {
 	p.Status, p.Type, p.Title = status, problemTypePrefix+kind, title
 }
@@ -169,11 +203,10 @@ func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, err error
 	case p.Status >= 500:
 		level = slog.LevelError
 	}
-	g.log.LogAttrs(r.Context(), level, "request refused",
-		slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		slog.Int("status", p.Status), slog.String("problem", p.Kind()),
-		slog.String("resource", p.Resource), slog.String("presented_token", p.PresentedToken),
-		slog.String("current_token", p.CurrentToken), slog.String("error", err.Error()))
+	e := accessOf(r.Context())
+	p.Instance = instanceOf(r.Context())
+	e.level, e.err, e.outcome = level, err, p.Kind()
+	e.operation, e.resource, e.token = p.Operation, p.Resource, p.PresentedToken
 	w.Header()["Content-Type"] = problemContentType
 	switch p.Status {
 	case http.StatusUnauthorized:

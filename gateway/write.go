@@ -123,6 +123,11 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, name string, st
 		}
 		w.WriteHeader(resp.Status)
 		_, _ = w.Write(resp.Body)
+		e := accessOf(r.Context())
+		e.operation, e.resource, e.outcome = name, scope.Resource, outcome
+		if !scope.Presented.IsZero() {
+			e.token = scope.Presented.Unsigned().String()
+		}
 	}
 	if m, known := g.metrics.ops[name]; known { // unknown names would grow the label set without bound
 		if outcome == "ok" {

@@ -29,7 +29,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "policy %s: %d problem(s)", e.File, len(e.Problems))
+	noun := "problems"
+	if len(e.Problems) == 1 {
+		noun = "problem"
+	}
+	fmt.Fprintf(&b, "policy %s: %d %s", e.File, len(e.Problems), noun)
 	for _, p := range e.Problems {
 		if p.Entry == "" {
 			fmt.Fprintf(&b, "\n  %s", p.Message)

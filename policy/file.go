@@ -76,11 +76,10 @@ func Parse(name string, data []byte) (*Policy, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&doc); err != nil {
-		msg := err.Error()
 		if errors.Is(err, io.EOF) {
-			msg = "file is empty"
+			return nil, &Error{File: name, Problems: []Problem{{Message: "file is empty"}}}
 		}
-		return nil, &Error{File: name, Problems: []Problem{{Message: msg}}}
+		return nil, &Error{File: name, Problems: yamlProblems(err)}
 	}
 	var extra any
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {

@@ -78,7 +78,7 @@ func TestParseErrorsNameTheEntry(t *testing.T) {
 		name, src, entry, msg string
 	}{
 		{"empty file", "", "", "empty"},
-		{"not yaml", "resources: [", "", "yaml"},
+		{"not yaml", "resources: [", "", "not valid YAML: line 1"},
 		{"unknown key", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account', expect_row: 1}]\n"), "", "expect_row"},
 		{"no operations", "resources: {}\n", "operations", "no operations"},
 		{"bad compare", "resources:\n  a:\n    key: a\n    compare: fuzzy\noperations: {}\n", "resources.a.compare", "fuzzy"},

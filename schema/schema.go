@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strconv"
@@ -106,6 +107,22 @@ func Open(databaseURL string, src Source) (*Migrator, error) {
 	}
 	return &Migrator{m: m, db: db}, nil
 }
+
+// Report makes m print each migration it runs to w, one line each:
+// "ran 3/u idempotency" (u: up, d: down).
+func (m *Migrator) Report(w io.Writer) { m.m.Log = migrationLog{w} }
+
+// migrationLog is golang-migrate's Logger, terse: it then logs one line
+// per migration run, the migration first. The time it adds counts from
+// the start of the whole run, so it is left out.
+type migrationLog struct{ w io.Writer }
+
+func (l migrationLog) Printf(_ string, v ...any) {
+	if len(v) > 0 {
+		fmt.Fprintf(l.w, "ran %v\n", v[0])
+	}
+}
+func (l migrationLog) Verbose() bool { return false }
 
 // Up applies every pending migration; applying none is not an error.
 func (m *Migrator) Up() error {

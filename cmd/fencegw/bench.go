@@ -22,6 +22,7 @@ import (
 // otherwise. Nothing it starts outlives it.
 func runBench(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	withUsage(fs, benchUsage)
 	clients := fs.String("clients", "1,4,16,64", "comma-separated client counts")
 	dists := fs.String("dist", "uniform,hot,zipf", "comma-separated distributions over the 10,000 accounts: uniform, hot (account 1 only), zipf")
 	cfg := bench.Config{Progress: os.Stderr, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
@@ -107,3 +108,17 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	}
 	return errors.Join(err, rep.Err())
 }
+
+const benchUsage = `usage: fencegw bench [flags]
+
+Measures fenced writes three ways on the same database, for each number of
+clients and distribution: direct pgx running the gateway's SQL, the gateway
+over HTTP, and pgbench running the fenced write as one statement (when the
+PostgreSQL installation has it). Reports throughput, latency percentiles,
+the ratios, allocations per write and RSS. Without --database-url it starts
+a throwaway PostgreSQL. See BENCHMARKS.md.
+
+example:
+  fencegw bench --database-url postgres://postgres@127.0.0.1/bench --clients 1,16,64 --duration 5s
+
+flags:`

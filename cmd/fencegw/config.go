@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/fencegw/fencegw/authority"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -26,18 +27,39 @@ type serveConfig struct {
 	MaxLeaseCalls   int
 	GroupCommit     bool
 	WriteTxs        int // coalescing resources' transactions in flight; 0: the default
+	ShutdownDelay   time.Duration
 	ShutdownTimeout time.Duration
 	LogFormat       string
+	LogLevel        string
 	DebugListen     string // pprof, off when empty
 
 	IdempotencyRetention time.Duration
 	AuthorityCheck       time.Duration
 	UnsafeNoFence        bool
+
+	// hurry, closed on a second SIGTERM or interrupt, cuts the shutdown
+	// delay short.
+	hurry <-chan struct{}
+	// logOut, if set, receives the log instead of stderr (tests).
+	logOut io.Writer
 }
 
-// bind registers the flags shared by serve and dev on fs.
-func (c *serveConfig) bind(fs *flag.FlagSet, listenDefault string) {
-	fs.StringVar(&c.Listen, "listen", envOr(listenDefault, "FENCEGW_LISTEN"), "HTTP listen address (FENCEGW_LISTEN)")
+// flagDefaults are the defaults in which serve and dev differ: dev is run
+// by a person at a terminal, who reads text and wants Ctrl-C to stop it.
+type flagDefaults struct {
+	logFormat     string
+	shutdownDelay time.Duration
+}
+
+var (
+	serveDefaults = flagDefaults{logFormat: "json", shutdownDelay: 5 * time.Second}
+	devDefaults   = flagDefaults{logFormat: "text"}
+)
+
+// bind registers the flags shared by serve and dev on fs; applyEnv then
+// reads each from its FENCEGW_ variable.
+func (c *serveConfig) bind(fs *flag.FlagSet, d flagDefaults) {
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "HTTP listen address")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body", gateway.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", gateway.DefaultWriteTimeout, "bound on one write's PostgreSQL work")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 0, "writes past the admission gate at once; more wait for a turn, at most --write-timeout (0: eight per pooled connection, at least 64)")
@@ -47,21 +69,24 @@ func (c *serveConfig) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.IntVar(&c.WriteTxs, "max-write-transactions", 0, "coalescing resources' transactions in flight at once; writes that find them busy wait in line, and with group commit share the next (0: with group commit one per core (GOMAXPROCS, at least 2), else the pool's size)")
 	fs.DurationVar(&c.IdempotencyRetention, "idempotency-retention", gateway.DefaultIdempotencyRetention, "how long a completed Idempotency-Key is replayed")
 	fs.DurationVar(&c.AuthorityCheck, "authority-check", authority.DefaultCheckEvery, "how often etcd is compared with PostgreSQL's record of it (rollback detection)")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long SIGTERM waits for requests in flight")
-	fs.StringVar(&c.DebugListen, "debug-listen", envOr("", "FENCEGW_DEBUG_LISTEN"), "serve Go's profiler (/debug/pprof/) on this address, apart from the API; off by default (FENCEGW_DEBUG_LISTEN)")
-	fs.StringVar(&c.LogFormat, "log-format", envOr("json", "FENCEGW_LOG_FORMAT"), "log format: json or text (FENCEGW_LOG_FORMAT)")
+	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", d.shutdownDelay, "on SIGTERM, how long /readyz answers 503 while the listener still serves, so load balancers stop sending before it closes; a second SIGTERM cuts it short")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "after the delay, how long shutdown waits for requests in flight")
+	fs.StringVar(&c.DebugListen, "debug-listen", "", "serve Go's profiler (/debug/pprof/) on this address, apart from the API; off by default")
+	fs.StringVar(&c.LogFormat, "log-format", d.logFormat, "log format: json or text")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 }
 
 func (c *serveConfig) bindBackends(fs *flag.FlagSet) {
-	fs.StringVar(&c.DatabaseURL, "database-url", envOr("", "FENCEGW_DATABASE_URL", "DATABASE_URL"), "PostgreSQL URL (FENCEGW_DATABASE_URL or DATABASE_URL)")
-	c.EtcdEndpoints = splitList(envOr("127.0.0.1:2379", "FENCEGW_ETCD_ENDPOINTS"))
-	fs.Func("etcd", "comma-separated etcd endpoints (FENCEGW_ETCD_ENDPOINTS; default 127.0.0.1:2379)", func(s string) error {
+	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL (also DATABASE_URL)")
+	c.EtcdEndpoints = []string{"127.0.0.1:2379"}
+	fs.Func("etcd", "comma-separated etcd endpoints (also FENCEGW_ETCD_ENDPOINTS; default 127.0.0.1:2379)", func(s string) error {
 		c.EtcdEndpoints = splitList(s)
 		return nil
 	})
-	fs.StringVar(&c.PolicyPath, "policy", envOr("", "FENCEGW_POLICY"), "policy file (FENCEGW_POLICY)")
+	fs.StringVar(&c.PolicyPath, "policy", "", "policy file")
 }
 
+// check refuses a configuration serve cannot run with.
 func (c *serveConfig) check() error {
 	switch {
 	case c.DatabaseURL == "":
@@ -69,13 +94,26 @@ func (c *serveConfig) check() error {
 	case c.PolicyPath == "":
 		return fmt.Errorf("%w: no policy: set --policy or FENCEGW_POLICY", errUsage)
 	case len(c.EtcdEndpoints) == 0:
-		return fmt.Errorf("%w: no etcd endpoints: set --etcd or FENCEGW_ETCD_ENDPOINTS", errUsage)
+		return fmt.Errorf("%w: no etcd endpoints: set --etcd or FENCEGW_ETCD", errUsage)
+	}
+	return c.checkValues()
+}
+
+// checkValues refuses flag values out of range: the checks dev shares.
+func (c *serveConfig) checkValues() error {
+	switch {
 	case c.MaxInFlight < 0 || c.WriteTxs < 0:
 		return fmt.Errorf("%w: --max-in-flight and --max-write-transactions must not be negative", errUsage)
 	case c.MaxLeases < 0 || c.MaxLeaseCalls < 0:
 		return fmt.Errorf("%w: --max-leases-per-client and --max-lease-requests must not be negative", errUsage)
 	case c.MaxBodyBytes < 1:
 		return fmt.Errorf("%w: --max-body must be positive", errUsage)
+	case c.LogFormat != "json" && c.LogFormat != "text":
+		return fmt.Errorf("%w: --log-format %q: want json or text", errUsage, c.LogFormat)
+	case logLevel(c.LogLevel) == nil:
+		return fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", errUsage, c.LogLevel)
+	case c.ShutdownDelay < 0:
+		return fmt.Errorf("%w: --shutdown-delay must not be negative", errUsage)
 	case c.WriteTimeout <= 0 || c.ShutdownTimeout <= 0 || c.IdempotencyRetention <= 0 || c.AuthorityCheck <= 0:
 		return fmt.Errorf("%w: timeouts must be positive", errUsage)
 	}
@@ -83,10 +121,67 @@ func (c *serveConfig) check() error {
 }
 
 func (c *serveConfig) logger() *slog.Logger {
-	if c.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	opts := &slog.HandlerOptions{Level: logLevel(c.LogLevel)}
+	if opts.Level == nil {
+		opts.Level = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	var w io.Writer = os.Stderr
+	if c.logOut != nil {
+		w = c.logOut
+	}
+	if c.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// logLevel is the level named s, or nil if s names none.
+func logLevel(s string) slog.Leveler {
+	var l slog.Level
+	if s == "" || l.UnmarshalText([]byte(s)) != nil {
+		return nil
+	}
+	return l
+}
+
+// envAliases are environment variables older than the FENCEGW_<FLAG>
+// rule, still read after it.
+var envAliases = map[string][]string{
+	"database-url": {"DATABASE_URL"},
+	"etcd":         {"FENCEGW_ETCD_ENDPOINTS"},
+}
+
+// envExempt are flags no environment variable sets: turning the fence off
+// takes a word on the command line.
+var envExempt = map[string]bool{"unsafe-no-fence": true}
+
+// envName is the environment variable of a flag: --max-body is
+// FENCEGW_MAX_BODY.
+func envName(flagName string) string {
+	return "FENCEGW_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// applyEnv sets every flag of fs the command line left unset from its
+// environment variable, if that is set; the command line wins. A value
+// the flag refuses is a usage error naming the variable.
+func applyEnv(fs *flag.FlagSet) error {
+	onCommandLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || onCommandLine[f.Name] || envExempt[f.Name] {
+			return
+		}
+		for _, name := range append([]string{envName(f.Name)}, envAliases[f.Name]...) {
+			if v := os.Getenv(name); v != "" {
+				if e := fs.Set(f.Name, v); e != nil {
+					err = fmt.Errorf("%w: %s=%q: %v", errUsage, name, v, e)
+				}
+				return
+			}
+		}
+	})
+	return err
 }
 
 func splitList(s string) []string {
@@ -121,4 +216,37 @@ func parseInterspersed(fs *flag.FlagSet, args []string) error {
 		args = rest[1:]
 	}
 	return fs.Parse(append([]string{"--"}, words...))
+}
+
+const serveUsage = `usage: fencegw serve --database-url URL --etcd HOST:PORT,... --policy FILE [flags]
+
+Runs the gateway: fenced writes over HTTP, leases from etcd, /metrics,
+/livez and /readyz. Every flag can also be set by an environment variable,
+FENCEGW_ and the flag's name in capitals (--max-body: FENCEGW_MAX_BODY);
+the command line wins. --database-url also reads DATABASE_URL, --etcd also
+FENCEGW_ETCD_ENDPOINTS. --unsafe-no-fence has no variable.
+
+example:
+  fencegw serve --database-url postgres://fencegw@db/app --etcd e1:2379,e2:2379,e3:2379 \
+      --policy policy.yaml --listen 0.0.0.0:8080
+
+flags:`
+
+const devUsage = `usage: fencegw dev [flags]
+
+Runs the whole stack in one process for trying fencegw out: an in-process
+etcd, a throwaway PostgreSQL from the installed server binaries (unless
+DATABASE_URL is set), the demo's migrations, guard and policy; prints what
+to try. Nothing it starts outlives it. Flags as serve's, also from FENCEGW_
+variables; logs are text unless --log-format json.
+
+example:
+  fencegw dev
+  fencegw dev --demo examples/refund --listen 127.0.0.1:9090
+
+flags:`
+
+// withUsage makes fs print text, then its flags, for -h.
+func withUsage(fs *flag.FlagSet, text string) {
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), text); fs.PrintDefaults() }
 }

@@ -43,7 +43,9 @@ func migrationsTable(dir string) string {
 func runDev(ctx context.Context, args []string, out io.Writer) error {
 	var cfg serveConfig
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	cfg.bind(fs, "127.0.0.1:8080")
+	cfg.bind(fs, devDefaults)
+	cfg.hurry = secondSignal
+	withUsage(fs, devUsage)
 	demo := fs.String("demo", defaultDemo, "folder with the demo's policy.yaml and migrations/ (e.g. examples/refund)")
 	adopt := fs.Bool("adopt-etcd", false, "with DATABASE_URL: start a new epoch if the database knows another etcd cluster (an earlier dev run's)")
 	if err := fs.Parse(args); err != nil {
@@ -52,8 +54,11 @@ func runDev(ctx context.Context, args []string, out io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: dev takes no arguments, got %q", errUsage, fs.Args())
 	}
-	if cfg.LogFormat == "json" && os.Getenv("FENCEGW_LOG_FORMAT") == "" {
-		cfg.LogFormat = "text"
+	if err := applyEnv(fs); err != nil {
+		return err
+	}
+	if err := cfg.checkValues(); err != nil {
+		return err
 	}
 	cfg.PolicyPath = filepath.Join(*demo, "policy.yaml")
 	if _, err := os.Stat(cfg.PolicyPath); err != nil {
@@ -62,7 +67,7 @@ func runDev(ctx context.Context, args []string, out io.Writer) error {
 
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	etcd, err := etcdserver.Start(startCtx, "")
+	etcd, err := etcdserver.StartLogged(startCtx, "", cfg.logger())
 	if err != nil {
 		return fmt.Errorf("dev: etcd: %w", err)
 	}

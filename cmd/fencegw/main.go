@@ -25,12 +25,14 @@ commands:
   inspect   fences, locks held and their waiters, refused writes, bypasses
   guard     install | check | remove: guard triggers on the policy's tables,
             so that writes bypassing the gateway are refused
+  grants    the SQL that gives the gateway's role exactly the privileges it needs
   lock      RESOURCE -- CMD...: run CMD holding the lock, token in FENCING_TOKEN
   bench     measure fenced writes direct via pgx and through the gateway
   torture   run gateways and workers under faults and check no stale write landed
   epoch     show | bump: inspect the token authority, or start a new epoch
             after etcd was restored from a snapshot or replaced
   keys      list | rotate | retire: the keys that sign fencing tokens
+  version   print the build: module version, VCS revision (--json)
 
 Run 'fencegw COMMAND -h' for a command's flags.
 `
@@ -43,43 +45,9 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx := notifySignals()
 
-	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "serve":
-		err = runServe(ctx, args)
-	case "dev":
-		err = runDev(ctx, args, os.Stdout)
-	case "migrate":
-		err = runMigrate(ctx, args)
-	case "policy":
-		err = runPolicy(args)
-	case "inspect":
-		err = runInspect(ctx, args, os.Stdout)
-	case "guard":
-		err = runGuard(ctx, args, os.Stdout)
-	case "epoch":
-		err = runEpoch(ctx, args)
-	case "keys":
-		err = runKeys(ctx, args, os.Stdout)
-	case "lock":
-		err = runLock(ctx, args)
-	case "torture":
-		err = runTorture(ctx, args, os.Stdout)
-	case "torture-worker": // children of `fencegw torture`, not for people
-		os.Exit(torture.WorkerMain(args))
-	case "torture-etcd":
-		os.Exit(torture.MemberMain(args))
-	case "bench":
-		err = runBench(ctx, args, os.Stdout)
-	case "-h", "-help", "--help", "help":
-		fmt.Print(usage)
-		return
-	default:
-		err = fmt.Errorf("%w: unknown command %q", errUsage, cmd)
-	}
+	err := run(ctx, os.Args[1], os.Args[2:])
 	var exit *exitError
 	switch {
 	case err == nil:
@@ -94,6 +62,71 @@ func main() {
 		fmt.Fprintf(os.Stderr, "fencegw: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// run runs the command cmd with its arguments.
+func run(ctx context.Context, cmd string, args []string) error {
+	switch cmd {
+	case "serve":
+		return runServe(ctx, args)
+	case "dev":
+		return runDev(ctx, args, os.Stdout)
+	case "migrate":
+		return runMigrate(ctx, args)
+	case "policy":
+		return runPolicy(args)
+	case "inspect":
+		return runInspect(ctx, args, os.Stdout)
+	case "guard":
+		return runGuard(ctx, args, os.Stdout)
+	case "grants":
+		return runGrants(ctx, args, os.Stdout)
+	case "epoch":
+		return runEpoch(ctx, args)
+	case "keys":
+		return runKeys(ctx, args, os.Stdout)
+	case "lock":
+		return runLock(ctx, args)
+	case "torture":
+		return runTorture(ctx, args, os.Stdout)
+	case "torture-worker": // children of `fencegw torture`, not for people
+		os.Exit(torture.WorkerMain(args))
+	case "torture-etcd":
+		os.Exit(torture.MemberMain(args))
+	case "bench":
+		return runBench(ctx, args, os.Stdout)
+	case "version", "-version", "--version":
+		return runVersion(args, os.Stdout)
+	case "help":
+		if len(args) > 0 && args[0] != "help" {
+			return run(ctx, args[0], []string{"-h"}) // fencegw help serve
+		}
+		fmt.Print(usage)
+		return nil
+	case "-h", "-help", "--help":
+		fmt.Print(usage)
+		return nil
+	}
+	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+}
+
+// secondSignal is closed when a second SIGTERM or interrupt arrives: the
+// first asks a command to stop gracefully, the second to hurry.
+var secondSignal = make(chan struct{})
+
+// notifySignals returns a context that ends on the first SIGTERM or
+// interrupt, and closes secondSignal on the next.
+func notifySignals() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancel()
+		<-sigs
+		close(secondSignal)
+	}()
+	return ctx
 }
 
 // envOr returns the first non-empty environment variable of names, or def.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 
 	"github.com/fencegw/fencegw/schema"
@@ -33,6 +34,9 @@ func runMigrate(_ context.Context, args []string) error {
 		if *table == schema.GatewayTable {
 			return fmt.Errorf("%w: migrate: table %s belongs to the gateway schema", errUsage, schema.GatewayTable)
 		}
+		if fi, err := os.Stat(*dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("migrate: --dir %s: no such folder", *dir)
+		}
 		src = schema.Dir(*dir, *table)
 	}
 	verb, n, err := migrateVerb(fs.Args())
@@ -44,6 +48,7 @@ func runMigrate(_ context.Context, args []string) error {
 		return err
 	}
 	defer m.Close()
+	m.Report(os.Stdout)
 	switch verb {
 	case "up":
 		err = m.Up()

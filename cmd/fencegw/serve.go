@@ -29,10 +29,18 @@ const startupTimeout = 30 * time.Second
 func runServe(ctx context.Context, args []string) error {
 	var cfg serveConfig
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg.bind(fs, "127.0.0.1:8080")
+	cfg.bind(fs, serveDefaults)
 	cfg.bindBackends(fs)
-	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "DANGER, for `fencegw torture` control runs only: accept every token, stale or not")
+	cfg.hurry = secondSignal
+	withUsage(fs, serveUsage)
+	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "DANGER, for the control runs of fencegw torture only: accept every token, stale or not")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, fs.Args())
+	}
+	if err := applyEnv(fs); err != nil {
 		return err
 	}
 	if err := cfg.check(); err != nil {
@@ -63,7 +71,10 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return fmt.Errorf("serve: database: %w", err)
 	}
 	defer pool.Close()
+	cc := pool.Config().ConnConfig
+	stopWaiting := sayWaiting(log, "PostgreSQL", net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))))
 	want, err := checkSchema(startCtx, pool, "serve")
+	stopWaiting()
 	if err != nil {
 		return err
 	}
@@ -77,7 +88,10 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	defer cli.Close()
 	auth := authority.NewEtcd(cli)
-	if _, err := auth.Revision(startCtx); err != nil {
+	stopWaiting = sayWaiting(log, "etcd", strings.Join(cfg.EtcdEndpoints, ","))
+	_, err = auth.Revision(startCtx)
+	stopWaiting()
+	if err != nil {
 		return fmt.Errorf("serve: etcd at %v: %w", cfg.EtcdEndpoints, err)
 	}
 
@@ -138,9 +152,21 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	// Fail readiness first so load balancers stop sending, then drain.
+	// Fail readiness first and keep serving until load balancers have
+	// seen it, so that they stop sending before the listener closes;
+	// then drain.
 	gw.SetReady(false)
-	log.Info("fencegw shutting down", "timeout", cfg.ShutdownTimeout)
+	if cfg.ShutdownDelay > 0 {
+		log.Info("fencegw shutting down: /readyz answers 503, still serving until load balancers notice", "delay", cfg.ShutdownDelay.String())
+		delay := time.NewTimer(cfg.ShutdownDelay)
+		select {
+		case <-delay.C:
+		case <-cfg.hurry:
+			delay.Stop()
+			log.Info("second signal: shutdown delay cut short")
+		}
+	}
+	log.Info("fencegw draining requests in flight", "timeout", cfg.ShutdownTimeout.String())
 	shutCtx, cancelShut := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancelShut()
 	if err := srv.Shutdown(shutCtx); err != nil {
@@ -150,6 +176,27 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// sayWaiting logs, every few seconds until stop is called, that start-up
+// still waits for what (at where): an unreachable backend otherwise looks
+// like a hang until startupTimeout.
+func sayWaiting(log *slog.Logger, what, where string) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		start := time.Now()
+		t := time.NewTicker(3 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				log.Warn("start-up waiting for "+what, "at", where, "waited", time.Since(start).Round(time.Second).String(), "gives_up_after", startupTimeout.String())
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // runBackground runs each loop in its own goroutine until the returned stop

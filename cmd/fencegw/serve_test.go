@@ -18,7 +18,7 @@ func serveConfigFor(t *testing.T, dbURL, policyPath string) serveConfig {
 	return serveConfig{
 		Listen: "127.0.0.1:0", DatabaseURL: dbURL, EtcdEndpoints: testenv.EtcdEndpoints(), PolicyPath: policyPath,
 		MaxBodyBytes: 1 << 16, WriteTimeout: 5 * time.Second, ShutdownTimeout: 5 * time.Second,
-		IdempotencyRetention: time.Hour, AuthorityCheck: time.Second, LogFormat: "text",
+		IdempotencyRetention: time.Hour, AuthorityCheck: time.Second, LogFormat: "text", LogLevel: "info",
 	}
 }
 
@@ -59,42 +59,60 @@ func TestServeRefusesPolicySQLTheDatabaseRejects(t *testing.T) {
 	}
 }
 
-// TestServeShutsDownGracefully: cancelling (SIGTERM) turns /readyz off and
-// returns nil once requests have drained.
+// TestServeShutsDownGracefully: on SIGTERM (ctx cancelled) /readyz turns
+// 503 while the listener still serves, for the shutdown delay or until a
+// second signal; then serve drains and returns nil.
 func TestServeShutsDownGracefully(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addrs := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, serveConfigFor(t, migrated(t), "../../testdata/demo/policy.yaml"), func(addr string) { addrs <- addr })
-	}()
+	hurry := make(chan struct{})
+	cfg := serveConfigFor(t, migrated(t), "../../testdata/demo/policy.yaml")
+	cfg.ShutdownDelay, cfg.hurry = time.Hour, hurry
+	go func() { done <- serve(ctx, cfg, func(addr string) { addrs <- addr }) }()
 	var addr string
 	select {
 	case addr = <-addrs:
 	case err := <-done:
 		t.Fatalf("serve stopped: %v", err)
 	}
-	resp, err := http.Get("http://" + addr + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("readyz = %d", resp.StatusCode)
+	if code := getStatus(t, "http://"+addr+"/readyz"); code != http.StatusOK {
+		t.Fatalf("readyz = %d", code)
 	}
 	cancel()
+	for getStatus(t, "http://"+addr+"/readyz") != http.StatusServiceUnavailable {
+		select {
+		case err := <-done:
+			t.Fatalf("serve returned %v before its shutdown delay ended", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if code := getStatus(t, "http://"+addr+"/v1/leases?resource=account/acct-1"); code != http.StatusOK {
+		t.Fatalf("during the shutdown delay GET /v1/leases = %d, want it still served", code)
+	}
+	close(hurry)
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("serve after cancel = %v", err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop")
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop after the second signal")
 	}
 	if _, err := http.Get("http://" + addr + "/livez"); err == nil {
 		t.Fatal("still serving after shutdown")
 	}
+}
+
+func getStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // TestPoolSettings: the pool is sized four connections per core and the
@@ -138,6 +156,10 @@ func TestServeConfigCheck(t *testing.T) {
 		{"no body allowed", func(c *serveConfig) { c.MaxBodyBytes = 0 }, false},
 		{"no write timeout", func(c *serveConfig) { c.WriteTimeout = 0 }, false},
 		{"no database", func(c *serveConfig) { c.DatabaseURL = "" }, false},
+		{"an unknown log format", func(c *serveConfig) { c.LogFormat = "yaml" }, false},
+		{"an unknown log level", func(c *serveConfig) { c.LogLevel = "verbose" }, false},
+		{"a debug log level", func(c *serveConfig) { c.LogLevel = "debug" }, true},
+		{"a negative shutdown delay", func(c *serveConfig) { c.ShutdownDelay = -time.Second }, false},
 	} {
 		cfg := serveConfigFor(t, "postgres://u@127.0.0.1:1/db", "policy.yaml")
 		tt.change(&cfg)

@@ -2,6 +2,7 @@ package etcdserver
 
 import (
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 
 	"go.etcd.io/etcd/client/pkg/v3/logutil"
@@ -16,10 +17,14 @@ var benignErrors = map[string]bool{
 	"failed to update storage version": true,
 }
 
-// newLogger builds etcd's usual stderr logger at error level, muted once
-// closing is set: shutting down makes etcd log every listener it closes as an
-// error, which would bury real failures in test output.
-func newLogger(closing *atomic.Bool) (*zap.Logger, error) {
+// newLogger builds etcd's logger, muted once closing is set: shutting down
+// makes etcd log every listener it closes as an error, which would bury
+// real failures in test output. With log, warnings and errors go through
+// it; without, errors go to stderr as etcd writes them.
+func newLogger(closing *atomic.Bool, log *slog.Logger) (*zap.Logger, error) {
+	if log != nil {
+		return zap.New(&filterCore{Core: newSlogCore(log.Handler(), zapcore.WarnLevel), muted: closing}), nil
+	}
 	cfg := logutil.DefaultZapLoggerConfig
 	cfg.Level = zap.NewAtomicLevelAt(zap.ErrorLevel)
 	cfg.DisableStacktrace = true

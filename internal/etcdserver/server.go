@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -37,8 +38,14 @@ type Server struct {
 
 // Start runs a single-member etcd with its data in dir ("" = a temporary
 // directory removed by Close) and returns once it serves requests. ctx
-// bounds startup only.
-func Start(ctx context.Context, dir string) (_ *Server, err error) {
+// bounds startup only. Its errors go to stderr in etcd's own shape.
+func Start(ctx context.Context, dir string) (*Server, error) {
+	return StartLogged(ctx, dir, nil)
+}
+
+// StartLogged is Start with etcd's errors and warnings written through
+// log, in the process's own log shape (nil: as Start).
+func StartLogged(ctx context.Context, dir string, log *slog.Logger) (_ *Server, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("etcdserver start: %w", err)
 	}
@@ -55,7 +62,7 @@ func Start(ctx context.Context, dir string) (_ *Server, err error) {
 		}
 	}()
 
-	lg, err := newLogger(&s.closing)
+	lg, err := newLogger(&s.closing, log)
 	if err != nil {
 		return nil, fmt.Errorf("etcdserver start: %w", err)
 	}

@@ -107,6 +107,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	n := &nemesis{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), log: log, workers: workers,
 		gateways: gateways, pg: pg, etcd: etcd, proxy: proxy, faults: map[string]int{}, paused: map[int]bool{}}
 	nctx, stopNemesis := context.WithDeadline(ctx, until)
+	go reportProgress(nctx, log, pg.url(), n, time.Now())
 	n.run(nctx) // returns at the deadline with every worker resumed
 	stopNemesis()
 	waitWorkers(workers, 30*time.Second)

@@ -42,7 +42,7 @@ func newGateway(bin, dir string, i int, dbURL string, etcd []string, policy stri
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	args := []string{"serve", "--listen", addr, "--database-url", dbURL, "--etcd", strings.Join(etcd, ","),
-		"--policy", policy, "--log-format", "text", "--authority-check", "1s", "--shutdown-timeout", "3s"}
+		"--policy", policy, "--log-format", "text", "--authority-check", "1s", "--shutdown-delay", "0s", "--shutdown-timeout", "3s"}
 	if unsafe {
 		args = append(args, "--unsafe-no-fence")
 	}

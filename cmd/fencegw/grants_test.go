@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegw/fencegw/internal/testenv"
+)
+
+// syncBuffer is a log the test reads while serve writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeWithExactlyTheGrants: a role holding only what `fencegw grants`
+// prints (no ownership, no superuser, nothing else) runs serve (its
+// start-up checks, the janitor, the replicas' check, the audit), takes a
+// lease, writes, writes with an Idempotency-Key, is refused a stale write,
+// and runs inspect; it still cannot declare a bypass or delete accounts.
+func TestServeWithExactlyTheGrants(t *testing.T) {
+	ctx := context.Background()
+	const demo = "../../testdata/demo/policy.yaml"
+	dbURL := migrated(t)
+	if err := runGuard(ctx, []string{"--database-url", dbURL, "--policy", demo, "install"}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	role := fmt.Sprintf("fencegw_gw_%d", time.Now().UnixNano())
+	if _, err := admin.Exec(ctx, "CREATE ROLE "+role+" LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP OWNED BY "+role)
+		_, _ = admin.Exec(context.Background(), "DROP ROLE "+role)
+	})
+	var grants bytes.Buffer
+	if err := runGrants(ctx, []string{"--database-url", dbURL, "--policy", demo, "--role", role}, &grants); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, grants.String()); err != nil {
+		t.Fatalf("the printed grants do not run: %v\n%s", err, &grants)
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	roleURL := u.String()
+
+	cfg := serveConfigFor(t, roleURL, demo)
+	logs := &syncBuffer{}
+	cfg.logOut = logs
+	sctx, stop := context.WithCancel(ctx)
+	addrs, served := make(chan string, 1), make(chan error, 1)
+	go func() { served <- serve(sctx, cfg, func(a string) { addrs <- a }) }()
+	var base string
+	select {
+	case a := <-addrs:
+		base = "http://" + a
+	case err := <-served:
+		t.Fatalf("serve as %s: %v\n%s", role, err, logs)
+	}
+	defer func() { stop(); <-served }()
+
+	post := func(path, token, key, body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Fencing-Token", token)
+		}
+		if key != "" {
+			req.Header.Set("Idempotency-Key", `"`+key+`"`)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	field := func(body, name string) string {
+		i := strings.Index(body, `"`+name+`":"`)
+		if i < 0 {
+			t.Fatalf("no %s in %s", name, body)
+		}
+		return strings.SplitN(body[i+len(name)+4:], `"`, 2)[0]
+	}
+	debit := `{"account": "acct-1", "amount_cents": 5}`
+	status, body := post("/v1/leases", "", "", `{"resource": "account/acct-1", "ttl": 30}`)
+	if status != http.StatusCreated {
+		t.Fatalf("lease: %d %s", status, body)
+	}
+	old, firstLease := field(body, "token"), body
+	if status, body = post("/v1/ops/debit", old, "", debit); status != http.StatusOK {
+		t.Fatalf("debit: %d %s\n%s", status, body, logs)
+	}
+	if status, body = post("/v1/ops/debit", old, "k1", debit); status != http.StatusOK {
+		t.Fatalf("keyed debit: %d %s\n%s", status, body, logs)
+	}
+	release, _ := http.NewRequest(http.MethodDelete, base+"/v1/leases/"+field(firstLease, "lease_id"), nil)
+	resp, err := http.DefaultClient.Do(release)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("release: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if status, body = post("/v1/leases", "", "", `{"resource": "account/acct-1", "ttl": 30}`); status != http.StatusCreated {
+		t.Fatalf("second lease: %d %s", status, body)
+	}
+	if status, body = post("/v1/ops/debit", field(body, "token"), "", debit); status != http.StatusOK {
+		t.Fatalf("debit with the newer token: %d %s", status, body)
+	}
+	if status, body = post("/v1/ops/debit", old, "", debit); status != http.StatusConflict {
+		t.Fatalf("stale debit: %d %s", status, body)
+	}
+	if !testenv.WaitFor(30*time.Second, func() bool {
+		var refused int
+		_ = admin.QueryRow(ctx, "SELECT count(*) FROM fencegw.rejections").Scan(&refused)
+		return refused > 0
+	}) {
+		t.Fatalf("the refusal never reached the audit as %s:\n%s", role, logs)
+	}
+	if !testenv.WaitFor(30*time.Second, func() bool {
+		var replicas int
+		_ = admin.QueryRow(ctx, "SELECT count(*) FROM fencegw.replicas").Scan(&replicas)
+		return replicas > 0
+	}) {
+		t.Fatalf("the replica never recorded its policy as %s:\n%s", role, logs)
+	}
+
+	var out bytes.Buffer
+	if err := runInspect(ctx, []string{"--database-url", roleURL, "--etcd", strings.Join(testenv.EtcdEndpoints(), ","), "--json"}, &out); err != nil {
+		t.Fatalf("inspect as %s: %v", role, err)
+	}
+	for _, forbidden := range []string{
+		"SELECT fencegw.bypass('not mine')",
+		"DELETE FROM demo.accounts",
+		"SELECT fencegw.stamp_unfenced('account/acct-1', 1, 1, true)",
+	} {
+		err := pgx.BeginFunc(ctx, admin, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+role); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, forbidden)
+			return err
+		})
+		if err == nil || !strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("%s as %s = %v, want permission denied", forbidden, role, err)
+		}
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Fatalf("serve as %s: %v", role, err)
+	}
+	served <- nil // for the deferred stop
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "permission denied") || strings.Contains(line, "failed") {
+			t.Errorf("serve as %s logged: %s", role, line)
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// RequestIDHeader carries the request's id on every answer; problem
+// documents carry it as their instance, and the access log line names it,
+// so a client's report finds the gateway's log line.
+const RequestIDHeader = "X-Request-Id"
+
+// requestIDs makes the process's request ids: a random prefix, so that
+// replicas' ids differ, and a counter.
+type requestIDs struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newRequestIDs() *requestIDs {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return &requestIDs{prefix: hex.EncodeToString(b[:]) + "-"}
+}
+
+func (ids *requestIDs) next() string {
+	return ids.prefix + strconv.FormatUint(ids.n.Add(1), 10)
+}
+
+// accessEntry is what the handlers learn about a request that its access
+// log line reports.
+type accessEntry struct {
+	id        string
+	status    int
+	operation string
+	resource  string
+	token     string // the presented token, unsigned
+	outcome   string // ok, replayed, or the problem type
+	err       error  // the cause of a refusal, for the log only
+	level     slog.Level
+}
+
+type accessKey struct{}
+
+// accessOf is the request's access entry; a request that did not come
+// through logAccess gets a scratch one.
+func accessOf(ctx context.Context) *accessEntry {
+	if e, ok := ctx.Value(accessKey{}).(*accessEntry); ok {
+		return e
+	}
+	return &accessEntry{}
+}
+
+// statusRecorder remembers the status a handler answered.
+type statusRecorder struct {
+	http.ResponseWriter
+	entry *accessEntry
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.entry.status == 0 {
+		s.entry.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.entry.status == 0 {
+		s.entry.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (read
+// deadlines for bodies, flushes).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// logAccess gives every request an id and writes one log line per
+// request once it is answered: method, route, status, duration, and what
+// the handler learnt (operation, resource, presented token, outcome, the
+// cause of a refusal). Refusals log at the level their problem deserves;
+// the rest at info, so --log-level warn turns the access log off.
+func (g *Gateway) logAccess(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		e := &accessEntry{id: g.requestIDs.next(), level: slog.LevelInfo}
+		w.Header()[RequestIDHeader] = []string{e.id}
+		// The router fills a route context it finds instead of making
+		// its own: then the matched pattern is known here afterwards.
+		rc := chi.NewRouteContext()
+		ctx := context.WithValue(context.WithValue(r.Context(), accessKey{}, e), chi.RouteCtxKey, rc)
+		r = r.WithContext(ctx)
+		next.ServeHTTP(&statusRecorder{ResponseWriter: w, entry: e}, r)
+		if !g.log.Enabled(ctx, e.level) {
+			return
+		}
+		route := rc.RoutePattern()
+		if route == "" {
+			route = "(no route)"
+		}
+		attrs := []slog.Attr{
+			slog.String("request_id", e.id),
+			slog.String("method", r.Method), slog.String("route", route),
+			slog.Int("status", cmpStatus(e.status)), slog.String("duration", time.Since(start).String()),
+		}
+		for _, a := range []struct{ k, v string }{{"operation", e.operation}, {"resource", e.resource}, {"presented_token", e.token}, {"outcome", e.outcome}} {
+			if a.v != "" {
+				attrs = append(attrs, slog.String(a.k, a.v))
+			}
+		}
+		if e.err != nil {
+			attrs = append(attrs, slog.String("error", e.err.Error()))
+		}
+		g.log.LogAttrs(r.Context(), e.level, "request", attrs...)
+	})
+}
+
+// cmpStatus is the status of a handler that wrote nothing: 200.
+func cmpStatus(s int) int {
+	if s == 0 {
+		return http.StatusOK
+	}
+	return s
+}

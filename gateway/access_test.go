@@ -1,0 +1,133 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/gateway"
+)
+
+// lineWriter hands each log line written to it to a channel.
+type lineWriter chan map[string]any
+
+func (lw lineWriter) Write(b []byte) (int, error) {
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err == nil {
+		lw <- m
+	}
+	return len(b), nil
+}
+
+// accessLine waits for the access log line of the request with id.
+func accessLine(t *testing.T, lines lineWriter, id string) map[string]any {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case m := <-lines:
+			if m["msg"] == "request" && m["request_id"] == id {
+				return m
+			}
+		case <-deadline:
+			t.Fatalf("no access log line for request %s", id)
+		}
+	}
+}
+
+// TestAccessLogAndRequestIDs: every answer carries X-Request-Id; a
+// problem names it as its instance; one log line per request says what
+// happened, with the route's pattern, the duration as text and, for a
+// refusal, the problem type and its cause.
+func TestAccessLogAndRequestIDs(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	lines := make(lineWriter, 1024)
+	gw := h.sibling(func(c *gateway.Config) { c.Logger = slog.New(slog.NewJSONHandler(lines, nil)) })
+
+	l := h.mustAcquire("account/acct-1", 30, 0)
+	ok := gw.write("debit", l.Token, debit("acct-1", 5))
+	if ok.Status != http.StatusOK {
+		t.Fatalf("debit: %d %s", ok.Status, ok.Body)
+	}
+	id := ok.Header.Get(gateway.RequestIDHeader)
+	if id == "" {
+		t.Fatal("no X-Request-Id on an accepted write")
+	}
+	m := accessLine(t, lines, id)
+	want := map[string]any{"method": "POST", "route": "/v1/ops/{operation}", "status": float64(200), "operation": "debit",
+		"resource": "account/acct-1", "presented_token": l.Plain, "outcome": "ok", "level": "INFO"}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("access line %s = %v, want %v (line %v)", k, m[k], v, m)
+		}
+	}
+	if d, err := time.ParseDuration(m["duration"].(string)); err != nil || d <= 0 {
+		t.Errorf("duration %v: want text such as 1.5ms", m["duration"])
+	}
+
+	h.release(l)
+	l2 := h.mustAcquire("account/acct-1", 30, 0)
+	if r := gw.write("debit", l2.Token, debit("acct-1", 1)); r.Status != http.StatusOK {
+		t.Fatalf("debit with the newer token: %d %s", r.Status, r.Body)
+	}
+	before := h.state()
+	stale := gw.write("debit", l.Token, debit("acct-1", 5))
+	if stale.Status != http.StatusConflict {
+		t.Fatalf("stale debit: %d %s", stale.Status, stale.Body)
+	}
+	id = stale.Header.Get(gateway.RequestIDHeader)
+	if stale.Problem.Instance != "urn:fencegw:request:"+id {
+		t.Errorf("problem instance %q, want the request id %q", stale.Problem.Instance, id)
+	}
+	for _, pkg := range []string{"fence:", "gateway:", "tokens:", "policy:", "authority:"} {
+		if strings.Contains(stale.Problem.Detail, pkg) {
+			t.Errorf("detail %q names the Go package %s", stale.Problem.Detail, pkg)
+		}
+	}
+	m = accessLine(t, lines, id)
+	if m["status"] != float64(409) || m["outcome"] != "stale-token" || !strings.Contains(m["error"].(string), "stale token") {
+		t.Errorf("access line of a stale write: %v", m)
+	}
+	if after := h.state(); after != before {
+		t.Errorf("a stale write changed the database: %s → %s", before, after)
+	}
+}
+
+// TestMethodNotAllowedSaysWhatIs: a 405 carries Allow (RFC 9110) and
+// writes nothing.
+func TestMethodNotAllowedSaysWhatIs(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	before := h.state()
+	for _, tc := range []struct{ method, path, allow string }{
+		{http.MethodPut, "/v1/ops/debit", "POST"},
+		{http.MethodPost, "/livez", "GET"},
+		{http.MethodPost, "/v1/leases/abc", "DELETE"},
+		{http.MethodPut, "/v1/leases", "GET, POST"},
+	} {
+		r := h.do(tc.method, tc.path, nil, debit("acct-1", 5))
+		if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d, Allow %q; want 405, Allow %q", tc.method, tc.path, r.Status, r.Header.Get("Allow"), tc.allow)
+		}
+	}
+	if after := h.state(); after != before {
+		t.Errorf("405s changed the database: %s → %s", before, after)
+	}
+}
+
+// TestPublicDetail: problem details lose Go's package prefixes, and keep
+// everything else, colons in tokens included.
+func TestPublicDetail(t *testing.T) {
+	for in, want := range map[string]string{
+		"fence: stale token 1:4 for account/acct-1: the fence is at 1:6": "stale token 1:4 for account/acct-1: the fence is at 1:6",
+		"gateway: bad request: lease request: ttl: want whole seconds":   "bad request: lease request: ttl: want whole seconds",
+		"write 2: fence: precondition failed":                            "write 2: precondition failed",
+		"no prefix here":                                                 "no prefix here",
+	} {
+		if got := gateway.PublicDetail(in); got != want {
+			t.Errorf("PublicDetail(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package guard
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegw/fencegw/policy"
+)
+
+// gatewayTables are the privileges the gateway's role needs on its own
+// schema: fences (fence() upserts them; inspect reads them), the authority
+// record, the audit and the idempotency keys (written, read, expired by
+// the janitor), the replicas' policy check, and the bypass log, which
+// inspect reads. The functions the gateway calls run with its rights and
+// are executable by everyone; fencegw.bypass and fencegw.stamp_unfenced
+// are not, and the gateway's role must not get them.
+var gatewayTables = []struct{ table, privileges string }{
+	{"fencegw.fences", "SELECT, INSERT, UPDATE"},
+	{"fencegw.authority", "SELECT, INSERT, UPDATE"},
+	{"fencegw.rejections", "SELECT, INSERT, DELETE"},
+	{"fencegw.idempotency_keys", "SELECT, INSERT, UPDATE, DELETE"},
+	{"fencegw.replicas", "SELECT, INSERT, UPDATE, DELETE"},
+	{"fencegw.bypass_log", "SELECT"},
+}
+
+// tableUse is what a policy's statements do to one table.
+type tableUse struct {
+	privileges map[string]bool // SELECT, INSERT, UPDATE, DELETE
+	sequences  []string        // the sequences its column defaults draw from, for INSERT
+}
+
+// Grants returns the SQL that gives role exactly what `fencegw serve` needs
+// to run pol on the database conn is connected to, and nothing else: the
+// gateway's schema, the recorded schema version, and on each application
+// table what the policy's statements do to it, as PostgreSQL plans them
+// (a generic plan of each statement: every table it reads, writes or
+// draws a sequence for). Roles are not created, and nothing is run.
+func Grants(ctx context.Context, conn *pgx.Conn, pol *policy.Policy, role, versionTable string) (string, error) {
+	tables, err := applicationTables(ctx, conn, pol)
+	if err != nil {
+		return "", err
+	}
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
+		return "", fmt.Errorf("guard: grants: %w", err)
+	}
+	r := pgx.Identifier{role}.Sanitize()
+	var b strings.Builder
+	fmt.Fprintf(&b, "-- What fencegw serve needs for policy %s, as role %s; nothing else.\n", pol.Source, role)
+	fmt.Fprintf(&b, "GRANT CONNECT ON DATABASE %s TO %s;\n", pgx.Identifier{db}.Sanitize(), r)
+	fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA fencegw TO %s;\n", r)
+	for _, t := range gatewayTables {
+		fmt.Fprintf(&b, "GRANT %s ON %s TO %s;\n", t.privileges, t.table, r)
+	}
+	fmt.Fprintf(&b, "GRANT USAGE ON SEQUENCE fencegw.rejections_id_seq TO %s;\n", r)
+	fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", pgx.Identifier{"public", versionTable}.Sanitize(), r)
+	schemas := map[string]bool{}
+	for _, t := range slices.Sorted(maps.Keys(tables)) {
+		schemas[strings.SplitN(t, ".", 2)[0]] = true
+	}
+	for _, s := range slices.Sorted(maps.Keys(schemas)) {
+		fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s;\n", s, r)
+	}
+	for _, t := range slices.Sorted(maps.Keys(tables)) {
+		use := tables[t]
+		privs := slices.SortedFunc(maps.Keys(use.privileges), func(a, b string) int {
+			return cmp.Compare(slices.Index(privilegeOrder, a), slices.Index(privilegeOrder, b))
+		})
+		fmt.Fprintf(&b, "GRANT %s ON %s TO %s;\n", strings.Join(privs, ", "), t, r)
+		for _, s := range use.sequences {
+			fmt.Fprintf(&b, "GRANT USAGE ON SEQUENCE %s TO %s;\n", s, r)
+		}
+	}
+	return b.String(), nil
+}
+
+var privilegeOrder = []string{"SELECT", "INSERT", "UPDATE", "DELETE"}
+
+// applicationTables plans every statement of pol generically and collects
+// the tables the plans touch, with what they do to each, keyed by
+// schema-qualified, quoted name.
+func applicationTables(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) (map[string]*tableUse, error) {
+	tables := map[string]*tableUse{}
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		// A generic plan keeps every table the statement names: with the
+		// parameters' values (NULLs here) the planner could prove parts
+		// of it empty and leave their tables out.
+		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+			return err
+		}
+		for _, name := range pol.OperationNames() {
+			for i, st := range pol.Operations[name].Statements {
+				entry := fmt.Sprintf("operations.%s.statements[%d]", name, i)
+				if err := planTables(ctx, tx, st.SQL, tables); err != nil {
+					return fmt.Errorf("%s: %w", entry, err)
+				}
+			}
+		}
+		for t, use := range tables {
+			if !use.privileges["INSERT"] {
+				continue
+			}
+			rows, err := tx.Query(ctx, `SELECT DISTINCT c.oid::regclass::text FROM pg_depend d
+				JOIN pg_class c ON c.oid = d.objid AND d.classid = 'pg_class'::regclass
+				WHERE d.refobjid = $1::regclass AND d.refclassid = 'pg_class'::regclass AND c.relkind = 'S'
+				ORDER BY 1`, t)
+			if err != nil {
+				return err
+			}
+			if use.sequences, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("guard: grants: %w", err)
+	}
+	return tables, nil
+}
+
+// planNode is the part of EXPLAIN (FORMAT JSON, VERBOSE) grants read.
+type planNode struct {
+	NodeType  string     `json:"Node Type"`
+	Operation string     `json:"Operation"` // ModifyTable: Insert, Update, Delete
+	Relation  string     `json:"Relation Name"`
+	Schema    string     `json:"Schema"`
+	Conflict  string     `json:"Conflict Resolution"` // ON CONFLICT DO UPDATE: "UPDATE"
+	Output    []string   `json:"Output"`              // a ModifyTable's RETURNING list
+	Plans     []planNode `json:"Plans"`
+}
+
+// planTables adds the tables the generic plan of sql touches to tables.
+func planTables(ctx context.Context, tx pgx.Tx, sql string, tables map[string]*tableUse) error {
+	sd, err := tx.Conn().Prepare(ctx, "fencegw_grants", sql)
+	if err != nil {
+		return err
+	}
+	defer tx.Conn().Deallocate(ctx, "fencegw_grants")
+	nulls := strings.TrimSuffix(strings.Repeat("NULL, ", len(sd.ParamOIDs)), ", ")
+	explain := "EXPLAIN (VERBOSE, FORMAT JSON) EXECUTE fencegw_grants"
+	if nulls != "" {
+		explain += "(" + nulls + ")"
+	}
+	var out []struct {
+		Plan planNode `json:"Plan"`
+	}
+	var raw []byte
+	if err := tx.QueryRow(ctx, explain).Scan(&raw); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, &out); err != nil || len(out) == 0 {
+		return fmt.Errorf("reading the plan: %v", err)
+	}
+	walkPlan(&out[0].Plan, tables)
+	return nil
+}
+
+func walkPlan(n *planNode, tables map[string]*tableUse) {
+	if n.Relation != "" {
+		t := pgx.Identifier{n.Schema, n.Relation}.Sanitize()
+		use := tables[t]
+		if use == nil {
+			use = &tableUse{privileges: map[string]bool{}}
+			tables[t] = use
+		}
+		switch n.Operation {
+		case "Insert", "Update", "Delete":
+			use.privileges[strings.ToUpper(n.Operation)] = true
+			if n.Conflict == "UPDATE" {
+				use.privileges["UPDATE"] = true
+			}
+			// RETURNING reads the rows; UPDATE and DELETE read them to
+			// find them (the scan under this node says so too).
+			if len(n.Output) > 0 || n.Operation != "Insert" {
+				use.privileges["SELECT"] = true
+			}
+		default:
+			use.privileges["SELECT"] = true
+		}
+	}
+	for i := range n.Plans {
+		walkPlan(&n.Plans[i], tables)
+	}
+}
