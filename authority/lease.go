@@ -71,6 +71,9 @@ type AcquireOptions struct {
 	// (0: no bound). It is counted in etcd, so replicas share it; two
 	// requests racing for the last one may both get it.
 	MaxHeld int64
+	// Observer names the replica that measures the lock's hold time when
+	// the lease ends (WatchHoldTimes); empty: not measured.
+	Observer string
 }
 
 // clientsPrefix indexes each lease under its owner, so that the leases of
@@ -164,8 +167,23 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 	// the token is etcd's (epoch, revision) at one instant: a gateway that
 	// has not yet noticed an epoch bump still hands out the new epoch.
 	epoch := clientv3.OpGet(epochKey)
+	ops := []clientv3.Op{put, holder, recordOwner, epoch, index}
 	tctx, cancel := bounded(ctx)
-	resp, err := a.cli.Txn(tctx).Then(put, holder, recordOwner, epoch, index).Commit()
+	txn := a.cli.Txn(tctx)
+	if opts.Observer != "" {
+		// Granted now if no other contender has a key, and no lock delay
+		// may hold it back: the grant time is then this transaction's.
+		now := a.now()
+		granted := func(held bool) clientv3.Op {
+			return clientv3.OpPut(grantedKey(id), grantedValue(now, opts.Observer, held), clientv3.WithLease(clientv3.LeaseID(id)))
+		}
+		txn = txn.If(clientv3.Compare(clientv3.Version(pfx).WithPrefix(), "=", 0)).
+			Then(append(ops, granted(opts.LockDelay == 0))...).
+			Else(append(ops, granted(false))...)
+	} else {
+		txn = txn.Then(ops...)
+	}
+	resp, err := txn.Commit()
 	cancel()
 	if err != nil {
 		return Lease{}, unavailable("create lock key", err)
@@ -222,6 +240,14 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 	defer cancel()
 	if _, err := a.cli.KeepAliveOnce(kctx, clientv3.LeaseID(id)); err != nil {
 		return Lease{}, leaseError("refresh lease", err)
+	}
+	if opts.Observer != "" {
+		// Held from now. Only if the key is still there: a lease that
+		// expired this instant must not be given a grant it never had.
+		put := clientv3.OpPut(grantedKey(id), grantedValue(a.now(), opts.Observer, true), clientv3.WithLease(clientv3.LeaseID(id)))
+		if _, err := a.cli.Txn(kctx).If(clientv3.Compare(clientv3.Version(grantedKey(id)), ">", 0)).Then(put).Commit(); err != nil {
+			return Lease{}, unavailable("record the grant", err)
+		}
 	}
 	return lease, nil
 }

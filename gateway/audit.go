@@ -167,3 +167,11 @@ func (g *Gateway) audit(ctx context.Context, p Problem) {
 // RunAudit records the gateway's refusals in fencegw.rejections until ctx
 // ends; without it, refusals are only logged and counted.
 func (g *Gateway) RunAudit(ctx context.Context) { g.auditor.Run(ctx) }
+
+// RunHoldTimes measures the hold time of the locks this gateway granted,
+// in fencegw_lease_hold_seconds, until ctx ends (authority.WatchHoldTimes).
+func (g *Gateway) RunHoldTimes(ctx context.Context) {
+	g.cfg.Authority.WatchHoldTimes(ctx, g.replicas.self.Name, func(d time.Duration) {
+		g.metrics.leaseHold.Observe(d.Seconds())
+	})
+}

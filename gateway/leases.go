@@ -51,7 +51,8 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	}
 	opts := authority.AcquireOptions{
 		TTL: ttl, Wait: wait, Value: req.Value, Owner: clientName(r.Context()),
-		MaxHeld: cmp.Or(g.cfg.MaxLeasesPerClient, DefaultMaxLeasesPerClient),
+		MaxHeld:  cmp.Or(g.cfg.MaxLeasesPerClient, DefaultMaxLeasesPerClient),
+		Observer: g.replicas.self.Name,
 	}
 	if res := g.cfg.Policy.ResourceFor(req.Resource); res != nil {
 		opts.LockDelay = res.LockDelay

@@ -18,6 +18,7 @@ type metrics struct {
 	waiting    prometheus.Gauge
 	waited     prometheus.Histogram
 	leaseWait  prometheus.Histogram
+	leaseHold  prometheus.Histogram
 	// auditDropped counts refusals not recorded: the audit queue was full.
 	auditDropped prometheus.Counter
 	ops          map[string]opMetrics // per policy operation, resolved once
@@ -78,11 +79,16 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		Help:    "Time from a lease request to its grant, for granted leases: queueing behind holders, lock-delay, etcd.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 11), // up to 1,048 s: past the longest wait allowed
 	})
+	m.leaseHold = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "fencegw_lease_hold_seconds",
+		Help:    "How long granted locks were held, from the grant to the release or expiry, as the replica that granted each observed it (none if that replica was gone by then).",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 18), // up to 109 min: past the longest TTL, renewals aside
+	})
 	m.auditDropped = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "fencegw_audit_dropped_total",
 		Help: "Refusals not recorded in fencegw.rejections because the audit queue was full (they are still logged and counted in fencegw_rejections_total).",
 	})
-	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases, m.batchSize, m.waiting, m.waited, m.leaseWait, m.auditDropped,
+	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases, m.batchSize, m.waiting, m.waited, m.leaseWait, m.leaseHold, m.auditDropped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_revision",
 			Help: "The newest etcd revision this gateway has seen.",

@@ -77,13 +77,16 @@ func (c *serveConfig) bind(fs *flag.FlagSet, d flagDefaults) {
 }
 
 func (c *serveConfig) bindBackends(fs *flag.FlagSet) {
-	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL (also DATABASE_URL)")
-	c.EtcdEndpoints = []string{"127.0.0.1:2379"}
-	fs.Func("etcd", "comma-separated etcd endpoints (also FENCEGW_ETCD_ENDPOINTS; default 127.0.0.1:2379)", func(s string) error {
+	// Defaults from the environment here as well as in applyEnv: the
+	// other commands that take these flags (guard, inspect, epoch, keys)
+	// read the same variables.
+	fs.StringVar(&c.DatabaseURL, "database-url", envOr("", "FENCEGW_DATABASE_URL", "DATABASE_URL"), "PostgreSQL URL (FENCEGW_DATABASE_URL, DATABASE_URL)")
+	c.EtcdEndpoints = splitList(envOr("127.0.0.1:2379", "FENCEGW_ETCD", "FENCEGW_ETCD_ENDPOINTS"))
+	fs.Func("etcd", "comma-separated etcd endpoints (FENCEGW_ETCD, FENCEGW_ETCD_ENDPOINTS; default 127.0.0.1:2379)", func(s string) error {
 		c.EtcdEndpoints = splitList(s)
 		return nil
 	})
-	fs.StringVar(&c.PolicyPath, "policy", "", "policy file")
+	fs.StringVar(&c.PolicyPath, "policy", envOr("", "FENCEGW_POLICY"), "policy file (FENCEGW_POLICY)")
 }
 
 // check refuses a configuration serve cannot run with.

@@ -138,6 +138,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		func(ctx context.Context) { gw.Guard().Run(ctx, cfg.AuthorityCheck) },
 		func(ctx context.Context) { gw.RunReplicaCheck(ctx, cfg.AuthorityCheck) },
 		gw.RunAudit,
+		gw.RunHoldTimes,
 	)
 	defer stopBackground()
 	gw.SetReady(true)

@@ -1,0 +1,132 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/fencegw/fencegw/internal/testenv"
+)
+
+// dockerBuild is the Dockerfile's build command, read from it so that the
+// test builds what the image would hold.
+var dockerBuild = regexp.MustCompile(`(?m)^RUN (go build .*)$`)
+
+// TestComposeServicesRun builds the binary as the Dockerfile does and runs
+// each compose service's command, with its environment, against a test
+// database and etcd (paths inside the image mapped to the repository's):
+// the one-shot services succeed in order, and the gateway becomes ready
+// and stops cleanly on SIGTERM.
+func TestComposeServicesRun(t *testing.T) {
+	dockerfile, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := dockerBuild.FindSubmatch(dockerfile)
+	if m == nil || !strings.Contains(string(dockerfile), "ENV CGO_ENABLED=0") {
+		t.Fatal("the Dockerfile builds no static binary with go build")
+	}
+	bin := filepath.Join(t.TempDir(), "fencegw")
+	// Through a shell, as Docker's RUN does: the flags are quoted.
+	build := exec.Command("sh", "-c", strings.ReplaceAll(string(m[1]), "/out/fencegw", bin))
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", m[1], err, out)
+	}
+
+	var cfg composeConfig
+	src, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(src, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	dbURL := testenv.NewDatabase(t)
+	repoPath := func(s string) string { return strings.ReplaceAll(s, "/etc/fencegw/demo", "../testdata/demo") }
+	run := func(service string, env map[string]string) *exec.Cmd {
+		s, ok := cfg.Services[service]
+		if !ok {
+			t.Fatalf("no service %s", service)
+		}
+		var argv []string
+		for _, a := range s.Command {
+			argv = append(argv, repoPath(a))
+		}
+		cmd := exec.Command(bin, argv...)
+		cmd.Env = append(os.Environ(), "FENCEGW_DATABASE_URL="+dbURL)
+		for k, v := range env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		return cmd
+	}
+	for _, service := range []string{"migrate", "migrate-demo", "guard"} {
+		if out, err := run(service, nil).CombinedOutput(); err != nil {
+			t.Fatalf("service %s: %v\n%s", service, err, out)
+		}
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	env := map[string]string{}
+	for k, v := range cfg.Services["fencegw"].Environment {
+		env[k] = repoPath(v)
+	}
+	env["FENCEGW_LISTEN"] = addr // the container's 0.0.0.0:8080, on loopback here
+	env["FENCEGW_ETCD"] = strings.Join(testenv.EtcdEndpoints(), ",")
+	env["FENCEGW_DATABASE_URL"] = dbURL
+	env["FENCEGW_SHUTDOWN_DELAY"] = "0s"
+	gw := run("fencegw", env)
+	var out bytes.Buffer
+	gw.Stdout, gw.Stderr = &out, &out
+	if err := gw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- gw.Wait() }()
+	t.Cleanup(func() { _ = gw.Process.Kill() })
+	ready := testenv.WaitFor(60*time.Second, func() bool {
+		select {
+		case err := <-exited:
+			exited <- err
+			return true
+		default:
+		}
+		resp, err := http.Get(fmt.Sprintf("http://%s/readyz", addr))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if !ready {
+		t.Fatalf("the fencegw service never became ready:\n%s", &out)
+	}
+	if err := gw.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("the fencegw service stopped early:\n%s", &out)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the fencegw service after SIGTERM: %v\n%s", err, &out)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the fencegw service did not stop after SIGTERM:\n%s", &out)
+	}
+}
