@@ -70,3 +70,20 @@ type WriteError struct {
 
 func (e *WriteError) Error() string { return fmt.Sprintf("write %d: %v", e.Index, e.Err) }
 func (e *WriteError) Unwrap() error { return e.Err }
+
+// SQLError is an error a policy statement raised that fencegw does not
+// interpret itself: an application trigger's or function's RAISE, a
+// permission denied. Nothing of the write was applied. The gateway
+// answers it as the policy's sql_errors say, or as an internal error.
+type SQLError struct {
+	Operation string
+	Code      string // the SQLSTATE
+	Message   string // the error's primary message, as raised
+	Err       error  // the driver's error, for the log
+}
+
+func (e *SQLError) Error() string {
+	return fmt.Sprintf("fence: operation %s: %s (SQLSTATE %s)", e.Operation, e.Message, e.Code)
+}
+
+func (e *SQLError) Unwrap() error { return e.Err }

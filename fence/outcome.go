@@ -108,6 +108,9 @@ func classify(err error, committing bool, req *Request, at failedAt) error {
 		pgerrcode.IsOperatorIntervention(pgErr.Code), pgerrcode.IsConnectionException(pgErr.Code):
 		return fmt.Errorf("%w: PostgreSQL rolled the write back, retry: %w", ErrUnavailable, err)
 	}
+	if at.write >= 0 {
+		return inWrite(req, at, &SQLError{Operation: opName(req, at), Code: pgErr.Code, Message: pgErr.Message, Err: err})
+	}
 	return inWrite(req, at, fmt.Errorf("fence: operation %s: %w", opName(req, at), err))
 }
 

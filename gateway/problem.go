@@ -79,12 +79,15 @@ func problemFor(err error, scope problemScope) Problem {
 		constr   *fence.ConstraintError
 		mismatch *fence.KeyMismatchError
 		inBatch  *fence.WriteError
+		app      *applicationError
 	)
 	if errors.As(err, &inBatch) {
 		p.Index = &inBatch.Index
 		p.Operation = "" // the batch's: the index names the write
 	}
 	switch {
+	case errors.As(err, &app):
+		p.setApplication(app)
 	case errors.As(err, &stale):
 		p.set(http.StatusConflict, "stale-token", "Stale fencing token")
 		p.Resource, p.Role = stale.Resource, stale.Role
@@ -192,6 +195,7 @@ func (p *Problem) set(status int, kind, title string) {
 
 // writeProblem answers with the problem for err, counts and logs it.
 func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, err error, scope problemScope) Problem {
+	err = g.mapSQLError(err)
 	p := problemFor(err, scope)
 	g.metrics.rejections.WithLabelValues(p.Kind()).Inc()
 	level := slog.LevelInfo

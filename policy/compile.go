@@ -45,6 +45,7 @@ func compile(file string, doc *fileDoc) (*Policy, error) {
 	}
 	compileClients(&ps, p, doc.Clients, doc.Operations)
 	compileGuarded(&ps, p, doc.Guarded)
+	compileSQLErrors(&ps, p, doc.SQLErrors)
 	if len(ps) > 0 {
 		return nil, &Error{File: file, Problems: ps}
 	}
@@ -406,6 +407,7 @@ func (p *Policy) Describe() string {
 		}
 	}
 	p.describeGuarded(&b)
+	b.WriteString(p.describeSQLErrors())
 	if !p.AuthRequired() {
 		b.WriteString("\nno clients: authentication is off, any caller may call any operation\n")
 	}

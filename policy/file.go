@@ -21,6 +21,7 @@ type fileDoc struct {
 	Operations map[string]fileOperation `yaml:"operations"`
 	Clients    map[string]fileClient    `yaml:"clients"`
 	Guarded    map[string]fileGuarded   `yaml:"guarded_tables"`
+	SQLErrors  map[string]fileSQLError  `yaml:"sql_errors"`
 }
 
 type fileResource struct {

@@ -36,7 +36,8 @@ type Policy struct {
 	Operations map[string]*Operation
 	Guarded    []*GuardedTable      // sorted by table
 	clients    map[[32]byte]*Client // by SHA-256 of the bearer token
-	digest     [32]byte             // SHA-256 of the file
+	sqlErrors  map[string]SQLErrorMapping
+	digest     [32]byte // SHA-256 of the file
 }
 
 // Resource is a kind of lockable thing and how its fence compares tokens.
