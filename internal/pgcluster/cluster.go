@@ -33,6 +33,7 @@ type Options struct {
 
 // Cluster is a running PostgreSQL server owned by this process.
 type Cluster struct {
+	binDir  string
 	dir     string
 	ownsDir bool
 	dataDir string
@@ -65,7 +66,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("pgcluster start: %w", err)
 	}
 
-	c := &Cluster{dir: opts.Dir, runAs: runAs}
+	c := &Cluster{binDir: binDir, dir: opts.Dir, runAs: runAs}
 	if c.dir == "" {
 		if c.dir, err = os.MkdirTemp("", "fencegw-pg-"); err != nil {
 			return nil, fmt.Errorf("pgcluster start: %w", err)
