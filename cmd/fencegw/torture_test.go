@@ -52,3 +52,45 @@ func TestTortureCIProfile(t *testing.T) {
 		t.Fatalf("with fencing off the checker found no violation (%v): %s\n%s", err, control.Verdict, logs)
 	}
 }
+
+// TestTortureFailoverProfile: with a synchronous standby, failovers (the
+// primary SIGKILLed, the standby promoted, a new standby made) lose
+// nothing and let no stale write in; with an asynchronous standby whose
+// WAL is held back (the primary killed only after committing a write the
+// standby never received), the checker finds the acknowledged writes the
+// promotion lost: the check can fail, and not by luck.
+func TestTortureFailoverProfile(t *testing.T) {
+	bin := buildFencegw(t)
+	run := func(extra ...string) (check.Report, string, error) {
+		args := append([]string{"torture", "--json", "--seed", "1", "--failover", "--failover-every", "5s", "--duration", "20s", "--coalesce", "--group-commit"}, extra...)
+		cmd := exec.Command(bin, args...)
+		var out, logs bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &logs
+		err := cmd.Run()
+		var r check.Report
+		if derr := json.NewDecoder(&out).Decode(&r); derr != nil {
+			t.Fatalf("torture %v: no report (%v); exit %v\n%s", extra, derr, err, &logs)
+		}
+		return r, logs.String(), err
+	}
+	synced, logs, err := run()
+	t.Logf("synchronous standby: %s faults %v events %v", synced.Verdict, synced.Faults, synced.Events)
+	if err != nil || !synced.OK() {
+		t.Fatalf("failovers to a synchronous standby: %v, %s\n%+v\n%s", err, synced.Verdict, synced.Violations, logs)
+	}
+	if synced.Faults["failover"] < 2 || synced.Events["ok"] < 10 {
+		t.Fatalf("the failover run did too little to prove anything: %v events, %v faults", synced.Events, synced.Faults)
+	}
+
+	control, logs, err := run("--async-standby")
+	t.Logf("asynchronous standby: %s faults %v events %v", control.Verdict, control.Faults, control.Events)
+	lost := 0
+	for _, v := range control.Violations {
+		if v.Kind == check.KindLostWrite {
+			lost++
+		}
+	}
+	if err != nil || lost == 0 {
+		t.Fatalf("failovers to a lagging asynchronous standby lost no acknowledged write (%v): %s\n%s", err, control.Verdict, logs)
+	}
+}

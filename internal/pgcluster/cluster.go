@@ -162,3 +162,6 @@ func (c *Cluster) URLFor(db string) string {
 
 // Port is the TCP port the server listens on at 127.0.0.1.
 func (c *Cluster) Port() int { return c.port }
+
+// Address is the server's host:port on 127.0.0.1.
+func (c *Cluster) Address() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)) }

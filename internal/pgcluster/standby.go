@@ -28,7 +28,12 @@ type StandbyOptions struct {
 	// (synchronous_standby_names, synchronous_commit = on): an
 	// acknowledged commit then survives the loss of the primary.
 	Synchronous bool
-	// Settings are extra server settings for the standby.
+	// Port is the standby's TCP port on 127.0.0.1; 0 picks a free one.
+	// A failover test reuses the port of a primary it killed, so that one
+	// multi-host URL names the pair for the whole run.
+	Port int
+	// Settings are extra server settings for the standby; a
+	// primary_conninfo here wins over the one the base backup wrote.
 	Settings map[string]string
 	// Log receives pg_basebackup's and the server's output; nil writes
 	// the standby's own postgres.log.
@@ -76,7 +81,7 @@ func (c *Cluster) StartStandby(ctx context.Context, opts StandbyOptions) (_ *Clu
 	for k, v := range opts.Settings {
 		settings[k] = v
 	}
-	standby, err := Start(ctx, Options{BinDir: c.binDir, Dir: dir, Settings: settings, Log: opts.Log})
+	standby, err := Start(ctx, Options{BinDir: c.binDir, Dir: dir, Port: opts.Port, Settings: settings, Log: opts.Log})
 	if err != nil {
 		return nil, fmt.Errorf("pgcluster standby: %w", err)
 	}

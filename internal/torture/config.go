@@ -28,6 +28,15 @@ type Config struct {
 	// writes of several resources that wait for a connection share one
 	// transaction.
 	GroupCommit bool
+	// Failover runs PostgreSQL as a primary with a streaming standby
+	// behind one multi-host URL, and the nemesis kills the primary and
+	// promotes the standby every FailoverEvery (RestartPostgres and
+	// SlowNetwork do not apply). The standby is synchronous unless
+	// AsyncStandby: the control, whose failovers lose acknowledged
+	// commits.
+	Failover      bool
+	AsyncStandby  bool
+	FailoverEvery time.Duration
 	// Burst: each lease sends 1 to Burst writes at once.
 	Burst int
 	// Transfers is the percentage of rounds that take two resources'
@@ -44,7 +53,7 @@ func Defaults() Config {
 	return Config{
 		Workers: 6, Resources: 4, Gateways: 2, Duration: 30 * time.Second, TTL: time.Second, Seed: 1,
 		FaultEvery: 600 * time.Millisecond, KillGateways: true, RestartPostgres: true, EtcdFaults: true, SlowNetwork: true, Burst: 3,
-		Transfers: 25,
+		Transfers: 25, FailoverEvery: 6 * time.Second,
 	}
 }
 
@@ -62,6 +71,10 @@ func (c Config) check() error {
 		return errors.New("torture: burst must be 1 to 32")
 	case c.Transfers < 0 || c.Transfers > 100 || (c.Transfers > 0 && c.Resources < 2):
 		return errors.New("torture: transfers is a percentage, 0 to 100, and needs at least 2 resources")
+	case c.AsyncStandby && !c.Failover:
+		return errors.New("torture: --async-standby needs --failover")
+	case c.Failover && c.FailoverEvery < 2*time.Second:
+		return errors.New("torture: failovers at most every 2s")
 	case c.FaultEvery < 100*time.Millisecond:
 		return errors.New("torture: faults at most every 100ms")
 	}

@@ -22,10 +22,12 @@ type nemesis struct {
 	workers  []*exec.Cmd
 	gateways []*gatewayProc
 	pg       *postgres
-	etcd     []*etcdMember
-	etcdBusy atomic.Bool // one etcd fault at a time: the cluster keeps its quorum
-	proxy    *slowProxy  // between the gateways and PostgreSQL
-	slowBusy atomic.Bool
+	// replicated, with --failover: the primary and standby it fails over.
+	replicated *replicated
+	etcd       []*etcdMember
+	etcdBusy   atomic.Bool // one etcd fault at a time: the cluster keeps its quorum
+	proxy      *slowProxy  // between the gateways and PostgreSQL
+	slowBusy   atomic.Bool
 
 	mu     sync.Mutex
 	faults map[string]int
@@ -37,10 +39,14 @@ func (n *nemesis) run(ctx context.Context) {
 	t := time.NewTicker(n.cfg.FaultEvery)
 	defer t.Stop()
 	pgRestarts := 0
+	if n.replicated != nil {
+		n.wg.Add(1)
+		go func() { defer n.wg.Done(); n.failovers(ctx) }()
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			n.wg.Wait() // every paused worker resumed
+			n.wg.Wait() // every paused worker resumed, the last failover done
 			return
 		case <-t.C:
 		}
@@ -51,9 +57,9 @@ func (n *nemesis) run(ctx context.Context) {
 			n.crashGateway(ctx)
 		case roll < 84 && n.cfg.EtcdFaults:
 			n.etcdFault(ctx)
-		case roll < 94 && n.cfg.SlowNetwork:
+		case roll < 94 && n.cfg.SlowNetwork && n.proxy != nil:
 			n.slowNetwork(ctx)
-		case n.cfg.RestartPostgres && pgRestarts < 2:
+		case n.cfg.RestartPostgres && n.pg != nil && pgRestarts < 2:
 			pgRestarts++
 			n.restartPostgres(ctx)
 		default:
@@ -110,6 +116,29 @@ func (n *nemesis) crashGateway(ctx context.Context) {
 	time.Sleep(200 * time.Millisecond)
 	if err := g.start(ctx); err != nil && ctx.Err() == nil {
 		n.log.Error("restarting a gateway failed", "error", err)
+	}
+}
+
+// failovers kills the primary and promotes its standby every
+// FailoverEvery until ctx ends, the first after half an interval. A
+// failover that has begun finishes (with a standby following the new
+// primary) even if ctx ends meanwhile, so the checker finds a primary.
+func (n *nemesis) failovers(ctx context.Context) {
+	next := time.After(n.cfg.FailoverEvery / 2)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-next:
+		}
+		start := time.Now()
+		if err := n.replicated.failover(context.WithoutCancel(ctx)); err != nil {
+			n.log.Error("failover failed", "error", err)
+			return
+		}
+		n.count("failover")
+		n.log.Info("torture: failover done", "took", time.Since(start).Round(time.Millisecond).String())
+		next = time.After(n.cfg.FailoverEvery)
 	}
 }
 

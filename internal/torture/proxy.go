@@ -16,8 +16,10 @@ import (
 // does.
 type slowProxy struct {
 	ln     net.Listener
-	target string
-	delay  atomic.Int64 // nanoseconds; 0: pass at once
+	target atomic.Pointer[string] // host:port new connections go to
+	delay  atomic.Int64           // nanoseconds; 0: pass at once
+	// gate, while set, holds every chunk until it is closed (release, drop).
+	gate atomic.Pointer[chan struct{}]
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -29,7 +31,8 @@ func startProxy(target string) (*slowProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &slowProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &slowProxy{ln: ln, conns: map[net.Conn]struct{}{}}
+	p.target.Store(&target)
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -47,6 +50,36 @@ func (p *slowProxy) proxiedURL(dbURL string) (string, error) {
 
 func (p *slowProxy) setDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
+// port is the proxy's own port on 127.0.0.1.
+func (p *slowProxy) port() int { return p.ln.Addr().(*net.TCPAddr).Port }
+
+// retarget sends new connections to addr; open ones keep theirs.
+func (p *slowProxy) retarget(addr string) { p.target.Store(&addr) }
+
+// hold stops passing anything on, both ways, until release or drop.
+func (p *slowProxy) hold() {
+	g := make(chan struct{})
+	p.gate.Store(&g)
+}
+
+// release passes on what hold held, and what comes after.
+func (p *slowProxy) release() {
+	if g := p.gate.Swap(nil); g != nil {
+		close(*g)
+	}
+}
+
+// drop cuts every open connection, and with them whatever the proxy still
+// held back: a server that died takes its unsent bytes with it.
+func (p *slowProxy) drop() {
+	p.mu.Lock()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.release() // the held pipes find their connections closed
+}
+
 func (p *slowProxy) accept() {
 	defer p.wg.Done()
 	for {
@@ -63,7 +96,7 @@ func (p *slowProxy) accept() {
 }
 
 func (p *slowProxy) serve(client net.Conn) {
-	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	server, err := net.DialTimeout("tcp", *p.target.Load(), 5*time.Second)
 	if err != nil {
 		client.Close()
 		return
@@ -91,6 +124,9 @@ func (p *slowProxy) pipe(dst, src net.Conn) {
 		if n > 0 {
 			if d := time.Duration(p.delay.Load()); d > 0 {
 				time.Sleep(d)
+			}
+			if g := p.gate.Load(); g != nil {
+				<-*g
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return

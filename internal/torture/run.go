@@ -52,31 +52,35 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		return check.Report{}, err
 	}
 	defer stopCluster(etcd)
-	pg, err := startPostgres(setupCtx, filepath.Join(dir, "pg"))
+	db, err := startDatabase(setupCtx, cfg, filepath.Join(dir, "pg"))
 	if err != nil {
 		return check.Report{}, err
 	}
-	defer func() { _ = pg.pg.Stop() }()
-	if err := prepareDatabase(setupCtx, pg.url(), cfg.Resources); err != nil {
+	defer db.stop()
+	if err := prepareDatabase(setupCtx, db.url(), cfg.Resources); err != nil {
+		return check.Report{}, err
+	}
+	if err := db.prepared(setupCtx); err != nil {
 		return check.Report{}, err
 	}
 	policy := filepath.Join(dir, "policy.yaml")
 	if err := os.WriteFile(policy, []byte(fmt.Sprintf(policyYAML, strconv.FormatBool(cfg.Coalesce), strconv.FormatBool(cfg.GroupCommit))), 0o644); err != nil {
 		return check.Report{}, err
 	}
-
-	pgURL, err := url.Parse(pg.url())
-	if err != nil {
-		return check.Report{}, err
-	}
-	proxy, err := startProxy(pgURL.Host) // same port across PostgreSQL restarts
-	if err != nil {
-		return check.Report{}, err
-	}
-	defer proxy.close()
-	gatewayDB, err := proxy.proxiedURL(pg.url())
-	if err != nil {
-		return check.Report{}, err
+	gatewayDB := db.url()
+	var proxy *slowProxy
+	if db.pg != nil {
+		pgURL, err := url.Parse(db.url())
+		if err != nil {
+			return check.Report{}, err
+		}
+		if proxy, err = startProxy(pgURL.Host); err != nil { // same port across PostgreSQL restarts
+			return check.Report{}, err
+		}
+		defer proxy.close()
+		if gatewayDB, err = proxy.proxiedURL(db.url()); err != nil {
+			return check.Report{}, err
+		}
 	}
 
 	var gateways []*gatewayProc
@@ -97,23 +101,24 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		gateways = append(gateways, g)
 		urls = append(urls, g.url())
 	}
-	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence, "coalesce", cfg.Coalesce, "group_commit", cfg.GroupCommit)
+	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence,
+		"coalesce", cfg.Coalesce, "group_commit", cfg.GroupCommit, "failover", cfg.Failover, "async_standby", cfg.AsyncStandby)
 
 	until := time.Now().Add(cfg.Duration)
-	workers, err := startWorkers(bin, dir, cfg, urls, pg.url(), until)
+	workers, err := startWorkers(bin, dir, cfg, urls, db.url(), until)
 	if err != nil {
 		return check.Report{}, err
 	}
 	n := &nemesis{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), log: log, workers: workers,
-		gateways: gateways, pg: pg, etcd: etcd, proxy: proxy, faults: map[string]int{}, paused: map[int]bool{}}
+		gateways: gateways, pg: db.pg, replicated: db.replicated, etcd: etcd, proxy: proxy, faults: map[string]int{}, paused: map[int]bool{}}
 	nctx, stopNemesis := context.WithDeadline(ctx, until)
-	go reportProgress(nctx, log, pg.url(), n, time.Now())
+	go reportProgress(nctx, log, db.url(), n, time.Now())
 	n.run(nctx) // returns at the deadline with every worker resumed
 	stopNemesis()
 	waitWorkers(workers, 30*time.Second)
 	log.Info("torture: workers done, checking", "faults", n.faults, "coalesced_writes_per_transaction", coalesced(gateways))
 
-	report, err := collect(ctx, dir, pg.url(), cfg.Workers, n.faults)
+	report, err := collect(ctx, dir, db.checkURL(), cfg.Workers, n.faults)
 	if err != nil {
 		return check.Report{}, err
 	}

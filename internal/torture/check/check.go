@@ -49,6 +49,7 @@ func Check(in Input) Report {
 	c := newChecker(history, rows)
 	c.checkOrder()
 	acked := c.checkIntents()
+	c.checkWentBack()
 	c.checkTransfers()
 	if in.Ledger != nil {
 		c.checkLedger(*in.Ledger)

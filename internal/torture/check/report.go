@@ -22,7 +22,7 @@ const (
 // Violation is one way the run was unsafe, with the rows and history that
 // show it.
 type Violation struct {
-	Kind     string  `json:"kind"` // "stale-write", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent", "not-linearizable"
+	Kind     string  `json:"kind"` // "stale-write", "fence-went-back", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent", "not-linearizable"
 	Resource string  `json:"resource,omitempty"`
 	Message  string  `json:"message"`
 	Rows     []Row   `json:"rows,omitempty"`     // the rows involved

@@ -1,0 +1,231 @@
+package torture
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegw/fencegw/internal/pgcluster"
+)
+
+// walDelay holds each chunk of WAL on its way to an asynchronous standby
+// (--async-standby): the standby falls behind what the primary
+// acknowledges, as one does across a slow link, so that a failover loses
+// acknowledged commits often enough for the control to show it.
+const walDelay = 300 * time.Millisecond
+
+// replicated is the run's PostgreSQL for --failover: a primary and a
+// streaming standby on two fixed ports, whose roles swap at each
+// failover; the gateways and workers reach whichever accepts writes
+// through one multi-host URL naming both ports.
+type replicated struct {
+	sync  bool
+	ports [2]int
+	// wal carries the asynchronous standby's replication connection, and
+	// holds it back (nil for a synchronous standby).
+	wal *slowProxy
+
+	mu       sync.Mutex
+	primary  *pgcluster.Cluster
+	standby  *pgcluster.Cluster
+	standbys int // made so far, for their names
+}
+
+// startReplicated starts the primary; startStandby, once the run's schema
+// is in place, its first standby (a standby that is behind from its first
+// moment would lose the schema itself, not only writes).
+func startReplicated(ctx context.Context, synchronous bool) (_ *replicated, err error) {
+	r := &replicated{sync: synchronous}
+	for i := range r.ports {
+		if r.ports[i], err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	if r.primary, err = pgcluster.Start(ctx, pgcluster.Options{Port: r.ports[0]}); err != nil {
+		return nil, err
+	}
+	if !synchronous {
+		if r.wal, err = startProxy(r.primary.Address()); err != nil {
+			_ = r.primary.Stop()
+			return nil, err
+		}
+		r.wal.setDelay(walDelay)
+	}
+	return r, nil
+}
+
+// url names both servers: clients reach the one that accepts writes.
+func (r *replicated) url() string {
+	hosts := ""
+	for i, p := range r.ports {
+		if i > 0 {
+			hosts += ","
+		}
+		hosts += net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	}
+	return "postgres://postgres@" + hosts + "/postgres?sslmode=disable&target_session_attrs=read-write"
+}
+
+// primaryURL is the current primary's own URL, for the checker.
+func (r *replicated) primaryURL() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.primary.URL()
+}
+
+// startStandby makes a standby of the primary on the port the primary
+// does not use.
+func (r *replicated) startStandby(ctx context.Context) error {
+	port := r.ports[0]
+	if r.primary.Port() == port {
+		port = r.ports[1]
+	}
+	r.standbys++
+	opts := pgcluster.StandbyOptions{Name: fmt.Sprintf("standby_%d", r.standbys), Synchronous: r.sync, Port: port}
+	if r.wal != nil {
+		r.wal.retarget(r.primary.Address())
+		opts.Settings = map[string]string{"primary_conninfo": "host=127.0.0.1 port=" + strconv.Itoa(r.wal.port()) + " user=postgres"}
+	}
+	standby, err := r.primary.StartStandby(ctx, opts)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.standby = standby
+	r.mu.Unlock()
+	return nil
+}
+
+// failover does what a failover manager does when the primary's machine
+// is lost: SIGKILL the primary, promote the standby, and (the old primary
+// not reused) make a new standby of the new primary on the old one's port.
+// It returns once a standby follows the new primary again, synchronously
+// if the run's is.
+func (r *replicated) failover(ctx context.Context) error {
+	r.mu.Lock()
+	old, next := r.primary, r.standby
+	r.mu.Unlock()
+	if r.wal != nil {
+		// The control's interleaving, forced: the standby receives
+		// nothing from here on, and the primary is killed only once it
+		// has committed (and so acknowledged) a write more.
+		r.wal.hold()
+		waitForCommit(ctx, old.URL(), 5*time.Second)
+	}
+	old.Kill()
+	if r.wal != nil {
+		r.wal.drop() // the WAL still held back dies with the primary
+	}
+	if err := next.Promote(ctx); err != nil {
+		return fmt.Errorf("promote: %w", err)
+	}
+	r.mu.Lock()
+	r.primary, r.standby = next, nil
+	r.mu.Unlock()
+	_ = old.Stop() // its files
+	if err := r.startStandby(ctx); err != nil {
+		return fmt.Errorf("new standby: %w", err)
+	}
+	return nil
+}
+
+func (r *replicated) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.standby != nil {
+		_ = r.standby.Stop()
+	}
+	if r.primary != nil {
+		_ = r.primary.Stop()
+	}
+	if r.wal != nil {
+		r.wal.close()
+	}
+}
+
+// database is the run's PostgreSQL: one server the nemesis restarts in
+// place, or a replicated pair it fails over (--failover).
+type database struct {
+	pg         *postgres
+	replicated *replicated
+}
+
+func startDatabase(ctx context.Context, cfg Config, dir string) (*database, error) {
+	if cfg.Failover {
+		r, err := startReplicated(ctx, !cfg.AsyncStandby)
+		if err != nil {
+			return nil, err
+		}
+		return &database{replicated: r}, nil
+	}
+	pg, err := startPostgres(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return &database{pg: pg}, nil
+}
+
+// prepared is called once the schema is in place: a replicated database
+// gets its standby.
+func (d *database) prepared(ctx context.Context) error {
+	if d.replicated != nil {
+		return d.replicated.startStandby(ctx)
+	}
+	return nil
+}
+
+// url is what gateways and workers connect with.
+func (d *database) url() string {
+	if d.replicated != nil {
+		return d.replicated.url()
+	}
+	return d.pg.url()
+}
+
+// checkURL is the server the checker reads at the end: after failovers,
+// the promoted one.
+func (d *database) checkURL() string {
+	if d.replicated != nil {
+		return d.replicated.primaryURL()
+	}
+	return d.pg.url()
+}
+
+func (d *database) stop() {
+	if d.replicated != nil {
+		d.replicated.stop()
+		return
+	}
+	_ = d.pg.pg.Stop()
+}
+
+// waitForCommit returns once the server at dbURL has committed a write to
+// torture.log more than when it was called, or after limit.
+func waitForCommit(ctx context.Context, dbURL string, limit time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return
+	}
+	defer conn.Close(context.Background())
+	var first, n int64
+	if conn.QueryRow(ctx, "SELECT coalesce(max(id), 0) FROM torture.log").Scan(&first) != nil {
+		return
+	}
+	for n <= first {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		if conn.QueryRow(ctx, "SELECT coalesce(max(id), 0) FROM torture.log").Scan(&n) != nil {
+			return
+		}
+	}
+}
