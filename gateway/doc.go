@@ -8,7 +8,8 @@
 //
 // POST /v1/ops/{operation} is one fenced write; POST /v1/batch several,
 // all or nothing; /v1/leases takes, renews, observes and releases locks;
-// /livez, /readyz and /metrics are for operators.
+// /livez, /readyz and /metrics are for operators, and so is /status, a
+// page for people (embedded in the binary) that polls GET /v1/status.
 //
 // # The write path
 //

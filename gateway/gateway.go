@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/internal/buildinfo"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -95,11 +96,13 @@ type Gateway struct {
 	guard      *authority.Guard
 	auditor    *auditor
 	readiness  readiness
+	status     statusBoard // GET /status and /v1/status
 	replicas   *replicas
 	leaseCalls *callLimit
 	admit      *admission
 	metrics    *metrics
 	requestIDs *requestIDs
+	openapi    []byte // GET /v1/openapi.json
 	ready      atomic.Bool
 	maxBody    int64
 	writeTTL   time.Duration
@@ -130,6 +133,10 @@ func New(cfg Config) (*Gateway, error) {
 		fences += "\nfencing OFF (--unsafe-no-fence)"
 	}
 	g.replicas = newReplicas(cfg.Policy.Digest(), fences)
+	var err error
+	if g.openapi, err = OpenAPI(cfg.Policy, buildinfo.Read().Version); err != nil {
+		return nil, fmt.Errorf("gateway: OpenAPI document: %w", err)
+	}
 	g.metrics = newMetrics(
 		func() float64 { return float64(cfg.Authority.NewestRevision()) },
 		func() float64 { return float64(cfg.Authority.Epoch()) },
@@ -214,10 +221,13 @@ func (g *Gateway) Handler() http.Handler {
 	r.Get("/livez", g.handleLive)
 	r.Get("/readyz", g.handleReady)
 	r.Handle("/metrics", promhttp.HandlerFor(g.metrics.registry, promhttp.HandlerOpts{}))
+	r.Get("/status", g.handleStatusPage)
+	r.Get("/status/{file}", g.handleStatusFile)
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(g.authenticate)
 		r.Post("/ops/{operation}", g.handleWrite)
 		r.Post("/batch", g.handleBatch)
+		r.Get("/openapi.json", g.handleOpenAPI)
 		r.With(g.limitLeaseCalls).Post("/leases", g.handleAcquire)
 		r.With(g.limitLeaseCalls).Get("/leases", g.handleObserve)
 		// Renewals and releases are never refused for a lack of places:
@@ -225,6 +235,7 @@ func (g *Gateway) Handler() http.Handler {
 		// release would hold its lock the longer.
 		r.Post("/leases/{id}/keepalive", g.handleKeepAlive)
 		r.Delete("/leases/{id}", g.handleRelease)
+		r.Get("/status", g.handleStatus) // the status page's data, behind the API's authentication
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		g.writeProblem(w, r, fmt.Errorf("%w: %s %s", ErrNoRoute, r.Method, r.URL.Path), problemScope{})

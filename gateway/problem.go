@@ -89,28 +89,28 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.As(err, &app):
 		p.setApplication(app)
 	case errors.As(err, &stale):
-		p.set(http.StatusConflict, "stale-token", "Stale fencing token")
+		p.set("stale-token")
 		p.Resource, p.Role = stale.Resource, stale.Role
 		p.PresentedToken, p.CurrentToken = stale.Presented.Unsigned().String(), stale.Current.Unsigned().String()
 	case errors.Is(err, ErrTokenRequired):
-		p.set(http.StatusPreconditionRequired, "token-required", "Fencing token required")
+		p.set("token-required")
 	case errors.As(err, &rejected):
-		p.set(http.StatusForbidden, "token-rejected", "Token rejected by the authority")
+		p.set("token-rejected")
 		p.PresentedToken = rejected.Presented.Unsigned().String()
 	case errors.Is(err, ErrUnauthorized):
-		p.set(http.StatusUnauthorized, "unauthorized", "Unauthorized")
+		p.set("unauthorized")
 	case errors.Is(err, ErrForbidden):
-		p.set(http.StatusForbidden, "forbidden", "Forbidden")
+		p.set("forbidden")
 	case errors.Is(err, ErrUnknownOperation):
-		p.set(http.StatusNotFound, "unknown-operation", "Unknown operation")
+		p.set("unknown-operation")
 	case errors.As(err, &precond):
-		p.set(http.StatusConflict, "precondition-failed", "Operation precondition failed")
+		p.set("precondition-failed")
 	case errors.As(err, &mismatch):
-		p.set(http.StatusUnprocessableEntity, "idempotency-mismatch", "Idempotency key reused with another request")
+		p.set("idempotency-mismatch")
 	case errors.As(err, &constr):
-		p.set(http.StatusConflict, "constraint", "Constraint violated")
+		p.set("constraint")
 	case errors.As(err, &locked):
-		p.set(http.StatusConflict, "locked", "Resource is locked")
+		p.set("locked")
 		p.Resource = locked.Resource
 		if !locked.Holder.IsZero() {
 			p.CurrentToken = locked.Holder.Unsigned().String()
@@ -118,25 +118,25 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.Is(err, authority.ErrLeaseNotFound), errors.Is(err, authority.ErrNotOwner):
 		// Another client's lease is answered like an unknown one: whether
 		// a lease ID exists is none of the asker's business.
-		p.set(http.StatusNotFound, "lease-not-found", "Lease not found")
+		p.set("lease-not-found")
 		p.Detail = "no such lease of yours: it expired, was released, or never was"
 	case errors.Is(err, ErrNoRoute):
-		p.set(http.StatusNotFound, "not-found", "No such endpoint")
+		p.set("not-found")
 	case errors.Is(err, ErrMethod):
-		p.set(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed")
+		p.set("method-not-allowed")
 	case errors.Is(err, authority.ErrTooManyLeases):
-		p.set(http.StatusTooManyRequests, "too-many-leases", "Too many leases")
+		p.set("too-many-leases")
 	case errors.Is(err, ErrMediaType):
-		p.set(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type")
+		p.set("unsupported-media-type")
 	case errors.Is(err, ErrBodyTooLarge):
-		p.set(http.StatusRequestEntityTooLarge, "too-large", "Request body too large")
+		p.set("too-large")
 	case errors.Is(err, ErrBadRequest), errors.Is(err, tokens.ErrMalformed), errors.Is(err, policy.ErrBadArgs),
 		errors.Is(err, fence.ErrConflict), errors.Is(err, fence.ErrValue),
 		errors.Is(err, tokens.ErrBadResource), errors.Is(err, authority.ErrBadTTL), errors.Is(err, authority.ErrBadValue),
 		errors.Is(err, authority.ErrBadLeaseID):
-		p.set(http.StatusBadRequest, "bad-request", "Bad request")
+		p.set("bad-request")
 	case errors.Is(err, tokens.ErrHalted):
-		p.set(http.StatusServiceUnavailable, "authority-halted", "Token authority halted")
+		p.set("authority-halted")
 		p.Outcome = "not-applied"
 		if errors.Is(err, fence.ErrOutcomeUnknown) {
 			// A keyed write: an earlier attempt with its key may still apply.
@@ -148,14 +148,14 @@ func problemFor(err error, scope problemScope) Problem {
 			p.Detail += "; an earlier attempt with this Idempotency-Key may still be applied: retry only with the same key"
 		}
 	case errors.Is(err, ErrOverloaded):
-		p.set(http.StatusServiceUnavailable, "unavailable", "Service unavailable")
+		p.set("unavailable")
 		p.Outcome, p.Detail = "not-applied", "the gateway is at its limit of writes in flight; nothing was written: retry"
 		if scope.Operation == "" {
 			p.Outcome, p.Detail = "", "the gateway is at its limit of lease calls in progress: retry"
 		}
 	case errors.Is(err, fence.ErrUnavailable), errors.Is(err, authority.ErrUnavailable), errors.Is(err, ErrNotReady):
 		// The cause (connection strings, server messages) stays in the log.
-		p.set(http.StatusServiceUnavailable, "unavailable", "Service unavailable")
+		p.set("unavailable")
 		p.Outcome, p.Detail = "not-applied", "PostgreSQL or etcd is unavailable; nothing was written: retry"
 		if errors.Is(err, fence.ErrOutcomeUnknown) {
 			p.Outcome = "unknown"
@@ -166,7 +166,7 @@ func problemFor(err error, scope problemScope) Problem {
 		}
 	default:
 		// Internal details (SQL, stack) stay in the log.
-		p.set(http.StatusInternalServerError, "internal", "Internal error")
+		p.set("internal")
 		p.Detail = "the gateway failed to handle the request; see its log"
 	}
 	return p
@@ -189,7 +189,13 @@ func publicDetail(msg string) string {
 	return strings.Join(kept, ": ")
 }
 
-func (p *Problem) set(status int, kind, title string) {
+func (p *Problem) set(kind string) {
+	t := problemTypeOf(kind)
+	p.Status, p.Type, p.Title = t.Status, problemTypePrefix+t.Kind, t.Title
+}
+
+// setCustom fills p with a kind the policy defines (sql_errors).
+func (p *Problem) setCustom(status int, kind, title string) {
 	p.Status, p.Type, p.Title = status, problemTypePrefix+kind, title
 }
 

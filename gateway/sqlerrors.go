@@ -41,7 +41,7 @@ func (g *Gateway) mapSQLError(err error) error {
 
 // setApplication fills p from an applicationError.
 func (p *Problem) setApplication(app *applicationError) {
-	p.set(app.mapping.Status, app.mapping.Kind, "Refused by the application")
+	p.setCustom(app.mapping.Status, app.mapping.Kind, "Refused by the application")
 	p.Detail = fmt.Sprintf("the operation's SQL refused the write (SQLSTATE %s); nothing was written", app.sql.Code)
 	if app.mapping.Message {
 		p.Detail = clip.String(app.sql.Message, maxSQLMessage)

@@ -49,6 +49,15 @@ func (p *Policy) SQLError(code string) (SQLErrorMapping, bool) {
 	return SQLErrorMapping{}, false
 }
 
+// SQLErrorMappings lists the policy's sql_errors, by SQLSTATE.
+func (p *Policy) SQLErrorMappings() []SQLErrorMapping {
+	out := make([]SQLErrorMapping, 0, len(p.sqlErrors))
+	for _, code := range sortedKeys(p.sqlErrors) {
+		out = append(out, p.sqlErrors[code])
+	}
+	return out
+}
+
 // compileSQLErrors checks the sql_errors section: SQLSTATEs of five
 // upper-case letters or digits, statuses 400 to 499 (the gateway's own
 // 5xx carry outcomes an application cannot vouch for), problem types in

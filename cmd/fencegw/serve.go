@@ -139,6 +139,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		func(ctx context.Context) { gw.RunReplicaCheck(ctx, cfg.AuthorityCheck) },
 		gw.RunAudit,
 		gw.RunHoldTimes,
+		gw.RunStatusRates,
 	)
 	defer stopBackground()
 	gw.SetReady(true)

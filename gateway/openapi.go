@@ -1,0 +1,357 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/policy"
+)
+
+// obj is a JSON object of the OpenAPI document, written as a map: the
+// document is data about the policy, built once, and a map keeps it close
+// to the specification's text.
+type obj = map[string]any
+
+// tokenPattern is a fencing token as a lease grants it, E:R:SIGNATURE, or
+// E:R where a resource's validation is revision.
+const tokenPattern = `^[0-9]+:[0-9]+(:[A-Za-z0-9_-]+)?$`
+
+// OpenAPI returns the OpenAPI 3.1 document of the gateway serving pol:
+// every operation with its typed arguments and its token headers, the
+// batch and lease API, health, and every problem type with its status.
+// version is the gateway's build, for the document's info.
+func OpenAPI(pol *policy.Policy, version string) ([]byte, error) {
+	paths := obj{}
+	for _, name := range pol.OperationNames() {
+		paths["/v1/ops/"+name] = obj{"post": operationPath(pol, pol.Operations[name])}
+	}
+	paths["/v1/batch"] = obj{"post": batchPath(pol)}
+	paths["/v1/leases"] = obj{"post": acquirePath(pol), "get": observePath(pol)}
+	paths["/v1/leases/{id}/keepalive"] = obj{"post": keepAlivePath(pol)}
+	paths["/v1/leases/{id}"] = obj{"delete": releasePath(pol)}
+	paths["/v1/openapi.json"] = obj{"get": obj{
+		"operationId": "openapi", "summary": "This document.", "security": security(pol),
+		"responses": withProblems(obj{"200": obj{"description": "The OpenAPI document.", "content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}}, "unauthorized"),
+	}}
+	paths["/v1/status"] = obj{"get": obj{
+		"operationId": "status", "summary": "What the status page (GET /status) shows: the authority's state, fences most recently advanced, locks held, refused writes, bypasses, write and refusal rates.", "security": security(pol),
+		"responses": withProblems(obj{"200": obj{"description": "The status; a source that is unavailable is named in sources and its lists are null.", "content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}}, "unauthorized"),
+	}}
+	paths["/livez"] = obj{"get": obj{"operationId": "livez", "summary": "The process is up.", "security": []any{},
+		"responses": obj{"200": obj{"description": "Up."}}}}
+	paths["/readyz"] = obj{"get": obj{"operationId": "readyz", "summary": "Ready to write: PostgreSQL, etcd, the schema version and the token authority.", "security": []any{},
+		"responses": obj{"200": obj{"description": "Ready."}, "503": obj{"description": "Not ready; the body names the failing dependency."}}}}
+	paths["/metrics"] = obj{"get": obj{"operationId": "metrics", "summary": "Prometheus metrics.", "security": []any{},
+		"responses": obj{"200": obj{"description": "Prometheus text format.", "content": obj{"text/plain": obj{"schema": obj{"type": "string"}}}}}}}
+
+	components := obj{
+		"schemas":    schemas(pol),
+		"parameters": parameters(),
+	}
+	if pol.AuthRequired() {
+		components["securitySchemes"] = obj{"bearer": obj{"type": "http", "scheme": "bearer",
+			"description": "A client's token; the policy holds its SHA-256 (clients)."}}
+	}
+	doc := obj{
+		"openapi": "3.1.0",
+		"info": obj{
+			"title":       "fencegw: " + pol.Source,
+			"version":     version,
+			"description": "Fenced writes to PostgreSQL: every write carries the fencing token of a lease on its resource, and is applied only if the token is not older than the resource's fence. Errors are RFC 9457 problem documents (application/problem+json).",
+		},
+		"paths":      paths,
+		"components": components,
+	}
+	return json.MarshalIndent(doc, "", "  ")
+}
+
+// security is what every /v1 call needs: a bearer token when the policy
+// declares clients.
+func security(pol *policy.Policy) []any {
+	if !pol.AuthRequired() {
+		return []any{}
+	}
+	return []any{obj{"bearer": []any{}}}
+}
+
+func operationPath(pol *policy.Policy, op *policy.Operation) obj {
+	props, required := obj{}, []string{}
+	for _, a := range op.Args {
+		props[a.Name] = argSchema(a)
+		required = append(required, a.Name)
+	}
+	token := obj{"$ref": "#/components/parameters/FencingToken"}
+	if op.Named() {
+		var roles []string
+		for _, r := range op.Roles {
+			roles = append(roles, r.Name)
+		}
+		token = obj{"name": TokenHeader, "in": "header", "required": true,
+			"description": fmt.Sprintf("One token per role, as an RFC 8941 dictionary: %s", exampleRoles(roles)),
+			"schema":      obj{"type": "string", "maxLength": 4096}, "example": exampleRoles(roles)}
+	}
+	kinds := []string{"bad-request", "token-rejected", "unknown-operation", "stale-token", "precondition-failed", "constraint",
+		"too-large", "idempotency-mismatch", "token-required", "internal", "unavailable", "authority-halted"}
+	if pol.AuthRequired() {
+		kinds = append(kinds, "unauthorized", "forbidden")
+	}
+	return obj{
+		"operationId": op.Name,
+		"summary":     "The " + op.Name + " operation, fenced on " + rolesText(op) + ".",
+		"security":    security(pol),
+		"parameters":  []any{token, obj{"$ref": "#/components/parameters/IdempotencyKey"}},
+		"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": obj{
+			"type": "object", "properties": props, "required": required, "additionalProperties": false,
+		}}}},
+		"responses": withSQLErrors(pol, withProblems(obj{
+			"200": obj{"description": "Applied: the fence advanced and every statement ran, in one transaction.",
+				"headers": obj{ReplayedHeader: obj{"description": "true when the answer is a replay of an earlier attempt with the same Idempotency-Key.", "schema": obj{"type": "string", "enum": []string{"true"}}}},
+				"content": obj{"application/json": obj{"schema": obj{"$ref": "#/components/schemas/Result"}}}},
+		}, kinds...)),
+	}
+}
+
+func rolesText(op *policy.Operation) string {
+	if !op.Named() {
+		return "the resource " + op.Roles[0].Key.String()
+	}
+	out := ""
+	for i, r := range op.Roles {
+		if i > 0 {
+			out += ", "
+		}
+		out += r.Name + " (" + r.Key.String() + ")"
+	}
+	return out
+}
+
+func exampleRoles(roles []string) string {
+	out := ""
+	for i, r := range roles {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf(`%s="1:%d:SIGNATURE"`, r, 40+i)
+	}
+	return out
+}
+
+// argSchema is an argument's JSON Schema: its type and the bounds the
+// gateway enforces. A string's max_length counts bytes; for the ASCII
+// most keys are, that is its length.
+func argSchema(a policy.Arg) obj {
+	switch a.Type {
+	case policy.Integer:
+		s := obj{"type": "integer", "format": "int64"}
+		if a.Min != nil {
+			s["minimum"] = *a.Min
+		}
+		if a.Max != nil {
+			s["maximum"] = *a.Max
+		}
+		return s
+	case policy.Boolean:
+		return obj{"type": "boolean"}
+	}
+	s := obj{"type": "string", "maxLength": a.MaxLength, "description": "At most " + strconv.Itoa(a.MaxLength) + " bytes of UTF-8."}
+	if a.Pattern != nil {
+		s["pattern"] = a.Pattern.String()
+	}
+	return s
+}
+
+func batchPath(pol *policy.Policy) obj {
+	return obj{
+		"operationId": "batch",
+		"summary":     "Up to 100 writes in one transaction, all or nothing.",
+		"security":    security(pol),
+		"parameters":  []any{obj{"$ref": "#/components/parameters/IdempotencyKey"}},
+		"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": obj{
+			"type": "object", "required": []string{"writes"}, "additionalProperties": false,
+			"properties": obj{"writes": obj{"type": "array", "minItems": 1, "maxItems": 100, "items": obj{
+				"type": "object", "required": []string{"operation", "args", "token"}, "additionalProperties": false,
+				"properties": obj{
+					"operation": obj{"type": "string", "enum": pol.OperationNames()},
+					"args":      obj{"type": "object", "description": "The operation's arguments, as its own path takes them."},
+					"token": obj{"oneOf": []any{
+						obj{"type": "string", "pattern": tokenPattern},
+						obj{"type": "object", "additionalProperties": obj{"type": "string", "pattern": tokenPattern}, "description": "One token per role."},
+					}},
+				},
+			}}},
+		}}}},
+		"responses": withSQLErrors(pol, withProblems(obj{
+			"200": obj{"description": "Every write applied.", "content": obj{"application/json": obj{"schema": obj{
+				"type": "object", "properties": obj{"writes": obj{"type": "array", "items": obj{"$ref": "#/components/schemas/Result"}}}}}}},
+		}, "bad-request", "token-rejected", "unknown-operation", "stale-token", "precondition-failed", "constraint",
+			"too-large", "unsupported-media-type", "idempotency-mismatch", "token-required", "internal", "unavailable", "authority-halted")),
+	}
+}
+
+func acquirePath(pol *policy.Policy) obj {
+	return obj{
+		"operationId": "acquireLease",
+		"summary":     "Take the lock on a resource with a new lease; waiters are granted in arrival order.",
+		"security":    security(pol),
+		"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": obj{
+			"type": "object", "required": []string{"resource"}, "additionalProperties": false,
+			"properties": obj{
+				"resource": obj{"type": "string", "minLength": 1, "maxLength": 512},
+				"ttl":      obj{"type": "integer", "minimum": int64(authority.MinTTL.Seconds()), "maximum": int64(authority.MaxTTL.Seconds()), "default": 10, "description": "Seconds; count them from when the request was sent."},
+				"wait":     obj{"type": "number", "minimum": 0, "maximum": authority.MaxWait.Seconds(), "default": 0, "description": "Seconds to wait for earlier holders."},
+				"value":    obj{"type": "string", "maxLength": 4096, "description": "Shown to observers (leader election)."},
+			},
+		}}}},
+		"responses": withProblems(obj{
+			"201": obj{"description": "Granted.", "content": obj{"application/json": obj{"schema": obj{"$ref": "#/components/schemas/Lease"}}}},
+		}, "bad-request", "unsupported-media-type", "locked", "lease-not-found", "too-many-leases", "too-large", "unavailable", "authority-halted", "internal"),
+	}
+}
+
+func observePath(pol *policy.Policy) obj {
+	return obj{
+		"operationId": "observeLock",
+		"summary":     "The holder of a resource's lock and its waiters in grant order (leader observation).",
+		"security":    security(pol),
+		"parameters":  []any{obj{"name": "resource", "in": "query", "required": true, "schema": obj{"type": "string", "minLength": 1, "maxLength": 512}}},
+		"responses": withProblems(obj{
+			"200": obj{"description": "The lock's state.", "content": obj{"application/json": obj{"schema": obj{"$ref": "#/components/schemas/LockState"}}}},
+		}, "bad-request", "unavailable", "internal"),
+	}
+}
+
+func keepAlivePath(pol *policy.Policy) obj {
+	return obj{
+		"operationId": "keepAliveLease",
+		"summary":     "Renew a lease; 404 means it is gone: stop writing.",
+		"security":    security(pol),
+		"parameters":  []any{obj{"$ref": "#/components/parameters/LeaseID"}},
+		"responses": withProblems(obj{
+			"200": obj{"description": "Renewed.", "content": obj{"application/json": obj{"schema": obj{"type": "object", "properties": obj{"lease_id": obj{"type": "string"}, "ttl": obj{"type": "integer"}}}}}},
+		}, "bad-request", "lease-not-found", "unavailable", "internal"),
+	}
+}
+
+func releasePath(pol *policy.Policy) obj {
+	return obj{
+		"operationId": "releaseLease",
+		"summary":     "Release a lease; the next waiter gets the lock at once.",
+		"security":    security(pol),
+		"parameters":  []any{obj{"$ref": "#/components/parameters/LeaseID"}},
+		"responses": withProblems(obj{
+			"204": obj{"description": "Released."},
+		}, "bad-request", "lease-not-found", "unavailable", "internal"),
+	}
+}
+
+// withProblems adds the responses of the problem kinds named, grouped by
+// status, each listing its kinds.
+func withProblems(responses obj, kinds ...string) obj {
+	byStatus := map[int][]problemType{}
+	for _, k := range kinds {
+		t := problemTypeOf(k)
+		byStatus[t.Status] = append(byStatus[t.Status], t)
+	}
+	for status, ts := range byStatus {
+		desc := ""
+		for i, t := range ts {
+			if i > 0 {
+				desc += " "
+			}
+			desc += fmt.Sprintf("`%s`: %s.", t.Kind, t.When)
+		}
+		responses[strconv.Itoa(status)] = obj{"description": desc,
+			"content": obj{"application/problem+json": obj{"schema": obj{"$ref": "#/components/schemas/Problem"}}}}
+	}
+	return responses
+}
+
+// withSQLErrors adds the statuses the policy's sql_errors answer with,
+// and the PT class's note.
+func withSQLErrors(pol *policy.Policy, responses obj) obj {
+	for _, m := range pol.SQLErrorMappings() {
+		key := strconv.Itoa(m.Status)
+		r, ok := responses[key].(obj)
+		if !ok {
+			r = obj{"description": "", "content": obj{"application/problem+json": obj{"schema": obj{"$ref": "#/components/schemas/Problem"}}}}
+		}
+		r["description"] = fmt.Sprintf("%s `%s`: the operation's SQL refused the write (policy sql_errors).", r["description"], m.Kind)
+		responses[key] = r
+	}
+	responses["4XX"] = obj{"description": "`application`: the operation's SQL raised SQLSTATE PTxyz, answered with status xyz and its message.",
+		"content": obj{"application/problem+json": obj{"schema": obj{"$ref": "#/components/schemas/Problem"}}}}
+	return responses
+}
+
+func parameters() obj {
+	return obj{
+		"FencingToken": obj{"name": TokenHeader, "in": "header", "required": true,
+			"description": "The token of your lease on the resource, exactly as the lease granted it: E:R:SIGNATURE (E:R only where the resource's validation is revision).",
+			"schema":      obj{"type": "string", "pattern": tokenPattern}, "example": "1:42:nDovfSbkpB1hDtlDl6ntTw"},
+		"IdempotencyKey": obj{"name": IdempotencyHeader, "in": "header", "required": false,
+			"description": "Makes a retry safe: a completed request with the same key is answered with its stored response. An RFC 8941 string of 1 to 255 printable ASCII characters, without quotes or backslashes inside.",
+			"schema":      obj{"type": "string", "pattern": `^"?[ !#-\[\]-~]{1,255}"?$`}, "example": `"order-7-debit"`},
+		"LeaseID": obj{"name": "id", "in": "path", "required": true, "schema": obj{"type": "string", "pattern": "^[0-9a-f]{1,16}$"}},
+	}
+}
+
+func schemas(pol *policy.Policy) obj {
+	kinds := []string{}
+	for _, t := range problemTypes {
+		kinds = append(kinds, problemTypePrefix+t.Kind)
+	}
+	for _, m := range pol.SQLErrorMappings() {
+		kinds = append(kinds, problemTypePrefix+m.Kind)
+	}
+	kinds = append(kinds, problemTypePrefix+"application")
+	slices.Sort(kinds)
+	kinds = slices.Compact(kinds)
+	return obj{
+		"Problem": obj{"type": "object", "required": []string{"type", "title", "status"}, "properties": obj{
+			"type":            obj{"type": "string", "enum": kinds},
+			"title":           obj{"type": "string"},
+			"status":          obj{"type": "integer"},
+			"detail":          obj{"type": "string"},
+			"instance":        obj{"type": "string", "description": "urn:fencegw:request:<id>, as in X-Request-Id and the gateway's access log."},
+			"resource":        obj{"type": "string"},
+			"operation":       obj{"type": "string"},
+			"role":            obj{"type": "string"},
+			"index":           obj{"type": "integer", "description": "The write of a batch that refused it."},
+			"presented_token": obj{"type": "string"},
+			"current_token":   obj{"type": "string"},
+			"outcome":         obj{"type": "string", "enum": []string{"not-applied", "unknown"}, "description": "On 503: not-applied (retry as is) or unknown (retry only with the same Idempotency-Key)."},
+		}},
+		"Result": obj{"type": "object", "required": []string{"operation", "statements"}, "properties": obj{
+			"operation": obj{"type": "string"},
+			"resource":  obj{"type": "string"},
+			"token":     obj{"type": "string", "description": "The accepted token, E:R."},
+			"fences": obj{"type": "array", "items": obj{"type": "object", "properties": obj{
+				"role": obj{"type": "string"}, "resource": obj{"type": "string"}, "token": obj{"type": "string"}}}},
+			"statements": obj{"type": "array", "items": obj{"type": "object", "required": []string{"rows_affected"}, "properties": obj{
+				"rows_affected": obj{"type": "integer"},
+				"rows":          obj{"type": "array", "items": obj{"type": "object"}},
+			}}},
+		}},
+		"Lease": obj{"type": "object", "required": []string{"lease_id", "resource", "token", "ttl"}, "properties": obj{
+			"lease_id": obj{"type": "string"}, "resource": obj{"type": "string"},
+			"token": obj{"type": "string", "pattern": tokenPattern}, "ttl": obj{"type": "integer"}}},
+		"LockState": obj{"type": "object", "properties": obj{
+			"resource": obj{"type": "string"}, "revision": obj{"type": "integer"},
+			"holder":  obj{"oneOf": []any{obj{"type": "null"}, obj{"$ref": "#/components/schemas/Contender"}}},
+			"waiters": obj{"type": "array", "items": obj{"$ref": "#/components/schemas/Contender"}},
+			"waiting": obj{"type": "integer"}, "truncated": obj{"type": "boolean"}}},
+		"Contender": obj{"type": "object", "properties": obj{
+			"token": obj{"type": "string"}, "ttl": obj{"type": "integer"}, "value": obj{"type": "string"}}},
+	}
+}
+
+// handleOpenAPI serves GET /v1/openapi.json: the document of the policy
+// this gateway runs, built once.
+func (g *Gateway) handleOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(g.openapi)
+}

@@ -1,0 +1,48 @@
+package gateway
+
+import "net/http"
+
+// problemType is one kind of problem document the gateway answers: its
+// status and title. The table is the one place both problemFor and the
+// OpenAPI document read them from.
+type problemType struct {
+	Kind   string
+	Status int
+	Title  string
+	// When says, for the OpenAPI document, what the problem means.
+	When string
+}
+
+var problemTypes = []problemType{
+	{"bad-request", http.StatusBadRequest, "Bad request", "malformed token, bad JSON, unknown, missing or mistyped argument, argument out of bounds, unknown or repeated role, two roles on one resource, one resource under two tokens in a batch, more than 100 writes in a batch"},
+	{"unauthorized", http.StatusUnauthorized, "Unauthorized", "no or unknown bearer token (the policy declares clients)"},
+	{"token-rejected", http.StatusForbidden, "Token rejected by the authority", "a token the gateway did not issue for this resource and client, of another epoch, not the live holder's (validation: holder), or a revision in the future (validation: revision)"},
+	{"forbidden", http.StatusForbidden, "Forbidden", "the client may not call the operation"},
+	{"unknown-operation", http.StatusNotFound, "Unknown operation", "no such operation in the policy"},
+	{"lease-not-found", http.StatusNotFound, "Lease not found", "the lease expired, was released, never was, or is another client's"},
+	{"not-found", http.StatusNotFound, "No such endpoint", "no such path"},
+	{"method-not-allowed", http.StatusMethodNotAllowed, "Method not allowed", "the path does not take the method; Allow lists those it does"},
+	{"stale-token", http.StatusConflict, "Stale fencing token", "the token is older than the resource's fence (or equal, on a strict resource): a newer holder has written"},
+	{"precondition-failed", http.StatusConflict, "Operation precondition failed", "a statement's expect_rows was not met (e.g. an insufficient balance)"},
+	{"constraint", http.StatusConflict, "Constraint violated", "a PostgreSQL constraint refused the write"},
+	{"locked", http.StatusConflict, "Resource is locked", "the lease wait ended with another holder (current_token names it)"},
+	{"too-large", http.StatusRequestEntityTooLarge, "Request body too large", "the body is larger than the gateway's --max-body"},
+	{"unsupported-media-type", http.StatusUnsupportedMediaType, "Unsupported media type", "a lease request or batch not sent as application/json"},
+	{"idempotency-mismatch", http.StatusUnprocessableEntity, "Idempotency key reused with another request", "the Idempotency-Key was used with other arguments"},
+	{"token-required", http.StatusPreconditionRequired, "Fencing token required", "no Fencing-Token header, or no token for one of the operation's roles"},
+	{"too-many-leases", http.StatusTooManyRequests, "Too many leases", "the client holds --max-leases-per-client leases already"},
+	{"internal", http.StatusInternalServerError, "Internal error", "the gateway failed; its log says why"},
+	{"unavailable", http.StatusServiceUnavailable, "Service unavailable", "PostgreSQL or etcd unreachable, or the gateway at a limit; outcome says whether the write may have been applied (not-applied, unknown)"},
+	{"authority-halted", http.StatusServiceUnavailable, "Token authority halted", "etcd went back in time: writes are refused until an operator runs fencegw epoch bump"},
+}
+
+// problemTypeOf returns the table's entry for kind; an unknown kind is a
+// programming error, answered as internal.
+func problemTypeOf(kind string) problemType {
+	for _, t := range problemTypes {
+		if t.Kind == kind {
+			return t
+		}
+	}
+	return problemTypeOf("internal")
+}

@@ -1,0 +1,189 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/internal/clip"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// Bounds of GET /v1/status, whoever and however many ask.
+const (
+	statusRows     = 20              // rows per list
+	statusLockKeys = 100             // etcd lock keys read, one TTL read each
+	statusTimeout  = 2 * time.Second // for each of PostgreSQL and etcd
+	// statusFor is how long a gathered status is shared: every open page
+	// polls, and each gathering costs three queries and an etcd read per
+	// lock key.
+	statusFor        = time.Second
+	statusValueBytes = 200 // bytes of a lock's value shown
+)
+
+// sourceOK is a source's state when it answered.
+const sourceOK = "ok"
+
+// statusView is GET /v1/status: what the status page shows.
+type statusView struct {
+	At time.Time `json:"at"`
+	// Age is how old the view was when sent (it is shared for statusFor),
+	// so the page counts TTLs down from when etcd reported them.
+	Age       float64         `json:"age_seconds"`
+	Authority authorityStatus `json:"authority"`
+	// Sources says, for PostgreSQL and etcd, "ok" or why the lists read
+	// from it are missing (null): one being down leaves the rest shown.
+	Sources        statusSources        `json:"sources"`
+	Fences         []fence.FenceRow     `json:"fences"`
+	Locks          []lockStatus         `json:"locks"`
+	LocksTruncated bool                 `json:"locks_truncated"`
+	Rejections     []fence.RejectionRow `json:"rejections"`
+	Bypasses       []fence.BypassRow    `json:"bypasses"`
+	Rates          rateView             `json:"rates"`
+}
+
+type authorityStatus struct {
+	Epoch    int64  `json:"epoch"`
+	Revision int64  `json:"etcd_revision"` // the newest this gateway has seen
+	Halted   bool   `json:"halted"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+type statusSources struct {
+	Postgres string `json:"postgres"`
+	Etcd     string `json:"etcd"`
+}
+
+// lockStatus is one held lock. The holder's token is unsigned: a place in
+// the order, not the capability its holder writes with.
+type lockStatus struct {
+	Resource string       `json:"resource"`
+	Holder   tokens.Token `json:"holder_token"`
+	TTL      int64        `json:"ttl"` // seconds left when etcd was read
+	Waiters  int64        `json:"waiters"`
+	Value    string       `json:"value,omitempty"` // clipped to statusValueBytes bytes
+}
+
+type rateView struct {
+	IntervalSeconds float64      `json:"interval_seconds"`
+	Samples         []rateSample `json:"samples"` // oldest first
+}
+
+// statusBoard is what the status page keeps between requests: the
+// chart's history, and the newest gathered status, shared by every caller
+// within statusFor of it.
+type statusBoard struct {
+	rates rateHistory
+
+	mu   sync.Mutex // one gathering at a time; the others wait for its answer
+	at   time.Time
+	view statusView
+}
+
+// handleStatus serves GET /v1/status.
+func (g *Gateway) handleStatus(w http.ResponseWriter, r *http.Request) {
+	v := g.status.get(r.Context(), g)
+	v.Age = time.Since(v.At).Seconds()
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (b *statusBoard) get(ctx context.Context, g *Gateway) statusView {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if time.Since(b.at) < statusFor {
+		return b.view
+	}
+	// Detached from the caller: its answer serves the others too.
+	b.view, b.at = g.gatherStatus(context.WithoutCancel(ctx)), time.Now()
+	return b.view
+}
+
+// gatherStatus reads PostgreSQL and etcd side by side, each within
+// statusTimeout.
+func (g *Gateway) gatherStatus(ctx context.Context) statusView {
+	v := statusView{
+		At:        time.Now(),
+		Authority: g.authorityStatus(),
+		Rates:     rateView{IntervalSeconds: rateEvery.Seconds(), Samples: g.status.rates.samples()},
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { g.statusFromPostgres(ctx, &v) })
+	wg.Go(func() { g.statusFromEtcd(ctx, &v) })
+	wg.Wait()
+	return v
+}
+
+// authorityStatus is what this replica's authority holds in memory, as
+// /readyz reports it.
+func (g *Gateway) authorityStatus() authorityStatus {
+	a := g.cfg.Authority
+	st := authorityStatus{Epoch: a.Epoch(), Revision: a.NewestRevision()}
+	if err := a.Halted(); err != nil {
+		st.Halted, st.Reason = true, publicDetail(err.Error())
+	}
+	return st
+}
+
+// statusFromPostgres fills the lists PostgreSQL keeps, or none of them.
+func (g *Gateway) statusFromPostgres(ctx context.Context, v *statusView) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	fences, err := fence.Fences(ctx, g.cfg.Pool, "", statusRows)
+	var rejections []fence.RejectionRow
+	var bypasses []fence.BypassRow
+	if err == nil {
+		rejections, err = fence.Rejections(ctx, g.cfg.Pool, "", statusRows)
+	}
+	if err == nil {
+		bypasses, err = fence.Bypasses(ctx, g.cfg.Pool, statusRows)
+	}
+	if err != nil {
+		// Connection strings and server messages stay in the log.
+		g.log.Warn("status page: reading PostgreSQL failed", "error", err)
+		v.Sources.Postgres = "unavailable: unreachable or refusing queries (see the gateway's log)"
+		return
+	}
+	v.Fences, v.Rejections, v.Bypasses = fences, rejections, bypasses
+	v.Sources.Postgres = sourceOK
+}
+
+// statusFromEtcd fills the locks held, or says why not.
+func (g *Gateway) statusFromEtcd(ctx context.Context, v *statusView) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	locks, truncated, err := g.cfg.Authority.ObserveAll(ctx, "", statusLockKeys)
+	if err == nil && ctx.Err() != nil {
+		// ObserveAll reads each key's TTL best effort: past the deadline
+		// every TTL would read as 0.
+		err = ctx.Err()
+	}
+	if err != nil {
+		g.log.Warn("status page: reading etcd failed", "error", err)
+		v.Sources.Etcd = "unavailable: unreachable (see the gateway's log)"
+		if errors.Is(err, context.DeadlineExceeded) {
+			v.Sources.Etcd = "unavailable: no answer within " + statusTimeout.String()
+		}
+		return
+	}
+	v.Locks = make([]lockStatus, 0, min(len(locks), statusRows))
+	for _, st := range locks {
+		if st.Holder == nil {
+			continue
+		}
+		if len(v.Locks) == statusRows {
+			truncated = true
+			break
+		}
+		h := st.Holder
+		v.Locks = append(v.Locks, lockStatus{
+			Resource: st.Resource, Holder: h.Token.Unsigned(), TTL: int64(h.TTL / time.Second),
+			Waiters: st.Waiting, Value: clip.String(h.Value, statusValueBytes),
+		})
+	}
+	v.LocksTruncated = truncated
+	v.Sources.Etcd = sourceOK
+}
