@@ -56,6 +56,16 @@ type fileStatement struct {
 
 // Load reads and compiles the policy file at path.
 func Load(path string) (*Policy, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// readFile reads at most one byte more than MaxFileSize, for Parse to
+// refuse a larger file.
+func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("policy: load: %w", err)
@@ -65,7 +75,7 @@ func Load(path string) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy: load %s: %w", path, err)
 	}
-	return Parse(path, data)
+	return data, nil
 }
 
 // Parse compiles a policy from data; name is used in error messages.

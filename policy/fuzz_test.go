@@ -133,3 +133,41 @@ func FuzzScanSQL(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSchemaCheck holds the schema to the compiler: whatever Parse accepts
+// the schema accepts, and Check refuses exactly what Parse refuses; no
+// input panics, and no problem speaks of Go types or JSON pointers.
+func FuzzSchemaCheck(f *testing.F) {
+	for _, seed := range []string{
+		goodPolicy, schemaBase, "operations: [1, 2]", "&a [*a]", "~",
+		strings.Replace(schemaBase, "expect_rows: 1", "expect_rows: 1.5", 1),
+		strings.Replace(schemaBase, `key: "account/{account}"`, "key: account/{account}\n    lock_delay: -0s\n    coalesce: on\n    compare: ~", 1),
+		strings.Replace(schemaBase, "    resource: account", "    resource: ''\n    resources: {from: 'account/{account}'}", 1),
+		strings.Replace(schemaBase, "amount: {type: integer, min: 1}", "amount: &a {type: integer, min: 1}\n      n: {<<: *a}", 1),
+		strings.Replace(schemaBase, "P0001:", "23514:", 1),
+		strings.Replace(schemaBase, `key: "account/{account}"`, "key: !!binary /w==", 1), // not UTF-8
+	} {
+		f.Add([]byte(seed))
+	}
+	if demo, err := os.ReadFile("../testdata/demo/policy.yaml"); err == nil {
+		f.Add(demo)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		found := schemaProblems(data)
+		_, parseErr := Parse("fuzz.yaml", data)
+		if parseErr == nil && len(found) > 0 {
+			t.Fatalf("Parse accepts what the schema refuses: %v", found)
+		}
+		_, checkErr := Check("fuzz.yaml", data)
+		if (parseErr == nil) != (checkErr == nil) {
+			t.Fatalf("Parse = %v, but Check = %v", parseErr, checkErr)
+		}
+		for _, p := range found {
+			for _, soup := range []string{"policy.file", "map[", "#/", "/properties", "$defs"} {
+				if strings.Contains(p.Entry+": "+p.Message, soup) && !strings.Contains(string(data), soup) {
+					t.Fatalf("problem %q speaks of %s", p.Entry+": "+p.Message, soup)
+				}
+			}
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Template derives a resource key from an operation's arguments, e.g.
@@ -24,6 +25,11 @@ type templatePart struct {
 }
 
 func parseTemplate(src string) (*Template, error) {
+	if !utf8.ValidString(src) {
+		// Keys are UTF-8, and match's regexp refuses anything else
+		// (YAML's !!binary can still spell it).
+		return nil, errors.New("a key template is UTF-8 text")
+	}
 	t := &Template{source: src}
 	rest := src
 	for rest != "" {

@@ -21,7 +21,8 @@ commands:
   dev       run the gateway on embedded defaults: in-process etcd, a throwaway
             PostgreSQL unless DATABASE_URL is set, the demo policy and data
   migrate   apply schema migrations: up | down N | version | force N
-  policy    check FILE: validate a policy file and print it compiled
+  policy    check FILE | schema: validate a policy file and print it compiled,
+            or print the JSON Schema of policy files, for editors
   inspect   fences, locks held and their waiters, refused writes, bypasses
   guard     install | check | remove: guard triggers on the policy's tables,
             so that writes bypassing the gateway are refused

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fencegw/fencegw/policy"
+)
+
+func TestPolicySchemaPrintsTheSchema(t *testing.T) {
+	var out bytes.Buffer
+	if err := policyCommand([]string{"schema"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), policy.JSONSchema()) {
+		t.Errorf("policy schema printed %d bytes, not the schema's %d", out.Len(), len(policy.JSONSchema()))
+	}
+	if !json.Valid(out.Bytes()) {
+		t.Error("policy schema printed invalid JSON")
+	}
+	if err := policyCommand([]string{"schema", "extra"}, &out); !errors.Is(err, errUsage) {
+		t.Errorf("policy schema extra = %v, want a usage error", err)
+	}
+}
+
+func TestPolicyHelp(t *testing.T) {
+	for _, args := range [][]string{{"check", "--help"}, {"schema", "-h"}, {"help"}} {
+		var out bytes.Buffer
+		if err := policyCommand(args, &out); err != nil || !strings.Contains(out.String(), "fencegw policy schema") || !strings.Contains(out.String(), "yaml-language-server") {
+			t.Errorf("policy %s = %v, %q; want the usage", strings.Join(args, " "), err, out.String())
+		}
+	}
+}
+
+// TestPolicyCheckSchemaProblems: a mistake of shape is reported by the
+// entry the policy writes and its line, without JSON pointers or Go types.
+func TestPolicyCheckSchemaProblems(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	src := `resources:
+  account:
+    key: "account/{account}"
+    compare: strictest
+operations:
+  debit:
+    resource: account
+    args:
+      account: {type: string}
+    statements:
+      - sql: UPDATE demo.accounts SET balance_cents = 0 WHERE id = :account
+        expect_row: 1
+`
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := policyCommand([]string{"check", path}, &bytes.Buffer{})
+	if err == nil {
+		t.Fatal("policy check accepted an unknown key")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`operations.debit.statements[0]: unknown key "expect_row" (did you mean "expect_rows"?); allowed: expect_rows, sql (line 12)`,
+		`resources.account.compare: "strictest" is not one of monotonic, strict (line 4)`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("policy check:\n%s\nwant %q", msg, want)
+		}
+	}
+	for _, soup := range []string{"/operations/", "#/", "policy.file", "jsonschema"} {
+		if strings.Contains(msg, soup) {
+			t.Errorf("policy check:\n%s\nspeaks of %q", msg, soup)
+		}
+	}
+}
+
+// TestPolicyOpenAPI: `fencegw policy openapi FILE` prints one JSON
+// document, the one the gateway serves for the policy; a broken policy is
+// refused with its problems.
+func TestPolicyOpenAPI(t *testing.T) {
+	var out bytes.Buffer
+	if err := policyCommand([]string{"openapi", "../../testdata/demo/policy.yaml"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		OpenAPI string         `json:"openapi"`
+		Paths   map[string]any `json:"paths"`
+	}
+	dec := json.NewDecoder(&out)
+	if err := dec.Decode(&doc); err != nil || dec.More() {
+		t.Fatalf("policy openapi: %v (more: %v)", err, dec.More())
+	}
+	if doc.OpenAPI != "3.1.0" || doc.Paths["/v1/ops/debit"] == nil {
+		t.Errorf("policy openapi: openapi %q, paths %d", doc.OpenAPI, len(doc.Paths))
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("resources: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := policyCommand([]string{"openapi", bad}, &out); err == nil || !strings.Contains(err.Error(), "operations") {
+		t.Errorf("policy openapi of a broken policy = %v, want its problems", err)
+	}
+}
