@@ -83,6 +83,14 @@ func classify(err error, committing bool, req *Request, at failedAt) error {
 	}
 	var pgErr *pgconn.PgError
 	errors.As(err, &pgErr) // sessionLost said it is one
+	if at.write >= 0 {
+		// What the policy maps, the policy answers: before the classes
+		// below, which would answer a mapped 23514 as a constraint with
+		// the application's message.
+		if _, mapped := req.Writes[at.write].Operation.SQLError(pgErr.Code); mapped {
+			return inWrite(req, at, &SQLError{Operation: opName(req, at), Code: pgErr.Code, Message: pgErr.Message, Err: err})
+		}
+	}
 	switch {
 	case pgErr.Code == sqlstateStale && at.fence >= 0:
 		f := req.fences[at.fence]

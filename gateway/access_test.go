@@ -103,9 +103,10 @@ func TestMethodNotAllowedSaysWhatIs(t *testing.T) {
 	before := h.state()
 	for _, tc := range []struct{ method, path, allow string }{
 		{http.MethodPut, "/v1/ops/debit", "POST"},
-		{http.MethodPost, "/livez", "GET"},
+		{http.MethodPost, "/livez", "GET, HEAD"},
 		{http.MethodPost, "/v1/leases/abc", "DELETE"},
-		{http.MethodPut, "/v1/leases", "GET, POST"},
+		{http.MethodPut, "/v1/leases/a%2Fb", "DELETE"},
+		{http.MethodPut, "/v1/leases", "GET, HEAD, POST"},
 	} {
 		r := h.do(tc.method, tc.path, nil, debit("acct-1", 5))
 		if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != tc.allow {

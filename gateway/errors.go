@@ -11,6 +11,8 @@ var (
 	ErrBadRequest       = errors.New("gateway: bad request")
 	ErrBodyTooLarge     = errors.New("gateway: request body too large")
 	ErrNotReady         = errors.New("gateway: not ready")
+	// ErrShuttingDown: the gateway stopped lease waits to shut down.
+	ErrShuttingDown = errors.New("gateway: shutting down")
 	// ErrOverloaded is a write that waited too long for a turn at the
 	// admission gate; it was not read, so nothing was written.
 	ErrOverloaded   = errors.New("gateway: overloaded")

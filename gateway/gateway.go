@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"github.com/fencegw/fencegw/authority"
@@ -103,11 +104,15 @@ type Gateway struct {
 	metrics    *metrics
 	requestIDs *requestIDs
 	openapi    []byte // GET /v1/openapi.json
-	ready      atomic.Bool
-	maxBody    int64
-	writeTTL   time.Duration
-	bodyTTL    time.Duration // for an admitted write's body to arrive
-	retention  time.Duration
+	// stopWaits ends lease waits in progress, and refuses new ones, when
+	// the gateway shuts down (StopLeaseWaits).
+	stopWaits     context.Context
+	stopWaitsFunc context.CancelFunc
+	ready         atomic.Bool
+	maxBody       int64
+	writeTTL      time.Duration
+	bodyTTL       time.Duration // for an admitted write's body to arrive
+	retention     time.Duration
 }
 
 // New checks cfg and returns a Gateway that reports not ready until
@@ -128,6 +133,7 @@ func New(cfg Config) (*Gateway, error) {
 		retention:  cmp.Or(cfg.IdempotencyRetention, DefaultIdempotencyRetention),
 		requestIDs: newRequestIDs(),
 	}
+	g.stopWaits, g.stopWaitsFunc = context.WithCancel(context.Background())
 	fences := cfg.Policy.FenceSettings()
 	if cfg.UnsafeNoFence {
 		fences += "\nfencing OFF (--unsafe-no-fence)"
@@ -205,10 +211,19 @@ func allowedMethods(router chi.Routes, path string) string {
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if router.Match(chi.NewRouteContext(), m, path) {
 			allowed = append(allowed, m)
+			if m == http.MethodGet {
+				allowed = append(allowed, http.MethodHead)
+			}
 		}
 	}
 	return strings.Join(allowed, ", ")
 }
+
+// StopLeaseWaits ends every lease acquisition still waiting for its lock,
+// revoking its lease and answering 503, and refuses new waits: a server
+// shutting down must not leave waiters behind in etcd, nor hold a client
+// past its drain. Acquisitions that need no wait still go through.
+func (g *Gateway) StopLeaseWaits() { g.stopWaitsFunc() }
 
 // SetReady flips /readyz: true once set up, false before shutting down so
 // load balancers drain the replica first.
@@ -218,6 +233,9 @@ func (g *Gateway) SetReady(ready bool) { g.ready.Store(ready) }
 func (g *Gateway) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
+	// HEAD wherever GET is served (RFC 9110), e.g. a load balancer's
+	// HEAD /readyz.
+	r.Use(middleware.GetHead)
 	r.Get("/livez", g.handleLive)
 	r.Get("/readyz", g.handleReady)
 	r.Handle("/metrics", promhttp.HandlerFor(g.metrics.registry, promhttp.HandlerOpts{}))
@@ -241,7 +259,11 @@ func (g *Gateway) Handler() http.Handler {
 		g.writeProblem(w, r, fmt.Errorf("%w: %s %s", ErrNoRoute, r.Method, r.URL.Path), problemScope{})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		w.Header().Set("Allow", allowedMethods(r, req.URL.Path))
+		path := req.URL.RawPath // what chi routes on, when set
+		if path == "" {
+			path = req.URL.Path
+		}
+		w.Header().Set("Allow", allowedMethods(r, path))
 		g.writeProblem(w, req, fmt.Errorf("%w: %s on %s", ErrMethod, req.Method, req.URL.Path), problemScope{})
 	})
 	return g.logAccess(g.gateWrites(r))

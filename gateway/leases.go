@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -57,8 +58,24 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	if res := g.cfg.Policy.ResourceFor(req.Resource); res != nil {
 		opts.LockDelay = res.LockDelay
 	}
+	if wait > 0 && g.stopWaits.Err() != nil {
+		g.writeProblem(w, r, ErrShuttingDown, scope)
+		return
+	}
+	// A wait ends when the gateway stops waits to shut down, too: the
+	// acquisition then revokes its lease, instead of leaving a waiter in
+	// etcd that no client knows of and that would take the lock when its
+	// turn comes, and hold it for its TTL.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	if wait > 0 {
+		defer context.AfterFunc(g.stopWaits, cancel)()
+	}
 	start := time.Now()
-	lease, err := g.cfg.Authority.Acquire(r.Context(), req.Resource, opts)
+	lease, err := g.cfg.Authority.Acquire(ctx, req.Resource, opts)
+	if err != nil && wait > 0 && g.stopWaits.Err() != nil && r.Context().Err() == nil {
+		err = fmt.Errorf("%w: %w", ErrShuttingDown, err)
+	}
 	if err != nil {
 		if errors.Is(err, authority.ErrLocked) {
 			g.metrics.leases.WithLabelValues("locked").Inc()

@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // obj is a JSON object of the OpenAPI document, written as a map: the
@@ -16,9 +18,10 @@ import (
 // to the specification's text.
 type obj = map[string]any
 
-// tokenPattern is a fencing token as a lease grants it, E:R:SIGNATURE, or
-// E:R where a resource's validation is revision.
-const tokenPattern = `^[0-9]+:[0-9]+(:[A-Za-z0-9_-]+)?$`
+// tokenPattern is a fencing token as a lease grants it, E:R:SIGNATURE
+// (22 characters of base64url), or E:R where a resource's validation is
+// revision; epoch and revision are positive, without leading zeros.
+const tokenPattern = `^[1-9][0-9]{0,18}:[1-9][0-9]{0,18}(:[A-Za-z0-9_-]{22})?$`
 
 // OpenAPI returns the OpenAPI 3.1 document of the gateway serving pol:
 // every operation with its typed arguments and its token headers, the
@@ -159,7 +162,17 @@ func argSchema(a policy.Arg) obj {
 	}
 	s := obj{"type": "string", "maxLength": a.MaxLength, "description": "At most " + strconv.Itoa(a.MaxLength) + " bytes of UTF-8."}
 	if a.Pattern != nil {
-		s["pattern"] = a.Pattern.String()
+		// The gateway matches with Go's RE2; JSON Schema's patterns are
+		// ECMA-262. Most simple patterns mean the same in both, but flags
+		// and POSIX classes do not parse there: those travel only as
+		// x-go-pattern, for the reader.
+		re := a.Pattern.String()
+		s["x-go-pattern"] = re
+		if !strings.Contains(re, "(?") || strings.Count(re, "(?") == strings.Count(re, "(?:") {
+			if !strings.Contains(re, "[[:") && !strings.Contains(re, `\p`) && !strings.Contains(re, `\z`) && !strings.Contains(re, `\A`) {
+				s["pattern"] = re
+			}
+		}
 	}
 	return s
 }
@@ -187,8 +200,8 @@ func batchPath(pol *policy.Policy) obj {
 		"responses": withSQLErrors(pol, withProblems(obj{
 			"200": obj{"description": "Every write applied.", "content": obj{"application/json": obj{"schema": obj{
 				"type": "object", "properties": obj{"writes": obj{"type": "array", "items": obj{"$ref": "#/components/schemas/Result"}}}}}}},
-		}, "bad-request", "token-rejected", "unknown-operation", "stale-token", "precondition-failed", "constraint",
-			"too-large", "unsupported-media-type", "idempotency-mismatch", "token-required", "internal", "unavailable", "authority-halted")),
+		}, authProblems(pol, "bad-request", "token-rejected", "unknown-operation", "stale-token", "precondition-failed", "constraint", "forbidden",
+			"too-large", "unsupported-media-type", "idempotency-mismatch", "token-required", "internal", "unavailable", "authority-halted")...)),
 	}
 }
 
@@ -200,7 +213,7 @@ func acquirePath(pol *policy.Policy) obj {
 		"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": obj{
 			"type": "object", "required": []string{"resource"}, "additionalProperties": false,
 			"properties": obj{
-				"resource": obj{"type": "string", "minLength": 1, "maxLength": 512},
+				"resource": obj{"type": "string", "minLength": 1, "maxLength": tokens.MaxResourceLen, "description": "At most " + strconv.Itoa(tokens.MaxResourceLen) + " bytes of UTF-8, no control characters, no space at either end."},
 				"ttl":      obj{"type": "integer", "minimum": int64(authority.MinTTL.Seconds()), "maximum": int64(authority.MaxTTL.Seconds()), "default": 10, "description": "Seconds; count them from when the request was sent."},
 				"wait":     obj{"type": "number", "minimum": 0, "maximum": authority.MaxWait.Seconds(), "default": 0, "description": "Seconds to wait for earlier holders."},
 				"value":    obj{"type": "string", "maxLength": 4096, "description": "Shown to observers (leader election)."},
@@ -208,7 +221,7 @@ func acquirePath(pol *policy.Policy) obj {
 		}}}},
 		"responses": withProblems(obj{
 			"201": obj{"description": "Granted.", "content": obj{"application/json": obj{"schema": obj{"$ref": "#/components/schemas/Lease"}}}},
-		}, "bad-request", "unsupported-media-type", "locked", "lease-not-found", "too-many-leases", "too-large", "unavailable", "authority-halted", "internal"),
+		}, authProblems(pol, "bad-request", "unsupported-media-type", "locked", "lease-not-found", "too-many-leases", "too-large", "unavailable", "authority-halted", "internal")...),
 	}
 }
 
@@ -217,10 +230,10 @@ func observePath(pol *policy.Policy) obj {
 		"operationId": "observeLock",
 		"summary":     "The holder of a resource's lock and its waiters in grant order (leader observation).",
 		"security":    security(pol),
-		"parameters":  []any{obj{"name": "resource", "in": "query", "required": true, "schema": obj{"type": "string", "minLength": 1, "maxLength": 512}}},
+		"parameters":  []any{obj{"name": "resource", "in": "query", "required": true, "schema": obj{"type": "string", "minLength": 1, "maxLength": tokens.MaxResourceLen}}},
 		"responses": withProblems(obj{
 			"200": obj{"description": "The lock's state.", "content": obj{"application/json": obj{"schema": obj{"$ref": "#/components/schemas/LockState"}}}},
-		}, "bad-request", "unavailable", "internal"),
+		}, authProblems(pol, "bad-request", "unavailable", "internal")...),
 	}
 }
 
@@ -232,7 +245,7 @@ func keepAlivePath(pol *policy.Policy) obj {
 		"parameters":  []any{obj{"$ref": "#/components/parameters/LeaseID"}},
 		"responses": withProblems(obj{
 			"200": obj{"description": "Renewed.", "content": obj{"application/json": obj{"schema": obj{"type": "object", "properties": obj{"lease_id": obj{"type": "string"}, "ttl": obj{"type": "integer"}}}}}},
-		}, "bad-request", "lease-not-found", "unavailable", "internal"),
+		}, authProblems(pol, "bad-request", "lease-not-found", "unavailable", "internal")...),
 	}
 }
 
@@ -244,8 +257,17 @@ func releasePath(pol *policy.Policy) obj {
 		"parameters":  []any{obj{"$ref": "#/components/parameters/LeaseID"}},
 		"responses": withProblems(obj{
 			"204": obj{"description": "Released."},
-		}, "bad-request", "lease-not-found", "unavailable", "internal"),
+		}, authProblems(pol, "bad-request", "lease-not-found", "unavailable", "internal")...),
 	}
+}
+
+// authProblems are the refusals every /v1 call may get when the policy
+// declares clients.
+func authProblems(pol *policy.Policy, kinds ...string) []string {
+	if pol.AuthRequired() {
+		kinds = append(kinds, "unauthorized")
+	}
+	return kinds
 }
 
 // withProblems adds the responses of the problem kinds named, grouped by
@@ -294,8 +316,8 @@ func parameters() obj {
 			"schema":      obj{"type": "string", "pattern": tokenPattern}, "example": "1:42:nDovfSbkpB1hDtlDl6ntTw"},
 		"IdempotencyKey": obj{"name": IdempotencyHeader, "in": "header", "required": false,
 			"description": "Makes a retry safe: a completed request with the same key is answered with its stored response. An RFC 8941 string of 1 to 255 printable ASCII characters, without quotes or backslashes inside.",
-			"schema":      obj{"type": "string", "pattern": `^"?[ !#-\[\]-~]{1,255}"?$`}, "example": `"order-7-debit"`},
-		"LeaseID": obj{"name": "id", "in": "path", "required": true, "schema": obj{"type": "string", "pattern": "^[0-9a-f]{1,16}$"}},
+			"schema":      obj{"type": "string", "pattern": `^("[ !#-\[\]-~]{1,255}"|[ !#-\[\]-~]{1,255})$`}, "example": `"order-7-debit"`},
+		"LeaseID": obj{"name": "id", "in": "path", "required": true, "schema": obj{"type": "string", "pattern": "^[0-9a-fA-F]{1,16}$"}},
 	}
 }
 

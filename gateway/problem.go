@@ -153,6 +153,9 @@ func problemFor(err error, scope problemScope) Problem {
 		if scope.Operation == "" {
 			p.Outcome, p.Detail = "", "the gateway is at its limit of lease calls in progress: retry"
 		}
+	case errors.Is(err, ErrShuttingDown):
+		p.set("unavailable")
+		p.Detail = "the gateway is shutting down: no lease was granted and none is waiting; retry, another replica will answer"
 	case errors.Is(err, fence.ErrUnavailable), errors.Is(err, authority.ErrUnavailable), errors.Is(err, ErrNotReady):
 		// The cause (connection strings, server messages) stays in the log.
 		p.set("unavailable")

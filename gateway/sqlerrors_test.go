@@ -23,6 +23,7 @@ func reservePolicy(t *testing.T) string {
 sql_errors:
   P0001: {status: 409, type: over-reserved, message: true}
   "42501": {status: 403, type: not-permitted}
+  "23514": {status: 422, type: check-failed}
 `
 }
 
@@ -36,6 +37,7 @@ func TestSQLErrorsMapToProblems(t *testing.T) {
 BEGIN
 	IF n = 418 THEN RAISE EXCEPTION 'short and stout' USING ERRCODE = 'PT418'; END IF;
 	IF n = 7 THEN RAISE EXCEPTION 'secret internals' USING ERRCODE = 'P0002'; END IF;
+	IF n = 9 THEN RAISE EXCEPTION 'secret host db.internal' USING ERRCODE = '23514'; END IF;
 	IF n > 10 THEN RAISE EXCEPTION 'only 10 left, asked for %', n; END IF;
 	RETURN n;
 END $$`); err != nil {
@@ -52,6 +54,9 @@ END $$`); err != nil {
 		{"20", "over-reserved", http.StatusConflict, "only 10 left, asked for 20"},
 		{"418", "application", 418, "short and stout"},
 		{"7", "internal", http.StatusInternalServerError, "the gateway failed to handle the request; see its log"},
+		// A class fencegw answers itself (a constraint) answers as mapped,
+		// with the fixed detail, not the application's message.
+		{"9", "check-failed", http.StatusUnprocessableEntity, "the operation's SQL refused the write (SQLSTATE 23514); nothing was written"},
 	} {
 		r := reserve(tc.n)
 		if r.Status != tc.status || r.Problem.Kind() != tc.kind || r.Problem.Detail != tc.detail {

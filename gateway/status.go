@@ -3,12 +3,14 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/internal/clip"
+	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -85,6 +87,12 @@ type statusBoard struct {
 
 // handleStatus serves GET /v1/status.
 func (g *Gateway) handleStatus(w http.ResponseWriter, r *http.Request) {
+	// It names every resource locked or refused, and every lease's value:
+	// with clients declared, only one allowed every operation sees it.
+	if c, _ := r.Context().Value(clientKey{}).(*policy.Client); c != nil && !c.MayCallEvery() {
+		g.writeProblem(w, r, fmt.Errorf("%w: client %s may not read the status: it needs operations [\"*\"]", ErrForbidden, c.Name), problemScope{})
+		return
+	}
 	v := g.status.get(r.Context(), g)
 	v.Age = time.Since(v.At).Seconds()
 	w.Header().Set("Cache-Control", "no-store")

@@ -93,8 +93,14 @@ func TestStatusNeedsTheAPIsBearerToken(t *testing.T) {
 clients:
   billing:
     token_sha256: `+sha256Hex("billing-secret")+`
+    operations: ["*"]
+  teller:
+    token_sha256: `+sha256Hex("teller-secret")+`
     operations: [debit]
 `)
+	if r := h.do(http.MethodGet, "/v1/status", http.Header{"Authorization": {"Bearer teller-secret"}}, ""); r.Status != http.StatusForbidden || strings.Contains(string(r.Body), `"sources"`) {
+		t.Errorf("GET /v1/status as a client of one operation: %d %s, want 403 and no status", r.Status, r.Body)
+	}
 	for name, hdr := range map[string]http.Header{
 		"no bearer":    nil,
 		"wrong bearer": {"Authorization": {"Bearer billing-secreT"}},

@@ -28,9 +28,15 @@ func (g *Gateway) handleStatusPage(w http.ResponseWriter, r *http.Request) {
 	g.serveStatusFile(w, r, "index.html")
 }
 
-// handleStatusFile serves the page's script and style sheet.
+// handleStatusFile serves the page's script and style sheet. Not the page:
+// its relative links resolve from /status only.
 func (g *Gateway) handleStatusFile(w http.ResponseWriter, r *http.Request) {
-	g.serveStatusFile(w, r, chi.URLParam(r, "file"))
+	name := chi.URLParam(r, "file")
+	if name == "index.html" {
+		g.writeProblem(w, r, fmt.Errorf("%w: %s %s (the page is /status)", ErrNoRoute, r.Method, r.URL.Path), problemScope{})
+		return
+	}
+	g.serveStatusFile(w, r, name)
 }
 
 func (g *Gateway) serveStatusFile(w http.ResponseWriter, r *http.Request, name string) {

@@ -104,7 +104,7 @@ func testStatusPageAsksForToken(t *testing.T, browser context.Context) {
 clients:
   billing:
     token_sha256: `+sha256Hex("billing-secret")+`
-    operations: [debit]
+    operations: ["*"]
 `)
 	page := openTab(t, browser, h.base+"/status")
 	page.waitFor("that it needs a token", `!document.getElementById("auth").hidden &&

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -32,9 +33,14 @@ var gatewayTables = []struct{ table, privileges string }{
 
 // tableUse is what a policy's statements do to one table.
 type tableUse struct {
-	privileges map[string]bool // SELECT, INSERT, UPDATE, DELETE
-	sequences  []string        // the sequences its column defaults draw from, for INSERT
+	schema, name string
+	privileges   map[string]bool // SELECT, INSERT, UPDATE, DELETE
+	sequences    []relation      // the sequences its column defaults draw from, for INSERT
 }
+
+// relation is a schema-qualified name, kept in its parts: quoting them
+// one by one is the only safe way to print it.
+type relation struct{ schema, name string }
 
 // Grants returns the SQL that gives role exactly what `fencegw serve` needs
 // to run pol on the database conn is connected to, and nothing else: the
@@ -53,7 +59,9 @@ func Grants(ctx context.Context, conn *pgx.Conn, pol *policy.Policy, role, versi
 	}
 	r := pgx.Identifier{role}.Sanitize()
 	var b strings.Builder
-	fmt.Fprintf(&b, "-- What fencegw serve needs for policy %s, as role %s; nothing else.\n", pol.Source, role)
+	// Quoted: a name with a line break would otherwise end the comment
+	// and put its rest on a line of its own, which psql would run.
+	fmt.Fprintf(&b, "-- What fencegw serve needs for policy %s, as role %s; nothing else.\n", strconv.Quote(pol.Source), strconv.Quote(role))
 	fmt.Fprintf(&b, "GRANT CONNECT ON DATABASE %s TO %s;\n", pgx.Identifier{db}.Sanitize(), r)
 	fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA fencegw TO %s;\n", r)
 	for _, t := range gatewayTables {
@@ -62,11 +70,11 @@ func Grants(ctx context.Context, conn *pgx.Conn, pol *policy.Policy, role, versi
 	fmt.Fprintf(&b, "GRANT USAGE ON SEQUENCE fencegw.rejections_id_seq TO %s;\n", r)
 	fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", pgx.Identifier{"public", versionTable}.Sanitize(), r)
 	schemas := map[string]bool{}
-	for _, t := range slices.Sorted(maps.Keys(tables)) {
-		schemas[strings.SplitN(t, ".", 2)[0]] = true
+	for _, use := range tables {
+		schemas[use.schema] = true
 	}
 	for _, s := range slices.Sorted(maps.Keys(schemas)) {
-		fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s;\n", s, r)
+		fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s;\n", pgx.Identifier{s}.Sanitize(), r)
 	}
 	for _, t := range slices.Sorted(maps.Keys(tables)) {
 		use := tables[t]
@@ -75,7 +83,7 @@ func Grants(ctx context.Context, conn *pgx.Conn, pol *policy.Policy, role, versi
 		})
 		fmt.Fprintf(&b, "GRANT %s ON %s TO %s;\n", strings.Join(privs, ", "), t, r)
 		for _, s := range use.sequences {
-			fmt.Fprintf(&b, "GRANT USAGE ON SEQUENCE %s TO %s;\n", s, r)
+			fmt.Fprintf(&b, "GRANT USAGE ON SEQUENCE %s TO %s;\n", pgx.Identifier{s.schema, s.name}.Sanitize(), r)
 		}
 	}
 	return b.String(), nil
@@ -107,14 +115,18 @@ func applicationTables(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) 
 			if !use.privileges["INSERT"] {
 				continue
 			}
-			rows, err := tx.Query(ctx, `SELECT DISTINCT c.oid::regclass::text FROM pg_depend d
+			rows, err := tx.Query(ctx, `SELECT DISTINCT n.nspname, c.relname FROM pg_depend d
 				JOIN pg_class c ON c.oid = d.objid AND d.classid = 'pg_class'::regclass
+				JOIN pg_namespace n ON n.oid = c.relnamespace
 				WHERE d.refobjid = $1::regclass AND d.refclassid = 'pg_class'::regclass AND c.relkind = 'S'
-				ORDER BY 1`, t)
+				ORDER BY 1, 2`, t)
 			if err != nil {
 				return err
 			}
-			if use.sequences, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			if use.sequences, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (relation, error) {
+				var rel relation
+				return rel, r.Scan(&rel.schema, &rel.name)
+			}); err != nil {
 				return err
 			}
 		}
@@ -168,7 +180,7 @@ func walkPlan(n *planNode, tables map[string]*tableUse) {
 		t := pgx.Identifier{n.Schema, n.Relation}.Sanitize()
 		use := tables[t]
 		if use == nil {
-			use = &tableUse{privileges: map[string]bool{}}
+			use = &tableUse{schema: n.Schema, name: n.Relation, privileges: map[string]bool{}}
 			tables[t] = use
 		}
 		switch n.Operation {
@@ -178,8 +190,9 @@ func walkPlan(n *planNode, tables map[string]*tableUse) {
 				use.privileges["UPDATE"] = true
 			}
 			// RETURNING reads the rows; UPDATE and DELETE read them to
-			// find them (the scan under this node says so too).
-			if len(n.Output) > 0 || n.Operation != "Insert" {
+			// find them (the scan under this node says so too); ON
+			// CONFLICT reads the conflicting row.
+			if len(n.Output) > 0 || n.Operation != "Insert" || n.Conflict != "" {
 				use.privileges["SELECT"] = true
 			}
 		default:

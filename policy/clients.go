@@ -18,6 +18,11 @@ type Client struct {
 // MayCall reports whether c may call the named operation.
 func (c *Client) MayCall(op string) bool { return c.any || c.operations[op] }
 
+// MayCallEvery reports whether the client was declared with operations
+// ["*"]: an operator's client, which may see what concerns every resource
+// (the status).
+func (c *Client) MayCallEvery() bool { return c.any }
+
 // Authenticate returns the client whose token is bearer. With no clients
 // in the policy, authentication is off and it returns (nil, true).
 func (p *Policy) Authenticate(bearer string) (*Client, bool) {

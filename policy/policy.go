@@ -68,6 +68,7 @@ type Operation struct {
 	Args       []Arg // sorted by name
 	Statements []Statement
 	argIndex   map[string]int
+	sqlErrors  map[string]SQLErrorMapping // the policy's
 }
 
 // Role is one resource an operation writes under, and how its key is

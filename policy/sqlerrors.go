@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 )
 
@@ -38,7 +39,17 @@ var (
 // SQLError returns how the gateway answers SQLSTATE code raised by one of
 // the policy's statements, if the policy or the PT class says.
 func (p *Policy) SQLError(code string) (SQLErrorMapping, bool) {
-	if m, ok := p.sqlErrors[code]; ok {
+	return lookupSQLError(p.sqlErrors, code)
+}
+
+// SQLError is Policy.SQLError for the policy op belongs to: fence asks it
+// which of a statement's errors the policy answers itself.
+func (op *Operation) SQLError(code string) (SQLErrorMapping, bool) {
+	return lookupSQLError(op.sqlErrors, code)
+}
+
+func lookupSQLError(mapped map[string]SQLErrorMapping, code string) (SQLErrorMapping, bool) {
+	if m, ok := mapped[code]; ok {
 		return m, true
 	}
 	if len(code) == 5 && code[:2] == ApplicationClass {
@@ -58,6 +69,24 @@ func (p *Policy) SQLErrorMappings() []SQLErrorMapping {
 	return out
 }
 
+// retryClass reports the SQLSTATEs the gateway itself answers 503: the
+// write may succeed if retried, which a mapped refusal would deny.
+func retryClass(code string) bool {
+	switch code[:2] {
+	case "08", "40", "53", "57":
+		return true
+	}
+	return code == "55P03"
+}
+
+// reservedKinds are fencegw's problem types that tell a client what to do
+// (stop writing, retry, authenticate): an application's refusal must not
+// read as one of them. precondition-failed, constraint, forbidden and
+// bad-request mean what an application may mean too.
+var reservedKinds = []string{"stale-token", "token-rejected", "token-required", "authority-halted", "unavailable",
+	"internal", "locked", "lease-not-found", "idempotency-mismatch", "too-many-leases", "unauthorized",
+	"unknown-operation", "not-found", "method-not-allowed", "too-large", "unsupported-media-type"}
+
 // compileSQLErrors checks the sql_errors section: SQLSTATEs of five
 // upper-case letters or digits, statuses 400 to 499 (the gateway's own
 // 5xx carry outcomes an application cannot vouch for), problem types in
@@ -73,6 +102,12 @@ func compileSQLErrors(ps *problems, p *Policy, section map[string]fileSQLError) 
 		case code[:2] == "FG":
 			ps.add(entry, "class FG is fencegw's own (stale tokens, preconditions, the guard): it cannot be mapped")
 			continue
+		case retryClass(code):
+			ps.add(entry, "the gateway answers this SQLSTATE 503 (retry: the connection, a deadlock or serialization failure, resources, a lock timeout, a shutdown); it cannot be mapped to a refusal")
+			continue
+		case slices.Contains(reservedKinds, e.Type):
+			ps.add(entry+".type", "%q is one of fencegw's own problem types, which clients act on (stop writing, retry); choose another, e.g. over-reserved", e.Type)
+			continue
 		case e.Status < 400 || e.Status > 499:
 			ps.add(entry+".status", "%d: want 400 to 499", e.Status)
 			continue
@@ -81,6 +116,9 @@ func compileSQLErrors(ps *problems, p *Policy, section map[string]fileSQLError) 
 			continue
 		}
 		p.sqlErrors[code] = SQLErrorMapping{Status: e.Status, Kind: e.Type, Message: e.Message}
+	}
+	for _, op := range p.Operations {
+		op.sqlErrors = p.sqlErrors
 	}
 }
 

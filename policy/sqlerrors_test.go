@@ -49,6 +49,8 @@ func TestSQLErrors(t *testing.T) {
   FG409: {status: 409, type: stale}
   P0001: {status: 503, type: busy}
   P0002: {status: 409, type: "Not Good"}
+  "40001": {status: 409, type: busy}
+  P0003: {status: 409, type: stale-token}
 `))
 	var perr *policy.Error
 	if !errors.As(err, &perr) {
@@ -58,7 +60,7 @@ func TestSQLErrors(t *testing.T) {
 	for _, pr := range perr.Problems {
 		entries = append(entries, pr.Entry)
 	}
-	want := "sql_errors.FG409 sql_errors.P0001.status sql_errors.P0002.type sql_errors.p0001"
+	want := "sql_errors.40001 sql_errors.FG409 sql_errors.P0001.status sql_errors.P0002.type sql_errors.P0003.type sql_errors.p0001"
 	if strings.Join(entries, " ") != want {
 		t.Errorf("problems at %v, want %s\n%v", entries, want, err)
 	}

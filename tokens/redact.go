@@ -14,6 +14,57 @@ const minSecretRun = 16
 // or Fencing-Token header echoed in an error) must not carry it into a
 // problem document or the log. Revisions, all digits, stay readable.
 func Redact(s string) string {
+	return redactRuns(redactAfterRevision(s))
+}
+
+// redactAfterRevision replaces whatever follows "E:R:" (digits, colon,
+// digits, colon) up to the next quote, comma, semicolon or line end: a
+// signature spelled wrongly (standard base64, a stray dot or space inside)
+// is still the signature, and its pieces may each be too short for
+// redactRuns to see.
+func redactAfterRevision(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		j := tokenPrefixEnd(s, i)
+		if j < 0 {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		b.WriteString(s[i:j])
+		k := j
+		for k < len(s) && !strings.ContainsRune("\",;\n", rune(s[k])) {
+			k++
+		}
+		if k > j {
+			b.WriteString("…")
+		}
+		i = k
+	}
+	return b.String()
+}
+
+// tokenPrefixEnd is the index just after "digits:digits:" starting at i,
+// if one starts there and i does not continue a run of digits, else -1.
+func tokenPrefixEnd(s string, i int) int {
+	if i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		return -1
+	}
+	j := i
+	for part := 0; part < 2; part++ {
+		start := j
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if j == start || j >= len(s) || s[j] != ':' {
+			return -1
+		}
+		j++
+	}
+	return j
+}
+
+func redactRuns(s string) string {
 	var b strings.Builder
 	start := -1 // of the current run of base64url characters
 	flush := func(end int) {

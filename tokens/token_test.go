@@ -206,7 +206,10 @@ func TestRedact(t *testing.T) {
 		"1:9223372036854775807":               "1:9223372036854775807",
 		"2:30:FN3o1-CryckydywaSMvcWw":         "2:30:…",
 		`"2:30:FN3o1-CryckydywaSMvcWw"`:       `"2:30:…"`,
-		"2:30:FN3o1-CryckydywaSMvcWw==":       "2:30:…==",
+		"2:30:FN3o1-CryckydywaSMvcWw==":       "2:30:…",
+		"2:30:FN3o1+Cryckydywa/MvcWw":         "2:30:…",
+		"2:30:FN3o1-Cryck.ydywaSMvcWw":        "2:30:…",
+		"12:30:x, 3:4":                        "12:30:…, 3:4",
 		`from="1:2:FN3o1-CryckydywaSMvcWw";a`: `from="1:2:…";a`,
 		"two words, ünïcode":                  "two words, ünïcode",
 	} {

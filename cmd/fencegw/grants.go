@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/fencegw/fencegw/guard"
 	"github.com/fencegw/fencegw/policy"
@@ -44,6 +46,8 @@ func runGrants(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("%w: grants takes no arguments, got %q", errUsage, fs.Args())
 	case cfg.DatabaseURL == "" || cfg.PolicyPath == "" || *role == "":
 		return fmt.Errorf("%w: grants: needs --database-url, --policy and --role", errUsage)
+	case strings.ContainsFunc(*role, unicode.IsControl):
+		return fmt.Errorf("%w: grants: --role %q: a role name without control characters (line breaks end the statement when psql reads the output)", errUsage, *role)
 	}
 	pol, err := policy.Load(cfg.PolicyPath)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -184,5 +185,28 @@ func TestServeWithExactlyTheGrants(t *testing.T) {
 		if strings.Contains(line, "permission denied") || strings.Contains(line, "failed") {
 			t.Errorf("serve as %s logged: %s", role, line)
 		}
+	}
+}
+
+// TestGrantsAreOnlyGrants: a role name with quotes or a comment marker
+// cannot add a statement to what grants prints for psql (every line is a
+// comment or a GRANT), and one with a line break is refused.
+func TestGrantsAreOnlyGrants(t *testing.T) {
+	dbURL := migrated(t)
+	var out bytes.Buffer
+	if err := runGrants(context.Background(), []string{"--database-url", dbURL, "--policy", "../../testdata/demo/policy.yaml", "--role", "x\nSELECT 1"}, &out); !errors.Is(err, errUsage) || out.Len() > 0 {
+		t.Fatalf("a role with a line break = %v, printed %q; want a usage error and nothing printed", err, &out)
+	}
+	role := "x'; SELECT 'injected'; --\"y"
+	if err := runGrants(context.Background(), []string{"--database-url", dbURL, "--policy", "../../testdata/demo/policy.yaml", "--role", role}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if !strings.HasPrefix(line, "-- ") && !strings.HasPrefix(line, "GRANT ") {
+			t.Errorf("grants printed a line that is neither a comment nor a GRANT: %q", line)
+		}
+	}
+	if !strings.Contains(out.String(), `TO "x`) {
+		t.Errorf("the role is not quoted as an identifier:\n%s", &out)
 	}
 }

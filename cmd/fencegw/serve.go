@@ -168,6 +168,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 			log.Info("second signal: shutdown delay cut short")
 		}
 	}
+	gw.StopLeaseWaits() // a wait would outlast the drain, and its lease the process
 	log.Info("fencegw draining requests in flight", "timeout", cfg.ShutdownTimeout.String())
 	shutCtx, cancelShut := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancelShut()
