@@ -40,6 +40,8 @@ type serveConfig struct {
 	// hurry, closed on a second SIGTERM or interrupt, cuts the shutdown
 	// delay short.
 	hurry <-chan struct{}
+	// command is the command running serve ("dev"), for its errors.
+	command string
 	// logOut, if set, receives the log instead of stderr (tests).
 	logOut io.Writer
 }
@@ -76,17 +78,33 @@ func (c *serveConfig) bind(fs *flag.FlagSet, d flagDefaults) {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 }
 
-func (c *serveConfig) bindBackends(fs *flag.FlagSet) {
-	// Defaults from the environment here as well as in applyEnv: the
-	// other commands that take these flags (guard, inspect, epoch, keys)
-	// read the same variables.
-	fs.StringVar(&c.DatabaseURL, "database-url", envOr("", "FENCEGW_DATABASE_URL", "DATABASE_URL"), "PostgreSQL URL (FENCEGW_DATABASE_URL, DATABASE_URL)")
-	c.EtcdEndpoints = splitList(envOr("127.0.0.1:2379", "FENCEGW_ETCD", "FENCEGW_ETCD_ENDPOINTS"))
-	fs.Func("etcd", "comma-separated etcd endpoints (FENCEGW_ETCD, FENCEGW_ETCD_ENDPOINTS; default 127.0.0.1:2379)", func(s string) error {
-		c.EtcdEndpoints = splitList(s)
-		return nil
-	})
-	fs.StringVar(&c.PolicyPath, "policy", envOr("", "FENCEGW_POLICY"), "policy file (FENCEGW_POLICY)")
+// backends names the flags a command takes for what it talks to.
+type backends struct{ database, etcd, policy bool }
+
+var (
+	allBackends     = backends{database: true, etcd: true, policy: true}
+	databaseAndEtcd = backends{database: true, etcd: true}
+	databaseAndPol  = backends{database: true, policy: true}
+)
+
+// bindBackends registers the flags of the backends a command uses, and no
+// others: a flag a command would ignore must not show in its help. The
+// defaults come from the environment here as well as in applyEnv, so the
+// commands other than serve read the same variables.
+func (c *serveConfig) bindBackends(fs *flag.FlagSet, which backends) {
+	if which.database {
+		fs.StringVar(&c.DatabaseURL, "database-url", envOr("", "FENCEGW_DATABASE_URL", "DATABASE_URL"), "PostgreSQL URL (FENCEGW_DATABASE_URL, DATABASE_URL)")
+	}
+	if which.etcd {
+		c.EtcdEndpoints = splitList(envOr("127.0.0.1:2379", "FENCEGW_ETCD", "FENCEGW_ETCD_ENDPOINTS"))
+		fs.Func("etcd", "comma-separated etcd endpoints (FENCEGW_ETCD, FENCEGW_ETCD_ENDPOINTS; default 127.0.0.1:2379)", func(s string) error {
+			c.EtcdEndpoints = splitList(s)
+			return nil
+		})
+	}
+	if which.policy {
+		fs.StringVar(&c.PolicyPath, "policy", envOr("", "FENCEGW_POLICY"), "policy file (FENCEGW_POLICY)")
+	}
 }
 
 // check refuses a configuration serve cannot run with.

@@ -56,7 +56,7 @@ func TestServeFlagsFromTheEnvironment(t *testing.T) {
 	var cfg serveConfig
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg.bind(fs, serveDefaults)
-	cfg.bindBackends(fs)
+	cfg.bindBackends(fs, allBackends)
 	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "")
 	if err := fs.Parse([]string{"--listen", "127.0.0.1:7"}); err != nil {
 		t.Fatal(err)

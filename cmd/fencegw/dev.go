@@ -45,6 +45,7 @@ func runDev(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	cfg.bind(fs, devDefaults)
 	cfg.hurry = secondSignal
+	cfg.command = "dev"
 	withUsage(fs, devUsage)
 	demo := fs.String("demo", defaultDemo, "folder with the demo's policy.yaml and migrations/ (e.g. examples/refund)")
 	adopt := fs.Bool("adopt-etcd", false, "with DATABASE_URL: start a new epoch if the database knows another etcd cluster (an earlier dev run's)")

@@ -24,7 +24,7 @@ bump  starts a new epoch after etcd was restored from a snapshot or replaced:
 func runEpoch(ctx context.Context, args []string) error {
 	var cfg serveConfig
 	fs := flag.NewFlagSet("epoch", flag.ContinueOnError)
-	cfg.bindBackends(fs)
+	cfg.bindBackends(fs, databaseAndEtcd)
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), epochUsage); fs.PrintDefaults() }
 	if err := parseInterspersed(fs, args); err != nil {
 		return err

@@ -42,7 +42,7 @@ let only it write them, and only operators declare a bypass, e.g.
 func runGuard(ctx context.Context, args []string, out io.Writer) error {
 	var cfg serveConfig
 	fs := flag.NewFlagSet("guard", flag.ContinueOnError)
-	cfg.bindBackends(fs)
+	cfg.bindBackends(fs, databaseAndPol)
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), guardUsage); fs.PrintDefaults() }
 	if err := parseInterspersed(fs, args); err != nil {
 		return err

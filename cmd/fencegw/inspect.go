@@ -56,7 +56,7 @@ const maxLockKeys = 1000
 func runInspect(ctx context.Context, args []string, out io.Writer) error {
 	var cfg serveConfig
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	cfg.bindBackends(fs)
+	cfg.bindBackends(fs, databaseAndEtcd)
 	prefix := fs.String("resource", "", "show only resources that start with this")
 	limit := fs.Int("limit", 20, "rows per section, 1 to 1000")
 	asJSON := fs.Bool("json", false, "print one JSON document")

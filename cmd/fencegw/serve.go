@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -30,7 +31,7 @@ func runServe(ctx context.Context, args []string) error {
 	var cfg serveConfig
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg.bind(fs, serveDefaults)
-	cfg.bindBackends(fs)
+	cfg.bindBackends(fs, allBackends)
 	cfg.hurry = secondSignal
 	withUsage(fs, serveUsage)
 	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "DANGER, for the control runs of fencegw torture only: accept every token, stale or not")
@@ -53,6 +54,7 @@ func runServe(ctx context.Context, args []string) error {
 // cfg.ShutdownTimeout. onReady, if set, is called with the bound address
 // once the gateway is ready.
 func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) error {
+	cmd := cmp.Or(cfg.command, "serve") // errors name the command the user ran
 	log := cfg.logger()
 	pol, err := policy.Load(cfg.PolicyPath)
 	if err != nil {
@@ -68,12 +70,12 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	defer cancel()
 	pool, err := openPool(startCtx, cfg)
 	if err != nil {
-		return fmt.Errorf("serve: database: %w", err)
+		return fmt.Errorf("%s: database: %w", cmd, err)
 	}
 	defer pool.Close()
 	cc := pool.Config().ConnConfig
 	stopWaiting := sayWaiting(log, "PostgreSQL", net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))))
-	want, err := checkSchema(startCtx, pool, "serve")
+	want, err := checkSchema(startCtx, pool, cmd)
 	stopWaiting()
 	if err != nil {
 		return err
@@ -84,7 +86,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	warnUnguarded(startCtx, pool, pol, log)
 	cli, err := authority.Dial(cfg.EtcdEndpoints)
 	if err != nil {
-		return fmt.Errorf("serve: etcd: %w", err)
+		return fmt.Errorf("%s: etcd: %w", cmd, err)
 	}
 	defer cli.Close()
 	auth := authority.NewEtcd(cli)
@@ -92,7 +94,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	_, err = auth.Revision(startCtx)
 	stopWaiting()
 	if err != nil {
-		return fmt.Errorf("serve: etcd at %v: %w", cfg.EtcdEndpoints, err)
+		return fmt.Errorf("%s: etcd at %v: %w", cmd, cfg.EtcdEndpoints, err)
 	}
 
 	gw, err := gateway.New(gateway.Config{
@@ -108,11 +110,11 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	// A halted authority is not a start-up failure: the gateway serves
 	// /readyz with the reason and refuses writes until `fencegw epoch bump`.
 	if err := gw.Guard().Check(startCtx); err != nil && !errors.Is(err, tokens.ErrHalted) {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	srv := &http.Server{
 		Handler:           gw.Handler(),
@@ -129,7 +131,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		stopDebug, err := serveDebug(cfg.DebugListen, log)
 		if err != nil {
 			_ = srv.Close()
-			return fmt.Errorf("serve: --debug-listen: %w", err)
+			return fmt.Errorf("%s: --debug-listen: %w", cmd, err)
 		}
 		defer stopDebug()
 	}
@@ -151,7 +153,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 
 	select {
 	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	case <-ctx.Done():
 	}
 	// Fail readiness first and keep serving until load balancers have
@@ -173,10 +175,10 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	shutCtx, cancelShut := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancelShut()
 	if err := srv.Shutdown(shutCtx); err != nil {
-		return fmt.Errorf("serve: shutdown: %w", err)
+		return fmt.Errorf("%s: shutdown: %w", cmd, err)
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	return nil
 }
