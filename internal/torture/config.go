@@ -37,6 +37,14 @@ type Config struct {
 	Failover      bool
 	AsyncStandby  bool
 	FailoverEvery time.Duration
+	// EtcdRollback takes a snapshot of etcd and, RollbackEvery/2 later,
+	// restores every member from it (the cluster issues revisions again);
+	// the gateways must halt, and the nemesis runs fencegw epoch bump.
+	// With RollbackBump the restore bumps the revision and marks it
+	// compacted: no halt expected.
+	EtcdRollback  bool
+	RollbackBump  bool
+	RollbackEvery time.Duration
 	// Burst: each lease sends 1 to Burst writes at once.
 	Burst int
 	// Transfers is the percentage of rounds that take two resources'
@@ -53,7 +61,7 @@ func Defaults() Config {
 	return Config{
 		Workers: 6, Resources: 4, Gateways: 2, Duration: 30 * time.Second, TTL: time.Second, Seed: 1,
 		FaultEvery: 600 * time.Millisecond, KillGateways: true, RestartPostgres: true, EtcdFaults: true, SlowNetwork: true, Burst: 3,
-		Transfers: 25, FailoverEvery: 6 * time.Second,
+		Transfers: 25, FailoverEvery: 6 * time.Second, RollbackEvery: 12 * time.Second,
 	}
 }
 
@@ -75,6 +83,10 @@ func (c Config) check() error {
 		return errors.New("torture: --async-standby needs --failover")
 	case c.Failover && c.FailoverEvery < 2*time.Second:
 		return errors.New("torture: failovers at most every 2s")
+	case c.RollbackBump && !c.EtcdRollback:
+		return errors.New("torture: --rollback-bump needs --etcd-rollback")
+	case c.EtcdRollback && c.RollbackEvery < 4*time.Second:
+		return errors.New("torture: rollbacks at most every 4s")
 	case c.FaultEvery < 100*time.Millisecond:
 		return errors.New("torture: faults at most every 100ms")
 	}

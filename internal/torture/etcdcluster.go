@@ -66,6 +66,8 @@ func MemberMain(args []string) int {
 // etcdMember is one member process; restarts reuse its data and URLs.
 type etcdMember struct {
 	name, clientURL string
+	dir, peerURL    string // for a restore from a snapshot
+	cluster         string // the initial cluster, name=peerURL,...
 	args            []string
 	log             string
 	cmd             *exec.Cmd
@@ -83,14 +85,15 @@ func startCluster(ctx context.Context, bin, dir string) ([]*etcdMember, error) {
 			return nil, err
 		}
 		name := fmt.Sprintf("etcd%d", i)
-		m := &etcdMember{name: name, clientURL: fmt.Sprintf("http://127.0.0.1:%d", cp), log: filepath.Join(dir, name+".log")}
-		m.args = []string{bin, "torture-etcd", "--name", name, "--dir", filepath.Join(dir, name),
-			"--client", m.clientURL, "--peer", fmt.Sprintf("http://127.0.0.1:%d", pp)}
+		m := &etcdMember{name: name, clientURL: fmt.Sprintf("http://127.0.0.1:%d", cp), log: filepath.Join(dir, name+".log"),
+			dir: filepath.Join(dir, name), peerURL: fmt.Sprintf("http://127.0.0.1:%d", pp)}
+		m.args = []string{bin, "torture-etcd", "--name", name, "--dir", m.dir, "--client", m.clientURL, "--peer", m.peerURL}
 		peers = append(peers, fmt.Sprintf("%s=http://127.0.0.1:%d", name, pp))
 		members = append(members, m)
 	}
 	for _, m := range members {
-		m.args = append(m.args, "--cluster", strings.Join(peers, ","))
+		m.cluster = strings.Join(peers, ",")
+		m.args = append(m.args, "--cluster", m.cluster)
 		if err := m.start(); err != nil {
 			stopCluster(members)
 			return nil, err

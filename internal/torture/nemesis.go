@@ -24,10 +24,15 @@ type nemesis struct {
 	pg       *postgres
 	// replicated, with --failover: the primary and standby it fails over.
 	replicated *replicated
-	etcd       []*etcdMember
-	etcdBusy   atomic.Bool // one etcd fault at a time: the cluster keeps its quorum
-	proxy      *slowProxy  // between the gateways and PostgreSQL
-	slowBusy   atomic.Bool
+	// For --etcd-rollback: the binary (for epoch bump), the run folder
+	// (for snapshots), the database URL, and how long gateways took to
+	// halt after each restore.
+	bin, dir, dbURL string
+	haltAfter       []time.Duration
+	etcd            []*etcdMember
+	etcdBusy        atomic.Bool // one etcd fault at a time: the cluster keeps its quorum
+	proxy           *slowProxy  // between the gateways and PostgreSQL
+	slowBusy        atomic.Bool
 
 	mu     sync.Mutex
 	faults map[string]int
@@ -42,6 +47,10 @@ func (n *nemesis) run(ctx context.Context) {
 	if n.replicated != nil {
 		n.wg.Add(1)
 		go func() { defer n.wg.Done(); n.failovers(ctx) }()
+	}
+	if n.cfg.EtcdRollback {
+		n.wg.Add(1)
+		go func() { defer n.wg.Done(); n.rollbacks(ctx) }()
 	}
 	for {
 		select {

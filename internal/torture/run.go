@@ -110,7 +110,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		return check.Report{}, err
 	}
 	n := &nemesis{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), log: log, workers: workers,
-		gateways: gateways, pg: db.pg, replicated: db.replicated, etcd: etcd, proxy: proxy, faults: map[string]int{}, paused: map[int]bool{}}
+		gateways: gateways, pg: db.pg, replicated: db.replicated, etcd: etcd, proxy: proxy, faults: map[string]int{}, paused: map[int]bool{},
+		bin: bin, dir: dir, dbURL: db.url()}
 	nctx, stopNemesis := context.WithDeadline(ctx, until)
 	go reportProgress(nctx, log, db.url(), n, time.Now())
 	n.run(nctx) // returns at the deadline with every worker resumed
@@ -118,6 +119,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	waitWorkers(workers, 30*time.Second)
 	log.Info("torture: workers done, checking", "faults", n.faults, "coalesced_writes_per_transaction", coalesced(gateways))
 
+	if cfg.EtcdRollback && !cfg.RollbackBump {
+		p50, worst := haltTimes(n.haltAfter)
+		n.faults["rollback-halt-ms-p50"], n.faults["rollback-halt-ms-max"] = p50, worst
+	}
 	report, err := collect(ctx, dir, db.checkURL(), cfg.Workers, n.faults)
 	if err != nil {
 		return check.Report{}, err
