@@ -29,6 +29,9 @@ type replicated struct {
 	// wal carries the asynchronous standby's replication connection, and
 	// holds it back (nil for a synchronous standby).
 	wal *slowProxy
+	// stale, with an asynchronous standby, writes across each failover as
+	// two holders of one resource (wentback.go).
+	stale *staleAfterLoss
 
 	mu       sync.Mutex
 	primary  *pgcluster.Cluster
@@ -115,6 +118,9 @@ func (r *replicated) failover(ctx context.Context) error {
 		// nothing from here on, and the primary is killed only once it
 		// has committed (and so acknowledged) a write more.
 		r.wal.hold()
+		if r.stale != nil {
+			r.stale.beforeLoss(ctx)
+		}
 		waitForCommit(ctx, old.URL(), 5*time.Second)
 	}
 	old.Kill()
@@ -128,6 +134,9 @@ func (r *replicated) failover(ctx context.Context) error {
 	r.primary, r.standby = next, nil
 	r.mu.Unlock()
 	_ = old.Stop() // its files
+	if r.stale != nil {
+		r.stale.afterLoss(ctx)
+	}
 	if err := r.startStandby(ctx); err != nil {
 		return fmt.Errorf("new standby: %w", err)
 	}

@@ -57,7 +57,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		return check.Report{}, err
 	}
 	defer db.stop()
-	if err := prepareDatabase(setupCtx, db.url(), cfg.Resources); err != nil {
+	if err := prepareDatabase(setupCtx, db.url(), cfg.Resources, cfg.AsyncStandby); err != nil {
 		return check.Report{}, err
 	}
 	if err := db.prepared(setupCtx); err != nil {
@@ -104,6 +104,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence,
 		"coalesce", cfg.Coalesce, "group_commit", cfg.GroupCommit, "failover", cfg.Failover, "async_standby", cfg.AsyncStandby)
 
+	histories := cfg.Workers
+	if cfg.AsyncStandby {
+		stale, err := newStaleAfterLoss(urls, historyPath(dir, cfg.Workers), cfg.Workers)
+		if err != nil {
+			return check.Report{}, err
+		}
+		defer stale.close()
+		db.replicated.stale = stale
+		histories++
+	}
 	until := time.Now().Add(cfg.Duration)
 	workers, err := startWorkers(bin, dir, cfg, urls, db.url(), until)
 	if err != nil {
@@ -123,7 +133,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		p50, worst := haltTimes(n.haltAfter)
 		n.faults["rollback-halt-ms-p50"], n.faults["rollback-halt-ms-max"] = p50, worst
 	}
-	report, err := collect(ctx, dir, db.checkURL(), cfg.Workers, n.faults)
+	report, err := collect(ctx, dir, db.checkURL(), histories, n.faults)
 	if err != nil {
 		return check.Report{}, err
 	}
@@ -162,7 +172,7 @@ func runDir(cfg Config) (string, func(), error) {
 	}, nil
 }
 
-func prepareDatabase(ctx context.Context, dbURL string, resources int) error {
+func prepareDatabase(ctx context.Context, dbURL string, resources int, nemesisWrites bool) error {
 	if err := schema.Up(dbURL, schema.Gateway()); err != nil {
 		return err
 	}
@@ -174,7 +184,10 @@ func prepareDatabase(ctx context.Context, dbURL string, resources int) error {
 	if _, err = conn.Exec(ctx, schemaSQL); err != nil {
 		return err
 	}
-	_, err = conn.Exec(ctx, balancesSQL, resources, initialBalance)
+	if _, err = conn.Exec(ctx, balancesSQL, resources, initialBalance); err != nil || !nemesisWrites {
+		return err
+	}
+	_, err = conn.Exec(ctx, "INSERT INTO torture.balances (resource, cents) VALUES ($1, $2)", "res/"+wentBackResource, initialBalance)
 	return err
 }
 

@@ -72,11 +72,14 @@ func (c *checker) invoked(intent string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// parseToken reads E:R from a token as workers record it, signature
+// (E:R:SIGNATURE) or not.
 func parseToken(s string) (epoch, rev int64, ok bool) {
 	e, r, found := strings.Cut(s, ":")
 	if !found {
 		return 0, 0, false
 	}
+	r, _, _ = strings.Cut(r, ":")
 	epoch, err1 := strconv.ParseInt(e, 10, 64)
 	rev, err2 := strconv.ParseInt(r, 10, 64)
 	return epoch, rev, err1 == nil && err2 == nil

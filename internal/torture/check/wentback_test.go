@@ -19,8 +19,9 @@ func TestFenceWentBack(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	// b (1:12) acknowledged at second 1; a (1:10) sent at second 4.
-	history := concat(write(0, 2, TypeOK, "b", "r", "1:12"), write(4, 1, TypeOK, "a", "r", "1:10"))
+	// b (1:12, signed as a lease grants it) acknowledged at second 1; a
+	// (1:10) sent at second 4.
+	history := concat(write(0, 2, TypeOK, "b", "r", "1:12:pnZrL7e1XcBdo1demkgKww"), write(4, 1, TypeOK, "a", "r", "1:10"))
 	got := Check(Input{History: history, Rows: []Row{row(1, "r", 1, 10, "a", 1)}})
 	// porcupine takes the database's word that b was not applied.
 	if want := []string{KindFenceWentBack, KindLostWrite}; !slices.Equal(kinds(got), want) {
