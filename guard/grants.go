@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,7 +50,7 @@ type relation struct{ schema, name string }
 // (a generic plan of each statement: every table it reads, writes or
 // draws a sequence for). Roles are not created, and nothing is run.
 func Grants(ctx context.Context, conn *pgx.Conn, pol *policy.Policy, role, versionTable string) (string, error) {
-	tables, err := applicationTables(ctx, conn, pol)
+	tables, used, err := applicationTables(ctx, conn, pol)
 	if err != nil {
 		return "", err
 	}
@@ -69,7 +70,7 @@ func Grants(ctx context.Context, conn *pgx.Conn, pol *policy.Policy, role, versi
 	}
 	fmt.Fprintf(&b, "GRANT USAGE ON SEQUENCE fencegw.rejections_id_seq TO %s;\n", r)
 	fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", pgx.Identifier{"public", versionTable}.Sanitize(), r)
-	schemas := map[string]bool{}
+	schemas := used // of the functions and types the statements use
 	for _, use := range tables {
 		schemas[use.schema] = true
 	}
@@ -94,8 +95,9 @@ var privilegeOrder = []string{"SELECT", "INSERT", "UPDATE", "DELETE"}
 // applicationTables plans every statement of pol generically and collects
 // the tables the plans touch, with what they do to each, keyed by
 // schema-qualified, quoted name.
-func applicationTables(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) (map[string]*tableUse, error) {
+func applicationTables(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) (map[string]*tableUse, map[string]bool, error) {
 	tables := map[string]*tableUse{}
+	named := map[string]bool{} // schema names seen qualifying a function or type
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		// A generic plan keeps every table the statement names: with the
 		// parameters' values (NULLs here) the planner could prove parts
@@ -106,7 +108,11 @@ func applicationTables(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) 
 		for _, name := range pol.OperationNames() {
 			for i, st := range pol.Operations[name].Statements {
 				entry := fmt.Sprintf("operations.%s.statements[%d]", name, i)
-				if err := planTables(ctx, tx, st.SQL, tables); err != nil {
+				// The text too: PostgreSQL inlines simple SQL functions, and
+				// their names are gone from the plan, but calling one still
+				// needs USAGE on its schema.
+				collectSchemas(st.SQL, named)
+				if err := planTables(ctx, tx, st.SQL, tables, named); err != nil {
 					return fmt.Errorf("%s: %w", entry, err)
 				}
 			}
@@ -133,9 +139,57 @@ func applicationTables(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) 
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("guard: grants: %w", err)
+		return nil, nil, fmt.Errorf("guard: grants: %w", err)
 	}
-	return tables, nil
+	schemas, err := realSchemas(ctx, conn, named)
+	if err != nil {
+		return nil, nil, fmt.Errorf("guard: grants: %w", err)
+	}
+	return tables, schemas, nil
+}
+
+// qualified finds schema-qualified function calls and casts in a plan's
+// expressions: fnonly.f($1), $1::app.money.
+var qualified = regexp.MustCompile(`(?:^|[^A-Za-z0-9_."])"?([a-z_][a-z0-9_$]*)"?\."?[a-z_][a-z0-9_$]*"?\(|::"?([a-z_][a-z0-9_$]*)"?\.`)
+
+// collectSchemas adds to named every schema that qualifies a function or
+// a type in the plan's text (EXPLAIN VERBOSE qualifies what the search
+// path does not find): a statement calling fnonly.f() needs USAGE on
+// fnonly though it touches no table there.
+func collectSchemas(v any, named map[string]bool) {
+	switch v := v.(type) {
+	case string:
+		for _, m := range qualified.FindAllStringSubmatch(v, -1) {
+			named[m[1]+m[2]] = true
+		}
+	case []any:
+		for _, e := range v {
+			collectSchemas(e, named)
+		}
+	case map[string]any:
+		for _, e := range v {
+			collectSchemas(e, named)
+		}
+	}
+}
+
+// realSchemas keeps the names that are schemas of the database other than
+// the system's and the gateway's own (granted above).
+func realSchemas(ctx context.Context, conn *pgx.Conn, named map[string]bool) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(named) == 0 {
+		return out, nil
+	}
+	rows, err := conn.Query(ctx, `SELECT nspname FROM pg_namespace WHERE nspname = ANY($1)
+		AND nspname NOT IN ('pg_catalog', 'information_schema', 'fencegw')`, slices.Collect(maps.Keys(named)))
+	if err != nil {
+		return nil, err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	for _, n := range names {
+		out[n] = true
+	}
+	return out, err
 }
 
 // planNode is the part of EXPLAIN (FORMAT JSON, VERBOSE) grants read.
@@ -149,8 +203,9 @@ type planNode struct {
 	Plans     []planNode `json:"Plans"`
 }
 
-// planTables adds the tables the generic plan of sql touches to tables.
-func planTables(ctx context.Context, tx pgx.Tx, sql string, tables map[string]*tableUse) error {
+// planTables adds the tables the generic plan of sql touches to tables,
+// and the schemas its functions and types are in to named.
+func planTables(ctx context.Context, tx pgx.Tx, sql string, tables map[string]*tableUse, named map[string]bool) error {
 	sd, err := tx.Conn().Prepare(ctx, "fencegw_grants", sql)
 	if err != nil {
 		return err
@@ -172,6 +227,9 @@ func planTables(ctx context.Context, tx pgx.Tx, sql string, tables map[string]*t
 		return fmt.Errorf("reading the plan: %v", err)
 	}
 	walkPlan(&out[0].Plan, tables)
+	var generic any
+	_ = json.Unmarshal(raw, &generic) // read above already
+	collectSchemas(generic, named)
 	return nil
 }
 

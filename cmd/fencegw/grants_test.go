@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -208,5 +210,66 @@ func TestGrantsAreOnlyGrants(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `TO "x`) {
 		t.Errorf("the role is not quoted as an identifier:\n%s", &out)
+	}
+}
+
+// TestGrantsCoverFunctionSchemas: a statement that calls a function in a
+// schema holding no table the policy touches still gets USAGE on that
+// schema, and the granted role can run it.
+func TestGrantsCoverFunctionSchemas(t *testing.T) {
+	ctx := context.Background()
+	dbURL := migrated(t)
+	admin, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `CREATE SCHEMA fnonly; CREATE FUNCTION fnonly.shout(s text) RETURNS text LANGUAGE sql AS $$ SELECT upper(s) $$`); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("../../testdata/demo/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := strings.Replace(string(src), "\noperations:\n", `
+operations:
+  shout:
+    resource: account
+    args:
+      account: {type: string, max_length: 64}
+    statements:
+      - sql: SELECT fnonly.shout(:account) AS loud
+`, 1)
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(path, []byte(pol), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	role := fmt.Sprintf("fencegw_fn_%d", time.Now().UnixNano())
+	if _, err := admin.Exec(ctx, "CREATE ROLE "+role); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP OWNED BY "+role)
+		_, _ = admin.Exec(context.Background(), "DROP ROLE "+role)
+	})
+	var out bytes.Buffer
+	if err := runGrants(ctx, []string{"--database-url", dbURL, "--policy", path, "--role", role}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `GRANT USAGE ON SCHEMA "fnonly" TO`) {
+		t.Fatalf("no USAGE on the function's schema:\n%s", &out)
+	}
+	if _, err := admin.Exec(ctx, out.String()); err != nil {
+		t.Fatal(err)
+	}
+	err = pgx.BeginFunc(ctx, admin, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+role); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "SELECT fnonly.shout('x')")
+		return err
+	})
+	if err != nil {
+		t.Errorf("the granted role cannot run the statement's function: %v", err)
 	}
 }
