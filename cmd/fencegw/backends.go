@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
 	"github.com/fencegw/fencegw/authority"
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jackc/pgx/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -30,6 +35,40 @@ func openMigrated(ctx context.Context, url, cmd string) (*pgx.Conn, error) {
 		return nil, err
 	}
 	return conn, nil
+}
+
+// awaitSchema is checkSchema once PostgreSQL answers: while it cannot be
+// reached (restarting, failing over, not up yet) it is asked again until
+// ctx ends, so a gateway started in that window waits for it, as it waits
+// for etcd, instead of exiting. A schema that is wrong fails at once.
+func awaitSchema(ctx context.Context, pool *pgxpool.Pool, cmd string) (uint, error) {
+	for {
+		err := pool.Ping(ctx)
+		if err == nil {
+			return checkSchema(ctx, pool, cmd)
+		}
+		if !unreachable(err) {
+			return 0, fmt.Errorf("%s: database: %w", cmd, err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%s: database unreachable: %w", cmd, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// unreachable reports whether err says PostgreSQL could not be talked to,
+// rather than that it answered: no server error at all (refused, reset,
+// no server accepting writes), or one saying it is starting, stopping or
+// out of connections.
+func unreachable(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return true
+	}
+	return pgerrcode.IsConnectionException(pgErr.Code) || pgerrcode.IsOperatorIntervention(pgErr.Code) ||
+		pgErr.Code == pgerrcode.TooManyConnections
 }
 
 // checkSchema refuses to go on unless the gateway's schema is exactly the

@@ -75,7 +75,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	defer pool.Close()
 	cc := pool.Config().ConnConfig
 	stopWaiting := sayWaiting(log, "PostgreSQL", net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))))
-	want, err := checkSchema(startCtx, pool, cmd)
+	want, err := awaitSchema(startCtx, pool, cmd)
 	stopWaiting()
 	if err != nil {
 		return err

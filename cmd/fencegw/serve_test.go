@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/internal/pgcluster"
 	"github.com/fencegw/fencegw/internal/testenv"
 )
 
@@ -168,4 +170,78 @@ func TestServeConfigCheck(t *testing.T) {
 			t.Errorf("%s: check() = %v, want ok=%v (or a usage error)", tt.name, err, tt.ok)
 		}
 	}
+}
+
+// TestServeWaitsForPostgreSQL: a gateway started while its PostgreSQL is
+// down (restarting, failing over) waits for it and becomes ready once it
+// is up, instead of exiting; a database that answers with a wrong schema
+// still fails at once (TestServeRefusesAnUnmigratedDatabase).
+func TestServeWaitsForPostgreSQL(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	port, err := freeTCPPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not t.TempDir: as root, PostgreSQL runs as another user, who must be
+	// able to enter the folder.
+	dir, err := os.MkdirTemp("", "fencegw-serve-wait-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := pgcluster.Options{Dir: dir, Port: port, Settings: map[string]string{"fsync": "off"}}
+	pg, err := pgcluster.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runMigrate(ctx, []string{"--database-url", pg.URL(), "up"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runMigrate(ctx, []string{"--database-url", pg.URL(), "--dir", "../../testdata/demo/migrations", "--table", "demo_schema_migrations", "up"}); err != nil {
+		t.Fatal(err)
+	}
+	url := pg.URL()
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	addrs, served := make(chan string, 1), make(chan error, 1)
+	go func() {
+		served <- serve(sctx, serveConfigFor(t, url, "../../testdata/demo/policy.yaml"), func(a string) { addrs <- a })
+	}()
+	select {
+	case err := <-served:
+		t.Fatalf("serve gave up while PostgreSQL was down: %v", err)
+	case <-time.After(time.Second): // it is waiting (or still starting): either way, bring PostgreSQL up
+	}
+	pg, err = pgcluster.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Stop()
+	select {
+	case <-addrs:
+	case err := <-served:
+		t.Fatalf("serve stopped instead of waiting for PostgreSQL: %v", err)
+	case <-ctx.Done():
+		t.Fatal("serve never became ready after PostgreSQL came up")
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Fatalf("serve after stop: %v", err)
+	}
+}
+
+func freeTCPPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
