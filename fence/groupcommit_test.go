@@ -218,38 +218,81 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // TestGroupCommitOneCommitForManyResources: unkeyed writes of five
 // resources that wait for the one connection are applied as one implicit
+// inLine starts each write and waits until it waits in line for a
+// connection, so they are all there when the occupying write lets go.
+func inLine(t *testing.T, gs *groupStore, starts ...func() <-chan outcome) []<-chan outcome {
+	t.Helper()
+	var waiting []<-chan outcome
+	for i, start := range starts {
+		waiting = append(waiting, start())
+		waitFor(t, "the write to wait in line", func() bool { return gs.WaitingForConnection() == i+1 })
+	}
+	return waiting
+}
+
+// each wraps writes as starts for inLine.
+func each(t *testing.T, gs *groupStore, writes ...fence.Write) []func() <-chan outcome {
+	starts := make([]func() <-chan outcome, len(writes))
+	for i, w := range writes {
+		starts[i] = func() <-chan outcome { return gs.applyAsync(t, w) }
+	}
+	return starts
+}
+
+// settled lets the occupying write go and returns the answers of waiting.
+func settled(t *testing.T, release func(), first <-chan outcome, waiting []<-chan outcome) []outcome {
+	t.Helper()
+	release()
+	if o := <-first; o.err != nil {
+		t.Fatalf("the occupying write: %v", o.err)
+	}
+	out := make([]outcome, len(waiting))
+	for i, ch := range waiting {
+		out[i] = <-ch
+	}
+	return out
+}
+
+// credited checks each account got the one cent credited to it, once.
+func credited(t *testing.T, d *db, accounts ...string) {
+	t.Helper()
+	for _, a := range accounts {
+		if got := d.balance(a); got != 1001 {
+			t.Errorf("%s = %d, want 1001: credited once", a, got)
+		}
+	}
+}
+
+// groupedIn checks one transaction carried n writes.
+func groupedIn(t *testing.T, gs *groupStore, n int) {
+	t.Helper()
+	if sizes := gs.transactions(); !slices.Contains(sizes, n) {
+		t.Fatalf("transactions of %v writes, want one of %d", sizes, n)
+	}
+}
+
 // transaction: one round trip on the wire, one commit.
 func TestGroupCommitOneCommitForManyResources(t *testing.T) {
 	d := newDB(t)
 	gs := newGroupStore(t, d, newCommitGate())
 	release, first := occupy(t, d, gs, "acct-20")
 	accounts := []string{"acct-21", "acct-22", "acct-23", "acct-24", "acct-25"}
-	var waiting []<-chan outcome
-	for i, a := range accounts {
-		waiting = append(waiting, gs.applyAsync(t, credit(d, a, 1)))
-		waitFor(t, "the write to wait in line", func() bool { return gs.WaitingForConnection() == i+1 })
+	var writes []fence.Write
+	for _, a := range accounts {
+		writes = append(writes, credit(d, a, 1))
 	}
+	waiting := inLine(t, gs, each(t, gs, writes...)...)
 	gs.trips.take()
-	release()
-	if o := <-first; o.err != nil {
-		t.Fatalf("the occupying write: %v", o.err)
-	}
-	for i, ch := range waiting {
-		if o := <-ch; o.err != nil {
+	for i, o := range settled(t, release, first, waiting) {
+		if o.err != nil {
 			t.Errorf("%s: %v", accounts[i], o.err)
 		}
 	}
 	if n := gs.trips.take(); n != 1 {
 		t.Errorf("%d round trips for the group of %d writes, want 1", n, len(accounts))
 	}
-	for _, a := range accounts {
-		if got := d.balance(a); got != 1001 {
-			t.Errorf("%s = %d, want 1001", a, got)
-		}
-	}
-	if sizes := gs.transactions(); !slices.Contains(sizes, len(accounts)) {
-		t.Fatalf("transactions of %v writes, want one of %d", sizes, len(accounts))
-	}
+	credited(t, d, accounts...)
+	groupedIn(t, gs, len(accounts))
 }
 
 // TestGroupCommitAnswersAfterTheCommit: keyed writes of several resources
@@ -262,11 +305,11 @@ func TestGroupCommitAnswersAfterTheCommit(t *testing.T) {
 	gs := newGroupStore(t, d, gate)
 	release, first := occupy(t, d, gs, "acct-50")
 	accounts := []string{"acct-51", "acct-52", "acct-53"}
-	var waiting []<-chan outcome
-	for i, a := range accounts {
-		waiting = append(waiting, gs.applyKeyedAsync(t, "k-"+a, credit(d, a, 1)))
-		waitFor(t, "the write to wait in line", func() bool { return gs.WaitingForConnection() == i+1 })
+	var starts []func() <-chan outcome
+	for _, a := range accounts {
+		starts = append(starts, func() <-chan outcome { return gs.applyKeyedAsync(t, "k-"+a, credit(d, a, 1)) })
 	}
+	waiting := inLine(t, gs, starts...)
 	gate.arm()
 	release()
 	if o := <-first; o.err != nil {
@@ -286,14 +329,8 @@ func TestGroupCommitAnswersAfterTheCommit(t *testing.T) {
 			t.Errorf("%s: %v", accounts[i], o.err)
 		}
 	}
-	for _, a := range accounts {
-		if got := d.balance(a); got != 1001 {
-			t.Errorf("%s = %d, want 1001", a, got)
-		}
-	}
-	if sizes := gs.transactions(); !slices.Contains(sizes, len(accounts)) {
-		t.Fatalf("transactions of %v writes, want one of %d", sizes, len(accounts))
-	}
+	credited(t, d, accounts...)
+	groupedIn(t, gs, len(accounts))
 }
 
 // TestGroupCommitIsolatesAFailingWrite: in a group, a write whose
@@ -304,17 +341,7 @@ func TestGroupCommitIsolatesAFailingWrite(t *testing.T) {
 	gs := newGroupStore(t, d, newCommitGate())
 	release, first := occupy(t, d, gs, "acct-26")
 	writes := []fence.Write{credit(d, "acct-27", 1), debit(d, "acct-28", 5000, 1), credit(d, "acct-29", 1)}
-	var waiting []<-chan outcome
-	for i, w := range writes {
-		waiting = append(waiting, gs.applyAsync(t, w))
-		waitFor(t, "the write to wait in line", func() bool { return gs.WaitingForConnection() == i+1 })
-	}
-	release()
-	if o := <-first; o.err != nil {
-		t.Fatal(o.err)
-	}
-	for i, ch := range waiting {
-		o := <-ch
+	for i, o := range settled(t, release, first, inLine(t, gs, each(t, gs, writes...)...)) {
 		var pre *fence.PreconditionError
 		if failing := i == 1; failing != errors.As(o.err, &pre) {
 			t.Errorf("write %d: %v", i, o.err)
@@ -325,9 +352,7 @@ func TestGroupCommitIsolatesAFailingWrite(t *testing.T) {
 			t.Errorf("%s = %d, want %d", account, got, want)
 		}
 	}
-	if sizes := gs.transactions(); !slices.Contains(sizes, 3) {
-		t.Fatalf("transactions of %v writes, want one of 3", sizes)
-	}
+	groupedIn(t, gs, 3)
 }
 
 // flakyOperation raises a serialization failure the first time any write
@@ -361,25 +386,12 @@ func TestGroupCommitRetriesAContendedWriteAlone(t *testing.T) {
 	gs := newGroupStore(t, d, newCommitGate())
 	release, first := occupy(t, d, gs, "acct-30")
 	writes := []fence.Write{credit(d, "acct-31", 1), d.write("flaky", `{"account": "acct-32"}`, tok(1)), credit(d, "acct-33", 1)}
-	var waiting []<-chan outcome
-	for i, w := range writes {
-		waiting = append(waiting, gs.applyAsync(t, w))
-		waitFor(t, "the write to wait in line", func() bool { return gs.WaitingForConnection() == i+1 })
-	}
-	release()
-	if o := <-first; o.err != nil {
-		t.Fatal(o.err)
-	}
-	for i, ch := range waiting {
-		if o := <-ch; o.err != nil {
+	for i, o := range settled(t, release, first, inLine(t, gs, each(t, gs, writes...)...)) {
+		if o.err != nil {
 			t.Errorf("write %d: %v, want it applied (the flaky one on its second try)", i, o.err)
 		}
 	}
-	for _, a := range []string{"acct-31", "acct-32", "acct-33"} {
-		if got := d.balance(a); got != 1001 {
-			t.Errorf("%s = %d, want 1001: applied once", a, got)
-		}
-	}
+	credited(t, d, "acct-31", "acct-32", "acct-33")
 	var calls int64
 	if err := d.pool.QueryRow(context.Background(), "SELECT last_value FROM demo.fail_seq").Scan(&calls); err != nil || calls != 2 {
 		t.Fatalf("the flaky write ran %d times (%v), want 2: once in the group, once alone", calls, err)
@@ -402,12 +414,8 @@ func TestGroupCommitKeepsEachResourcesOrder(t *testing.T) {
 	send("acct-41", 2, func() bool { return gs.Queued("account/acct-41") == 1 })
 	send("acct-42", 1, func() bool { return gs.WaitingForConnection() == 2 })
 	send("acct-41", 3, func() bool { return gs.Queued("account/acct-41") == 2 })
-	release()
-	if o := <-first; o.err != nil {
-		t.Fatal(o.err)
-	}
-	for i, ch := range waiting {
-		if o := <-ch; o.err != nil {
+	for i, o := range settled(t, release, first, waiting) {
+		if o.err != nil {
 			t.Fatalf("write %d: %v", i, o.err)
 		}
 	}
@@ -426,7 +434,5 @@ func TestGroupCommitKeepsEachResourcesOrder(t *testing.T) {
 	if !slices.Equal(order, []int64{1, 2, 3}) {
 		t.Fatalf("acct-41's writes committed in the order %v, want 1 2 3 (arrival)", order)
 	}
-	if sizes := gs.transactions(); !slices.Contains(sizes, 2) {
-		t.Fatalf("transactions of %v writes, want acct-41's first and acct-42's together", sizes)
-	}
+	groupedIn(t, gs, 2) // acct-41's first and acct-42's together
 }

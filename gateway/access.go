@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -109,7 +110,7 @@ func (g *Gateway) logAccess(next http.Handler) http.Handler {
 		attrs := []slog.Attr{
 			slog.String("request_id", e.id),
 			slog.String("method", r.Method), slog.String("route", route),
-			slog.Int("status", cmpStatus(e.status)), slog.String("duration", time.Since(start).String()),
+			slog.Int("status", cmp.Or(e.status, http.StatusOK)), slog.String("duration", time.Since(start).String()),
 		}
 		for _, a := range []struct{ k, v string }{{"operation", e.operation}, {"resource", e.resource}, {"presented_token", e.token}, {"outcome", e.outcome}} {
 			if a.v != "" {
@@ -121,12 +122,4 @@ func (g *Gateway) logAccess(next http.Handler) http.Handler {
 		}
 		g.log.LogAttrs(r.Context(), e.level, "request", attrs...)
 	})
-}
-
-// cmpStatus is the status of a handler that wrote nothing: 200.
-func cmpStatus(s int) int {
-	if s == 0 {
-		return http.StatusOK
-	}
-	return s
 }

@@ -7,10 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/fencegw/fencegw/gateway"
+
+	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 // TestTokensAreCapabilities is issue 7's reproduction: in the default
@@ -81,7 +82,7 @@ func metric(t *testing.T, h *harness, name string) int64 {
 // for its resource.
 func TestMalformedTokensKeepTheirSignatureSecret(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	var logged lockedBuffer
+	var logged testenv.Buffer
 	gw := h.sibling(func(c *gateway.Config) { c.Logger = slog.New(slog.NewTextHandler(&logged, nil)) })
 	const account = "acct-78"
 	l := gw.mustAcquire("account/"+account, 10, 0)
@@ -131,23 +132,4 @@ func TestMalformedTokensKeepTheirSignatureSecret(t *testing.T) {
 	if !strings.Contains(logged.String(), "malformed") {
 		t.Fatalf("the refusals were not logged at all, so the check above proves nothing:\n%s", logged.String())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer for a logger that handlers write from
-// many goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -103,7 +104,7 @@ type Gateway struct {
 	admit      *admission
 	metrics    *metrics
 	requestIDs *requestIDs
-	openapi    []byte // GET /v1/openapi.json
+	openapi    func() ([]byte, error) // GET /v1/openapi.json
 	// stopWaits ends lease waits in progress, and refuses new ones, when
 	// the gateway shuts down (StopLeaseWaits).
 	stopWaits     context.Context
@@ -139,10 +140,8 @@ func New(cfg Config) (*Gateway, error) {
 		fences += "\nfencing OFF (--unsafe-no-fence)"
 	}
 	g.replicas = newReplicas(cfg.Policy.Digest(), fences)
-	var err error
-	if g.openapi, err = OpenAPI(cfg.Policy, buildinfo.Read().Version); err != nil {
-		return nil, fmt.Errorf("gateway: OpenAPI document: %w", err)
-	}
+	// Built when first asked for: most gateways never are.
+	g.openapi = sync.OnceValues(func() ([]byte, error) { return OpenAPI(cfg.Policy, buildinfo.Read().Version) })
 	g.metrics = newMetrics(
 		func() float64 { return float64(cfg.Authority.NewestRevision()) },
 		func() float64 { return float64(cfg.Authority.Epoch()) },

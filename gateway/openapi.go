@@ -372,8 +372,13 @@ func schemas(pol *policy.Policy) obj {
 }
 
 // handleOpenAPI serves GET /v1/openapi.json: the document of the policy
-// this gateway runs, built once.
-func (g *Gateway) handleOpenAPI(w http.ResponseWriter, _ *http.Request) {
+// this gateway runs, built on the first call.
+func (g *Gateway) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	doc, err := g.openapi()
+	if err != nil {
+		g.writeProblem(w, r, fmt.Errorf("gateway: OpenAPI document: %w", err), problemScope{})
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(g.openapi)
+	_, _ = w.Write(doc)
 }

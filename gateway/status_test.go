@@ -122,6 +122,9 @@ clients:
 	if csp := page.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
 		t.Errorf("GET /status: Content-Security-Policy %q, want scripts from the gateway only", csp)
 	}
+	if r := h.do(http.MethodGet, "/status/index.html", nil, ""); r.Status != http.StatusNotFound {
+		t.Errorf("GET /status/index.html: %d, want 404: its relative links resolve from /status only", r.Status)
+	}
 	for _, tc := range []struct{ path, contentType string }{
 		{"/status/status.js", "text/javascript"},
 		{"/status/status.css", "text/css"},

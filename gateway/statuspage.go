@@ -25,23 +25,19 @@ const statusPageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; 
 // handleStatusPage serves GET /status. The page itself holds no data and
 // needs no token: it asks for one when GET /v1/status answers 401.
 func (g *Gateway) handleStatusPage(w http.ResponseWriter, r *http.Request) {
-	g.serveStatusFile(w, r, "index.html")
+	g.serveStatusFile(w, r, "status/index.html")
 }
 
-// handleStatusFile serves the page's script and style sheet. Not the page:
-// its relative links resolve from /status only.
+// handleStatusFile serves the page's script and style sheet, which are
+// all /status/{file} can name: the page's relative links resolve from
+// /status only, so the page is not among them.
 func (g *Gateway) handleStatusFile(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "file")
-	if name == "index.html" {
-		g.writeProblem(w, r, fmt.Errorf("%w: %s %s (the page is /status)", ErrNoRoute, r.Method, r.URL.Path), problemScope{})
-		return
-	}
-	g.serveStatusFile(w, r, name)
+	g.serveStatusFile(w, r, "status/assets/"+chi.URLParam(r, "file"))
 }
 
-func (g *Gateway) serveStatusFile(w http.ResponseWriter, r *http.Request, name string) {
+func (g *Gateway) serveStatusFile(w http.ResponseWriter, r *http.Request, path string) {
 	// embed.FS refuses names with "..", and a chi parameter holds no "/".
-	body, err := statusFiles.ReadFile("status/" + name)
+	body, err := statusFiles.ReadFile(path)
 	if err != nil {
 		g.writeProblem(w, r, fmt.Errorf("%w: %s %s", ErrNoRoute, r.Method, r.URL.Path), problemScope{})
 		return
@@ -51,5 +47,5 @@ func (g *Gateway) serveStatusFile(w http.ResponseWriter, r *http.Request, name s
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-cache") // a new build's page, not a stale one
-	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(body))
+	http.ServeContent(w, r, path, time.Time{}, bytes.NewReader(body))
 }

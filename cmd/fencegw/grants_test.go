@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,24 +18,6 @@ import (
 
 	"github.com/fencegw/fencegw/internal/testenv"
 )
-
-// syncBuffer is a log the test reads while serve writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestServeWithExactlyTheGrants: a role holding only what `fencegw grants`
 // prints (no ownership, no superuser, nothing else) runs serve (its
@@ -78,7 +59,7 @@ func TestServeWithExactlyTheGrants(t *testing.T) {
 	roleURL := u.String()
 
 	cfg := serveConfigFor(t, roleURL, demo)
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	cfg.logOut = logs
 	sctx, stop := context.WithCancel(ctx)
 	addrs, served := make(chan string, 1), make(chan error, 1)

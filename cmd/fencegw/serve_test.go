@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -179,7 +178,7 @@ func TestServeConfigCheck(t *testing.T) {
 func TestServeWaitsForPostgreSQL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	port, err := freeTCPPort()
+	port, err := pgcluster.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,13 +210,21 @@ func TestServeWaitsForPostgreSQL(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	addrs, served := make(chan string, 1), make(chan error, 1)
-	go func() {
-		served <- serve(sctx, serveConfigFor(t, url, "../../testdata/demo/policy.yaml"), func(a string) { addrs <- a })
-	}()
-	select {
-	case err := <-served:
-		t.Fatalf("serve gave up while PostgreSQL was down: %v", err)
-	case <-time.After(time.Second): // it is waiting (or still starting): either way, bring PostgreSQL up
+	cfg := serveConfigFor(t, url, "../../testdata/demo/policy.yaml")
+	logs := &testenv.Buffer{}
+	cfg.logOut = logs
+	go func() { served <- serve(sctx, cfg, func(a string) { addrs <- a }) }()
+	// Bring PostgreSQL up only once serve says it is waiting for it.
+	waiting := testenv.WaitFor(time.Minute, func() bool {
+		select {
+		case err := <-served:
+			t.Fatalf("serve gave up while PostgreSQL was down: %v", err)
+		default:
+		}
+		return strings.Contains(logs.String(), "start-up waiting for PostgreSQL")
+	})
+	if !waiting {
+		t.Fatalf("serve never said it waits for PostgreSQL:\n%s", logs)
 	}
 	pg, err = pgcluster.Start(ctx, opts)
 	if err != nil {
@@ -235,13 +242,4 @@ func TestServeWaitsForPostgreSQL(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatalf("serve after stop: %v", err)
 	}
-}
-
-func freeTCPPort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

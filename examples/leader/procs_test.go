@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +19,7 @@ import (
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testenv.Buffer
 }
 
 // buildLeader builds this package's command, so that each candidate is a
@@ -48,7 +47,7 @@ func (e election) start(t *testing.T, name string, extra ...string) *process {
 	t.Helper()
 	args := append([]string{"--gateway", e.gateway, "--group", e.group, "--name", name,
 		"--ttl", "2s", "--every", "200ms", "--poll", "100ms", "--wait", "1m"}, extra...)
-	p := &process{name: name, cmd: exec.Command(e.bin, args...), out: &syncBuffer{}}
+	p := &process{name: name, cmd: exec.Command(e.bin, args...), out: &testenv.Buffer{}}
 	p.cmd.Env = append(os.Environ(), holdpoint.Env+"="+e.holdDir)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -160,28 +159,4 @@ func passOthers(t *testing.T, dir string, pid int) {
 		}
 	}()
 	t.Cleanup(func() { close(done); <-stopped })
-}
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Len()
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -3,18 +3,18 @@
 package recon_test
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fencegw/fencegw/internal/holdpoint"
+
+	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 // binaries are the programs of a pod.
@@ -35,7 +35,7 @@ func build(t *testing.T) binaries {
 // pod is one contender of the story: `fencegw lock RESOURCE -- reconcile`.
 type pod struct {
 	cmd    *exec.Cmd
-	out    *syncBuffer // its output and its job's
+	out    *testenv.Buffer // its output and its job's
 	done   chan struct{}
 	status int // exit status once done; -1 if killed by a signal
 }
@@ -45,7 +45,7 @@ type pod struct {
 // ends.
 func startPod(t *testing.T, bin binaries, gatewayURL, holdDir string) *pod {
 	t.Helper()
-	p := &pod{out: &syncBuffer{}, done: make(chan struct{})}
+	p := &pod{out: &testenv.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin.fencegw, "lock", "--gateway", gatewayURL, "--ttl", "2s", "--wait", "60s", "--grace", "1s",
 		resource, "--", bin.reconcile)
 	p.cmd.Env = append(os.Environ(), holdpoint.Env+"="+holdDir)
@@ -133,23 +133,4 @@ func procStat(pid int) (state string, ppid int, err error) {
 	}
 	ppid, err = strconv.Atoi(fields[1])
 	return fields[0], ppid, err
-}
-
-// syncBuffer is a bytes.Buffer that a test may read while a process
-// writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

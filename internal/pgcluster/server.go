@@ -27,7 +27,7 @@ func (c *Cluster) startServer(ctx context.Context, binDir string, opts Options) 
 	for attempt := 1; ; attempt++ {
 		c.port = opts.Port
 		if c.port == 0 {
-			p, err := freePort()
+			p, err := FreePort()
 			if err != nil {
 				return fmt.Errorf("start server: %w", err)
 			}

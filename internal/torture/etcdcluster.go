@@ -17,6 +17,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/fencegw/fencegw/internal/pgcluster"
 )
 
 // MemberMain runs one member of the torture's etcd cluster as a process of
@@ -79,8 +81,8 @@ func startCluster(ctx context.Context, bin, dir string) ([]*etcdMember, error) {
 	var members []*etcdMember
 	var peers []string
 	for i := range 3 {
-		cp, err1 := freePort()
-		pp, err2 := freePort()
+		cp, err1 := pgcluster.FreePort()
+		pp, err2 := pgcluster.FreePort()
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, err
 		}

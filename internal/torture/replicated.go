@@ -45,7 +45,7 @@ type replicated struct {
 func startReplicated(ctx context.Context, synchronous bool) (_ *replicated, err error) {
 	r := &replicated{sync: synchronous}
 	for i := range r.ports {
-		if r.ports[i], err = freePort(); err != nil {
+		if r.ports[i], err = pgcluster.FreePort(); err != nil {
 			return nil, err
 		}
 	}

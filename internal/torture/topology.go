@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,17 +25,8 @@ type gatewayProc struct {
 	done chan struct{}
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 func newGateway(bin, dir string, i int, dbURL string, etcd []string, policy string, unsafe bool) (*gatewayProc, error) {
-	port, err := freePort()
+	port, err := pgcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +106,7 @@ type postgres struct {
 }
 
 func startPostgres(ctx context.Context, dir string) (*postgres, error) {
-	port, err := freePort()
+	port, err := pgcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
