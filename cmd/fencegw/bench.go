@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,49 +11,77 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fencegw/fencegw/internal/bench"
 	"github.com/fencegw/fencegw/internal/etcdserver"
 	"github.com/fencegw/fencegw/internal/pgcluster"
 )
 
-// runBench serves `fencegw bench`: the same fenced writes direct through
-// pgx and through the gateway, on the setup of `fencegw dev` unless told
-// otherwise. Nothing it starts outlives it.
-func runBench(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	withUsage(fs, benchUsage)
-	clients := fs.String("clients", "1,4,16,64", "comma-separated client counts")
-	dists := fs.String("dist", "uniform,hot,zipf", "comma-separated distributions over the 10,000 accounts: uniform, hot (account 1 only), zipf")
-	cfg := bench.Config{Progress: os.Stderr, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+func benchCommand() *cobra.Command {
+	var o benchOptions
+	cmd := &cobra.Command{
+		Use:   "bench [flags]",
+		Short: "measure fenced writes direct via pgx, through the gateway, and with pgbench",
+		Long: `Measures fenced writes three ways on the same database, for each number of
+clients and distribution: direct pgx running the gateway's SQL, the gateway
+over HTTP, and pgbench running the fenced write as one statement (when the
+PostgreSQL installation has it). Reports throughput, latency percentiles,
+the ratios, allocations per write and RSS. Without --database-url it starts
+a throwaway PostgreSQL. See BENCHMARKS.md.`,
+		Example: `  fencegw bench --database-url postgres://postgres@127.0.0.1/bench --clients 1,16,64 --duration 5s`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBench(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	fs := cmd.Flags()
+	cfg := &o.cfg
+	*cfg = bench.Config{Progress: os.Stderr, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	fs.StringVar(&o.clients, "clients", "1,4,16,64", "comma-separated client counts")
+	fs.StringVar(&o.dists, "dist", "uniform,hot,zipf", "comma-separated distributions over the 10,000 accounts: uniform, hot (account 1 only), zipf")
 	fs.DurationVar(&cfg.Duration, "duration", 3*time.Second, "measured time per path and cell")
 	fs.DurationVar(&cfg.Warmup, "warmup", 500*time.Millisecond, "unmeasured time before each measurement")
 	fs.BoolVar(&cfg.NoPgbench, "no-pgbench", false, "skip the yardstick: pgbench running the same fenced write as one statement, a connection per client")
 	fs.Int64Var(&cfg.MinWrites, "min-writes", 0, "measure at least this many writes per path and cell, running past --duration if needed")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "open loop: send this many writes per second, all clients together, on a fixed schedule; a write held up by the one before is timed from when it was due (0: closed loop)")
 	fs.IntVar(&cfg.PoolMaxConns, "pool-max-conns", 0, "pgx pool size on both paths (0: min(4×GOMAXPROCS, clients))")
-	fs.StringVar(&cfg.DatabaseURL, "database-url", envOr("", "FENCEGW_DATABASE_URL", "DATABASE_URL"), "PostgreSQL to write to (default: a throwaway cluster)")
+	bindDatabaseURL(fs, &cfg.DatabaseURL)
 	fs.StringVar(&cfg.GatewayURL, "gateway", "", "drive this running gateway (loopback only) instead of one in process; needs --database-url")
 	fs.StringVar(&cfg.Dir, "bench", "testdata/bench", "folder with the bench's policy.yaml and migrations/")
-	etcdEndpoints := fs.String("etcd", "", "comma-separated endpoints of a running etcd for the in-process gateway (default: an embedded one, whose background work then counts in the process's allocations and RSS)")
+	fs.StringVar(&o.etcd, "etcd", "", "comma-separated endpoints of a running etcd for the in-process gateway (default: an embedded one, whose background work then counts in the process's allocations and RSS)")
 	fs.IntVar(&cfg.WriteTransactions, "max-write-transactions", 0, "the in-process gateway's transactions of coalescing resources in flight at once (0: its default)")
 	fs.BoolVar(&cfg.NoGroupCommit, "no-group-commit", false, "turn group commit across resources off in the in-process gateway, whatever the policy says")
 	fs.BoolVar(&cfg.NoCoalesce, "no-coalesce", false, "turn hot-key coalescing off in the in-process gateway, whatever the policy says")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	asJSON := fs.Bool("json", false, "print the report as one JSON document")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: bench takes no arguments, got %q", errUsage, fs.Args())
-	}
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as one JSON document")
+	completeWords(cmd, "dist", "uniform", "hot", "zipf", "uniform,hot,zipf")
+	completeFiles(cmd, "bench")
+	return cmd
+}
+
+// benchOptions are bench's flags: the run's configuration and what the
+// command does around it.
+type benchOptions struct {
+	cfg                  bench.Config
+	clients, dists, etcd string
+	cpuProfile           string
+	asJSON               bool
+}
+
+// runBench serves `fencegw bench`: the same fenced writes direct through
+// pgx and through the gateway, on the setup of `fencegw dev` unless told
+// otherwise. Nothing it starts outlives it.
+func runBench(ctx context.Context, o benchOptions, out io.Writer) error {
+	cfg := o.cfg
 	var err error
-	if cfg.Clients, err = bench.ParseClients(*clients); err != nil {
+	if cfg.Clients, err = bench.ParseClients(o.clients); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	if cfg.Dists, err = bench.ParseDists(*dists); err != nil {
+	if cfg.Dists, err = bench.ParseDists(o.dists); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	if cfg.GatewayURL != "" && (cfg.DatabaseURL == "" || *etcdEndpoints == "") {
+	if cfg.GatewayURL != "" && (cfg.DatabaseURL == "" || o.etcd == "") {
 		return fmt.Errorf("%w: --gateway needs --database-url and --etcd: the gateway's database, for the direct path, and its etcd, whose keys sign each account's token", errUsage)
 	}
 	if err := cfg.CheckLoad(); err != nil {
@@ -66,8 +93,8 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if *etcdEndpoints != "" {
-		cfg.EtcdEndpoints = strings.Split(*etcdEndpoints, ",")
+	if o.etcd != "" {
+		cfg.EtcdEndpoints = strings.Split(o.etcd, ",")
 	}
 	if cfg.GatewayURL == "" && len(cfg.EtcdEndpoints) == 0 {
 		etcd, err := etcdserver.Start(startCtx, "")
@@ -86,8 +113,8 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		cfg.DatabaseURL = pg.URL()
 	}
 
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
 		if err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
@@ -101,24 +128,10 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if o.asJSON {
 		err = rep.WriteJSON(out)
 	} else {
 		err = rep.WriteText(out)
 	}
 	return errors.Join(err, rep.Err())
 }
-
-const benchUsage = `usage: fencegw bench [flags]
-
-Measures fenced writes three ways on the same database, for each number of
-clients and distribution: direct pgx running the gateway's SQL, the gateway
-over HTTP, and pgbench running the fenced write as one statement (when the
-PostgreSQL installation has it). Reports throughput, latency percentiles,
-the ratios, allocations per write and RSS. Without --database-url it starts
-a throwaway PostgreSQL. See BENCHMARKS.md.
-
-example:
-  fencegw bench --database-url postgres://postgres@127.0.0.1/bench --clients 1,16,64 --duration 5s
-
-flags:`

@@ -25,9 +25,9 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"stray argument", []string{"now"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := runBench(context.Background(), tc.args, io.Discard)
+			err := execute(context.Background(), io.Discard, append([]string{"bench"}, tc.args...)...)
 			if !errors.Is(err, errUsage) {
-				t.Errorf("runBench(%q) = %v, want a usage error", tc.args, err)
+				t.Errorf("bench %q = %v, want a usage error", tc.args, err)
 			}
 		})
 	}

@@ -1,15 +1,17 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"github.com/fencegw/fencegw/authority"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/gateway"
 )
 
@@ -58,9 +60,10 @@ var (
 	devDefaults   = flagDefaults{logFormat: "text"}
 )
 
-// bind registers the flags shared by serve and dev on fs; applyEnv then
+// bind registers the flags shared by serve and dev on cmd; applyEnv then
 // reads each from its FENCEGW_ variable.
-func (c *serveConfig) bind(fs *flag.FlagSet, d flagDefaults) {
+func (c *serveConfig) bind(cmd *cobra.Command, d flagDefaults) {
+	fs := cmd.Flags()
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "HTTP listen address")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body", gateway.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", gateway.DefaultWriteTimeout, "bound on one write's PostgreSQL work")
@@ -76,6 +79,25 @@ func (c *serveConfig) bind(fs *flag.FlagSet, d flagDefaults) {
 	fs.StringVar(&c.DebugListen, "debug-listen", "", "serve Go's profiler (/debug/pprof/) on this address, apart from the API; off by default")
 	fs.StringVar(&c.LogFormat, "log-format", d.logFormat, "log format: json or text")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
+	completeWords(cmd, "log-format", "json", "text")
+	completeWords(cmd, "log-level", "debug", "info", "warn", "error")
+}
+
+// completeWords makes the shell complete flag's value from words.
+func completeWords(cmd *cobra.Command, flag string, words ...string) {
+	_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(words, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// completeFiles makes the shell complete flag's value from files with
+// these extensions (folders when none are given).
+func completeFiles(cmd *cobra.Command, flag string, exts ...string) {
+	directive := cobra.ShellCompDirectiveFilterFileExt
+	if len(exts) == 0 {
+		directive = cobra.ShellCompDirectiveFilterDirs
+	}
+	_ = cmd.RegisterFlagCompletionFunc(flag, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return exts, directive
+	})
 }
 
 // backends names the flags a command takes for what it talks to.
@@ -87,24 +109,30 @@ var (
 	databaseAndPol  = backends{database: true, policy: true}
 )
 
-// bindBackends registers the flags of the backends a command uses, and no
+// bindBackends registers on fs (cmd's own flags, or the persistent flags
+// of a command with verbs) the flags of the backends cmd uses, and no
 // others: a flag a command would ignore must not show in its help. The
 // defaults come from the environment here as well as in applyEnv, so the
 // commands other than serve read the same variables.
-func (c *serveConfig) bindBackends(fs *flag.FlagSet, which backends) {
+func (c *serveConfig) bindBackends(cmd *cobra.Command, fs *pflag.FlagSet, which backends) {
 	if which.database {
-		fs.StringVar(&c.DatabaseURL, "database-url", envOr("", "FENCEGW_DATABASE_URL", "DATABASE_URL"), "PostgreSQL URL (FENCEGW_DATABASE_URL, DATABASE_URL)")
+		bindDatabaseURL(fs, &c.DatabaseURL)
 	}
 	if which.etcd {
 		c.EtcdEndpoints = splitList(envOr("127.0.0.1:2379", "FENCEGW_ETCD", "FENCEGW_ETCD_ENDPOINTS"))
-		fs.Func("etcd", "comma-separated etcd endpoints (FENCEGW_ETCD, FENCEGW_ETCD_ENDPOINTS; default 127.0.0.1:2379)", func(s string) error {
-			c.EtcdEndpoints = splitList(s)
-			return nil
-		})
+		fs.Var((*endpoints)(&c.EtcdEndpoints), "etcd", "comma-separated etcd endpoints (FENCEGW_ETCD, FENCEGW_ETCD_ENDPOINTS)")
 	}
 	if which.policy {
 		fs.StringVar(&c.PolicyPath, "policy", envOr("", "FENCEGW_POLICY"), "policy file (FENCEGW_POLICY)")
+		completeFiles(cmd, "policy", "yaml", "yml")
 	}
+}
+
+// bindDatabaseURL registers --database-url, its default from the
+// environment but not shown in help: a URL may carry a password.
+func bindDatabaseURL(fs *pflag.FlagSet, url *string) {
+	fs.StringVar(url, "database-url", envOr("", "FENCEGW_DATABASE_URL", "DATABASE_URL"), "PostgreSQL URL (FENCEGW_DATABASE_URL, DATABASE_URL)")
+	fs.Lookup("database-url").DefValue = ""
 }
 
 // check refuses a configuration serve cannot run with.
@@ -174,7 +202,8 @@ var envAliases = map[string][]string{
 
 // envExempt are flags no environment variable sets: turning the fence off
 // takes a word on the command line.
-var envExempt = map[string]bool{"unsafe-no-fence": true}
+// Nor do --help and --version, which are questions, not settings.
+var envExempt = map[string]bool{"unsafe-no-fence": true, "help": true, "version": true}
 
 // envName is the environment variable of a flag: --max-body is
 // FENCEGW_MAX_BODY.
@@ -185,11 +214,11 @@ func envName(flagName string) string {
 // applyEnv sets every flag of fs the command line left unset from its
 // environment variable, if that is set; the command line wins. A value
 // the flag refuses is a usage error naming the variable.
-func applyEnv(fs *flag.FlagSet) error {
+func applyEnv(fs *pflag.FlagSet) error {
 	onCommandLine := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	fs.Visit(func(f *pflag.Flag) { onCommandLine[f.Name] = true })
 	var err error
-	fs.VisitAll(func(f *flag.Flag) {
+	fs.VisitAll(func(f *pflag.Flag) {
 		if err != nil || onCommandLine[f.Name] || envExempt[f.Name] {
 			return
 		}
@@ -205,6 +234,13 @@ func applyEnv(fs *flag.FlagSet) error {
 	return err
 }
 
+// endpoints is a flag's list of HOST:PORT, comma-separated.
+type endpoints []string
+
+func (e *endpoints) Set(s string) error { *e = splitList(s); return nil }
+func (e *endpoints) String() string     { return strings.Join(*e, ",") }
+func (e *endpoints) Type() string       { return "host:port,..." }
+
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -213,61 +249,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// parseInterspersed parses fs's flags wherever they stand among args, so
-// that `fencegw epoch show --etcd X` means what `fencegw epoch --etcd X
-// show` does; fs.Args() then holds the other words, in order. A "--" ends
-// the flags as usual.
-func parseInterspersed(fs *flag.FlagSet, args []string) error {
-	var words []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			words = append(words, rest...) // after "--": words, not flags
-			break
-		}
-		words = append(words, rest[0])
-		args = rest[1:]
-	}
-	return fs.Parse(append([]string{"--"}, words...))
-}
-
-const serveUsage = `usage: fencegw serve --database-url URL --etcd HOST:PORT,... --policy FILE [flags]
-
-Runs the gateway: fenced writes over HTTP, leases from etcd, /metrics,
-/livez and /readyz. Every flag can also be set by an environment variable,
-FENCEGW_ and the flag's name in capitals (--max-body: FENCEGW_MAX_BODY);
-the command line wins. --database-url also reads DATABASE_URL, --etcd also
-FENCEGW_ETCD_ENDPOINTS. --unsafe-no-fence has no variable.
-
-example:
-  fencegw serve --database-url postgres://fencegw@db/app --etcd e1:2379,e2:2379,e3:2379 \
-      --policy policy.yaml --listen 0.0.0.0:8080
-
-flags:`
-
-const devUsage = `usage: fencegw dev [flags]
-
-Runs the whole stack in one process for trying fencegw out: an in-process
-etcd, a throwaway PostgreSQL from the installed server binaries (unless
-DATABASE_URL is set), the demo's migrations, guard and policy; prints what
-to try. Nothing it starts outlives it. Flags as serve's, also from FENCEGW_
-variables; logs are text unless --log-format json.
-
-example:
-  fencegw dev
-  fencegw dev --demo examples/refund --listen 127.0.0.1:9090
-
-flags:`
-
-// withUsage makes fs print text, then its flags, for -h.
-func withUsage(fs *flag.FlagSet, text string) {
-	fs.Usage = func() { fmt.Fprintln(fs.Output(), text); fs.PrintDefaults() }
 }

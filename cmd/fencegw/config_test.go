@@ -2,42 +2,49 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
-// TestFlagsAfterTheCommand: `fencegw epoch show --etcd X` reads as the
-// README writes it; words keep their order, and "--" ends the flags.
+// TestFlagsAfterTheCommand: flags stand anywhere after the command, as
+// the README writes them (`fencegw epoch show --etcd X`); words keep their
+// order, and "--" ends the flags.
 func TestFlagsAfterTheCommand(t *testing.T) {
 	for _, tc := range []struct {
-		args  []string
-		etcd  string
-		words []string
+		args       []string
+		command    string
+		flag, want string
+		words      []string
 	}{
-		{[]string{"show", "--etcd", "e:1"}, "e:1", []string{"show"}},
-		{[]string{"--etcd", "e:1", "show"}, "e:1", []string{"show"}},
-		{[]string{"down", "--etcd=e:2", "2"}, "e:2", []string{"down", "2"}},
-		{[]string{"show", "--", "--etcd", "x"}, "", []string{"show", "--etcd", "x"}},
-		{nil, "", nil},
+		{[]string{"epoch", "show", "--database-url", "e:1"}, "show", "database-url", "e:1", nil},
+		{[]string{"epoch", "--database-url", "u", "bump"}, "bump", "database-url", "u", nil},
+		{[]string{"migrate", "down", "--dir=d", "2"}, "down", "dir", "d", []string{"2"}},
+		{[]string{"guard", "install", "--policy", "p.yaml"}, "install", "policy", "p.yaml", nil},
+		{[]string{"keys", "rotate", "--sign-after", "1m"}, "rotate", "sign-after", "1m0s", nil},
+		{[]string{"inspect", "--limit", "3", "--json"}, "inspect", "limit", "3", nil},
+		{[]string{"lock", "r", "--ttl", "5s", "--", "sh", "-c", "--ttl"}, "lock", "ttl", "5s", []string{"r", "sh", "-c", "--ttl"}},
 	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		etcd := fs.String("etcd", "", "")
-		if err := parseInterspersed(fs, tc.args); err != nil {
+		cmd, rest, err := rootCommand().Find(tc.args)
+		if err != nil {
 			t.Fatalf("%q: %v", tc.args, err)
 		}
-		if *etcd != tc.etcd || !slices.Equal(fs.Args(), tc.words) && len(fs.Args())+len(tc.words) > 0 {
-			t.Errorf("%q: etcd %q, words %q; want %q, %q", tc.args, *etcd, fs.Args(), tc.etcd, tc.words)
+		if err := cmd.ParseFlags(rest); err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		got := cmd.Flags().Lookup(tc.flag).Value.String()
+		if cmd.Name() != tc.command || got != tc.want || !slices.Equal(cmd.Flags().Args(), tc.words) {
+			t.Errorf("%q: command %s, --%s %q, words %q; want %s, %q, %q", tc.args, cmd.Name(), tc.flag, got, cmd.Flags().Args(), tc.command, tc.want, tc.words)
 		}
 	}
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	if err := parseInterspersed(fs, []string{"show", "--nope"}); err == nil {
-		t.Error("an unknown flag after the command was accepted")
+	for _, args := range [][]string{{"epoch", "show", "--nope"}, {"migrate", "up", "--sign-after", "1s"}, {"keys", "list", "--keep", "2"}} {
+		if err := execute(t.Context(), io.Discard, args...); !errors.Is(err, errUsage) {
+			t.Errorf("%q = %v, want a usage error (a flag the command does not take)", args, err)
+		}
 	}
 }
 
@@ -54,9 +61,10 @@ func TestServeFlagsFromTheEnvironment(t *testing.T) {
 	t.Setenv("FENCEGW_ETCD_ENDPOINTS", "a:1,b:2")
 	t.Setenv("FENCEGW_UNSAFE_NO_FENCE", "true")
 	var cfg serveConfig
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg.bind(fs, serveDefaults)
-	cfg.bindBackends(fs, allBackends)
+	cmd := &cobra.Command{}
+	fs := cmd.Flags()
+	cfg.bind(cmd, serveDefaults)
+	cfg.bindBackends(cmd, fs, allBackends)
 	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "")
 	if err := fs.Parse([]string{"--listen", "127.0.0.1:7"}); err != nil {
 		t.Fatal(err)

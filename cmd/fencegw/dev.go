@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 
 	"github.com/fencegw/fencegw/guard"
 	"github.com/fencegw/fencegw/policy"
@@ -38,30 +38,44 @@ func migrationsTable(dir string) string {
 	return name + "_schema_migrations"
 }
 
-// runDev serves `fencegw dev`: the whole stack in one process for trying
-// fencegw out. Nothing it starts outlives it.
-func runDev(ctx context.Context, args []string, out io.Writer) error {
+func devCommand() *cobra.Command {
 	var cfg serveConfig
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	cfg.bind(fs, devDefaults)
+	var demo string
+	var adopt bool
+	cmd := &cobra.Command{
+		Use:   "dev [flags]",
+		Short: "run the gateway on embedded defaults: in-process etcd, a throwaway PostgreSQL, the demo",
+		Long: `Runs the whole stack in one process for trying fencegw out: an in-process
+etcd, a throwaway PostgreSQL from the installed server binaries (unless
+DATABASE_URL is set), the demo's migrations, guard and policy; prints what
+to try. Nothing it starts outlives it. Flags as serve's, also from FENCEGW_
+variables; logs are text unless --log-format json.`,
+		Example: `  fencegw dev
+  fencegw dev --demo examples/refund --listen 127.0.0.1:9090`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			return runDev(cmd.Context(), cfg, demo, adopt, cmd.OutOrStdout())
+		},
+	}
+	cfg.bind(cmd, devDefaults)
 	cfg.hurry = secondSignal
 	cfg.command = "dev"
-	withUsage(fs, devUsage)
-	demo := fs.String("demo", defaultDemo, "folder with the demo's policy.yaml and migrations/ (e.g. examples/refund)")
-	adopt := fs.Bool("adopt-etcd", false, "with DATABASE_URL: start a new epoch if the database knows another etcd cluster (an earlier dev run's)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: dev takes no arguments, got %q", errUsage, fs.Args())
-	}
-	if err := applyEnv(fs); err != nil {
-		return err
-	}
+	cmd.Flags().StringVar(&demo, "demo", defaultDemo, "folder with the demo's policy.yaml and migrations/ (e.g. examples/refund)")
+	cmd.Flags().BoolVar(&adopt, "adopt-etcd", false, "with DATABASE_URL: start a new epoch if the database knows another etcd cluster (an earlier dev run's)")
+	completeFiles(cmd, "demo")
+	return cmd
+}
+
+// runDev serves `fencegw dev`: the whole stack in one process for trying
+// fencegw out. Nothing it starts outlives it.
+func runDev(ctx context.Context, cfg serveConfig, demo string, adopt bool, out io.Writer) error {
 	if err := cfg.checkValues(); err != nil {
 		return err
 	}
-	cfg.PolicyPath = filepath.Join(*demo, "policy.yaml")
+	cfg.PolicyPath = filepath.Join(demo, "policy.yaml")
 	if _, err := os.Stat(cfg.PolicyPath); err != nil {
 		return fmt.Errorf("dev: demo policy: %w (run from the repository root or pass --demo DIR)", err)
 	}
@@ -86,18 +100,18 @@ func runDev(ctx context.Context, args []string, out io.Writer) error {
 		cfg.DatabaseURL = pg.URL()
 		dbNote = "throwaway cluster, deleted on exit"
 	}
-	if err := schema.Up(cfg.DatabaseURL, schema.Gateway(), schema.Dir(filepath.Join(*demo, "migrations"), migrationsTable(*demo))); err != nil {
+	if err := schema.Up(cfg.DatabaseURL, schema.Gateway(), schema.Dir(filepath.Join(demo, "migrations"), migrationsTable(demo))); err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
 	guarded, err := installDemoGuard(startCtx, cfg)
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
-	if err := adoptDevEtcd(startCtx, cfg.DatabaseURL, cfg.EtcdEndpoints, *adopt, out); err != nil {
+	if err := adoptDevEtcd(startCtx, cfg.DatabaseURL, cfg.EtcdEndpoints, adopt, out); err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
 	return serve(ctx, cfg, func(addr string) {
-		if filepath.Clean(*demo) == defaultDemo {
+		if filepath.Clean(demo) == defaultDemo {
 			fmt.Fprint(out, cheatSheet(addr, cfg, dbNote, guarded))
 			return
 		}

@@ -26,7 +26,7 @@ func startDev(t *testing.T, extra ...string) (base, dbURL string, stop func() er
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- runDev(ctx, append([]string{"--listen", "127.0.0.1:0", "--demo", "../../testdata/demo"}, extra...), pw)
+		done <- execute(ctx, pw, append([]string{"dev", "--listen", "127.0.0.1:0", "--demo", "../../testdata/demo"}, extra...)...)
 		pw.Close()
 	}()
 	gatewayRE := regexp.MustCompile(`gateway\s+(http://\S+)`)
@@ -132,7 +132,7 @@ func TestDevTwiceOnOneDatabase(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	err := runDev(context.Background(), []string{"--listen", "127.0.0.1:0", "--demo", "../../testdata/demo"}, io.Discard)
+	err := execute(context.Background(), io.Discard, "dev", "--listen", "127.0.0.1:0", "--demo", "../../testdata/demo")
 	if err == nil || !strings.Contains(err.Error(), "--adopt-etcd") {
 		t.Fatalf("second dev run without --adopt-etcd = %v, want a refusal naming the flag", err)
 	}
@@ -149,14 +149,14 @@ func TestDevTwiceOnOneDatabase(t *testing.T) {
 }
 
 func TestPolicyCheck(t *testing.T) {
-	if err := runPolicy([]string{"check", "../../testdata/demo/policy.yaml"}); err != nil {
+	if err := execute(context.Background(), io.Discard, "policy", "check", "../../testdata/demo/policy.yaml"); err != nil {
 		t.Fatalf("policy check demo: %v", err)
 	}
-	err := runPolicy([]string{"check", "../../testdata/policies/broken.yaml"})
+	err := execute(context.Background(), io.Discard, "policy", "check", "../../testdata/policies/broken.yaml")
 	if err == nil || !strings.Contains(err.Error(), "operations.debit.statements[0].sql") {
 		t.Fatalf("policy check broken.yaml = %v, want a problem naming the statement", err)
 	}
-	if err := runPolicy([]string{"lint"}); !errors.Is(err, errUsage) {
+	if err := execute(context.Background(), io.Discard, "policy", "lint"); !errors.Is(err, errUsage) {
 		t.Fatalf("policy lint = %v, want usage error", err)
 	}
 }
@@ -177,11 +177,15 @@ func TestMigrateVerbs(t *testing.T) {
 		{[]string{"force", "x"}, false},
 		{[]string{"up", "now"}, false},
 		{[]string{"sideways"}, false},
+		{[]string{"force", "1", "2"}, false},
 	}
 	for _, tt := range tests {
-		_, _, err := migrateVerb(tt.args)
-		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, errUsage)) {
-			t.Errorf("migrateVerb(%q) = %v, want ok=%t", tt.args, err, tt.ok)
+		// Nothing listens there: a command line that passes gets as far
+		// as connecting, and fails there, not as a usage error.
+		args := append([]string{"migrate", "--database-url", "postgres://127.0.0.1:1/x?connect_timeout=1"}, tt.args...)
+		err := execute(t.Context(), io.Discard, args...)
+		if err == nil || errors.Is(err, errUsage) == tt.ok {
+			t.Errorf("migrate %q = %v, want ok=%t", tt.args, err, tt.ok)
 		}
 	}
 }
@@ -189,10 +193,10 @@ func TestMigrateVerbs(t *testing.T) {
 func TestServeConfigErrors(t *testing.T) {
 	t.Setenv("DATABASE_URL", "")
 	t.Setenv("FENCEGW_DATABASE_URL", "")
-	if err := runServe(context.Background(), []string{"--policy", "p.yaml"}); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "DATABASE_URL") {
+	if err := execute(context.Background(), io.Discard, "serve", "--policy", "p.yaml"); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "DATABASE_URL") {
 		t.Fatalf("serve without a database = %v, want a usage error naming DATABASE_URL", err)
 	}
-	if err := runServe(context.Background(), []string{"--database-url", "postgres://x/y"}); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "policy") {
+	if err := execute(context.Background(), io.Discard, "serve", "--database-url", "postgres://x/y"); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "policy") {
 		t.Fatalf("serve without a policy = %v, want a usage error naming the policy", err)
 	}
 }

@@ -4,34 +4,46 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/fence"
+	"io"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 )
 
-const epochUsage = `usage: fencegw epoch [--database-url URL] [--etcd ENDPOINTS] show | bump
-
-show  prints what etcd and PostgreSQL say about the token authority.
-bump  starts a new epoch after etcd was restored from a snapshot or replaced:
-      every token of an older epoch is refused from then on, and gateways
-      that halted because etcd went backwards resume within --authority-check.`
+func epochCommand() *cobra.Command {
+	var cfg serveConfig
+	verb := func(name, short, long string) *cobra.Command {
+		return &cobra.Command{
+			Use: name, Short: short, Long: long,
+			Example: "  fencegw epoch " + name + " --database-url \"$DATABASE_URL\" --etcd e1:2379,e2:2379,e3:2379",
+			Args:    noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return runEpoch(cmd.Context(), cfg, name == "bump", cmd.OutOrStdout())
+			},
+		}
+	}
+	cmd := verbGroup("epoch", "inspect the token authority, or start a new epoch after etcd was restored",
+		`A token is EPOCH:REVISION. The epoch changes only by fencegw epoch bump,
+after etcd was restored from a snapshot or replaced by another cluster.`,
+		verb("show", "print what etcd and PostgreSQL say about the token authority", ""),
+		verb("bump", "start a new epoch after etcd was restored from a snapshot or replaced",
+			`Starts a new epoch after etcd was restored from a snapshot or replaced:
+every token of an older epoch is refused from then on, and gateways that
+halted because etcd went backwards resume within --authority-check.`),
+	)
+	cmd.Example = `  fencegw epoch show --database-url "$DATABASE_URL" --etcd e1:2379
+  fencegw epoch bump --database-url "$DATABASE_URL" --etcd e1:2379   # after an etcd restore`
+	cfg.bindBackends(cmd, cmd.PersistentFlags(), databaseAndEtcd)
+	return cmd
+}
 
 // runEpoch serves `fencegw epoch show|bump`.
-func runEpoch(ctx context.Context, args []string) error {
-	var cfg serveConfig
-	fs := flag.NewFlagSet("epoch", flag.ContinueOnError)
-	cfg.bindBackends(fs, databaseAndEtcd)
-	fs.Usage = func() { fmt.Fprintln(fs.Output(), epochUsage); fs.PrintDefaults() }
-	if err := parseInterspersed(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 || (fs.Arg(0) != "show" && fs.Arg(0) != "bump") {
-		return fmt.Errorf("%w: epoch: want show or bump", errUsage)
-	}
+func runEpoch(ctx context.Context, cfg serveConfig, bump bool, out io.Writer) error {
 	if cfg.DatabaseURL == "" || len(cfg.EtcdEndpoints) == 0 {
 		return fmt.Errorf("%w: epoch: needs --database-url and --etcd", errUsage)
 	}
@@ -49,29 +61,29 @@ func runEpoch(ctx context.Context, args []string) error {
 	defer cli.Close()
 	auth := authority.NewEtcd(cli)
 
-	if fs.Arg(0) == "bump" {
+	if bump {
 		epoch, err := authority.Bump(ctx, auth, fence.Records{DB: pool})
 		if err != nil {
 			return err
 		}
-		fmt.Printf("epoch bumped to %d: tokens of earlier epochs are refused from now on\n", epoch)
+		fmt.Fprintf(out, "epoch bumped to %d: tokens of earlier epochs are refused from now on\n", epoch)
 		return nil
 	}
 	view, err := auth.View(ctx)
 	switch {
 	case errors.Is(err, authority.ErrForeignKey):
-		fmt.Printf("etcd:       %v (fencegw epoch bump replaces it)\n", err)
+		fmt.Fprintf(out, "etcd:       %v (fencegw epoch bump replaces it)\n", err)
 	case err != nil:
 		return err
 	default:
-		fmt.Printf("etcd:       epoch %d, cluster %s, identity %s, revision %d\n", view.Epoch, view.ClusterID, cmp.Or(view.Identity, "-"), view.Revision)
+		fmt.Fprintf(out, "etcd:       epoch %d, cluster %s, identity %s, revision %d\n", view.Epoch, view.ClusterID, cmp.Or(view.Identity, "-"), view.Revision)
 	}
 	history, err := fence.Records{DB: pool}.History(ctx)
 	if err != nil {
 		return err
 	}
 	for _, rec := range history {
-		fmt.Printf("PostgreSQL: epoch %d, cluster %s, identity %s, highest revision seen %d\n", rec.Epoch, cmp.Or(rec.ClusterID, "-"), cmp.Or(rec.Identity, "-"), rec.MaxRevision)
+		fmt.Fprintf(out, "PostgreSQL: epoch %d, cluster %s, identity %s, highest revision seen %d\n", rec.Epoch, cmp.Or(rec.ClusterID, "-"), cmp.Or(rec.Identity, "-"), rec.MaxRevision)
 	}
 	return nil
 }

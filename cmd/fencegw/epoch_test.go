@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -17,11 +18,11 @@ func TestEpochShowAndBump(t *testing.T) {
 	dbURL := migrated(t)
 	args := []string{"--database-url", dbURL, "--etcd", strings.Join(etcd.Endpoints(), ",")}
 	// As the README writes it: the command, then the flags.
-	if err := runEpoch(ctx, append([]string{"show"}, args...)); err != nil {
+	if err := execute(ctx, io.Discard, append([]string{"epoch", "show"}, args...)...); err != nil {
 		t.Fatalf("epoch show: %v", err)
 	}
 	for want := int64(2); want <= 3; want++ {
-		if err := runEpoch(ctx, append(args, "bump")); err != nil {
+		if err := execute(ctx, io.Discard, append([]string{"epoch"}, append(args, "bump")...)...); err != nil {
 			t.Fatalf("epoch bump: %v", err)
 		}
 		conn, err := pgx.Connect(ctx, dbURL)
@@ -35,7 +36,7 @@ func TestEpochShowAndBump(t *testing.T) {
 			t.Fatalf("PostgreSQL epoch after bump = %d, %v; want %d", got, err, want)
 		}
 	}
-	if err := runEpoch(ctx, append(args, "reset")); !errors.Is(err, errUsage) {
+	if err := execute(ctx, io.Discard, append([]string{"epoch"}, append(args, "reset")...)...); !errors.Is(err, errUsage) {
 		t.Fatalf("epoch reset = %v, want a usage error", err)
 	}
 }

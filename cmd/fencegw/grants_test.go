@@ -28,7 +28,7 @@ func TestServeWithExactlyTheGrants(t *testing.T) {
 	ctx := context.Background()
 	const demo = "../../testdata/demo/policy.yaml"
 	dbURL := migrated(t)
-	if err := runGuard(ctx, []string{"--database-url", dbURL, "--policy", demo, "install"}, io.Discard); err != nil {
+	if err := execute(ctx, io.Discard, "guard", "--database-url", dbURL, "--policy", demo, "install"); err != nil {
 		t.Fatal(err)
 	}
 	admin, err := pgx.Connect(ctx, dbURL)
@@ -45,7 +45,7 @@ func TestServeWithExactlyTheGrants(t *testing.T) {
 		_, _ = admin.Exec(context.Background(), "DROP ROLE "+role)
 	})
 	var grants bytes.Buffer
-	if err := runGrants(ctx, []string{"--database-url", dbURL, "--policy", demo, "--role", role}, &grants); err != nil {
+	if err := execute(ctx, &grants, "grants", "--database-url", dbURL, "--policy", demo, "--role", role); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := admin.Exec(ctx, grants.String()); err != nil {
@@ -140,7 +140,7 @@ func TestServeWithExactlyTheGrants(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	if err := runInspect(ctx, []string{"--database-url", roleURL, "--etcd", strings.Join(testenv.EtcdEndpoints(), ","), "--json"}, &out); err != nil {
+	if err := execute(ctx, &out, "inspect", "--database-url", roleURL, "--etcd", strings.Join(testenv.EtcdEndpoints(), ","), "--json"); err != nil {
 		t.Fatalf("inspect as %s: %v", role, err)
 	}
 	for _, forbidden := range []string{
@@ -177,11 +177,11 @@ func TestServeWithExactlyTheGrants(t *testing.T) {
 func TestGrantsAreOnlyGrants(t *testing.T) {
 	dbURL := migrated(t)
 	var out bytes.Buffer
-	if err := runGrants(context.Background(), []string{"--database-url", dbURL, "--policy", "../../testdata/demo/policy.yaml", "--role", "x\nSELECT 1"}, &out); !errors.Is(err, errUsage) || out.Len() > 0 {
+	if err := execute(context.Background(), &out, "grants", "--database-url", dbURL, "--policy", "../../testdata/demo/policy.yaml", "--role", "x\nSELECT 1"); !errors.Is(err, errUsage) || out.Len() > 0 {
 		t.Fatalf("a role with a line break = %v, printed %q; want a usage error and nothing printed", err, &out)
 	}
 	role := "x'; SELECT 'injected'; --\"y"
-	if err := runGrants(context.Background(), []string{"--database-url", dbURL, "--policy", "../../testdata/demo/policy.yaml", "--role", role}, &out); err != nil {
+	if err := execute(context.Background(), &out, "grants", "--database-url", dbURL, "--policy", "../../testdata/demo/policy.yaml", "--role", role); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
@@ -234,7 +234,7 @@ operations:
 		_, _ = admin.Exec(context.Background(), "DROP ROLE "+role)
 	})
 	var out bytes.Buffer
-	if err := runGrants(ctx, []string{"--database-url", dbURL, "--policy", path, "--role", role}, &out); err != nil {
+	if err := execute(ctx, &out, "grants", "--database-url", dbURL, "--policy", path, "--role", role); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), `GRANT USAGE ON SCHEMA "fnonly" TO`) {

@@ -4,24 +4,45 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/fencegw/fencegw/guard"
 	"github.com/fencegw/fencegw/policy"
 )
 
-const guardUsage = `usage: fencegw guard --database-url URL --policy FILE install | check | remove
-
-install  puts guard triggers on the policy's guarded_tables (all or none):
-         PostgreSQL then refuses a write to their rows unless it is a
-         gateway write fenced on the row's resource, or follows
-         SELECT fencegw.bypass('why') in its transaction (logged in
-         fencegw.bypass_log). Run it again after changing guarded_tables.
-check    says which guarded tables lack their triggers; exit status 1 if any.
-remove   takes the triggers off the policy's guarded tables.`
+func guardCommand() *cobra.Command {
+	var cfg serveConfig
+	verb := func(name, short, long string) *cobra.Command {
+		return &cobra.Command{
+			Use: name + " --database-url URL --policy FILE", Short: short, Long: long,
+			Example: "  fencegw guard " + name + ` --database-url "$DATABASE_URL" --policy policy.yaml`,
+			Args:    noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return runGuard(cmd.Context(), cfg, name, cmd.OutOrStdout())
+			},
+		}
+	}
+	cmd := verbGroup("guard", "install, check or remove the guard triggers on the policy's tables",
+		`Guard triggers on the policy's guarded_tables make PostgreSQL refuse
+writes to their rows that bypass the gateway.`,
+		verb("install", "put guard triggers on the policy's guarded_tables (all or none)",
+			`Puts guard triggers on the policy's guarded_tables (all or none):
+PostgreSQL then refuses a write to their rows unless it is a gateway write
+fenced on the row's resource, or follows SELECT fencegw.bypass('why') in
+its transaction (logged in fencegw.bypass_log). Run it again after
+changing guarded_tables.`),
+		verb("check", "say which guarded tables lack their triggers; exit status 1 if any", ""),
+		verb("remove", "take the triggers off the policy's guarded tables", ""),
+	)
+	cmd.Example = `  fencegw guard install --database-url "$DATABASE_URL" --policy policy.yaml
+  fencegw guard check --database-url "$DATABASE_URL" --policy policy.yaml`
+	cfg.bindBackends(cmd, cmd.PersistentFlags(), databaseAndPol)
+	return cmd
+}
 
 // guardGrants is printed after install: the triggers stop accidents; the
 // privileges decide who can write at all.
@@ -39,18 +60,7 @@ let only it write them, and only operators declare a bypass, e.g.
 `
 
 // runGuard serves `fencegw guard install|check|remove`.
-func runGuard(ctx context.Context, args []string, out io.Writer) error {
-	var cfg serveConfig
-	fs := flag.NewFlagSet("guard", flag.ContinueOnError)
-	cfg.bindBackends(fs, databaseAndPol)
-	fs.Usage = func() { fmt.Fprintln(fs.Output(), guardUsage); fs.PrintDefaults() }
-	if err := parseInterspersed(fs, args); err != nil {
-		return err
-	}
-	action := fs.Arg(0)
-	if fs.NArg() != 1 || (action != "install" && action != "check" && action != "remove") {
-		return fmt.Errorf("%w: guard: want install, check or remove", errUsage)
-	}
+func runGuard(ctx context.Context, cfg serveConfig, action string, out io.Writer) error {
 	if cfg.DatabaseURL == "" || cfg.PolicyPath == "" {
 		return fmt.Errorf("%w: guard: needs --database-url and --policy", errUsage)
 	}

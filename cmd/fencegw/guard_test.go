@@ -18,7 +18,7 @@ func TestGuardCommand(t *testing.T) {
 	ctx := context.Background()
 	run := func(args ...string) (string, error) {
 		var out bytes.Buffer
-		err := runGuard(ctx, append([]string{"--database-url", dbURL, "--policy", "../../testdata/demo/policy.yaml"}, args...), &out)
+		err := execute(ctx, &out, append([]string{"guard", "--database-url", dbURL, "--policy", "../../testdata/demo/policy.yaml"}, args...)...)
 		return out.String(), err
 	}
 	if out, err := run("check"); !errors.Is(err, guard.ErrNotGuarded) || !strings.Contains(out, "no fencegw_guard trigger") {
@@ -43,14 +43,14 @@ func TestGuardCommand(t *testing.T) {
 			t.Errorf("guard %q: %v, want a usage error", args, err)
 		}
 	}
-	if err := runGuard(ctx, []string{"--policy", "../../testdata/demo/policy.yaml", "check"}, &bytes.Buffer{}); !errors.Is(err, errUsage) {
+	if err := execute(ctx, &bytes.Buffer{}, "guard", "--policy", "../../testdata/demo/policy.yaml", "check"); !errors.Is(err, errUsage) {
 		t.Errorf("no database: %v, want a usage error", err)
 	}
 	bare := testenv.NewDatabase(t)
-	if err := runGuard(ctx, []string{"--database-url", bare, "--policy", "../../testdata/demo/policy.yaml", "install"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "fencegw migrate up") {
+	if err := execute(ctx, &bytes.Buffer{}, "guard", "--database-url", bare, "--policy", "../../testdata/demo/policy.yaml", "install"); err == nil || !strings.Contains(err.Error(), "fencegw migrate up") {
 		t.Errorf("install on a database without the gateway's schema: %v, want a hint to migrate", err)
 	}
-	if err := runGuard(ctx, []string{"--database-url", dbURL, "--policy", "../../testdata/bench/policy.yaml", "install"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "no guarded_tables") {
+	if err := execute(ctx, &bytes.Buffer{}, "guard", "--database-url", dbURL, "--policy", "../../testdata/bench/policy.yaml", "install"); err == nil || !strings.Contains(err.Error(), "no guarded_tables") {
 		t.Errorf("a policy without guarded tables: %v", err)
 	}
 }

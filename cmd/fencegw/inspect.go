@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
@@ -14,17 +13,43 @@ import (
 	"unicode"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
 
 	"github.com/fencegw/fencegw/internal/clip"
 	"github.com/fencegw/fencegw/tokens"
 )
 
-const inspectUsage = `usage: fencegw inspect --database-url URL --etcd ENDPOINTS [--resource PREFIX] [--limit N] [--json]
-
-Shows, read-only: the fences most recently advanced, the locks held with
+func inspectCommand() *cobra.Command {
+	var o inspectOptions
+	cmd := &cobra.Command{
+		Use:   "inspect --database-url URL --etcd ENDPOINTS [flags]",
+		Short: "show fences, locks held and their waiters, refused writes, bypasses",
+		Long: `Shows, read-only: the fences most recently advanced, the locks held with
 their remaining TTL and waiters, the newest refused writes, and the newest
 audited bypasses of the guard triggers (which --resource does not filter:
-a bypass has no resource).`
+a bypass has no resource).`,
+		Example: `  fencegw inspect --database-url "$DATABASE_URL" --etcd 127.0.0.1:2379 --resource account/
+  fencegw inspect --json | jq .rejections`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runInspect(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	fs := cmd.Flags()
+	o.cfg.bindBackends(cmd, fs, databaseAndEtcd)
+	fs.StringVar(&o.prefix, "resource", "", "show only resources that start with this")
+	fs.IntVar(&o.limit, "limit", 20, "rows per section, 1 to 1000")
+	fs.BoolVar(&o.asJSON, "json", false, "print one JSON document")
+	return cmd
+}
+
+// inspectOptions are the flags of `fencegw inspect`.
+type inspectOptions struct {
+	cfg    serveConfig
+	prefix string
+	limit  int
+	asJSON bool
+}
 
 // inspection is what `fencegw inspect` shows.
 type inspection struct {
@@ -53,24 +78,13 @@ type lockRow struct {
 const maxLockKeys = 1000
 
 // runInspect serves `fencegw inspect`.
-func runInspect(ctx context.Context, args []string, out io.Writer) error {
-	var cfg serveConfig
-	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	cfg.bindBackends(fs, databaseAndEtcd)
-	prefix := fs.String("resource", "", "show only resources that start with this")
-	limit := fs.Int("limit", 20, "rows per section, 1 to 1000")
-	asJSON := fs.Bool("json", false, "print one JSON document")
-	fs.Usage = func() { fmt.Fprintln(fs.Output(), inspectUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+func runInspect(ctx context.Context, o inspectOptions, out io.Writer) error {
+	cfg, prefix, limit, asJSON := o.cfg, o.prefix, o.limit, o.asJSON
 	switch {
-	case fs.NArg() > 0:
-		return fmt.Errorf("%w: inspect takes no arguments, got %q", errUsage, fs.Args())
 	case cfg.DatabaseURL == "" || len(cfg.EtcdEndpoints) == 0:
 		return fmt.Errorf("%w: inspect: needs --database-url and --etcd", errUsage)
-	case *limit < 1 || *limit > 1000:
-		return fmt.Errorf("%w: inspect: --limit %d: want 1 to 1000", errUsage, *limit)
+	case limit < 1 || limit > 1000:
+		return fmt.Errorf("%w: inspect: --limit %d: want 1 to 1000", errUsage, limit)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -85,11 +99,11 @@ func runInspect(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer cli.Close()
 
-	in, err := inspect(ctx, conn, authority.NewEtcd(cli), *prefix, *limit)
+	in, err := inspect(ctx, conn, authority.NewEtcd(cli), prefix, limit)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(in)

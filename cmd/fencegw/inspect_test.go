@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/fencegw/fencegw/authority"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/authority"
 
 	"github.com/jackc/pgx/v5"
 
@@ -58,7 +59,7 @@ func TestInspect(t *testing.T) {
 
 	run := func(args ...string) string {
 		var out bytes.Buffer
-		err := runInspect(ctx, append([]string{"--database-url", dbURL, "--etcd", strings.Join(testenv.EtcdEndpoints(), ","), "--resource", prefix}, args...), &out)
+		err := execute(ctx, &out, append([]string{"inspect", "--database-url", dbURL, "--etcd", strings.Join(testenv.EtcdEndpoints(), ","), "--resource", prefix}, args...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,11 +99,11 @@ func TestInspect(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	if err := runInspect(ctx, []string{"--database-url", testenv.NewDatabase(t), "--etcd", "127.0.0.1:1"}, &out); err == nil || !strings.Contains(err.Error(), "fencegw migrate up") {
+	if err := execute(ctx, &out, "inspect", "--database-url", testenv.NewDatabase(t), "--etcd", "127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "fencegw migrate up") {
 		t.Errorf("inspect of a database without the gateway's schema: %v, want a hint to migrate", err)
 	}
 	for _, args := range [][]string{{"extra"}, {"--limit", "0"}} {
-		if err := runInspect(ctx, append([]string{"--database-url", dbURL, "--etcd", "127.0.0.1:1"}, args...), &bytes.Buffer{}); !errors.Is(err, errUsage) {
+		if err := execute(ctx, &bytes.Buffer{}, append([]string{"inspect", "--database-url", dbURL, "--etcd", "127.0.0.1:1"}, args...)...); !errors.Is(err, errUsage) {
 			t.Errorf("inspect %q: %v, want a usage error", args, err)
 		}
 	}

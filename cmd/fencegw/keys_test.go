@@ -19,7 +19,7 @@ func TestKeysCommand(t *testing.T) {
 	list := func(args ...string) []map[string]any {
 		t.Helper()
 		var out bytes.Buffer
-		if err := runKeys(t.Context(), append([]string{"--etcd", etcd, "--json"}, args...), &out); err != nil {
+		if err := execute(t.Context(), &out, append([]string{"keys", "--etcd", etcd, "--json"}, args...)...); err != nil {
 			t.Fatalf("keys %v: %v", args, err)
 		}
 		var doc struct{ Keys []map[string]any }
@@ -40,7 +40,7 @@ func TestKeysCommand(t *testing.T) {
 	if keys := list("retire"); len(keys) != 1 {
 		t.Fatalf("after retire = %v, want one key", keys)
 	}
-	if err := runKeys(t.Context(), []string{"--etcd", etcd, "shred"}, &bytes.Buffer{}); !errors.Is(err, errUsage) {
+	if err := execute(t.Context(), &bytes.Buffer{}, "keys", "--etcd", etcd, "shred"); !errors.Is(err, errUsage) {
 		t.Fatalf("keys shred = %v, want a usage error", err)
 	}
 }

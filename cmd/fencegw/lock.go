@@ -3,22 +3,25 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fencegw/fencegw/client"
 )
 
-const lockUsage = `usage: fencegw lock [flags] RESOURCE [RESOURCE...] -- CMD [ARGS...]
-
-Takes the lock on RESOURCE through the gateway, runs CMD with the token in
+func lockCommand() *cobra.Command {
+	var o lockOptions
+	cmd := &cobra.Command{
+		Use:   "lock [flags] RESOURCE [RESOURCE...] -- CMD [ARGS...]",
+		Short: "run CMD holding the lock on RESOURCE, its fencing token in FENCING_TOKEN",
+		Long: `Takes the lock on RESOURCE through the gateway, runs CMD with the token in
 FENCING_TOKEN (and FENCEGW_LEASE_ID, FENCEGW_RESOURCE, FENCEGW_URL), keeps
 the lease alive, and stops CMD (SIGTERM, then SIGKILL after --grace) as soon
 as the lease is lost or its local deadline passes. CMD must still send its
@@ -33,7 +36,33 @@ Fencing-Token: from="$FENCING_TOKEN_1", to="$FENCING_TOKEN_2".
 
 exit status: CMD's own when it finished while the lease was held;
   3 the lease was lost and CMD was stopped; 4 the resource stayed locked;
-  5 the gateway could not be reached or refused; 2 usage.`
+  5 the gateway could not be reached or refused; 2 usage.`,
+		Example: `  fencegw lock account/42 -- ./settle.sh
+  fencegw lock --ttl 30s --wait 1m account/1 account/2 -- ./transfer.sh`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash < 1 || dash == len(args) {
+				return fmt.Errorf("%w: lock: want RESOURCE [RESOURCE...] -- CMD [ARGS...]", errUsage)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			return runLock(cmd.Context(), o, args[:dash], args[dash:])
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.gateway, "gateway", envOr("http://127.0.0.1:8080", "FENCEGW_URL"), "gateway base URL (FENCEGW_URL)")
+	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "lease TTL; renewed every TTL/3")
+	fs.DurationVar(&o.wait, "wait", 0, "how long to wait for the current holder")
+	fs.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lease is lost")
+	return cmd
+}
+
+// lockOptions are the flags of `fencegw lock`.
+type lockOptions struct {
+	gateway          string
+	ttl, wait, grace time.Duration
+}
 
 // Exit statuses of `fencegw lock` other than the command's own.
 const (
@@ -51,26 +80,13 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func runLock(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("lock", flag.ContinueOnError)
-	gw := fs.String("gateway", envOr("http://127.0.0.1:8080", "FENCEGW_URL"), "gateway base URL (FENCEGW_URL)")
-	ttl := fs.Duration("ttl", 10*time.Second, "lease TTL; renewed every TTL/3")
-	wait := fs.Duration("wait", 0, "how long to wait for the current holder")
-	grace := fs.Duration("grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lease is lost")
-	fs.Usage = func() { fmt.Fprintln(fs.Output(), lockUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	rest := fs.Args()
-	dash := slices.Index(rest, "--")
-	if dash < 1 || dash == len(rest)-1 {
-		return fmt.Errorf("%w: lock: want RESOURCE [RESOURCE...] -- CMD [ARGS...]", errUsage)
-	}
-	resources, command := rest[:dash], rest[dash+1:]
+// runLock serves `fencegw lock`: it runs command holding the locks on
+// resources.
+func runLock(ctx context.Context, o lockOptions, resources, command []string) error {
 	resource := strings.Join(resources, ", ")
 
-	c := client.New(*gw, client.WithBearerToken(os.Getenv("FENCEGW_BEARER_TOKEN")))
-	set, err := c.AcquireAll(ctx, resources, client.AcquireOptions{TTL: *ttl, Wait: *wait})
+	c := client.New(o.gateway, client.WithBearerToken(os.Getenv("FENCEGW_BEARER_TOKEN")))
+	set, err := c.AcquireAll(ctx, resources, client.AcquireOptions{TTL: o.ttl, Wait: o.wait})
 	switch {
 	case errors.Is(err, client.ErrBadOptions):
 		return fmt.Errorf("%w: lock: %w", errUsage, err)
@@ -89,7 +105,7 @@ func runLock(ctx context.Context, args []string) error {
 
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "FENCEGW_URL="+*gw)
+	cmd.Env = append(os.Environ(), "FENCEGW_URL="+o.gateway)
 	if len(resources) == 1 {
 		lease := set.Lease(resources[0])
 		cmd.Env = append(cmd.Env, "FENCING_TOKEN="+lease.Token(), "FENCEGW_LEASE_ID="+lease.ID(), "FENCEGW_RESOURCE="+lease.Resource())
@@ -119,11 +135,11 @@ func runLock(ctx context.Context, args []string) error {
 	case <-ctx.Done():
 		// Our own SIGINT/SIGTERM: pass it on and wait for the command.
 		signalGroup(cmd, syscall.SIGTERM)
-		return childExit(stopChild(cmd, exited, *grace))
+		return childExit(stopChild(cmd, exited, o.grace))
 	case <-set.Done():
 		fmt.Fprintf(os.Stderr, "fencegw lock: lost %s (%v): stopping %s\n", resource, set.Err(), command[0])
 		signalGroup(cmd, syscall.SIGTERM)
-		_ = stopChild(cmd, exited, *grace)
+		_ = stopChild(cmd, exited, o.grace)
 		return &exitError{exitLeaseLost, fmt.Errorf("lock: lease on %s lost: %w", resource, set.Err())}
 	}
 }

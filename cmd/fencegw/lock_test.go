@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -171,17 +172,17 @@ func TestLockExitStatuses(t *testing.T) {
 	defer func() { cancel(); <-served }()
 	base := "http://" + <-addrs
 
-	err := runLock(ctx, []string{"--gateway", base, "account/acct-6", "--", "sh", "-c", `case "$FENCING_TOKEN" in 1:*) exit 7;; esac; exit 1`})
+	err := execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-6", "--", "sh", "-c", `case "$FENCING_TOKEN" in 1:*) exit 7;; esac; exit 1`)
 	var exit *exitError
 	if !errors.As(err, &exit) || exit.code != 7 {
 		t.Fatalf("lock with a command exiting 7 = %v, want status 7 (and FENCING_TOKEN set)", err)
 	}
-	if err := runLock(ctx, []string{"--gateway", base, "account/acct-6", "--", "true"}); err != nil {
+	if err := execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-6", "--", "true"); err != nil {
 		t.Fatalf("lock true = %v (was the lock released after the first run?)", err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- runLock(ctx, []string{"--gateway", base, "--ttl", "5s", "account/acct-6", "--", "sh", "-c", "touch " + filepath.Join(t.TempDir(), "x") + "; sleep 3"})
+		done <- execute(ctx, io.Discard, "lock", "--gateway", base, "--ttl", "5s", "account/acct-6", "--", "sh", "-c", "touch "+filepath.Join(t.TempDir(), "x")+"; sleep 3")
 	}()
 	if !testenv.WaitFor(10*time.Second, func() bool {
 		resp, err := http.Get(base + "/v1/leases?resource=account/acct-6")
@@ -195,14 +196,14 @@ func TestLockExitStatuses(t *testing.T) {
 	}) {
 		t.Fatal("the first lock never held the resource")
 	}
-	err = runLock(ctx, []string{"--gateway", base, "account/acct-6", "--", "true"})
+	err = execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-6", "--", "true")
 	if !errors.As(err, &exit) || exit.code != exitLocked {
 		t.Fatalf("lock on a held resource = %v, want status %d", err, exitLocked)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("first lock = %v", err)
 	}
-	if err := runLock(ctx, []string{"account/acct-6", "true"}); !errors.Is(err, errUsage) {
+	if err := execute(ctx, io.Discard, "lock", "account/acct-6", "true"); !errors.Is(err, errUsage) {
 		t.Fatalf("lock without -- = %v, want a usage error", err)
 	}
 
@@ -210,14 +211,14 @@ func TestLockExitStatuses(t *testing.T) {
 	// numbered in the order given.
 	check := `[ -z "$FENCING_TOKEN" ] && [ "$FENCEGW_RESOURCE_1" = account/acct-8 ] && [ "$FENCEGW_RESOURCE_2" = account/acct-7 ] &&
 		[ -n "$FENCING_TOKEN_1" ] && [ -n "$FENCING_TOKEN_2" ] && [ "$FENCING_TOKEN_1" != "$FENCING_TOKEN_2" ] && exit 9; exit 1`
-	err = runLock(ctx, []string{"--gateway", base, "account/acct-8", "account/acct-7", "--", "sh", "-c", check})
+	err = execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-8", "account/acct-7", "--", "sh", "-c", check)
 	if !errors.As(err, &exit) || exit.code != 9 {
 		t.Fatalf("lock on two resources = %v, want status 9 (each token in its variable)", err)
 	}
-	if err := runLock(ctx, []string{"--gateway", base, "account/acct-8", "account/acct-8", "--", "true"}); !errors.Is(err, errUsage) {
+	if err := execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-8", "account/acct-8", "--", "true"); !errors.Is(err, errUsage) {
 		t.Fatalf("lock on one resource twice = %v, want a usage error", err)
 	}
-	if err := runLock(ctx, []string{"--gateway", base, "account/acct-7", "account/acct-8", "--", "true"}); err != nil {
+	if err := execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-7", "account/acct-8", "--", "true"); err != nil {
 		t.Fatalf("lock on both again = %v (were they released?)", err)
 	}
 }

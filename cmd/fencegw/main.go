@@ -5,59 +5,42 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
+	"github.com/fencegw/fencegw/internal/buildinfo"
 	"github.com/fencegw/fencegw/internal/torture"
 )
 
-const usage = `usage: fencegw COMMAND [flags]
-
-commands:
-  serve     run the gateway (config from flags and FENCEGW_* environment)
-  dev       run the gateway on embedded defaults: in-process etcd, a throwaway
-            PostgreSQL unless DATABASE_URL is set, the demo policy and data
-  migrate   apply schema migrations: up | down N | version | force N
-  policy    check FILE | schema: validate a policy file and print it compiled,
-            or print the JSON Schema of policy files, for editors
-  inspect   fences, locks held and their waiters, refused writes, bypasses
-  guard     install | check | remove: guard triggers on the policy's tables,
-            so that writes bypassing the gateway are refused
-  grants    the SQL that gives the gateway's role exactly the privileges it needs
-  lock      RESOURCE -- CMD...: run CMD holding the lock, token in FENCING_TOKEN
-  bench     measure fenced writes direct via pgx and through the gateway
-  torture   run gateways and workers under faults and check no stale write landed
-  epoch     show | bump: inspect the token authority, or start a new epoch
-            after etcd was restored from a snapshot or replaced
-  keys      list | rotate | retire: the keys that sign fencing tokens
-  version   print the build: module version, VCS revision (--json)
-
-Run 'fencegw COMMAND -h' for a command's flags.
-`
-
-// errUsage marks command-line mistakes: exit status 2, usage printed.
+// errUsage marks command-line mistakes: exit status 2, with a pointer to
+// the command's help.
 var errUsage = errors.New("usage")
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+	// The children of `fencegw torture` parse their own arguments and are
+	// not for people: they stay out of the command tree and its help.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "torture-worker":
+			os.Exit(torture.WorkerMain(os.Args[2:]))
+		case "torture-etcd":
+			os.Exit(torture.MemberMain(os.Args[2:]))
+		}
 	}
-	ctx := notifySignals()
-
-	err := run(ctx, os.Args[1], os.Args[2:])
+	err := execute(notifySignals(), os.Stdout, os.Args[1:]...)
 	var exit *exitError
 	switch {
 	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
 	case errors.As(err, &exit):
 		fmt.Fprintf(os.Stderr, "fencegw: %v\n", err)
 		os.Exit(exit.code)
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(os.Stderr, "fencegw: %v\n\n%s", err, usage)
+		fmt.Fprintf(os.Stderr, "fencegw: %v\nRun 'fencegw help' or 'fencegw COMMAND --help' for usage.\n", err)
 		os.Exit(2)
 	default:
 		fmt.Fprintf(os.Stderr, "fencegw: %v\n", err)
@@ -65,50 +48,102 @@ func main() {
 	}
 }
 
-// run runs the command cmd with its arguments.
-func run(ctx context.Context, cmd string, args []string) error {
-	switch cmd {
-	case "serve":
-		return runServe(ctx, args)
-	case "dev":
-		return runDev(ctx, args, os.Stdout)
-	case "migrate":
-		return runMigrate(ctx, args)
-	case "policy":
-		return runPolicy(args)
-	case "inspect":
-		return runInspect(ctx, args, os.Stdout)
-	case "guard":
-		return runGuard(ctx, args, os.Stdout)
-	case "grants":
-		return runGrants(ctx, args, os.Stdout)
-	case "epoch":
-		return runEpoch(ctx, args)
-	case "keys":
-		return runKeys(ctx, args, os.Stdout)
-	case "lock":
-		return runLock(ctx, args)
-	case "torture":
-		return runTorture(ctx, args, os.Stdout)
-	case "torture-worker": // children of `fencegw torture`, not for people
-		os.Exit(torture.WorkerMain(args))
-	case "torture-etcd":
-		os.Exit(torture.MemberMain(args))
-	case "bench":
-		return runBench(ctx, args, os.Stdout)
-	case "version", "-version", "--version":
-		return runVersion(args, os.Stdout)
-	case "help":
-		if len(args) > 0 && args[0] != "help" {
-			return run(ctx, args[0], []string{"-h"}) // fencegw help serve
+// execute runs the command line args (without the program's name), with
+// out as standard output.
+func execute(ctx context.Context, out io.Writer, args ...string) error {
+	root := rootCommand()
+	root.SetArgs(args)
+	root.SetOut(out)
+	return root.ExecuteContext(ctx)
+}
+
+// rootCommand is the command tree. cobra and pflag give what users of
+// kubectl and etcdctl expect without code of ours: flags before or after
+// the words, `help CMD`, --version, and shell completion; pflag was
+// already in the module graph through etcd.
+func rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "fencegw",
+		Short: "the fencing-aware SQL write gateway",
+		Long: `fencegw is an HTTP gateway in front of PostgreSQL that applies a write only
+if its fencing token is not older than the highest already accepted for
+its resource. Tokens are etcd revisions, issued by its lease API.`,
+		Example: `  fencegw dev                      # the whole stack on embedded defaults
+  fencegw serve --database-url URL --etcd HOST:2379 --policy policy.yaml
+  fencegw completion bash > /etc/bash_completion.d/fencegw`,
+		Version: buildinfo.Read().String(),
+		// Unknown words are usage errors of ours (exit 2), not cobra's.
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(os.Stderr)
+			_ = cmd.Usage()
+			return fmt.Errorf("%w: no command given", errUsage)
+		},
+		SilenceErrors: true, // main prints them once, with the exit status
+		SilenceUsage:  true, // an error is not a request for the manual
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	})
+	root.AddCommand(
+		serveCommand(), devCommand(), migrateCommand(), policyCommand(),
+		inspectCommand(), guardCommand(), grantsCommand(), lockCommand(),
+		benchCommand(), tortureCommand(), epochCommand(), keysCommand(),
+		versionCommand(),
+	)
+	return root
+}
+
+// noArgs refuses any word after a command that takes none.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, cmd.CommandPath(), args)
+	}
+	return nil
+}
+
+// exactArgs refuses a command line without exactly n words after the
+// command; want says what they are.
+func exactArgs(n int, want string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return fmt.Errorf("%w: %s: want %s, got %q", errUsage, cmd.CommandPath(), want, args)
 		}
-		fmt.Print(usage)
-		return nil
-	case "-h", "-help", "--help":
-		fmt.Print(usage)
 		return nil
 	}
-	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+}
+
+// needVerb is the Args of a command whose work is done by its
+// subcommands: a word that names none is a usage error.
+func needVerb(cmd *cobra.Command, args []string) error {
+	var verbs []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			verbs = append(verbs, c.Name())
+		}
+	}
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s: want one of %q", errUsage, cmd.CommandPath(), verbs)
+	}
+	return fmt.Errorf("%w: %s: unknown %q, want one of %q", errUsage, cmd.CommandPath(), args[0], verbs)
+}
+
+// verbGroup is a command that only holds subcommands (`fencegw epoch
+// show`): run alone or with an unknown word, it is a usage error.
+func verbGroup(use, short, long string, verbs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: long,
+		Args: needVerb,
+		RunE: func(*cobra.Command, []string) error { return nil }, // needVerb refused first
+	}
+	cmd.AddCommand(verbs...)
+	return cmd
 }
 
 // secondSignal is closed when a second SIGTERM or interrupt arrives: the

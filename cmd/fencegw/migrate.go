@@ -1,54 +1,91 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/fencegw/fencegw/schema"
 )
 
-const migrateUsage = `usage: fencegw migrate [--database-url URL] [--dir DIR --table TABLE] up | down N | version | force N
-
-Without --dir it applies the gateway's own schema, embedded in the binary.
-With --dir it applies an application's migration folder (NNNN_title.up.sql /
-.down.sql), recording its version in TABLE, apart from the gateway's.`
-
-func runMigrate(_ context.Context, args []string) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	dbURL := fs.String("database-url", envOr("", "FENCEGW_DATABASE_URL", "DATABASE_URL"), "PostgreSQL URL (FENCEGW_DATABASE_URL or DATABASE_URL)")
-	dir := fs.String("dir", "", "an application's migration folder instead of the gateway schema")
-	table := fs.String("table", "schema_migrations", "version table for --dir migrations")
-	fs.Usage = func() { fmt.Fprintln(fs.Output(), migrateUsage); fs.PrintDefaults() }
-	if err := parseInterspersed(fs, args); err != nil {
-		return err
+func migrateCommand() *cobra.Command {
+	var o migrateOptions
+	verb := func(use, short string, args cobra.PositionalArgs) *cobra.Command {
+		return &cobra.Command{
+			Use: use, Short: short, Args: args,
+			Example: "  fencegw migrate " + strings.Replace(use, "N", "1", 1) + ` --database-url "$DATABASE_URL"`,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return runMigrate(o, cmd.Name(), args, cmd.OutOrStdout())
+			},
+		}
 	}
-	if *dbURL == "" {
+	cmd := verbGroup("migrate", "apply schema migrations: up | down N | version | force N",
+		`Without --dir it applies the gateway's own schema, embedded in the binary.
+With --dir it applies an application's migration folder (NNNN_title.up.sql /
+.down.sql), recording its version in --table, apart from the gateway's.
+Each migration run is printed, then the version reached.`,
+		verb("up", "apply every migration not yet applied", noArgs),
+		verb("down N", "undo the newest N migrations", migrationCount(1)),
+		verb("version", "print the version applied", noArgs),
+		verb("force N", "record version N as applied, clean, after repairing a failed migration by hand", migrationCount(0)),
+	)
+	cmd.Example = `  fencegw migrate up --database-url "$DATABASE_URL"
+  fencegw migrate up --database-url "$DATABASE_URL" --dir migrations --table app_schema_migrations`
+	fs := cmd.PersistentFlags()
+	bindDatabaseURL(fs, &o.dbURL)
+	fs.StringVar(&o.dir, "dir", "", "an application's migration folder instead of the gateway schema")
+	fs.StringVar(&o.table, "table", "schema_migrations", "version table for --dir migrations")
+	completeFiles(cmd, "dir")
+	return cmd
+}
+
+// migrationCount is the Args of down and force: one whole number, at
+// least least.
+func migrationCount(least int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return fmt.Errorf("%w: migrate %s: want one number, got %q", errUsage, cmd.Name(), args)
+		}
+		if n, err := strconv.Atoi(args[0]); err != nil || n < least {
+			return fmt.Errorf("%w: migrate %s: %q is not a number of at least %d", errUsage, cmd.Name(), args[0], least)
+		}
+		return nil
+	}
+}
+
+// migrateOptions are the flags of `fencegw migrate`.
+type migrateOptions struct{ dbURL, dir, table string }
+
+// runMigrate runs verb (up, down, version or force) with its arguments.
+func runMigrate(o migrateOptions, verb string, args []string, out io.Writer) error {
+	if o.dbURL == "" {
 		return fmt.Errorf("%w: migrate: no database: set --database-url, FENCEGW_DATABASE_URL or DATABASE_URL", errUsage)
 	}
 	src := schema.Gateway()
-	if *dir != "" {
-		if *table == schema.GatewayTable {
+	if o.dir != "" {
+		if o.table == schema.GatewayTable {
 			return fmt.Errorf("%w: migrate: table %s belongs to the gateway schema", errUsage, schema.GatewayTable)
 		}
-		if fi, err := os.Stat(*dir); err != nil || !fi.IsDir() {
-			return fmt.Errorf("migrate: --dir %s: no such folder", *dir)
+		if fi, err := os.Stat(o.dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("migrate: --dir %s: no such folder", o.dir)
 		}
-		src = schema.Dir(*dir, *table)
+		src = schema.Dir(o.dir, o.table)
 	}
-	verb, n, err := migrateVerb(fs.Args())
-	if err != nil {
-		return err
+	var n int // down's and force's, checked by migrationCount
+	if len(args) == 1 {
+		n, _ = strconv.Atoi(args[0])
 	}
-	m, err := schema.Open(*dbURL, src)
+	m, err := schema.Open(o.dbURL, src)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	m.Report(os.Stdout)
+	m.Report(out)
 	switch verb {
 	case "up":
 		err = m.Up()
@@ -63,31 +100,13 @@ func runMigrate(_ context.Context, args []string) error {
 	v, dirty, err := m.Version()
 	switch {
 	case errors.Is(err, schema.ErrNoVersion):
-		fmt.Println("version: none (no migration applied)")
+		fmt.Fprintln(out, "version: none (no migration applied)")
 	case err != nil:
 		return err
 	case dirty:
-		fmt.Printf("version: %d (dirty: a migration failed halfway; repair it, then `fencegw migrate force N`)\n", v)
+		fmt.Fprintf(out, "version: %d (dirty: a migration failed halfway; repair it, then `fencegw migrate force N`)\n", v)
 	default:
-		fmt.Printf("version: %d\n", v)
+		fmt.Fprintf(out, "version: %d\n", v)
 	}
 	return nil
-}
-
-func migrateVerb(args []string) (verb string, n int, err error) {
-	if len(args) == 0 {
-		return "", 0, fmt.Errorf("%w: migrate: want up, down N, version or force N", errUsage)
-	}
-	verb = args[0]
-	switch {
-	case (verb == "up" || verb == "version") && len(args) == 1:
-		return verb, 0, nil
-	case (verb == "down" || verb == "force") && len(args) == 2:
-		n, err := strconv.Atoi(args[1])
-		if err != nil || n < 0 || (verb == "down" && n == 0) {
-			return "", 0, fmt.Errorf("%w: migrate %s: %q is not a valid number", errUsage, verb, args[1])
-		}
-		return verb, n, nil
-	}
-	return "", 0, fmt.Errorf("%w: migrate: want up, down N, version or force N, got %q", errUsage, args)
 }

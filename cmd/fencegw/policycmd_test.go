@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -14,7 +15,7 @@ import (
 
 func TestPolicySchemaPrintsTheSchema(t *testing.T) {
 	var out bytes.Buffer
-	if err := policyCommand([]string{"schema"}, &out); err != nil {
+	if err := execute(context.Background(), &out, "policy", "schema"); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(out.Bytes(), policy.JSONSchema()) {
@@ -23,16 +24,24 @@ func TestPolicySchemaPrintsTheSchema(t *testing.T) {
 	if !json.Valid(out.Bytes()) {
 		t.Error("policy schema printed invalid JSON")
 	}
-	if err := policyCommand([]string{"schema", "extra"}, &out); !errors.Is(err, errUsage) {
+	if err := execute(context.Background(), &out, "policy", "schema", "extra"); !errors.Is(err, errUsage) {
 		t.Errorf("policy schema extra = %v, want a usage error", err)
 	}
 }
 
 func TestPolicyHelp(t *testing.T) {
-	for _, args := range [][]string{{"check", "--help"}, {"schema", "-h"}, {"help"}} {
+	for _, tc := range []struct{ args, want []string }{
+		{[]string{"policy", "--help"}, []string{"check", "schema", "openapi"}},
+		{[]string{"policy", "check", "--help"}, []string{"fencegw policy check policy.yaml", "JSON Schema"}},
+		{[]string{"help", "policy", "schema"}, []string{"yaml-language-server"}},
+		{[]string{"policy", "openapi", "-h"}, []string{"OpenAPI 3.1"}},
+	} {
 		var out bytes.Buffer
-		if err := policyCommand(args, &out); err != nil || !strings.Contains(out.String(), "fencegw policy schema") || !strings.Contains(out.String(), "yaml-language-server") {
-			t.Errorf("policy %s = %v, %q; want the usage", strings.Join(args, " "), err, out.String())
+		err := execute(t.Context(), &out, tc.args...)
+		for _, w := range tc.want {
+			if err != nil || !strings.Contains(out.String(), w) {
+				t.Errorf("%s = %v, %q; want help with %q", strings.Join(tc.args, " "), err, out.String(), w)
+			}
 		}
 	}
 }
@@ -57,7 +66,7 @@ operations:
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := policyCommand([]string{"check", path}, &bytes.Buffer{})
+	err := execute(context.Background(), &bytes.Buffer{}, "policy", "check", path)
 	if err == nil {
 		t.Fatal("policy check accepted an unknown key")
 	}
@@ -82,7 +91,7 @@ operations:
 // refused with its problems.
 func TestPolicyOpenAPI(t *testing.T) {
 	var out bytes.Buffer
-	if err := policyCommand([]string{"openapi", "../../testdata/demo/policy.yaml"}, &out); err != nil {
+	if err := execute(context.Background(), &out, "policy", "openapi", "../../testdata/demo/policy.yaml"); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -100,7 +109,7 @@ func TestPolicyOpenAPI(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("resources: {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := policyCommand([]string{"openapi", bad}, &out); err == nil || !strings.Contains(err.Error(), "operations") {
+	if err := execute(context.Background(), &out, "policy", "openapi", bad); err == nil || !strings.Contains(err.Error(), "operations") {
 		t.Errorf("policy openapi of a broken policy = %v, want its problems", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/guard"
@@ -27,27 +27,35 @@ import (
 
 const startupTimeout = 30 * time.Second
 
-func runServe(ctx context.Context, args []string) error {
+func serveCommand() *cobra.Command {
 	var cfg serveConfig
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg.bind(fs, serveDefaults)
-	cfg.bindBackends(fs, allBackends)
+	cmd := &cobra.Command{
+		Use:   "serve --database-url URL --etcd HOST:PORT,... --policy FILE [flags]",
+		Short: "run the gateway (config from flags and FENCEGW_* environment)",
+		Long: `Runs the gateway: fenced writes over HTTP, leases from etcd, /metrics,
+/livez and /readyz. Every flag can also be set by an environment variable,
+FENCEGW_ and the flag's name in capitals (--max-body: FENCEGW_MAX_BODY);
+the command line wins. --database-url also reads DATABASE_URL, --etcd also
+FENCEGW_ETCD_ENDPOINTS. --unsafe-no-fence has no variable.`,
+		Example: `  fencegw serve --database-url postgres://fencegw@db/app --etcd e1:2379,e2:2379,e3:2379 \
+      --policy policy.yaml --listen 0.0.0.0:8080`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := cfg.check(); err != nil {
+				return err
+			}
+			return serve(cmd.Context(), cfg, nil)
+		},
+	}
+	fs := cmd.Flags()
+	cfg.bind(cmd, serveDefaults)
+	cfg.bindBackends(cmd, fs, allBackends)
 	cfg.hurry = secondSignal
-	withUsage(fs, serveUsage)
 	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "DANGER, for the control runs of fencegw torture only: accept every token, stale or not")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, fs.Args())
-	}
-	if err := applyEnv(fs); err != nil {
-		return err
-	}
-	if err := cfg.check(); err != nil {
-		return err
-	}
-	return serve(ctx, cfg, nil)
+	return cmd
 }
 
 // serve runs the gateway until ctx ends, then shuts down within
@@ -91,7 +99,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	defer cli.Close()
 	auth := authority.NewEtcd(cli)
 	stopWaiting = sayWaiting(log, "etcd", strings.Join(cfg.EtcdEndpoints, ","))
-	_, err = auth.Revision(startCtx)
+	err = whileUnavailable(startCtx, func() error { _, err := auth.Revision(startCtx); return err })
 	stopWaiting()
 	if err != nil {
 		return fmt.Errorf("%s: etcd at %v: %w", cmd, cfg.EtcdEndpoints, err)
@@ -109,7 +117,8 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	// A halted authority is not a start-up failure: the gateway serves
 	// /readyz with the reason and refuses writes until `fencegw epoch bump`.
-	if err := gw.Guard().Check(startCtx); err != nil && !errors.Is(err, tokens.ErrHalted) {
+	err = whileUnavailable(startCtx, func() error { return gw.Guard().Check(startCtx) })
+	if err != nil && !errors.Is(err, tokens.ErrHalted) {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -202,6 +211,24 @@ func sayWaiting(log *slog.Logger, what, where string) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// whileUnavailable calls f again while etcd cannot be asked (down, being
+// restored, no leader yet), until ctx ends: a gateway started in that
+// window waits for etcd, as it waits for PostgreSQL, instead of exiting.
+// Any other answer is returned at once.
+func whileUnavailable(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if !errors.Is(err, authority.ErrUnavailable) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // runBackground runs each loop in its own goroutine until the returned stop

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,10 +29,10 @@ func serveConfigFor(t *testing.T, dbURL, policyPath string) serveConfig {
 func migrated(t *testing.T) string {
 	t.Helper()
 	dbURL := testenv.NewDatabase(t)
-	if err := runMigrate(context.Background(), []string{"--database-url", dbURL, "up"}); err != nil {
+	if err := execute(context.Background(), io.Discard, "migrate", "--database-url", dbURL, "up"); err != nil {
 		t.Fatal(err)
 	}
-	if err := runMigrate(context.Background(), []string{"--database-url", dbURL, "--dir", "../../testdata/demo/migrations", "--table", "demo_schema_migrations", "up"}); err != nil {
+	if err := execute(context.Background(), io.Discard, "migrate", "--database-url", dbURL, "--dir", "../../testdata/demo/migrations", "--table", "demo_schema_migrations", "up"); err != nil {
 		t.Fatal(err)
 	}
 	return dbURL
@@ -197,10 +200,10 @@ func TestServeWaitsForPostgreSQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := runMigrate(ctx, []string{"--database-url", pg.URL(), "up"}); err != nil {
+	if err := execute(ctx, io.Discard, "migrate", "--database-url", pg.URL(), "up"); err != nil {
 		t.Fatal(err)
 	}
-	if err := runMigrate(ctx, []string{"--database-url", pg.URL(), "--dir", "../../testdata/demo/migrations", "--table", "demo_schema_migrations", "up"}); err != nil {
+	if err := execute(ctx, io.Discard, "migrate", "--database-url", pg.URL(), "--dir", "../../testdata/demo/migrations", "--table", "demo_schema_migrations", "up"); err != nil {
 		t.Fatal(err)
 	}
 	url := pg.URL()
@@ -241,5 +244,76 @@ func TestServeWaitsForPostgreSQL(t *testing.T) {
 	stop()
 	if err := <-served; err != nil {
 		t.Fatalf("serve after stop: %v", err)
+	}
+}
+
+// TestServeWaitsForEtcd: a gateway started while etcd cannot be reached
+// (all members down, or being restored) waits for it, saying so, and
+// serves once it answers, instead of exiting.
+func TestServeWaitsForEtcd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	port, err := pgcluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cfg := serveConfigFor(t, migrated(t), "../../testdata/demo/policy.yaml")
+	cfg.EtcdEndpoints = []string{addr} // nothing listens there yet
+	logs := &testenv.Buffer{}
+	cfg.logOut = logs
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	addrs, served := make(chan string, 1), make(chan error, 1)
+	go func() { served <- serve(sctx, cfg, func(a string) { addrs <- a }) }()
+	waiting := testenv.WaitFor(time.Minute, func() bool {
+		select {
+		case err := <-served:
+			t.Fatalf("serve gave up while etcd was down: %v", err)
+		default:
+		}
+		return strings.Contains(logs.String(), "start-up waiting for etcd")
+	})
+	if !waiting {
+		t.Fatalf("serve never said it waits for etcd:\n%s", logs)
+	}
+	// etcd comes up at that address: a forwarder to the suite's etcd.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go forward(ln, strings.TrimPrefix(testenv.EtcdEndpoints()[0], "http://"))
+	select {
+	case <-addrs:
+	case err := <-served:
+		t.Fatalf("serve stopped instead of waiting for etcd: %v", err)
+	case <-ctx.Done():
+		t.Fatal("serve never became ready after etcd came up")
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Fatalf("serve after stop: %v", err)
+	}
+}
+
+// forward copies every connection accepted on ln to and from target,
+// until ln is closed.
+func forward(ln net.Listener, target string) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				return
+			}
+			defer u.Close()
+			go func() { _, _ = io.Copy(u, c); u.Close() }()
+			_, _ = io.Copy(c, u)
+		}()
 	}
 }

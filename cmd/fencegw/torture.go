@@ -3,18 +3,23 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fencegw/fencegw/internal/torture"
 )
 
-const tortureUsage = `usage: fencegw torture [flags]
-
-Runs gateways, workers and a 3-member etcd cluster (all processes) against
+func tortureCommand() *cobra.Command {
+	cfg := torture.Defaults()
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "torture [flags]",
+		Short: "run gateways and workers under faults and check that no stale write landed",
+		Long: `Runs gateways, workers and a 3-member etcd cluster (all processes) against
 a throwaway PostgreSQL on loopback, injects faults (workers frozen past
 their lease, gateways killed, etcd leader or followers killed or frozen,
 PostgreSQL restarted, the gateways' PostgreSQL traffic held back by a
@@ -27,11 +32,16 @@ and the nemesis kills the primary (SIGKILL) and promotes the standby every
 --failover-every instead of restarting it. Exit status 0 when the verdict
 is the expected one: no violations, or — with --unsafe-no-fence (fencing
 off) or --async-standby (failovers that lose acknowledged commits), the
-control runs — at least one.`
-
-func runTorture(ctx context.Context, args []string, out io.Writer) error {
-	cfg := torture.Defaults()
-	fs := flag.NewFlagSet("torture", flag.ContinueOnError)
+control runs — at least one.`,
+		Example: `  fencegw torture --duration 2m --kill-gateways --etcd-faults
+  fencegw torture --unsafe-no-fence     # the control: must find violations
+  fencegw torture --failover --json > report.json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runTorture(cmd.Context(), cfg, asJSON, cmd.OutOrStdout())
+		},
+	}
+	fs := cmd.Flags()
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "worker processes")
 	fs.IntVar(&cfg.Resources, "resources", cfg.Resources, "resources they contend for")
 	fs.IntVar(&cfg.Gateways, "gateways", cfg.Gateways, "gateway processes")
@@ -56,20 +66,20 @@ func runTorture(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&cfg.RollbackEvery, "rollback-every", cfg.RollbackEvery, "with --etcd-rollback: a snapshot, then half this later a restore from it")
 	fs.StringVar(&cfg.Dir, "dir", "", "run folder for histories, logs and report.json (default: a temp dir, removed)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temp run folder")
-	asJSON := fs.Bool("json", false, "print the whole report as JSON")
-	fs.Usage = func() { fmt.Fprintln(fs.Output(), tortureUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: torture takes no arguments", errUsage)
-	}
+	fs.BoolVar(&asJSON, "json", false, "print the whole report as one JSON document")
+	completeFiles(cmd, "dir")
+	return cmd
+}
+
+// runTorture serves `fencegw torture`; the exit status says whether the
+// verdict was the expected one.
+func runTorture(ctx context.Context, cfg torture.Config, asJSON bool, out io.Writer) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	report, err := torture.Run(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		// One JSON document and nothing else on stdout; the verdict is in it.
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")

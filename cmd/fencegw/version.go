@@ -2,27 +2,32 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/fencegw/fencegw/internal/buildinfo"
 )
 
-// runVersion prints which fencegw this is: `fencegw --version`.
-func runVersion(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the build as one JSON document")
-	if err := parseInterspersed(fs, args); err != nil {
-		return err
+func versionCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "print the build: module version, VCS revision, Go version",
+		Long: `Prints which fencegw this is: the module version, the VCS revision it was
+built from (and whether the tree was modified), the build time and the Go
+version. fencegw --version prints the same line.`,
+		Example: "  fencegw version --json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			info := buildinfo.Read()
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(info)
+			}
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), info)
+			return err
+		},
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: version takes no arguments, got %q", errUsage, fs.Args())
-	}
-	info := buildinfo.Read()
-	if *asJSON {
-		return json.NewEncoder(out).Encode(info)
-	}
-	_, err := fmt.Fprintln(out, info)
-	return err
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the build as one JSON document")
+	return cmd
 }

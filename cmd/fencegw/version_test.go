@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
+	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/fencegw/fencegw/internal/buildinfo"
 )
@@ -17,7 +21,7 @@ import (
 // build; the plain form is one line; arguments are refused.
 func TestVersion(t *testing.T) {
 	var out bytes.Buffer
-	if err := runVersion([]string{"--json"}, &out); err != nil {
+	if err := execute(context.Background(), &out, "version", "--json"); err != nil {
 		t.Fatal(err)
 	}
 	var info buildinfo.Info
@@ -32,27 +36,88 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version --json = %+v", info)
 	}
 	out.Reset()
-	if err := runVersion(nil, &out); err != nil || !strings.HasPrefix(out.String(), "fencegw ") || strings.Count(out.String(), "\n") != 1 {
+	if err := execute(context.Background(), &out, "version"); err != nil || !strings.HasPrefix(out.String(), "fencegw ") || strings.Count(out.String(), "\n") != 1 {
 		t.Errorf("version = %q, %v; want one line", out.String(), err)
 	}
-	if err := runVersion([]string{"now"}, &out); !errors.Is(err, errUsage) {
+	if err := execute(context.Background(), &out, "version", "now"); !errors.Is(err, errUsage) {
 		t.Errorf("version now = %v, want a usage error", err)
 	}
 }
 
-// TestEveryCommandHasHelp: `fencegw COMMAND -h` and `fencegw help
-// COMMAND` print the command's help instead of running it (or opening a
-// file named -h).
+// TestVersionFlag: `fencegw --version` prints the same line as `fencegw
+// version`.
+func TestVersionFlag(t *testing.T) {
+	var out bytes.Buffer
+	if err := execute(t.Context(), &out, "--version"); err != nil || out.String() != buildinfo.Read().String()+"\n" {
+		t.Errorf("--version = %q, %v; want %q", out.String(), err, buildinfo.Read().String())
+	}
+}
+
+// TestEveryCommandHasHelp: every command and verb of the tree has a
+// description and an example, and `fencegw help CMD...`, `CMD... -h` and
+// `CMD... --help` print them instead of running it (or opening a file
+// named -h). Unknown commands are usage errors.
 func TestEveryCommandHasHelp(t *testing.T) {
-	for _, cmd := range []string{"serve", "dev", "migrate", "policy", "inspect", "guard", "epoch", "keys", "lock", "torture", "bench", "version"} {
-		for _, args := range [][]string{{cmd, "-h"}, {"help", cmd}, {cmd, "--help"}} {
-			err := run(context.Background(), args[0], args[1:])
-			if err != nil && !errors.Is(err, flag.ErrHelp) {
-				t.Errorf("fencegw %s = %v, want its help", strings.Join(args, " "), err)
+	var walk func(*cobra.Command, []string)
+	walk = func(cmd *cobra.Command, path []string) {
+		for _, c := range cmd.Commands() {
+			if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+				continue // cobra's own, with help of cobra's
 			}
+			p := append(slices.Clone(path), c.Name())
+			if c.Short == "" || c.Example == "" {
+				t.Errorf("fencegw %s: no description or no example", strings.Join(p, " "))
+			}
+			for _, args := range [][]string{append([]string{"help"}, p...), append(p, "-h"), append(p, "--help")} {
+				var out bytes.Buffer
+				err := execute(t.Context(), &out, args...)
+				if err != nil || !strings.Contains(out.String(), "Usage:") || !strings.Contains(out.String(), c.Example) || !strings.Contains(out.String(), cmp.Or(c.Long, c.Short)) {
+					t.Errorf("fencegw %s = %v, %q; want its help", strings.Join(args, " "), err, out.String())
+				}
+			}
+			walk(c, p)
 		}
 	}
-	if err := run(context.Background(), "nosuch", nil); !errors.Is(err, errUsage) {
-		t.Errorf("an unknown command = %v, want a usage error", err)
+	walk(rootCommand(), nil)
+	for _, args := range [][]string{{"nosuch"}, {}, {"epoch"}, {"epoch", "reset"}, {"serve", "extra"}} {
+		if err := execute(t.Context(), io.Discard, args...); !errors.Is(err, errUsage) {
+			t.Errorf("fencegw %q = %v, want a usage error", args, err)
+		}
+	}
+}
+
+// TestShellCompletion: `fencegw completion bash` prints a script, and the
+// shell's questions are answered with the tree's commands, verbs, flags
+// and flag values.
+func TestShellCompletion(t *testing.T) {
+	var out bytes.Buffer
+	if err := execute(t.Context(), &out, "completion", "bash"); err != nil || !strings.Contains(out.String(), "__start_fencegw") {
+		t.Fatalf("completion bash = %v, %.200q", err, out.String())
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{""}, []string{"serve", "dev", "epoch", "torture"}},
+		{[]string{"epoch", ""}, []string{"show", "bump"}},
+		{[]string{"serve", "--log-f"}, []string{"--log-format"}},
+		{[]string{"serve", "--log-format", ""}, []string{"json", "text"}},
+		{[]string{"epoch", "show", "--"}, []string{"--etcd", "--database-url"}},
+	} {
+		out.Reset()
+		if err := execute(t.Context(), &out, append([]string{cobra.ShellCompRequestCmd}, tc.args...)...); err != nil {
+			t.Fatalf("complete %q: %v", tc.args, err)
+		}
+		var got []string
+		for _, line := range strings.Split(out.String(), "\n") {
+			if line != "" && !strings.HasPrefix(line, ":") && !strings.HasPrefix(line, "Completion ended") {
+				got = append(got, strings.SplitN(line, "\t", 2)[0])
+			}
+		}
+		for _, w := range tc.want {
+			if !slices.Contains(got, w) {
+				t.Errorf("complete %q = %q, want %q among them", tc.args, got, w)
+			}
+		}
 	}
 }
