@@ -24,7 +24,12 @@ COPY go.mod go.sum ./
 RUN go mod download
 
 COPY . .
-RUN go build -trimpath -ldflags="-s -w" -o /out/fencegw ./cmd/fencegw
+# The build context has no .git (.dockerignore), so the toolchain cannot
+# record the revision: it comes in as an argument (docker-compose.yml
+# passes FENCEGW_REVISION), e.g.
+#   docker build --build-arg REVISION=$(git rev-parse HEAD) .
+ARG REVISION
+RUN go build -trimpath -ldflags="-s -w -X github.com/fencegw/fencegw/internal/buildinfo.revision=${REVISION}" -o /out/fencegw ./cmd/fencegw
 
 FROM gcr.io/distroless/static-debian12:nonroot
 

@@ -30,9 +30,9 @@ const keyIDWidth = 20
 // the authority.
 type KeyInfo struct {
 	ID        string    `json:"id"`
-	Revision  int64     `json:"revision"` // etcd's revision when the key was created
-	SignAfter time.Time `json:"sign_after"`
-	Signing   bool      `json:"signing"` // new tokens carry its signature
+	Revision  int64     `json:"revision"`            // etcd's revision when the key was created
+	SignAfter time.Time `json:"sign_after,omitzero"` // zero: signs from creation
+	Signing   bool      `json:"signing"`             // new tokens carry its signature
 }
 
 // keyReloadEvery bounds the reloads a signature that no known key verifies

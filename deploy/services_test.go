@@ -41,9 +41,13 @@ func TestComposeServicesRun(t *testing.T) {
 	// Through a shell, as Docker's RUN does: the flags are quoted.
 	build := exec.Command("sh", "-c", strings.ReplaceAll(string(m[1]), "/out/fencegw", bin))
 	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "REVISION=0123abc") // the build argument
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", m[1], err, out)
+	}
+	// The image has no .git: its revision is the build argument's.
+	if out, err := exec.Command(bin, "--version").Output(); err != nil || !strings.Contains(string(out), "revision 0123abc") {
+		t.Fatalf("fencegw --version of the image's build = %q, %v; want the REVISION build argument in it", out, err)
 	}
 
 	var cfg composeConfig

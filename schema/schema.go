@@ -117,8 +117,10 @@ func (m *Migrator) Report(w io.Writer) { m.m.Log = migrationLog{w} }
 // the start of the whole run, so it is left out.
 type migrationLog struct{ w io.Writer }
 
-func (l migrationLog) Printf(_ string, v ...any) {
-	if len(v) > 0 {
+func (l migrationLog) Printf(format string, v ...any) {
+	// Errors come back from the call as well; printed here they would
+	// read as a migration that ran.
+	if len(v) > 0 && !strings.HasPrefix(format, "error") {
 		fmt.Fprintf(l.w, "ran %v\n", v[0])
 	}
 }
@@ -179,6 +181,8 @@ func (m *Migrator) run(op string, err error) error {
 	switch {
 	case err == nil, errors.Is(err, migrate.ErrNoChange):
 		return nil
+	case errors.Is(err, migrate.ErrShortLimit{}):
+		return fmt.Errorf("%s: fewer migrations were applied than asked to undo; every one that was is undone", op)
 	case errors.As(err, &dirty):
 		return fmt.Errorf("%w at version %d: migration %d failed halfway. Repair the schema by hand "+
 			"(finish or undo what migration %d did), then run `fencegw migrate force V` with V = %d if you finished it or the previous version if you undid it",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fencegw/fencegw/authority"
@@ -21,6 +22,15 @@ import (
 // inspect): etcd's own client log is noise on a terminal.
 func dialEtcd(endpoints []string) (*clientv3.Client, error) {
 	return authority.Dial(endpoints)
+}
+
+// etcdError names the endpoints in an error that says etcd could not be
+// asked, and the command that asked.
+func etcdError(cmd string, endpoints []string, err error) error {
+	if errors.Is(err, authority.ErrUnavailable) {
+		return fmt.Errorf("%s: etcd at %s: %w", cmd, strings.Join(endpoints, ","), err)
+	}
+	return err
 }
 
 // openMigrated connects to a database whose gateway schema is exactly this

@@ -27,8 +27,9 @@ func benchCommand() *cobra.Command {
 clients and distribution: direct pgx running the gateway's SQL, the gateway
 over HTTP, and pgbench running the fenced write as one statement (when the
 PostgreSQL installation has it). Reports throughput, latency percentiles,
-the ratios, allocations per write and RSS. Without --database-url it starts
-a throwaway PostgreSQL. See BENCHMARKS.md.`,
+the ratios, allocations per write and RSS. Without --database-url (or
+FENCEGW_DATABASE_URL, DATABASE_URL) it starts a throwaway PostgreSQL. See
+BENCHMARKS.md.`,
 		Example: `  fencegw bench --database-url postgres://postgres@127.0.0.1/bench --clients 1,16,64 --duration 5s`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,7 +48,7 @@ a throwaway PostgreSQL. See BENCHMARKS.md.`,
 	fs.Float64Var(&cfg.Rate, "rate", 0, "open loop: send this many writes per second, all clients together, on a fixed schedule; a write held up by the one before is timed from when it was due (0: closed loop)")
 	fs.IntVar(&cfg.PoolMaxConns, "pool-max-conns", 0, "pgx pool size on both paths (0: min(4×GOMAXPROCS, clients))")
 	bindDatabaseURL(fs, &cfg.DatabaseURL)
-	fs.StringVar(&cfg.GatewayURL, "gateway", "", "drive this running gateway (loopback only) instead of one in process; needs --database-url")
+	fs.StringVar(&cfg.GatewayURL, "gateway", "", "drive this running gateway (loopback only) instead of one in process; needs --database-url and --etcd, the gateway's")
 	fs.StringVar(&cfg.Dir, "bench", "testdata/bench", "folder with the bench's policy.yaml and migrations/")
 	fs.StringVar(&o.etcd, "etcd", "", "comma-separated endpoints of a running etcd for the in-process gateway (default: an embedded one, whose background work then counts in the process's allocations and RSS)")
 	fs.IntVar(&cfg.WriteTransactions, "max-write-transactions", 0, "the in-process gateway's transactions of coalescing resources in flight at once (0: its default)")

@@ -70,8 +70,8 @@ func (c *serveConfig) bind(cmd *cobra.Command, d flagDefaults) {
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 0, "writes past the admission gate at once; more wait for a turn, at most --write-timeout (0: eight per pooled connection, at least 64)")
 	fs.Int64Var(&c.MaxLeases, "max-leases-per-client", gateway.DefaultMaxLeasesPerClient, "leases one client may hold or wait for at once, counted across replicas (all callers are one client without clients in the policy)")
 	fs.IntVar(&c.MaxLeaseCalls, "max-lease-requests", gateway.DefaultMaxLeaseRequests, "acquisitions and observations this gateway serves at once (a quarter each client, with clients); more get 503")
-	fs.BoolVar(&c.GroupCommit, "group-commit", true, "commit the writes of coalescing resources that wait for a connection together, across resources (a resource's group_commit wins)")
-	fs.IntVar(&c.WriteTxs, "max-write-transactions", 0, "coalescing resources' transactions in flight at once; writes that find them busy wait in line, and with group commit share the next (0: with group commit one per core (GOMAXPROCS, at least 2), else the pool's size)")
+	fs.BoolVar(&c.GroupCommit, "group-commit", true, "commit the writes of coalescing resources that wait for a connection together, across resources (a resource's group_commit wins; --group-commit=false turns it off)")
+	fs.IntVar(&c.WriteTxs, "max-write-transactions", 0, "coalescing resources' transactions in flight at most; writes that find them busy wait in line. With group commit those share the next, and a transaction beyond the first starts only when the line has not moved for 20 ms (a stuck write) (0: with group commit one per core (GOMAXPROCS, at least 2), else the pool's size)")
 	fs.DurationVar(&c.IdempotencyRetention, "idempotency-retention", gateway.DefaultIdempotencyRetention, "how long a completed Idempotency-Key is replayed")
 	fs.DurationVar(&c.AuthorityCheck, "authority-check", authority.DefaultCheckEvery, "how often etcd is compared with PostgreSQL's record of it (rollback detection)")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", d.shutdownDelay, "on SIGTERM, how long /readyz answers 503 while the listener still serves, so load balancers stop sending before it closes; a second SIGTERM cuts it short")
@@ -121,9 +121,11 @@ func (c *serveConfig) bindBackends(cmd *cobra.Command, fs *pflag.FlagSet, which 
 	if which.etcd {
 		c.EtcdEndpoints = splitList(envOr("127.0.0.1:2379", "FENCEGW_ETCD", "FENCEGW_ETCD_ENDPOINTS"))
 		fs.Var((*endpoints)(&c.EtcdEndpoints), "etcd", "comma-separated etcd endpoints (FENCEGW_ETCD, FENCEGW_ETCD_ENDPOINTS)")
+		showDefault(fs, "etcd", "127.0.0.1:2379")
 	}
 	if which.policy {
 		fs.StringVar(&c.PolicyPath, "policy", envOr("", "FENCEGW_POLICY"), "policy file (FENCEGW_POLICY)")
+		showDefault(fs, "policy", "")
 		completeFiles(cmd, "policy", "yaml", "yml")
 	}
 }
@@ -132,7 +134,14 @@ func (c *serveConfig) bindBackends(cmd *cobra.Command, fs *pflag.FlagSet, which 
 // environment but not shown in help: a URL may carry a password.
 func bindDatabaseURL(fs *pflag.FlagSet, url *string) {
 	fs.StringVar(url, "database-url", envOr("", "FENCEGW_DATABASE_URL", "DATABASE_URL"), "PostgreSQL URL (FENCEGW_DATABASE_URL, DATABASE_URL)")
-	fs.Lookup("database-url").DefValue = ""
+	showDefault(fs, "database-url", "")
+}
+
+// showDefault makes help show def as flag's default, not the value its
+// environment variable gave it: that is not a default, and may carry a
+// password.
+func showDefault(fs *pflag.FlagSet, flag, def string) {
+	fs.Lookup(flag).DefValue = def
 }
 
 // check refuses a configuration serve cannot run with.
@@ -203,7 +212,8 @@ var envAliases = map[string][]string{
 // envExempt are flags no environment variable sets: turning the fence off
 // takes a word on the command line.
 // Nor do --help and --version, which are questions, not settings.
-var envExempt = map[string]bool{"unsafe-no-fence": true, "help": true, "version": true}
+// --adopt-etcd, which halts the other gateways of dev's database, neither.
+var envExempt = map[string]bool{"unsafe-no-fence": true, "adopt-etcd": true, "help": true, "version": true}
 
 // envName is the environment variable of a flag: --max-body is
 // FENCEGW_MAX_BODY.
@@ -224,8 +234,8 @@ func applyEnv(fs *pflag.FlagSet) error {
 		}
 		for _, name := range append([]string{envName(f.Name)}, envAliases[f.Name]...) {
 			if v := os.Getenv(name); v != "" {
-				if e := fs.Set(f.Name, v); e != nil {
-					err = fmt.Errorf("%w: %s=%q: %v", errUsage, name, v, e)
+				if fs.Set(f.Name, v) != nil {
+					err = fmt.Errorf("%w: %s=%q: want %s", errUsage, name, v, valueKind(f))
 				}
 				return
 			}

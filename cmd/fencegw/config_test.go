@@ -29,7 +29,7 @@ func TestFlagsAfterTheCommand(t *testing.T) {
 		{[]string{"inspect", "--limit", "3", "--json"}, "inspect", "limit", "3", nil},
 		{[]string{"lock", "r", "--ttl", "5s", "--", "sh", "-c", "--ttl"}, "lock", "ttl", "5s", []string{"r", "sh", "-c", "--ttl"}},
 	} {
-		cmd, rest, err := rootCommand().Find(tc.args)
+		cmd, rest, err := rootCommand(io.Discard).Find(tc.args)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.args, err)
 		}
@@ -86,5 +86,34 @@ func TestServeFlagsFromTheEnvironment(t *testing.T) {
 	err := applyEnv(fs)
 	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "FENCEGW_WRITE_TIMEOUT") {
 		t.Errorf("a bad duration in the environment = %v, want a usage error naming FENCEGW_WRITE_TIMEOUT", err)
+	}
+}
+
+// TestFlagErrorsInTheUsersWords: a value a flag refuses is a usage error
+// saying what the flag takes, in the user's words, not Go's parser's, on
+// the command line as in the environment; a long flag with one dash (as
+// Go's flag package took them) and a negative count are named as such.
+func TestFlagErrorsInTheUsersWords(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"serve", "--max-body", "abc"}, "", `--max-body "abc": want a whole number`},
+		{[]string{"serve", "--write-timeout", "10"}, "", "want a duration with its unit"},
+		{[]string{"serve", "--group-commit=maybe"}, "", "want true or false"},
+		{[]string{"serve", "--policy", "p.yaml", "--database-url", "postgres://x/y"}, "FENCEGW_SHUTDOWN_DELAY=soon", `FENCEGW_SHUTDOWN_DELAY="soon": want a duration`},
+		{[]string{"-version"}, "", "long flags take two dashes"},
+		{[]string{"serve", "-policy", "p.yaml"}, "", "-policy: long flags take two dashes: --policy"},
+		{[]string{"migrate", "down", "-1"}, "", "-1: a negative number"},
+	} {
+		if tc.env != "" {
+			name, value, _ := strings.Cut(tc.env, "=")
+			t.Setenv(name, value)
+		}
+		err := execute(t.Context(), io.Discard, tc.args...)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "strconv") || strings.Contains(err.Error(), "time:") {
+			t.Errorf("%q = %v, want a usage error saying %q", tc.args, err, tc.want)
+		}
 	}
 }

@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/fence"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
@@ -89,8 +90,8 @@ func runDev(ctx context.Context, cfg serveConfig, demo string, adopt bool, out i
 	defer etcd.Close()
 	cfg.EtcdEndpoints = etcd.Endpoints()
 
-	cfg.DatabaseURL = os.Getenv("DATABASE_URL")
-	dbNote := "from DATABASE_URL"
+	cfg.DatabaseURL = envOr("", "FENCEGW_DATABASE_URL", "DATABASE_URL")
+	dbNote := "from FENCEGW_DATABASE_URL or DATABASE_URL"
 	if cfg.DatabaseURL == "" {
 		pg, err := pgcluster.Start(startCtx, pgcluster.Options{})
 		if err != nil {

@@ -23,7 +23,7 @@ func epochCommand() *cobra.Command {
 			Example: "  fencegw epoch " + name + " --database-url \"$DATABASE_URL\" --etcd e1:2379,e2:2379,e3:2379",
 			Args:    noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return runEpoch(cmd.Context(), cfg, name == "bump", cmd.OutOrStdout())
+				return etcdError("epoch", cfg.EtcdEndpoints, runEpoch(cmd.Context(), cfg, name == "bump", cmd.OutOrStdout()))
 			},
 		}
 	}

@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/fence"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode"
+
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
@@ -32,7 +33,7 @@ a bypass has no resource).`,
   fencegw inspect --json | jq .rejections`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runInspect(cmd.Context(), o, cmd.OutOrStdout())
+			return etcdError("inspect", o.cfg.EtcdEndpoints, runInspect(cmd.Context(), o, cmd.OutOrStdout()))
 		},
 	}
 	fs := cmd.Flags()
@@ -81,8 +82,10 @@ const maxLockKeys = 1000
 func runInspect(ctx context.Context, o inspectOptions, out io.Writer) error {
 	cfg, prefix, limit, asJSON := o.cfg, o.prefix, o.limit, o.asJSON
 	switch {
-	case cfg.DatabaseURL == "" || len(cfg.EtcdEndpoints) == 0:
-		return fmt.Errorf("%w: inspect: needs --database-url and --etcd", errUsage)
+	case cfg.DatabaseURL == "":
+		return fmt.Errorf("%w: inspect: no database: set --database-url, FENCEGW_DATABASE_URL or DATABASE_URL", errUsage)
+	case len(cfg.EtcdEndpoints) == 0:
+		return fmt.Errorf("%w: inspect: no etcd endpoints: set --etcd or FENCEGW_ETCD", errUsage)
 	case limit < 1 || limit > 1000:
 		return fmt.Errorf("%w: inspect: --limit %d: want 1 to 1000", errUsage, limit)
 	}

@@ -22,7 +22,7 @@ func keysCommand() *cobra.Command {
 			Example: "  fencegw keys " + name + " --etcd e1:2379,e2:2379,e3:2379",
 			Args:    noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return runKeys(cmd.Context(), o, name, cmd.OutOrStdout())
+				return etcdError("keys", o.cfg.EtcdEndpoints, runKeys(cmd.Context(), o, name, cmd.OutOrStdout()))
 			},
 		}
 	}
@@ -62,8 +62,10 @@ func runKeys(ctx context.Context, o keysOptions, action string, out io.Writer) e
 	switch {
 	case len(o.cfg.EtcdEndpoints) == 0:
 		return fmt.Errorf("%w: keys: needs --etcd", errUsage)
-	case o.signAfter < 0 || (action == "retire" && o.keep < 1):
-		return fmt.Errorf("%w: keys: --sign-after must not be negative and --keep at least 1", errUsage)
+	case o.signAfter < 0:
+		return fmt.Errorf("%w: keys rotate: --sign-after must not be negative", errUsage)
+	case action == "retire" && o.keep < 1:
+		return fmt.Errorf("%w: keys retire: --keep must be at least 1: the newest key signs", errUsage)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,8 +42,14 @@ exit status: CMD's own when it finished while the lease was held;
 		Example: `  fencegw lock account/42 -- ./settle.sh
   fencegw lock --ttl 30s --wait 1m account/1 account/2 -- ./transfer.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if dash := cmd.ArgsLenAtDash(); dash < 1 || dash == len(args) {
+			dash := cmd.ArgsLenAtDash()
+			switch {
+			case dash < 1 || dash == len(args):
 				return fmt.Errorf("%w: lock: want RESOURCE [RESOURCE...] -- CMD [ARGS...]", errUsage)
+			case slices.Contains(args[:dash], ""):
+				return fmt.Errorf("%w: lock: an empty RESOURCE", errUsage)
+			case o.ttl <= 0 || o.wait < 0 || o.grace < 0:
+				return fmt.Errorf("%w: lock: --ttl must be positive, --wait and --grace not negative", errUsage)
 			}
 			return nil
 		},
@@ -50,11 +58,12 @@ exit status: CMD's own when it finished while the lease was held;
 			return runLock(cmd.Context(), o, args[:dash], args[dash:])
 		},
 	}
-	fs := cmd.Flags()
-	fs.StringVar(&o.gateway, "gateway", envOr("http://127.0.0.1:8080", "FENCEGW_URL"), "gateway base URL (FENCEGW_URL)")
-	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "lease TTL; renewed every TTL/3")
-	fs.DurationVar(&o.wait, "wait", 0, "how long to wait for the current holder")
-	fs.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lease is lost")
+	flags := cmd.Flags()
+	flags.StringVar(&o.gateway, "gateway", envOr("http://127.0.0.1:8080", "FENCEGW_URL"), "gateway base URL (FENCEGW_URL)")
+	showDefault(flags, "gateway", "http://127.0.0.1:8080") // FENCEGW_URL may carry credentials
+	flags.DurationVar(&o.ttl, "ttl", 10*time.Second, "lease TTL; renewed every TTL/3")
+	flags.DurationVar(&o.wait, "wait", 0, "how long to wait for the current holder")
+	flags.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lease is lost")
 	return cmd
 }
 
@@ -119,7 +128,12 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 	// (a shell script's children).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return &exitError{1, fmt.Errorf("lock: start %s: %w", command[0], err)}
+		// As a shell says it: 127 no such command, 126 not runnable.
+		code := 126
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			code = 127
+		}
+		return &exitError{code, fmt.Errorf("lock: cannot run %s: %w", command[0], err)}
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()

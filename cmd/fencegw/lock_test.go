@@ -206,6 +206,19 @@ func TestLockExitStatuses(t *testing.T) {
 	if err := execute(ctx, io.Discard, "lock", "account/acct-6", "true"); !errors.Is(err, errUsage) {
 		t.Fatalf("lock without -- = %v, want a usage error", err)
 	}
+	for _, args := range [][]string{{"", "--", "true"}, {"--ttl", "-1s", "r", "--", "true"}, {"--wait", "-1s", "r", "--", "true"}} {
+		if err := execute(ctx, io.Discard, append([]string{"lock", "--gateway", base}, args...)...); !errors.Is(err, errUsage) {
+			t.Fatalf("lock %q = %v, want a usage error", args, err)
+		}
+	}
+	// A command that cannot run: the shell's statuses, the lock released.
+	err = execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-6", "--", "/nonexistent/command")
+	if !errors.As(err, &exit) || exit.code != 127 {
+		t.Fatalf("lock running a command that does not exist = %v, want status 127", err)
+	}
+	if err := execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-6", "--", "true"); err != nil {
+		t.Fatalf("lock after a command that could not run = %v (was the lock released?)", err)
+	}
 
 	// Several resources: all held while the command runs, their tokens
 	// numbered in the order given.

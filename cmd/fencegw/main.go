@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencegw/fencegw/internal/buildinfo"
+	"github.com/fencegw/fencegw/internal/clip"
 	"github.com/fencegw/fencegw/internal/torture"
 )
 
@@ -51,17 +52,16 @@ func main() {
 // execute runs the command line args (without the program's name), with
 // out as standard output.
 func execute(ctx context.Context, out io.Writer, args ...string) error {
-	root := rootCommand()
+	root := rootCommand(out)
 	root.SetArgs(args)
-	root.SetOut(out)
 	return root.ExecuteContext(ctx)
 }
 
-// rootCommand is the command tree. cobra and pflag give what users of
+// rootCommand is the command tree, writing to out. cobra and pflag give what users of
 // kubectl and etcdctl expect without code of ours: flags before or after
 // the words, `help CMD`, --version, and shell completion; pflag was
 // already in the module graph through etcd.
-func rootCommand() *cobra.Command {
+func rootCommand(out io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "fencegw",
 		Short: "the fencing-aware SQL write gateway",
@@ -88,22 +88,37 @@ its resource. Tokens are etcd revisions, issued by its lease API.`,
 		SilenceUsage:  true, // an error is not a request for the manual
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	})
+	// Declared here so that it has no -v: `fencegw -version`, as Go's flag
+	// package read it, then hits a long flag with one dash and is told so.
+	root.Flags().Bool("version", false, "print the build, as fencegw version does")
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		serveCommand(), devCommand(), migrateCommand(), policyCommand(),
 		inspectCommand(), guardCommand(), grantsCommand(), lockCommand(),
 		benchCommand(), tortureCommand(), epochCommand(), keysCommand(),
 		versionCommand(),
 	)
+	// cobra's own two, in the house style. The completion command takes
+	// its output when it is made.
+	root.SetOut(out)
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			c.Short, c.Example = "print the help of any command", "  fencegw help epoch bump"
+		case "completion":
+			c.Short = "print the shell's completion script: bash, zsh, fish or powershell"
+			c.Example = "  source <(fencegw completion bash)\n  fencegw completion zsh > \"${fpath[1]}/_fencegw\""
+		}
+	}
 	return root
 }
 
 // noArgs refuses any word after a command that takes none.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, cmd.CommandPath(), args)
+		return fmt.Errorf("%w: %s takes no arguments, got %d, the first %q", errUsage, cmd.CommandPath(), len(args), clip.String(args[0], 40))
 	}
 	return nil
 }
@@ -113,7 +128,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 func exactArgs(n int, want string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return fmt.Errorf("%w: %s: want %s, got %q", errUsage, cmd.CommandPath(), want, args)
+			return fmt.Errorf("%w: %s: want %s, got %d arguments", errUsage, cmd.CommandPath(), want, len(args))
 		}
 		return nil
 	}

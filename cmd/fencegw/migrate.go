@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencegw/fencegw/internal/clip"
 	"github.com/fencegw/fencegw/schema"
 )
 
@@ -49,10 +50,10 @@ Each migration run is printed, then the version reached.`,
 func migrationCount(least int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != 1 {
-			return fmt.Errorf("%w: migrate %s: want one number, got %q", errUsage, cmd.Name(), args)
+			return fmt.Errorf("%w: migrate %s: want one number, got %d arguments", errUsage, cmd.Name(), len(args))
 		}
 		if n, err := strconv.Atoi(args[0]); err != nil || n < least {
-			return fmt.Errorf("%w: migrate %s: %q is not a number of at least %d", errUsage, cmd.Name(), args[0], least)
+			return fmt.Errorf("%w: migrate %s: %q is not a number of at least %d", errUsage, cmd.Name(), clip.String(args[0], 40), least)
 		}
 		return nil
 	}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/fence"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"

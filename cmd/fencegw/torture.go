@@ -74,6 +74,9 @@ control runs — at least one.`,
 // runTorture serves `fencegw torture`; the exit status says whether the
 // verdict was the expected one.
 func runTorture(ctx context.Context, cfg torture.Config, asJSON bool, out io.Writer) error {
+	if err := cfg.Check(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	report, err := torture.Run(ctx, cfg, log)
 	if err != nil {

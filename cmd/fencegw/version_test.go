@@ -78,7 +78,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 			walk(c, p)
 		}
 	}
-	walk(rootCommand(), nil)
+	walk(rootCommand(io.Discard), nil)
 	for _, args := range [][]string{{"nosuch"}, {}, {"epoch"}, {"epoch", "reset"}, {"serve", "extra"}} {
 		if err := execute(t.Context(), io.Discard, args...); !errors.Is(err, errUsage) {
 			t.Errorf("fencegw %q = %v, want a usage error", args, err)

@@ -17,8 +17,21 @@ type Info struct {
 	GoVersion string `json:"go_version"`
 }
 
+// revision, if set at link time (-ldflags -X, as the Dockerfile does for a
+// build without .git), names the VCS commit instead of the toolchain.
+var revision string
+
 // Read returns this binary's build information.
 func Read() Info {
+	info := fromToolchain()
+	if revision != "" {
+		info.Revision = revision
+	}
+	return info
+}
+
+// fromToolchain is what the Go toolchain recorded in the binary.
+func fromToolchain() Info {
 	info := Info{Version: "unknown", Revision: "unknown", Time: "unknown", GoVersion: "unknown"}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -47,5 +60,9 @@ func (i Info) String() string {
 	if i.Modified {
 		modified = ", modified"
 	}
-	return fmt.Sprintf("fencegw %s (revision %s%s, %s, %s)", i.Version, i.Revision, modified, i.Time, i.GoVersion)
+	built := ""
+	if i.Time != "unknown" {
+		built = ", " + i.Time
+	}
+	return fmt.Sprintf("fencegw %s (revision %s%s%s, %s)", i.Version, i.Revision, modified, built, i.GoVersion)
 }

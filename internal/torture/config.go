@@ -65,7 +65,7 @@ func Defaults() Config {
 	}
 }
 
-func (c Config) check() error {
+func (c Config) Check() error {
 	switch {
 	case c.Workers < 1 || c.Workers > 64, c.Resources < 1 || c.Resources > 64, c.Gateways < 1 || c.Gateways > 8:
 		return errors.New("torture: want 1-64 workers, 1-64 resources, 1-8 gateways")

@@ -30,7 +30,7 @@ import (
 // against the database. Progress goes to log; the report is also written
 // to report.json in the run folder.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error) {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return check.Report{}, err
 	}
 	dir, cleanup, err := runDir(cfg)
