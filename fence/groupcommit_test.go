@@ -91,7 +91,7 @@ func (c *tripCounter) take() int {
 	return n
 }
 
-// groupStore is a Store with group commit on a pool of one connection,
+// groupStore is a Store with group commit on a pool of conns connections,
 // whose COMMITs pass gate and whose round trips are counted, recording the
 // size of every transaction.
 type groupStore struct {
@@ -101,13 +101,13 @@ type groupStore struct {
 	sizes []int
 }
 
-func newGroupStore(t *testing.T, d *db, gate *commitGate) *groupStore {
+func newGroupStore(t *testing.T, d *db, conns int32, gate *commitGate) *groupStore {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(d.pool.Config().ConnString())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = 1
+	cfg.MaxConns = conns
 	var dialer net.Dialer
 	gs := &groupStore{}
 	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -274,7 +274,7 @@ func groupedIn(t *testing.T, gs *groupStore, n int) {
 // transaction: one round trip on the wire, one commit.
 func TestGroupCommitOneCommitForManyResources(t *testing.T) {
 	d := newDB(t)
-	gs := newGroupStore(t, d, newCommitGate())
+	gs := newGroupStore(t, d, 1, newCommitGate())
 	release, first := occupy(t, d, gs, "acct-20")
 	accounts := []string{"acct-21", "acct-22", "acct-23", "acct-24", "acct-25"}
 	var writes []fence.Write
@@ -302,7 +302,7 @@ func TestGroupCommitOneCommitForManyResources(t *testing.T) {
 func TestGroupCommitAnswersAfterTheCommit(t *testing.T) {
 	d := newDB(t)
 	gate := newCommitGate()
-	gs := newGroupStore(t, d, gate)
+	gs := newGroupStore(t, d, 1, gate)
 	release, first := occupy(t, d, gs, "acct-50")
 	accounts := []string{"acct-51", "acct-52", "acct-53"}
 	var starts []func() <-chan outcome
@@ -338,7 +338,7 @@ func TestGroupCommitAnswersAfterTheCommit(t *testing.T) {
 // other resources commit.
 func TestGroupCommitIsolatesAFailingWrite(t *testing.T) {
 	d := newDB(t)
-	gs := newGroupStore(t, d, newCommitGate())
+	gs := newGroupStore(t, d, 1, newCommitGate())
 	release, first := occupy(t, d, gs, "acct-26")
 	writes := []fence.Write{credit(d, "acct-27", 1), debit(d, "acct-28", 5000, 1), credit(d, "acct-29", 1)}
 	for i, o := range settled(t, release, first, inLine(t, gs, each(t, gs, writes...)...)) {
@@ -383,7 +383,7 @@ func TestGroupCommitRetriesAContendedWriteAlone(t *testing.T) {
 		END $$`); err != nil {
 		t.Fatal(err)
 	}
-	gs := newGroupStore(t, d, newCommitGate())
+	gs := newGroupStore(t, d, 1, newCommitGate())
 	release, first := occupy(t, d, gs, "acct-30")
 	writes := []fence.Write{credit(d, "acct-31", 1), d.write("flaky", `{"account": "acct-32"}`, tok(1)), credit(d, "acct-33", 1)}
 	for i, o := range settled(t, release, first, inLine(t, gs, each(t, gs, writes...)...)) {
@@ -403,7 +403,7 @@ func TestGroupCommitRetriesAContendedWriteAlone(t *testing.T) {
 // another resource's unit shares the first transaction.
 func TestGroupCommitKeepsEachResourcesOrder(t *testing.T) {
 	d := newDB(t)
-	gs := newGroupStore(t, d, newCommitGate())
+	gs := newGroupStore(t, d, 1, newCommitGate())
 	release, first := occupy(t, d, gs, "acct-40")
 	var waiting []<-chan outcome
 	send := func(account string, amount int, cond func() bool) {
@@ -435,4 +435,37 @@ func TestGroupCommitKeepsEachResourcesOrder(t *testing.T) {
 		t.Fatalf("acct-41's writes committed in the order %v, want 1 2 3 (arrival)", order)
 	}
 	groupedIn(t, gs, 2) // acct-41's first and acct-42's together
+}
+
+// TestGroupCommitGoesAroundAStuckWrite: with group commit, one transaction
+// is in flight at a time, so that groups are large; but a write stuck on
+// a row lock does not hold the line: once it has not moved for a while,
+// another transaction starts on the pool's other connection, and a write
+// of another resource commits while the stuck one still waits.
+func TestGroupCommitGoesAroundAStuckWrite(t *testing.T) {
+	d := newDB(t)
+	gs := newGroupStore(t, d, 2, newCommitGate())
+	release, stuck := occupy(t, d, gs, "acct-50")
+	var o outcome
+	select {
+	case o = <-gs.applyAsync(t, credit(d, "acct-51", 1)):
+	case <-time.After(30 * time.Second): // a bound to fail by, not a speed
+		t.Fatal("the write beside the stuck one still waits: the stuck write holds the line")
+	}
+	if o.err != nil {
+		t.Fatalf("the write beside the stuck one: %v", o.err)
+	}
+	select {
+	case o := <-stuck:
+		t.Fatalf("the stuck write was answered (%v) while its fence row was locked", o.err)
+	default:
+	}
+	credited(t, d, "acct-51")
+	release()
+	if o := <-stuck; o.err != nil {
+		t.Fatalf("the stuck write, once let go: %v", o.err)
+	}
+	if got := d.balance("acct-50"); got != 1002 {
+		t.Fatalf("acct-50 = %d, want 1002: both its writes applied once", got)
+	}
 }

@@ -134,7 +134,7 @@ func (e *encodeError) Unwrap() []error { return []error{ErrValue, e.cause} }
 
 // inWrite names the write of a batch an error belongs to.
 func inWrite(req *Request, at failedAt, err error) error {
-	if len(req.Writes) > 1 && at.write >= 0 {
+	if (req.Batch || len(req.Writes) > 1) && at.write >= 0 {
 		return &WriteError{Index: at.write, Err: err}
 	}
 	return err

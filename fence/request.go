@@ -34,6 +34,9 @@ type Key struct {
 type Request struct {
 	Writes []Write
 	Key    *Key // nil without an Idempotency-Key
+	// Batch says the writes came as a batch, whose answer lists them even
+	// when there is one.
+	Batch bool
 
 	// fences are every write's fences, one per resource, in canonical
 	// order (by resource key): every transaction locks fence rows in that

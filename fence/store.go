@@ -34,7 +34,9 @@ type Config struct {
 	// MaxTransactions bounds the transactions of coalescing resources in
 	// flight at once; requests that find them all busy wait in line (and
 	// with group commit share the next one). 0: the pool's size, or with
-	// group commit the smaller of that and groupTransactions().
+	// group commit the smaller of that and groupTransactions(). With group
+	// commit, a transaction beyond the first starts only when none has
+	// started or ended for spillAfter.
 	MaxTransactions int
 	// UnsafeNoFence turns the fence check off. Only `fencegw torture`'s
 	// control runs set it, to prove their checker can fail.
@@ -71,7 +73,13 @@ func New(cfg Config) (*Store, error) {
 	case cfg.GroupCommit:
 		slots = min(slots, groupTransactions())
 	}
-	s.coal = newCoalescer(newCommitter(s, slots, cfg.BatchTimeout, cfg.OnBatch))
+	// With group commit one transaction at a time, more only while it is
+	// stuck: the largest groups (spillAfter).
+	steady := slots
+	if cfg.GroupCommit {
+		steady = 1
+	}
+	s.coal = newCoalescer(newCommitter(s, slots, steady, cfg.BatchTimeout, cfg.OnBatch))
 	return s, nil
 }
 

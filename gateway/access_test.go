@@ -96,6 +96,29 @@ func TestAccessLogAndRequestIDs(t *testing.T) {
 	}
 }
 
+// TestRequestIDsDifferAcrossReplicas: two gateways behind one load
+// balancer, or one restarted, never hand out the same request id, so a
+// problem's instance names one log line; ids stay short and log-friendly.
+func TestRequestIDsDifferAcrossReplicas(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	replicas := []*harness{h, h.sibling(), h.sibling()} // the third: as if the second restarted
+	seen := map[string]int{}
+	for i, gw := range replicas {
+		for range 3 {
+			for _, r := range []response{gw.do(http.MethodGet, "/livez", nil, ""), gw.do(http.MethodGet, "/v1/nothing", nil, "")} {
+				id := r.Header.Get(gateway.RequestIDHeader)
+				if len(id) == 0 || len(id) > 32 || strings.Trim(id, "0123456789abcdef-") != "" {
+					t.Fatalf("request id %q: want up to 32 characters of [0-9a-f-]", id)
+				}
+				if j, dup := seen[id]; dup {
+					t.Fatalf("request id %s given by gateway %d and gateway %d", id, j, i)
+				}
+				seen[id] = i
+			}
+		}
+	}
+}
+
 // TestMethodNotAllowedSaysWhatIs: a 405 carries Allow (RFC 9110) and
 // writes nothing.
 func TestMethodNotAllowedSaysWhatIs(t *testing.T) {

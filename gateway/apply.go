@@ -46,7 +46,7 @@ func (g *Gateway) validate(ctx context.Context, resource, client string, tok tok
 
 // inBatch names the write of a batch that err refused.
 func inBatch(req *fence.Request, i int, err error) error {
-	if len(req.Writes) > 1 {
+	if req.Batch || len(req.Writes) > 1 {
 		return &fence.WriteError{Index: i, Err: err}
 	}
 	return err

@@ -35,10 +35,6 @@ const (
 // more resources than a flush has summary rows for.
 const allResources = "*"
 
-// auditedProblems are the refusals worth a durable record: they mean a
-// holder acted on a lock it no longer had, or on a token nobody issued.
-var auditedProblems = map[string]bool{"stale-token": true, "token-rejected": true}
-
 // auditKey is what the audit's rate is per.
 type auditKey struct{ client, reason string }
 
@@ -154,9 +150,11 @@ func (a *auditor) write(ctx context.Context, batch []fence.Rejection) {
 	}
 }
 
-// audit queues a refused write for fencegw.rejections.
+// audit queues a write the fence refused for fencegw.rejections: those
+// refusals are worth a durable record, the evidence of a holder acting on
+// a lock it no longer had, or on a token nobody issued.
 func (g *Gateway) audit(ctx context.Context, p Problem) {
-	if !auditedProblems[p.Kind()] {
+	if !fenceRefusals[p.Kind()] {
 		return
 	}
 	g.auditor.add(clientName(ctx), fence.Rejection{

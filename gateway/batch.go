@@ -61,6 +61,7 @@ func (g *Gateway) batch(r *http.Request, scope *problemScope) (fence.Response, e
 	if err != nil {
 		return fence.Response{}, err
 	}
+	req.Batch = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)
 	defer cancel()
 	return g.apply(ctx, req, scope)

@@ -43,6 +43,15 @@ func TestBatchOverHTTP(t *testing.T) {
 	if x, y := h.balance("acct-73"), h.balance("acct-74"); x != 850 || y != 1050 {
 		t.Fatalf("balances %d, %d; want 850, 1050: applied once", x, y)
 	}
+	// A batch of one is answered as a batch.
+	one := h.do(http.MethodPost, "/v1/batch", nil, batchBody(batchWrite("credit", debit("acct-74", 1), `"`+b.Token+`"`)))
+	res = gateway.BatchResult{}
+	if one.Status != http.StatusOK {
+		t.Fatalf("batch of one: %d %s", one.Status, one.Body)
+	}
+	if decodeJSON(t, one.Body, &res); len(res.Writes) != 1 || res.Writes[0].Operation != "credit" {
+		t.Fatalf("batch of one answered %s; want {\"writes\": [the credit's result]}", one.Body)
+	}
 
 	many := make([]string, gateway.MaxBatchWrites+1)
 	for i := range many {

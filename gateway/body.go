@@ -6,7 +6,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
+
+	"github.com/fencegw/fencegw/internal/clip"
 )
 
 // initialBodyBuffer is what a request may make the gateway allocate before
@@ -58,6 +61,23 @@ func (g *Gateway) readBodyWithin(w http.ResponseWriter, r *http.Request) ([]byte
 	return body, nil
 }
 
+// identityOnly refuses a body sent with a content coding. The gateway
+// decodes none, and reading such a body as it is would be wrong either
+// way: compressed bytes are not JSON, and plain JSON labelled gzip is not
+// what its client said it sent. Codings are case-insensitive (RFC 9110
+// §8.4.1); empty elements of the list are ignored (§5.6.1).
+func identityOnly(h http.Header) error {
+	for _, v := range h.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return fmt.Errorf("%w: Content-Encoding %q: only identity is accepted; send the body uncompressed",
+					ErrContentEncoding, clip.String(v, 64))
+			}
+		}
+	}
+	return nil
+}
+
 // readBody reads at most maxBody bytes of r's body, in one allocation when
 // the client sent a small Content-Length (every HTTP client does for a
 // small body); io.ReadAll would grow its buffer from 512 bytes. A body the
@@ -65,6 +85,9 @@ func (g *Gateway) readBodyWithin(w http.ResponseWriter, r *http.Request) ([]byte
 func (g *Gateway) readBody(r *http.Request) ([]byte, error) {
 	if p, ok := r.Body.(*preread); ok {
 		return p.bytes, nil
+	}
+	if err := identityOnly(r.Header); err != nil {
+		return nil, err
 	}
 	tooLarge := func() error { return fmt.Errorf("%w: at most %d bytes", ErrBodyTooLarge, g.maxBody) }
 	if r.ContentLength > g.maxBody {

@@ -56,3 +56,30 @@ func TestAnnouncedBodiesCostWhatArrives(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentityOnly: no Content-Encoding, or identity in any case and list
+// shape, is a plain body; any other coding, alone or in a list, is not.
+func TestIdentityOnly(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		values []string
+		ok     bool
+	}{
+		{"absent", nil, true},
+		{"identity", []string{"identity"}, true},
+		{"in capitals", []string{"IDENTITY"}, true},
+		{"a list of identity with empty elements", []string{" identity , ,identity"}, true},
+		{"empty", []string{""}, true},
+		{"gzip", []string{"gzip"}, false},
+		{"identity then gzip", []string{"identity, gzip"}, false},
+		{"gzip on a second line", []string{"identity", "gzip"}, false},
+		{"unknown", []string{"x-rot13"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := identityOnly(http.Header{"Content-Encoding": tt.values})
+			if got := err == nil; got != tt.ok || (err != nil && !errors.Is(err, ErrContentEncoding)) {
+				t.Errorf("identityOnly(%q) = %v, want accepted %t", tt.values, err, tt.ok)
+			}
+		})
+	}
+}

@@ -10,7 +10,10 @@ var (
 	ErrUnknownOperation = errors.New("gateway: unknown operation")
 	ErrBadRequest       = errors.New("gateway: bad request")
 	ErrBodyTooLarge     = errors.New("gateway: request body too large")
-	ErrNotReady         = errors.New("gateway: not ready")
+	// ErrContentEncoding is a body sent with a content coding (gzip, br…):
+	// the gateway decodes none.
+	ErrContentEncoding = errors.New("gateway: unsupported content encoding")
+	ErrNotReady        = errors.New("gateway: not ready")
 	// ErrShuttingDown: the gateway stopped lease waits to shut down.
 	ErrShuttingDown = errors.New("gateway: shutting down")
 	// ErrOverloaded is a write that waited too long for a turn at the

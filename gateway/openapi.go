@@ -98,7 +98,7 @@ func operationPath(pol *policy.Policy, op *policy.Operation) obj {
 			"schema":      obj{"type": "string", "maxLength": 4096}, "example": exampleRoles(roles)}
 	}
 	kinds := []string{"bad-request", "token-rejected", "unknown-operation", "stale-token", "precondition-failed", "constraint",
-		"too-large", "idempotency-mismatch", "token-required", "internal", "unavailable", "authority-halted"}
+		"too-large", "unsupported-encoding", "idempotency-mismatch", "token-required", "internal", "unavailable", "authority-halted"}
 	if pol.AuthRequired() {
 		kinds = append(kinds, "unauthorized", "forbidden")
 	}
@@ -201,7 +201,7 @@ func batchPath(pol *policy.Policy) obj {
 			"200": obj{"description": "Every write applied.", "content": obj{"application/json": obj{"schema": obj{
 				"type": "object", "properties": obj{"writes": obj{"type": "array", "items": obj{"$ref": "#/components/schemas/Result"}}}}}}},
 		}, authProblems(pol, "bad-request", "token-rejected", "unknown-operation", "stale-token", "precondition-failed", "constraint", "forbidden",
-			"too-large", "unsupported-media-type", "idempotency-mismatch", "token-required", "internal", "unavailable", "authority-halted")...)),
+			"too-large", "unsupported-media-type", "unsupported-encoding", "idempotency-mismatch", "token-required", "internal", "unavailable", "authority-halted")...)),
 	}
 }
 
@@ -221,7 +221,7 @@ func acquirePath(pol *policy.Policy) obj {
 		}}}},
 		"responses": withProblems(obj{
 			"201": obj{"description": "Granted.", "content": obj{"application/json": obj{"schema": obj{"$ref": "#/components/schemas/Lease"}}}},
-		}, authProblems(pol, "bad-request", "unsupported-media-type", "locked", "lease-not-found", "too-many-leases", "too-large", "unavailable", "authority-halted", "internal")...),
+		}, authProblems(pol, "bad-request", "unsupported-media-type", "unsupported-encoding", "locked", "lease-not-found", "too-many-leases", "too-large", "unavailable", "authority-halted", "internal")...),
 	}
 }
 

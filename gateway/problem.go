@@ -128,6 +128,8 @@ func problemFor(err error, scope problemScope) Problem {
 		p.set("too-many-leases")
 	case errors.Is(err, ErrMediaType):
 		p.set("unsupported-media-type")
+	case errors.Is(err, ErrContentEncoding):
+		p.set("unsupported-encoding")
 	case errors.Is(err, ErrBodyTooLarge):
 		p.set("too-large")
 	case errors.Is(err, ErrBadRequest), errors.Is(err, tokens.ErrMalformed), errors.Is(err, policy.ErrBadArgs),
@@ -224,6 +226,10 @@ func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, err error
 	switch p.Status {
 	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="fencegw"`)
+	case http.StatusUnsupportedMediaType:
+		// RFC 9110 §15.5.16: the content codings the gateway accepts.
+		// True of both 415s, and harmless on one about Content-Type.
+		w.Header().Set("Accept-Encoding", "identity")
 	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
 	}

@@ -28,6 +28,7 @@ var problemTypes = []problemType{
 	{"locked", http.StatusConflict, "Resource is locked", "the lease wait ended with another holder (current_token names it)"},
 	{"too-large", http.StatusRequestEntityTooLarge, "Request body too large", "the body is larger than the gateway's --max-body"},
 	{"unsupported-media-type", http.StatusUnsupportedMediaType, "Unsupported media type", "a lease request or batch not sent as application/json"},
+	{"unsupported-encoding", http.StatusUnsupportedMediaType, "Unsupported content encoding", "a body sent with a Content-Encoding other than identity: the gateway decompresses nothing (the answer says so: Accept-Encoding: identity)"},
 	{"idempotency-mismatch", http.StatusUnprocessableEntity, "Idempotency key reused with another request", "the Idempotency-Key was used with other arguments"},
 	{"token-required", http.StatusPreconditionRequired, "Fencing token required", "no Fencing-Token header, or no token for one of the operation's roles"},
 	{"too-many-leases", http.StatusTooManyRequests, "Too many leases", "the client holds --max-leases-per-client leases already"},
@@ -35,6 +36,18 @@ var problemTypes = []problemType{
 	{"unavailable", http.StatusServiceUnavailable, "Service unavailable", "PostgreSQL or etcd unreachable, or the gateway at a limit; outcome says whether the write may have been applied (not-applied, unknown)"},
 	{"authority-halted", http.StatusServiceUnavailable, "Token authority halted", "etcd went back in time: writes are refused until an operator runs fencegw epoch bump"},
 }
+
+// fenceRefusals are the kinds that mean the fence refused a write: its
+// holder's turn was over, or it never had one. stale-token is the fence
+// row's own refusal; token-rejected is the same decision taken by the
+// authority before the transaction (under validation holder, a holder
+// whose lease ended is refused so; an unissued token, from another epoch
+// or resource or forged, claims a turn nobody gave). Every other refusal
+// is about the request itself (malformed, unauthenticated, no such path
+// or operation, too large), the gateway's limits, or the application's
+// rules (precondition-failed, constraint): none says a holder wrote out
+// of turn. The audit records these kinds, and the status page charts them.
+var fenceRefusals = map[string]bool{"stale-token": true, "token-rejected": true}
 
 // problemTypeOf returns the table's entry for kind; an unknown kind is a
 // programming error, answered as internal.

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/testenv"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -217,5 +218,106 @@ func TestStatusSaysWhichSourceIsDown(t *testing.T) {
 	v = noEtcd.status(nil)
 	if !strings.HasPrefix(v.Sources.Etcd, "unavailable") || v.Sources.Postgres != "ok" || v.Locks != nil || v.Fences == nil {
 		t.Errorf("etcd down: sources %+v, locks %v, fences %v: want etcd unavailable, locks null, the fences shown", v.Sources, v.Locks, v.Fences)
+	}
+}
+
+// rateSampleJSON is one interval of GET /v1/status's chart.
+type rateSampleJSON struct {
+	Writes   float64 `json:"writes"`
+	Refusals float64 `json:"refusals"`
+}
+
+// TestRefusalRateCountsFenceRefusals: the chart's refusal series counts
+// writes the fence refused, not requests refused for what they are: a
+// 404, a 401 and a malformed write leave it at zero; a stale write
+// raises it.
+func TestRefusalRateCountsFenceRefusals(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic")+`
+clients:
+  billing:
+    token_sha256: `+sha256Hex("billing-secret")+`
+    operations: ["*"]
+`)
+	bearer := func(fencingToken string) http.Header {
+		hdr := http.Header{"Authorization": {"Bearer billing-secret"}}
+		if fencingToken != "" {
+			hdr.Set("Fencing-Token", fencingToken)
+		}
+		return hdr
+	}
+	acquire := func() (id, token string) {
+		r := h.do(http.MethodPost, "/v1/leases", bearer(""), `{"resource": "account/acct-83", "ttl": 60}`)
+		var l struct {
+			ID    string `json:"lease_id"`
+			Token string `json:"token"`
+		}
+		if r.Status != http.StatusCreated {
+			t.Fatalf("acquire: %d %s", r.Status, r.Body)
+		}
+		decodeJSON(t, r.Body, &l)
+		return l.ID, l.Token
+	}
+	oldID, old := acquire()
+	if r := h.do(http.MethodDelete, "/v1/leases/"+oldID, bearer(""), ""); r.Status != http.StatusNoContent {
+		t.Fatalf("release: %d %s", r.Status, r.Body)
+	}
+	heldID, held := acquire()
+	defer h.do(http.MethodDelete, "/v1/leases/"+heldID, bearer(""), "")
+
+	start := time.Now()
+	gateway.SampleStatusRates(h.gw, start)
+	before := h.state()
+	for _, tc := range []struct {
+		name, path string
+		header     http.Header
+		body       string
+		kind       string
+	}{
+		{"no such path", "/v1/nothing", bearer(held), debit("acct-83", 1), "not-found"},
+		{"no such operation", "/v1/ops/drop_table", bearer(held), debit("acct-83", 1), "unknown-operation"},
+		{"no bearer", "/v1/ops/debit", tok(held), debit("acct-83", 1), "unauthorized"},
+		{"malformed JSON", "/v1/ops/debit", bearer(held), `{"account": `, "bad-request"},
+	} {
+		if r := h.do(http.MethodPost, tc.path, tc.header, tc.body); r.Problem.Kind() != tc.kind {
+			t.Fatalf("%s: %d %s, want %s", tc.name, r.Status, r.Body, tc.kind)
+		}
+	}
+	if after := h.state(); after != before {
+		t.Fatalf("refused requests changed the database: %s -> %s", before, after)
+	}
+	gateway.SampleStatusRates(h.gw, start.Add(5*time.Second))
+
+	if r := h.do(http.MethodPost, "/v1/ops/debit", bearer(held), debit("acct-83", 1)); r.Status != http.StatusOK {
+		t.Fatalf("debit with the newer token: %d %s", r.Status, r.Body)
+	}
+	if r := h.do(http.MethodPost, "/v1/ops/debit", bearer(old), debit("acct-83", 1)); r.Problem.Kind() != "stale-token" {
+		t.Fatalf("debit with the older token: %d %s, want stale-token", r.Status, r.Body)
+	}
+	gateway.SampleStatusRates(h.gw, start.Add(10*time.Second))
+
+	var samples []rateSampleJSON
+	ok := testenv.WaitFor(30*time.Second, func() bool {
+		r := h.do(http.MethodGet, "/v1/status", bearer(""), "")
+		var v statusJSON
+		decodeJSON(t, r.Body, &v)
+		samples = samples[:0]
+		for _, raw := range v.Rates.Samples {
+			var s rateSampleJSON
+			decodeJSON(t, raw, &s)
+			samples = append(samples, s)
+		}
+		return len(samples) == 2
+	})
+	if !ok {
+		t.Fatalf("GET /v1/status: samples %+v, want the two intervals", samples)
+	}
+	if got := samples[0].Refusals; got != 0 {
+		t.Errorf("refusals while only a 404, a 401 and a malformed write were refused: %g, want 0", got)
+	}
+	if got := samples[1].Refusals; got != 1 {
+		t.Errorf("refusals in the interval of one stale write: %g, want 1", got)
+	}
+	if got := samples[1].Writes; got != 2 {
+		t.Errorf("writes in the interval of an accepted and a stale write: %g, want 2", got)
 	}
 }

@@ -19,7 +19,7 @@ const (
 type rateSample struct {
 	At       time.Time `json:"at"`       // the interval's end
 	Writes   float64   `json:"writes"`   // fencegw_writes_total's increase: write requests, whatever their outcome
-	Refusals float64   `json:"refusals"` // fencegw_rejections_total's increase: refused requests of every kind
+	Refusals float64   `json:"refusals"` // fencegw_rejections_total's increase in fence refusals (fenceRefusals)
 }
 
 // rateHistory is a ring of the last rateSlots intervals' counts.
@@ -63,34 +63,49 @@ func (h *rateHistory) samples() []rateSample {
 	return out
 }
 
-// RunStatusRates samples the write and refusal counters every few seconds
-// for the status page's chart, until ctx ends; without it the chart stays
-// empty.
+// RunStatusRates samples the write and fence refusal counters every few
+// seconds for the status page's chart, until ctx ends; without it the
+// chart stays empty.
 func (g *Gateway) RunStatusRates(ctx context.Context) {
-	sample := func() {
-		g.status.rates.record(time.Now(), counterTotal(g.metrics.writes), counterTotal(g.metrics.rejections))
-	}
-	sample()
+	g.sampleRates(time.Now())
 	t := time.NewTicker(rateEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			sample()
+		case now := <-t.C:
+			g.sampleRates(now)
 		}
 	}
 }
 
-// counterTotal is the sum of a counter vector's series.
-func counterTotal(c prometheus.Collector) float64 {
+// sampleRates closes the chart's interval ending at at.
+func (g *Gateway) sampleRates(at time.Time) {
+	g.status.rates.record(at, counterTotal(g.metrics.writes, nil), counterTotal(g.metrics.rejections, isFenceRefusal))
+}
+
+// isFenceRefusal keeps fencegw_rejections_total's series of the refusals
+// the chart shows: writes the fence refused, not requests refused for
+// what they are (a 404, a 401, bad JSON), which would drown them.
+func isFenceRefusal(m *dto.Metric) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == "reason" {
+			return fenceRefusals[l.GetValue()]
+		}
+	}
+	return false
+}
+
+// counterTotal is the sum of the series of a counter vector that keep
+// accepts, or of all of them if keep is nil.
+func counterTotal(c prometheus.Collector, keep func(*dto.Metric) bool) float64 {
 	ch := make(chan prometheus.Metric, 16)
 	go func() { c.Collect(ch); close(ch) }()
 	var sum float64
 	for m := range ch {
 		var pb dto.Metric
-		if err := m.Write(&pb); err == nil && pb.Counter != nil {
+		if err := m.Write(&pb); err == nil && pb.Counter != nil && (keep == nil || keep(&pb)) {
 			sum += pb.Counter.GetValue()
 		}
 	}

@@ -45,16 +45,22 @@ func TestRateHistory(t *testing.T) {
 	}
 }
 
-// TestCounterTotal: the chart counts every series of a counter vector.
+// TestCounterTotal: the chart counts every series of a counter vector,
+// or, for refusals, the series of fence refusals only.
 func TestCounterTotal(t *testing.T) {
-	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "c"}, []string{"outcome"})
-	if got := counterTotal(v); got != 0 {
+	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "c"}, []string{"reason"})
+	if got := counterTotal(v, nil); got != 0 {
 		t.Fatalf("empty vector: %g, want 0", got)
 	}
-	v.WithLabelValues("ok").Add(3)
+	v.WithLabelValues("not-found").Add(3)
+	v.WithLabelValues("unauthorized").Add(5)
 	v.WithLabelValues("stale-token").Inc()
-	if got := counterTotal(v); got != 4 {
-		t.Fatalf("total = %g, want 4", got)
+	v.WithLabelValues("token-rejected").Add(2)
+	if got := counterTotal(v, nil); got != 11 {
+		t.Fatalf("total = %g, want 11", got)
+	}
+	if got := counterTotal(v, isFenceRefusal); got != 3 {
+		t.Fatalf("fence refusals = %g, want 3 (stale-token, token-rejected)", got)
 	}
 }
 

@@ -85,7 +85,7 @@ func retryClass(code string) bool {
 // bad-request mean what an application may mean too.
 var reservedKinds = []string{"stale-token", "token-rejected", "token-required", "authority-halted", "unavailable",
 	"internal", "locked", "lease-not-found", "idempotency-mismatch", "too-many-leases", "unauthorized",
-	"unknown-operation", "not-found", "method-not-allowed", "too-large", "unsupported-media-type"}
+	"unknown-operation", "not-found", "method-not-allowed", "too-large", "unsupported-media-type", "unsupported-encoding"}
 
 // compileSQLErrors checks the sql_errors section: SQLSTATEs of five
 // upper-case letters or digits, statuses 400 to 499 (the gateway's own

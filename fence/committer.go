@@ -1,0 +1,235 @@
+package fence
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// spillAfter is how long the line of a group-committing store waits for
+// its one transaction in flight before another starts beside it. One at a
+// time makes the largest groups: the most writes per flush and the least
+// CPU per write, which on a CPU-bound machine is what sets throughput
+// (BENCHMARKS.md: the sweep). But one write stuck on a row lock (an
+// operator's open bypass transaction, say) would hold the whole line until
+// its --write-timeout; so when no transaction has ended for spillAfter,
+// another starts, up to the store's bound. It is far above a commit's
+// flush on a disk that keeps up, and short enough that a stuck write
+// delays the others no more than a slow flush would.
+const spillAfter = 20 * time.Millisecond
+
+// committer runs units on the store's connections, at most slots
+// transactions at once. A unit that may start (see mayStart) runs at once;
+// one that may not waits in line, and a runner that finishes a transaction
+// takes the units in line as its next transaction: with group commit, all
+// of them (up to maxGroup writes) under one COMMIT, each write in its own
+// savepoint, so one commit makes many writes of many resources durable.
+// Nothing waits for a group to fill: a group is what queued while the
+// previous transaction was in flight.
+type committer struct {
+	store   *Store
+	timeout time.Duration // bounds a transaction of units in line
+	onBatch func(size int)
+	// steady is how many transactions start without waiting: all slots,
+	// or with group commit one; past it, another starts only when the
+	// line has not moved for spillAfter.
+	steady int
+
+	mu       sync.Mutex
+	busy     []bool      // per slot: a runner holds it
+	started  []time.Time // per slot: when its transaction started; zero between
+	running  int         // slots held
+	progress time.Time   // when a transaction last started or ended
+	spill    *time.Timer
+	armed    bool // spill will look at the line
+	queue    []*unit
+}
+
+func newCommitter(s *Store, slots, steady int, timeout time.Duration, onBatch func(int)) *committer {
+	slots = max(slots, 1)
+	return &committer{
+		store: s, timeout: timeout, onBatch: onBatch, steady: min(max(steady, 1), slots),
+		busy: make([]bool, slots), started: make([]time.Time, slots),
+	}
+}
+
+// mayStart reports whether a transaction may start now: fewer than steady
+// are in flight, or a slot is free and no transaction started or ended
+// for spillAfter. c.mu is held.
+func (c *committer) mayStart(now time.Time) bool {
+	return c.running < c.steady || (c.running < len(c.busy) && now.Sub(c.progress) >= spillAfter)
+}
+
+// hold takes a free slot for a transaction starting now. c.mu is held and
+// mayStart was true.
+func (c *committer) hold(now time.Time) int {
+	slot := slices.Index(c.busy, false)
+	c.busy[slot], c.started[slot] = true, now
+	c.running++
+	c.progress = now
+	return slot
+}
+
+// admit takes a slot for u if a transaction may start, else puts u in
+// line; ok says which. c.mu is held.
+func (c *committer) admit(u *unit) (slot int, ok bool) {
+	now := time.Now()
+	if !c.mayStart(now) {
+		c.queue = append(c.queue, u)
+		c.armSpill(now)
+		return 0, false
+	}
+	return c.hold(now), true
+}
+
+// armSpill makes sure the line is looked at again once it has not moved
+// for spillAfter, if another transaction could start then. c.mu is held.
+func (c *committer) armSpill(now time.Time) {
+	if c.armed || c.running >= len(c.busy) {
+		return
+	}
+	c.armed = true
+	d := spillAfter - now.Sub(c.progress)
+	if c.spill == nil {
+		c.spill = time.AfterFunc(d, c.spillLine)
+		return
+	}
+	c.spill.Reset(d)
+}
+
+// spillLine starts a runner for the units in line if the line has not
+// moved for spillAfter: the transactions in flight are stuck or slow.
+func (c *committer) spillLine() {
+	c.mu.Lock()
+	c.armed = false
+	if len(c.queue) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	if !c.mayStart(now) {
+		c.armSpill(now) // it moved meanwhile: look again later
+		c.mu.Unlock()
+		return
+	}
+	slot := c.hold(now)
+	units := c.take()
+	if len(c.queue) > 0 {
+		c.armSpill(now)
+	}
+	c.mu.Unlock()
+	go c.loop(nil, slot, units)
+}
+
+// runInline runs u on the caller's goroutine, bounded by ctx, if a
+// transaction may start, and reports whether it did; otherwise u waits in
+// line and its requests are answered by a runner.
+func (c *committer) runInline(ctx context.Context, u *unit) bool {
+	c.mu.Lock()
+	slot, ok := c.admit(u)
+	c.mu.Unlock()
+	if !ok {
+		return false
+	}
+	var conn *pgxpool.Conn
+	// Whatever happens, a panic included, the slot and the connection
+	// go on to the units in line.
+	defer func() {
+		if units := c.next(conn, slot); units != nil {
+			go c.loop(conn, slot, units)
+		}
+	}()
+	conn = c.run(ctx, nil, []*unit{u})
+	return true
+}
+
+// enqueue runs u at once on a runner of its own if a transaction may
+// start, else puts it in line. It never runs u on the caller's goroutine.
+func (c *committer) enqueue(u *unit) {
+	c.mu.Lock()
+	slot, ok := c.admit(u)
+	c.mu.Unlock()
+	if ok {
+		go c.loop(nil, slot, []*unit{u})
+	}
+}
+
+// loop is a runner: it runs units on conn (or on a connection from the
+// pool), then whatever is in line, until next lets its slot go.
+func (c *committer) loop(conn *pgxpool.Conn, slot int, units []*unit) {
+	for round := 1; units != nil; round++ {
+		if conn != nil && round%maxStickyRounds == 0 {
+			conn.Release() // to the back of the pool's queue, like everyone
+			conn = nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+		conn = c.run(ctx, conn, units)
+		cancel()
+		units = c.next(conn, slot)
+	}
+}
+
+// next is called when slot's transaction has ended: it takes the next
+// transaction's units from the line, or lets the slot go (and gives conn
+// back to the pool) when the line is empty, or when the slot is one past
+// steady and no other transaction is stuck: the others move the line, in
+// fewer and larger groups.
+func (c *committer) next(conn *pgxpool.Conn, slot int) []*unit {
+	c.mu.Lock()
+	now := time.Now()
+	c.progress = now
+	c.started[slot] = time.Time{}
+	if len(c.queue) == 0 || (c.running > c.steady && !c.stuck(now)) {
+		c.busy[slot] = false
+		c.running--
+		if len(c.queue) > 0 {
+			c.armSpill(now)
+		}
+		c.mu.Unlock()
+		if conn != nil {
+			conn.Release()
+		}
+		return nil
+	}
+	c.started[slot] = now
+	units := c.take()
+	c.mu.Unlock()
+	return units
+}
+
+// stuck reports whether a transaction in flight started spillAfter ago or
+// more. c.mu is held.
+func (c *committer) stuck(now time.Time) bool {
+	for _, t := range c.started {
+		if !t.IsZero() && now.Sub(t) >= spillAfter {
+			return true
+		}
+	}
+	return false
+}
+
+// take removes from the head of the line the units of one transaction:
+// one, or with group commit as many as fit in maxGroup writes, in
+// canonical order. c.mu is held.
+func (c *committer) take() []*unit {
+	units, n := []*unit{c.queue[0]}, len(c.queue[0].batch)
+	i := 1
+	for ; !units[0].alone && i < len(c.queue); i++ {
+		u := c.queue[i]
+		if u.alone || n+len(u.batch) > maxGroup {
+			break
+		}
+		units, n = append(units, u), n+len(u.batch)
+	}
+	c.queue[0] = nil
+	c.queue = c.queue[i:]
+	if len(c.queue) == 0 {
+		c.queue = nil // let the backing array go
+	}
+	slices.SortFunc(units, func(a, b *unit) int { return cmp.Compare(a.resource, b.resource) })
+	return units
+}
