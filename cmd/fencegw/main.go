@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -41,7 +42,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "fencegw: %v\n", err)
 		os.Exit(exit.code)
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(os.Stderr, "fencegw: %v\nRun 'fencegw help' or 'fencegw COMMAND --help' for usage.\n", err)
+		// The word "usage" marks the error for this switch; the line after
+		// it says what kind of error it is.
+		msg := strings.TrimPrefix(err.Error(), errUsage.Error()+": ")
+		fmt.Fprintf(os.Stderr, "fencegw: %s\nRun 'fencegw help' or 'fencegw COMMAND --help' for usage.\n", msg)
 		os.Exit(2)
 	default:
 		fmt.Fprintf(os.Stderr, "fencegw: %v\n", err)
@@ -115,10 +119,16 @@ its resource. Tokens are etcd revisions, issued by its lease API.`,
 	return root
 }
 
+// commandName is cmd's path without the program's name ("epoch show"):
+// main prefixes every error with "fencegw: " already.
+func commandName(cmd *cobra.Command) string {
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+}
+
 // noArgs refuses any word after a command that takes none.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return fmt.Errorf("%w: %s takes no arguments, got %d, the first %q", errUsage, cmd.CommandPath(), len(args), clip.String(args[0], 40))
+		return fmt.Errorf("%w: %s takes no arguments, got %d, the first %q", errUsage, commandName(cmd), len(args), clip.String(args[0], 40))
 	}
 	return nil
 }
@@ -128,7 +138,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 func exactArgs(n int, want string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return fmt.Errorf("%w: %s: want %s, got %d arguments", errUsage, cmd.CommandPath(), want, len(args))
+			return fmt.Errorf("%w: %s: want %s, got %d arguments", errUsage, commandName(cmd), want, len(args))
 		}
 		return nil
 	}
@@ -144,9 +154,9 @@ func needVerb(cmd *cobra.Command, args []string) error {
 		}
 	}
 	if len(args) == 0 {
-		return fmt.Errorf("%w: %s: want one of %q", errUsage, cmd.CommandPath(), verbs)
+		return fmt.Errorf("%w: %s: want one of %q", errUsage, commandName(cmd), verbs)
 	}
-	return fmt.Errorf("%w: %s: unknown %q, want one of %q", errUsage, cmd.CommandPath(), args[0], verbs)
+	return fmt.Errorf("%w: %s: unknown %q, want one of %q", errUsage, commandName(cmd), args[0], verbs)
 }
 
 // verbGroup is a command that only holds subcommands (`fencegw epoch
