@@ -84,6 +84,9 @@ const (
 type exitError struct {
 	code int
 	err  error
+	// quiet: the status is the command's own, passed through; as with
+	// env or timeout, nothing is added to what the command said.
+	quiet bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -100,9 +103,9 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 	case errors.Is(err, client.ErrBadOptions):
 		return fmt.Errorf("%w: lock: %w", errUsage, err)
 	case errors.Is(err, client.ErrLocked):
-		return &exitError{exitLocked, err}
+		return &exitError{code: exitLocked, err: err}
 	case err != nil:
-		return &exitError{exitUnavailable, err}
+		return &exitError{code: exitUnavailable, err: err}
 	}
 	// Release on a context that outlives ctx: after Ctrl-C we still hand
 	// the locks on at once instead of letting them expire.
@@ -133,7 +136,7 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			code = 127
 		}
-		return &exitError{code, fmt.Errorf("lock: cannot run %s: %w", command[0], err)}
+		return &exitError{code: code, err: fmt.Errorf("lock: cannot run %s: %w", command[0], err)}
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -143,7 +146,7 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 		// A command that ends just as the process wakes from a pause
 		// may beat the keepalive to the news: the deadline decides.
 		if lost := leaseLost(set); lost != nil {
-			return &exitError{exitLeaseLost, fmt.Errorf("lock: the lease on %s was lost while %s ran (%w); it exited: %v", resource, command[0], lost, err)}
+			return &exitError{code: exitLeaseLost, err: fmt.Errorf("lock: the lease on %s was lost while %s ran (%w); it exited: %v", resource, command[0], lost, err)}
 		}
 		return childExit(err)
 	case <-ctx.Done():
@@ -154,7 +157,7 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 		fmt.Fprintf(os.Stderr, "fencegw lock: lost %s (%v): stopping %s\n", resource, set.Err(), command[0])
 		signalGroup(cmd, syscall.SIGTERM)
 		_ = stopChild(cmd, exited, o.grace)
-		return &exitError{exitLeaseLost, fmt.Errorf("lock: lease on %s lost: %w", resource, set.Err())}
+		return &exitError{code: exitLeaseLost, err: fmt.Errorf("lock: lease on %s lost: %w", resource, set.Err())}
 	}
 }
 
@@ -204,7 +207,7 @@ func childExit(err error) error {
 		if code < 0 {
 			code = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
 		}
-		return &exitError{code, fmt.Errorf("lock: command exited with status %d", code)}
+		return &exitError{code: code, err: fmt.Errorf("lock: command exited with status %d", code), quiet: true}
 	}
-	return &exitError{1, err}
+	return &exitError{code: 1, err: err}
 }

@@ -174,8 +174,8 @@ func TestLockExitStatuses(t *testing.T) {
 
 	err := execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-6", "--", "sh", "-c", `case "$FENCING_TOKEN" in 1:*) exit 7;; esac; exit 1`)
 	var exit *exitError
-	if !errors.As(err, &exit) || exit.code != 7 {
-		t.Fatalf("lock with a command exiting 7 = %v, want status 7 (and FENCING_TOKEN set)", err)
+	if !errors.As(err, &exit) || exit.code != 7 || !exit.quiet {
+		t.Fatalf("lock with a command exiting 7 = %v, want status 7 passed on quietly (and FENCING_TOKEN set)", err)
 	}
 	if err := execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-6", "--", "true"); err != nil {
 		t.Fatalf("lock true = %v (was the lock released after the first run?)", err)
@@ -213,7 +213,7 @@ func TestLockExitStatuses(t *testing.T) {
 	}
 	// A command that cannot run: the shell's statuses, the lock released.
 	err = execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-6", "--", "/nonexistent/command")
-	if !errors.As(err, &exit) || exit.code != 127 {
+	if !errors.As(err, &exit) || exit.code != 127 || exit.quiet {
 		t.Fatalf("lock running a command that does not exist = %v, want status 127", err)
 	}
 	if err := execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-6", "--", "true"); err != nil {

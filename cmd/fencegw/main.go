@@ -39,7 +39,9 @@ func main() {
 	switch {
 	case err == nil:
 	case errors.As(err, &exit):
-		fmt.Fprintf(os.Stderr, "fencegw: %v\n", err)
+		if !exit.quiet {
+			fmt.Fprintf(os.Stderr, "fencegw: %v\n", err)
+		}
 		os.Exit(exit.code)
 	case errors.Is(err, errUsage):
 		// The word "usage" marks the error for this switch; the line after

@@ -92,11 +92,11 @@ func runTorture(ctx context.Context, cfg torture.Config, asJSON bool, out io.Wri
 	}
 	switch {
 	case cfg.UnsafeNoFence && report.OK():
-		return &exitError{1, fmt.Errorf("torture: control run with fencing off found no violation: the checker proved nothing")}
+		return &exitError{code: 1, err: fmt.Errorf("torture: control run with fencing off found no violation: the checker proved nothing")}
 	case cfg.AsyncStandby && report.OK():
-		return &exitError{1, fmt.Errorf("torture: control run with an asynchronous standby found no violation this time")}
+		return &exitError{code: 1, err: fmt.Errorf("torture: control run with an asynchronous standby found no violation this time")}
 	case !cfg.UnsafeNoFence && !cfg.AsyncStandby && !report.OK():
-		return &exitError{1, fmt.Errorf("torture: %d violation(s) with fencing on", len(report.Violations))}
+		return &exitError{code: 1, err: fmt.Errorf("torture: %d violation(s) with fencing on", len(report.Violations))}
 	}
 	return nil
 }
