@@ -14,6 +14,7 @@ import (
 
 	"github.com/golang-migrate/migrate/v4"
 	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
+	"github.com/golang-migrate/migrate/v4/source"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -76,8 +77,9 @@ func Latest(src Source) (uint, error) {
 
 // Migrator applies one Source to one database.
 type Migrator struct {
-	m  *migrate.Migrate
-	db *sql.DB
+	m   *migrate.Migrate
+	db  *sql.DB
+	src source.Driver
 }
 
 // Open connects to databaseURL (URL or key=value form) for src.
@@ -105,7 +107,7 @@ func Open(databaseURL string, src Source) (*Migrator, error) {
 		db.Close()
 		return nil, fmt.Errorf("schema: %w", err)
 	}
-	return &Migrator{m: m, db: db}, nil
+	return &Migrator{m: m, db: db, src: source}, nil
 }
 
 // Report makes m print each migration it runs to w, one line each:
@@ -160,7 +162,16 @@ func (m *Migrator) Down(n int) error {
 
 // Force sets the recorded version without running anything and clears the
 // dirty flag: the recovery step after fixing a failed migration by hand.
+// A version the source has no migration of is refused: recorded, it would
+// send the next `up` looking for a successor that does not exist.
 func (m *Migrator) Force(version int) error {
+	if version > 0 {
+		r, _, err := m.src.ReadUp(uint(version))
+		if err != nil {
+			return fmt.Errorf("schema: force: there is no migration %d", version)
+		}
+		r.Close()
+	}
 	return m.run("force", m.m.Force(version))
 }
 

@@ -110,6 +110,12 @@ func TestDirtyStateNamesTheFix(t *testing.T) {
 	if v, dirty, _ := m.Version(); v != 2 || !dirty {
 		t.Fatalf("version %d dirty %t, want 2 dirty", v, dirty)
 	}
+	if err := m.Force(3); err == nil || !strings.Contains(err.Error(), "no migration 3") {
+		t.Fatalf("force 3, which does not exist = %v, want a refusal", err)
+	}
+	if v, dirty, _ := m.Version(); v != 2 || !dirty {
+		t.Fatalf("after a refused force: version %d dirty %t, want 2 dirty, unchanged", v, dirty)
+	}
 	if err := m.Force(1); err != nil {
 		t.Fatal(err)
 	}

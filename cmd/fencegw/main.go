@@ -113,12 +113,23 @@ its resource. Tokens are etcd revisions, issued by its lease API.`,
 		switch c.Name() {
 		case "help":
 			c.Short, c.Example = "print the help of any command", "  fencegw help epoch bump"
+			c.Run, c.RunE = nil, helpTopic
 		case "completion":
 			c.Short = "print the shell's completion script: bash, zsh, fish or powershell"
 			c.Example = "  source <(fencegw completion bash)\n  fencegw completion zsh > \"${fpath[1]}/_fencegw\""
 		}
 	}
 	return root
+}
+
+// helpTopic prints the help of the command args name; a name of none is
+// a usage error, where cobra's own would print the general help.
+func helpTopic(c *cobra.Command, args []string) error {
+	cmd, rest, err := c.Root().Find(args)
+	if err != nil || len(rest) > 0 {
+		return fmt.Errorf("%w: help: no command %q", errUsage, clip.String(strings.Join(args, " "), 40))
+	}
+	return cmd.Help()
 }
 
 // commandName is cmd's path without the program's name ("epoch show"):

@@ -79,7 +79,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		}
 	}
 	walk(rootCommand(io.Discard), nil)
-	for _, args := range [][]string{{"nosuch"}, {}, {"epoch"}, {"epoch", "reset"}, {"serve", "extra"}} {
+	for _, args := range [][]string{{"nosuch"}, {}, {"epoch"}, {"epoch", "reset"}, {"serve", "extra"}, {"help", "bogus"}, {"help", "serve", "bogus"}} {
 		if err := execute(t.Context(), io.Discard, args...); !errors.Is(err, errUsage) {
 			t.Errorf("fencegw %q = %v, want a usage error", args, err)
 		}
