@@ -75,15 +75,21 @@ func (c *committer) hold(now time.Time) int {
 }
 
 // admit takes a slot for u if a transaction may start, else puts u in
-// line; ok says which. c.mu is held.
+// line; ok says which. Beyond steady, a unit never starts ahead of units
+// already in line: it joins the line, and if the line may spill, the
+// spill takes it from the head. c.mu is held.
 func (c *committer) admit(u *unit) (slot int, ok bool) {
 	now := time.Now()
-	if !c.mayStart(now) {
-		c.queue = append(c.queue, u)
-		c.armSpill(now)
-		return 0, false
+	if c.running < c.steady || (len(c.queue) == 0 && c.mayStart(now)) {
+		return c.hold(now), true
 	}
-	return c.hold(now), true
+	c.queue = append(c.queue, u)
+	if c.mayStart(now) {
+		c.spillNow(now)
+	} else {
+		c.armSpill(now)
+	}
+	return 0, false
 }
 
 // armSpill makes sure the line is looked at again once it has not moved
@@ -111,17 +117,22 @@ func (c *committer) spillLine() {
 		return
 	}
 	now := time.Now()
-	if !c.mayStart(now) {
+	if c.mayStart(now) {
+		c.spillNow(now)
+	} else {
 		c.armSpill(now) // it moved meanwhile: look again later
-		c.mu.Unlock()
-		return
 	}
+	c.mu.Unlock()
+}
+
+// spillNow starts a runner for the head of the line in a slot of its own.
+// c.mu is held, the line is not empty and mayStart was true.
+func (c *committer) spillNow(now time.Time) {
 	slot := c.hold(now)
 	units := c.take()
 	if len(c.queue) > 0 {
 		c.armSpill(now)
 	}
-	c.mu.Unlock()
 	go c.loop(nil, slot, units)
 }
 

@@ -73,7 +73,7 @@ func (s *Store) runTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 	// apply each of them alone, so one bad request cannot fail the others;
 	// if one of them breaks the connection, the next gets a new one.
 	for i, p := range batch {
-		*p = pending{req: p.req, done: p.done}
+		p.reset()
 		var err error
 		if conn, err = s.readyConn(ctx, conn); err != nil {
 			for _, q := range batch[i:] {
@@ -190,9 +190,16 @@ func (s *Store) tryWhole(ctx context.Context, conn *pgxpool.Conn, batch []*pendi
 // transaction that commits is one some serial order explains.
 func again(batch []*pending) []*pending {
 	for _, p := range batch {
-		*p = pending{req: p.req, done: p.done}
+		p.reset()
 	}
 	return batch
+}
+
+// reset clears p's answer for another attempt. Only the answer: its caller
+// reads done while waiting, so rewriting the whole struct would race with
+// that read even with the same channel.
+func (p *pending) reset() {
+	p.resp, p.err, p.replay, p.retry = Response{}, nil, false, false
 }
 
 // tryImplicit runs several unkeyed requests as one implicit transaction:
