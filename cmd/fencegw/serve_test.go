@@ -210,41 +210,14 @@ func TestServeWaitsForPostgreSQL(t *testing.T) {
 	if err := pg.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	addrs, served := make(chan string, 1), make(chan error, 1)
-	cfg := serveConfigFor(t, url, "../../testdata/demo/policy.yaml")
-	logs := &testenv.Buffer{}
-	cfg.logOut = logs
-	go func() { served <- serve(sctx, cfg, func(a string) { addrs <- a }) }()
 	// Bring PostgreSQL up only once serve says it is waiting for it.
-	waiting := testenv.WaitFor(time.Minute, func() bool {
-		select {
-		case err := <-served:
-			t.Fatalf("serve gave up while PostgreSQL was down: %v", err)
-		default:
-		}
-		return strings.Contains(logs.String(), "start-up waiting for PostgreSQL")
-	})
-	if !waiting {
-		t.Fatalf("serve never said it waits for PostgreSQL:\n%s", logs)
-	}
+	w := startWaiting(ctx, t, serveConfigFor(t, url, "../../testdata/demo/policy.yaml"), "PostgreSQL")
 	pg, err = pgcluster.Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pg.Stop()
-	select {
-	case <-addrs:
-	case err := <-served:
-		t.Fatalf("serve stopped instead of waiting for PostgreSQL: %v", err)
-	case <-ctx.Done():
-		t.Fatal("serve never became ready after PostgreSQL came up")
-	}
-	stop()
-	if err := <-served; err != nil {
-		t.Fatalf("serve after stop: %v", err)
-	}
+	w.readyAndStopped(ctx, t)
 }
 
 // TestServeWaitsForEtcd: a gateway started while etcd cannot be reached
@@ -260,23 +233,7 @@ func TestServeWaitsForEtcd(t *testing.T) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cfg := serveConfigFor(t, migrated(t), "../../testdata/demo/policy.yaml")
 	cfg.EtcdEndpoints = []string{addr} // nothing listens there yet
-	logs := &testenv.Buffer{}
-	cfg.logOut = logs
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	addrs, served := make(chan string, 1), make(chan error, 1)
-	go func() { served <- serve(sctx, cfg, func(a string) { addrs <- a }) }()
-	waiting := testenv.WaitFor(time.Minute, func() bool {
-		select {
-		case err := <-served:
-			t.Fatalf("serve gave up while etcd was down: %v", err)
-		default:
-		}
-		return strings.Contains(logs.String(), "start-up waiting for etcd")
-	})
-	if !waiting {
-		t.Fatalf("serve never said it waits for etcd:\n%s", logs)
-	}
+	w := startWaiting(ctx, t, cfg, "etcd")
 	// etcd comes up at that address: a forwarder to the suite's etcd.
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -284,15 +241,54 @@ func TestServeWaitsForEtcd(t *testing.T) {
 	}
 	defer ln.Close()
 	go forward(ln, strings.TrimPrefix(testenv.EtcdEndpoints()[0], "http://"))
-	select {
-	case <-addrs:
-	case err := <-served:
-		t.Fatalf("serve stopped instead of waiting for etcd: %v", err)
-	case <-ctx.Done():
-		t.Fatal("serve never became ready after etcd came up")
+	w.readyAndStopped(ctx, t)
+}
+
+// waitingServe is serve started while a backend it needs is down.
+type waitingServe struct {
+	what   string
+	addrs  chan string
+	served chan error
+	stop   context.CancelFunc
+}
+
+// startWaiting starts serve with cfg and returns once its log says it is
+// waiting for what (PostgreSQL, etcd), failing t if it gives up instead.
+func startWaiting(ctx context.Context, t *testing.T, cfg serveConfig, what string) *waitingServe {
+	t.Helper()
+	logs := &testenv.Buffer{}
+	cfg.logOut = logs
+	sctx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	w := &waitingServe{what: what, addrs: make(chan string, 1), served: make(chan error, 1), stop: stop}
+	go func() { w.served <- serve(sctx, cfg, func(a string) { w.addrs <- a }) }()
+	waiting := testenv.WaitFor(time.Minute, func() bool {
+		select {
+		case err := <-w.served:
+			t.Fatalf("serve gave up while %s was down: %v", what, err)
+		default:
+		}
+		return strings.Contains(logs.String(), "start-up waiting for "+what)
+	})
+	if !waiting {
+		t.Fatalf("serve never said it waits for %s:\n%s", what, logs)
 	}
-	stop()
-	if err := <-served; err != nil {
+	return w
+}
+
+// readyAndStopped checks that serve became ready once its backend came
+// up, and stops cleanly.
+func (w *waitingServe) readyAndStopped(ctx context.Context, t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.addrs:
+	case err := <-w.served:
+		t.Fatalf("serve stopped instead of waiting for %s: %v", w.what, err)
+	case <-ctx.Done():
+		t.Fatalf("serve never became ready after %s came up", w.what)
+	}
+	w.stop()
+	if err := <-w.served; err != nil {
 		t.Fatalf("serve after stop: %v", err)
 	}
 }
