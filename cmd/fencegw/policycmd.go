@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -25,14 +26,10 @@ is listed. Exit status 1 if any.`,
 		Example:           "  fencegw policy check policy.yaml",
 		Args:              exactArgs(1, "FILE, the policy file"),
 		ValidArgsFunction: yamlFiles,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := policy.CheckFile(args[0])
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprint(cmd.OutOrStdout(), p.Describe())
+		RunE: onPolicy(func(out io.Writer, p *policy.Policy) error {
+			_, err := fmt.Fprint(out, p.Describe())
 			return err
-		},
+		}),
 	}
 	schema := &cobra.Command{
 		Use:   "schema",
@@ -60,24 +57,32 @@ with its status.`,
 		Example:           "  fencegw policy openapi policy.yaml > openapi.json",
 		Args:              exactArgs(1, "FILE, the policy file"),
 		ValidArgsFunction: yamlFiles,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := policy.CheckFile(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: onPolicy(func(out io.Writer, p *policy.Policy) error {
 			doc, err := gateway.OpenAPI(p, buildinfo.Read().Version)
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", doc)
+			_, err = fmt.Fprintf(out, "%s\n", doc)
 			return err
-		},
+		}),
 	}
 	cmd := verbGroup("policy", "check a policy file, or print the JSON Schema or OpenAPI document of policies",
 		"Policy files declare resources, operations, clients and guarded tables.", check, schema, openapi)
 	cmd.Example = `  fencegw policy check policy.yaml
   fencegw policy openapi policy.yaml > openapi.json`
 	return cmd
+}
+
+// onPolicy is the RunE of a verb whose argument is a policy file: f runs
+// on the policy once the file passed every check.
+func onPolicy(f func(out io.Writer, p *policy.Policy) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		p, err := policy.CheckFile(args[0])
+		if err != nil {
+			return err
+		}
+		return f(cmd.OutOrStdout(), p)
+	}
 }
 
 // yamlFiles completes a policy file's name.
