@@ -3,11 +3,13 @@ package authority
 import (
 	"cmp"
 	"context"
-	"github.com/fencegw/fencegw/tokens"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/fencegw/fencegw/tokens"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -82,17 +84,38 @@ func (a *Etcd) ObserveAll(ctx context.Context, prefix string, limit int) (_ []Lo
 	if err != nil {
 		return nil, false, err
 	}
-	var out []LockState
+	type key struct {
+		resource string
+		kv       *mvccpb.KeyValue
+	}
+	var keys []key
 	for _, kv := range resp.Kvs {
 		escaped, _, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), lockPrefix), "/")
 		resource, err := url.PathUnescape(escaped)
 		if !ok || err != nil {
 			continue // not a lock key of ours
 		}
-		if len(out) == 0 || out[len(out)-1].Resource != resource {
-			out = append(out, LockState{Resource: resource, Revision: resp.Header.Revision})
+		keys = append(keys, key{resource, kv})
+	}
+	// One TTL read per key, a few at a time: in a row, a page of keys
+	// would cost as many round trips to etcd.
+	contenders := make([]Contender, len(keys))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, observeReads)
+	for i, k := range keys {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			contenders[i] = a.contender(ctx, k.kv, epochs, true)
+		})
+	}
+	wg.Wait()
+	var out []LockState
+	for i, k := range keys {
+		if len(out) == 0 || out[len(out)-1].Resource != k.resource {
+			out = append(out, LockState{Resource: k.resource, Revision: resp.Header.Revision})
 		}
-		out[len(out)-1].add(a.contender(ctx, kv, epochs, true))
+		out[len(out)-1].add(contenders[i])
 		out[len(out)-1].Waiting = int64(len(out[len(out)-1].Waiters))
 	}
 	if resp.More && len(out) > 0 {
@@ -100,6 +123,9 @@ func (a *Etcd) ObserveAll(ctx context.Context, prefix string, limit int) (_ []Lo
 	}
 	return out, resp.More, nil
 }
+
+// observeReads bounds the TTL reads ObserveAll has in flight at once.
+const observeReads = 8
 
 // add files c as the holder or a waiter. Keys under one resource sort by
 // lease ID, not by age: the holder is the oldest.
