@@ -64,13 +64,22 @@ func Install(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) error {
 }
 
 // Remove takes fencegw's triggers off every table pol guards, in one
-// transaction. Tables without them are left alone.
-func Remove(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) error {
-	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+// transaction, and returns the tables that do not exist (nothing to take
+// off). Tables without the triggers are left alone.
+func Remove(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) (missing []string, err error) {
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '5s'"); err != nil {
 			return fmt.Errorf("guard: %w", err)
 		}
 		for _, g := range pol.Guarded {
+			var exists bool
+			if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", tableIdent(g.Table)).Scan(&exists); err != nil {
+				return fmt.Errorf("guard: %s: %w", g.Table, err)
+			}
+			if !exists {
+				missing = append(missing, g.Table)
+				continue
+			}
 			for _, name := range []string{rowTrigger, truncateTrigger} {
 				if _, err := tx.Exec(ctx, dropDDL(name, g)); err != nil {
 					return fmt.Errorf("guard: %s: %w", g.Table, err)
@@ -79,6 +88,7 @@ func Remove(ctx context.Context, conn *pgx.Conn, pol *policy.Policy) error {
 		}
 		return nil
 	})
+	return missing, err
 }
 
 // Check reports, for every table pol guards, whether its triggers are there

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,14 +146,22 @@ func TestInstallCheckRemove(t *testing.T) {
 		t.Fatalf("a guarded table the policy dropped: %v %+v", err, statuses)
 	}
 
-	if err := guard.Remove(ctx, conn, pol); err != nil {
-		t.Fatal(err)
+	if missing, err := guard.Remove(ctx, conn, pol); err != nil || len(missing) > 0 {
+		t.Fatalf("remove = %v, %v; want every table found", missing, err)
 	}
 	if _, err := guard.Check(ctx, conn, pol); !errors.Is(err, guard.ErrNotGuarded) {
 		t.Fatalf("after remove: %v", err)
 	}
 	if code := refused(t, conn, "", "UPDATE demo.accounts SET balance_cents = 1 WHERE id = 'acct-1'"); code != "" {
 		t.Fatalf("a direct write after remove: SQLSTATE %s", code)
+	}
+	// A guarded table that does not exist has nothing to take off, and
+	// says so.
+	if _, err := conn.Exec(ctx, "DROP TABLE demo.write_log"); err != nil {
+		t.Fatal(err)
+	}
+	if missing, err := guard.Remove(ctx, conn, pol); err != nil || !slices.Equal(missing, []string{"demo.write_log"}) {
+		t.Fatalf("remove with a table dropped = %v, %v; want it named", missing, err)
 	}
 }
 

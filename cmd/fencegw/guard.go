@@ -95,10 +95,14 @@ func runGuard(ctx context.Context, cfg serveConfig, action string, out io.Writer
 		fmt.Fprintf(out, guardGrants, tables)
 		return nil
 	case "remove":
-		if err := guard.Remove(ctx, conn, pol); err != nil {
+		missing, err := guard.Remove(ctx, conn, pol)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "removed the guard triggers from %d table(s)\n", len(pol.Guarded))
+		for _, t := range missing {
+			fmt.Fprintf(out, "%s: no such table, nothing to remove\n", t)
+		}
+		fmt.Fprintf(out, "removed the guard triggers from %d table(s)\n", len(pol.Guarded)-len(missing))
 		return nil
 	}
 	statuses, err := guard.Check(ctx, conn, pol)
