@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/internal/pgcluster"
 	"github.com/fencegw/fencegw/internal/testenv"
 )
@@ -311,5 +313,31 @@ func forward(ln net.Listener, target string) {
 			go func() { _, _ = io.Copy(u, c); u.Close() }()
 			_, _ = io.Copy(c, u)
 		}()
+	}
+}
+
+// TestWhileUnavailable: serve's start-up asks etcd again while it answers
+// "unavailable", returns any other answer at once, and gives up with the
+// last error when its context ends.
+func TestWhileUnavailable(t *testing.T) {
+	calls := 0
+	err := whileUnavailable(t.Context(), func() error {
+		if calls++; calls < 3 {
+			return fmt.Errorf("read revision: %w", authority.ErrUnavailable)
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("= %v after %d calls, want nil after 3: asked again while unavailable", err, calls)
+	}
+	calls = 0
+	other := errors.New("a foreign key in etcd")
+	if err := whileUnavailable(t.Context(), func() error { calls++; return other }); err != other || calls != 1 {
+		t.Fatalf("= %v after %d calls, want the other error at once", err, calls)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := whileUnavailable(ctx, func() error { return authority.ErrUnavailable }); !errors.Is(err, authority.ErrUnavailable) {
+		t.Fatalf("with its context ended = %v, want the last unavailable error", err)
 	}
 }

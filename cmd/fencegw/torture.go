@@ -63,6 +63,8 @@ control runs — at least one.`,
 	fs.DurationVar(&cfg.FailoverEvery, "failover-every", cfg.FailoverEvery, "with --failover: time between failovers")
 	fs.BoolVar(&cfg.EtcdRollback, "etcd-rollback", false, "snapshot etcd, later restore every member from the snapshot (revisions issued again): gateways must halt, and the nemesis runs fencegw epoch bump")
 	fs.BoolVar(&cfg.RollbackBump, "rollback-bump", false, "with --etcd-rollback: restore with --bump-revision and --mark-compacted, which should need no halt")
+	fs.IntVar(&cfg.MinFailovers, "min-failovers", 0, "with --failover: go on past --duration until this many failovers were done (at most 4 × --duration)")
+	fs.IntVar(&cfg.MinRollbacks, "min-rollbacks", 0, "with --etcd-rollback: go on past --duration until this many rollbacks were done (at most 4 × --duration)")
 	fs.DurationVar(&cfg.RollbackEvery, "rollback-every", cfg.RollbackEvery, "with --etcd-rollback: a snapshot, then half this later a restore from it")
 	fs.StringVar(&cfg.Dir, "dir", "", "run folder for histories, logs and report.json (default: a temp dir, removed)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temp run folder")

@@ -64,7 +64,7 @@ func TestTortureCIProfile(t *testing.T) {
 func TestTortureFailoverProfile(t *testing.T) {
 	bin := buildFencegw(t)
 	run := func(extra ...string) (check.Report, string, error) {
-		args := append([]string{"torture", "--json", "--seed", "1", "--failover", "--failover-every", "5s", "--duration", "20s", "--coalesce", "--group-commit"}, extra...)
+		args := append([]string{"torture", "--json", "--seed", "1", "--failover", "--failover-every", "5s", "--min-failovers", "2", "--duration", "20s", "--coalesce", "--group-commit"}, extra...)
 		cmd := exec.Command(bin, args...)
 		var out, logs bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &logs
@@ -101,7 +101,7 @@ func TestTortureFailoverProfile(t *testing.T) {
 // write with a re-issued token landed over a newer fence.
 func TestTortureEtcdRollbackProfile(t *testing.T) {
 	bin := buildFencegw(t)
-	cmd := exec.Command(bin, "torture", "--json", "--seed", "1", "--etcd-rollback", "--rollback-every", "8s", "--duration", "20s", "--coalesce", "--group-commit")
+	cmd := exec.Command(bin, "torture", "--json", "--seed", "1", "--etcd-rollback", "--rollback-every", "8s", "--min-rollbacks", "1", "--duration", "20s", "--coalesce", "--group-commit")
 	var out, logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &logs
 	err := cmd.Run()

@@ -45,6 +45,11 @@ type Config struct {
 	EtcdRollback  bool
 	RollbackBump  bool
 	RollbackEvery time.Duration
+	// MinFailovers and MinRollbacks make the run go on past Duration until
+	// the nemesis has done that many failovers and etcd rollbacks, at most
+	// maxOverrun times Duration: a run that must show them waits for them,
+	// not for a window of time on a busy machine to hold enough.
+	MinFailovers, MinRollbacks int
 	// Burst: each lease sends 1 to Burst writes at once.
 	Burst int
 	// Transfers is the percentage of rounds that take two resources'
@@ -83,6 +88,8 @@ func (c Config) Check() error {
 		return errors.New("torture: --async-standby needs --failover")
 	case c.Failover && c.FailoverEvery < 2*time.Second:
 		return errors.New("torture: failovers at most every 2s")
+	case c.MinFailovers < 0 || c.MinRollbacks < 0 || (c.MinFailovers > 0 && !c.Failover) || (c.MinRollbacks > 0 && !c.EtcdRollback):
+		return errors.New("torture: --min-failovers needs --failover and --min-rollbacks --etcd-rollback, neither negative")
 	case c.RollbackBump && !c.EtcdRollback:
 		return errors.New("torture: --rollback-bump needs --etcd-rollback")
 	case c.EtcdRollback && c.RollbackEvery < 4*time.Second:

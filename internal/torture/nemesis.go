@@ -77,6 +77,26 @@ func (n *nemesis) run(ctx context.Context) {
 	}
 }
 
+// awaitEnough returns once until has passed and the nemesis has done the
+// failovers and rollbacks the run asks for, or when ctx ends.
+func (n *nemesis) awaitEnough(ctx context.Context, until time.Time) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		n.mu.Lock()
+		enough := n.faults["failover"] >= n.cfg.MinFailovers && n.faults["etcd-rollback"] >= n.cfg.MinRollbacks
+		n.mu.Unlock()
+		if enough && !time.Now().Before(until) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 func (n *nemesis) count(fault string) {
 	n.mu.Lock()
 	n.faults[fault]++

@@ -114,18 +114,27 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		db.replicated.stale = stale
 		histories++
 	}
-	until := time.Now().Add(cfg.Duration)
-	workers, err := startWorkers(bin, dir, cfg, urls, db.url(), until)
+	start := time.Now()
+	until, bound := start.Add(cfg.Duration), start.Add(cfg.Duration)
+	if cfg.MinFailovers > 0 || cfg.MinRollbacks > 0 {
+		bound = start.Add(maxOverrun * cfg.Duration)
+	}
+	stopFile := filepath.Join(dir, "stop")
+	workers, err := startWorkers(bin, dir, cfg, urls, db.url(), bound, stopFile)
 	if err != nil {
 		return check.Report{}, err
 	}
 	n := &nemesis{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), log: log, workers: workers,
 		gateways: gateways, pg: db.pg, replicated: db.replicated, etcd: etcd, proxy: proxy, faults: map[string]int{}, paused: map[int]bool{},
 		bin: bin, dir: dir, dbURL: db.url()}
-	nctx, stopNemesis := context.WithDeadline(ctx, until)
-	go reportProgress(nctx, log, db.url(), n, time.Now())
-	n.run(nctx) // returns at the deadline with every worker resumed
+	nctx, stopNemesis := context.WithDeadline(ctx, bound)
+	go reportProgress(nctx, log, db.url(), n, start)
+	go func() { n.awaitEnough(nctx, until); stopNemesis() }()
+	n.run(nctx) // returns at the end with every worker resumed
 	stopNemesis()
+	if err := os.WriteFile(stopFile, nil, 0o644); err != nil {
+		return check.Report{}, err
+	}
 	waitWorkers(workers, 30*time.Second)
 	log.Info("torture: workers done, checking", "faults", n.faults, "coalesced_writes_per_transaction", coalesced(gateways))
 
@@ -191,7 +200,11 @@ func prepareDatabase(ctx context.Context, dbURL string, resources int, nemesisWr
 	return err
 }
 
-func startWorkers(bin, dir string, cfg Config, urls []string, dbURL string, until time.Time) ([]*exec.Cmd, error) {
+// maxOverrun bounds how far past Duration a run waits for its minimum
+// failovers and rollbacks.
+const maxOverrun = 4
+
+func startWorkers(bin, dir string, cfg Config, urls []string, dbURL string, until time.Time, stopFile string) ([]*exec.Cmd, error) {
 	var cmds []*exec.Cmd
 	for i := range cfg.Workers {
 		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%d.log", i)))
@@ -200,7 +213,7 @@ func startWorkers(bin, dir string, cfg Config, urls []string, dbURL string, unti
 		}
 		cmd := exec.Command(bin, "torture-worker", "--gateways", strings.Join(urls, ","),
 			"--resources", strconv.Itoa(cfg.Resources), "--ttl", cfg.TTL.String(),
-			"--until", until.Format(time.RFC3339Nano), "--history", historyPath(dir, i),
+			"--until", until.Format(time.RFC3339Nano), "--stop-file", stopFile, "--history", historyPath(dir, i),
 			"--worker", strconv.Itoa(i), "--seed", strconv.FormatInt(cfg.Seed, 10), "--burst", strconv.Itoa(cfg.Burst), "--database-url", dbURL,
 			"--transfers", strconv.Itoa(cfg.Transfers))
 		cmd.Stdout, cmd.Stderr = out, out

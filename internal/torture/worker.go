@@ -31,6 +31,7 @@ func WorkerMain(args []string) int {
 	resources := fs.Int("resources", 2, "resources res/r0..")
 	ttl := fs.Duration("ttl", time.Second, "lease TTL")
 	until := fs.String("until", "", "stop at this RFC 3339 time")
+	stopFile := fs.String("stop-file", "", "stop, between rounds, once this file exists")
 	history := fs.String("history", "", "history file (JSON lines)")
 	workerID := fs.Int("worker", 0, "worker number")
 	seed := fs.Int64("seed", 1, "random seed")
@@ -65,7 +66,7 @@ func WorkerMain(args []string) int {
 		}
 		defer w.db.Close()
 	}
-	for n := 0; time.Now().Before(deadline); n++ {
+	for n := 0; time.Now().Before(deadline) && !exists(*stopFile); n++ {
 		w.round(deadline, n)
 	}
 	return 0
@@ -210,4 +211,13 @@ func (w *worker) record(ev check.Event, typ, detail string) {
 		fmt.Fprintln(os.Stderr, "torture-worker: history:", err)
 		os.Exit(1)
 	}
+}
+
+// exists reports whether the file at path exists; an empty path never does.
+func exists(path string) bool {
+	if path == "" {
+		return false
+	}
+	_, err := os.Stat(path)
+	return err == nil
 }
