@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,4 +155,48 @@ func TestPublicDetail(t *testing.T) {
 			t.Errorf("PublicDetail(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// blockedWriter blocks every log write until release is closed, and says
+// when the first one started.
+type blockedWriter struct {
+	started chan struct{}
+	once    sync.Once
+	release chan struct{}
+}
+
+func (b *blockedWriter) Write(p []byte) (int, error) {
+	b.once.Do(func() { close(b.started) })
+	<-b.release
+	return len(p), nil
+}
+
+// TestAnswerBeforeAccessLog: an accepted write's answer reaches the client
+// while its access log line is still being written (to stderr, in
+// production), not after. The log writer here blocks until the client has
+// its answer: were the answer sent only once the handler returned, the
+// write below would never be answered.
+func TestAnswerBeforeAccessLog(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	lw := &blockedWriter{started: make(chan struct{}), release: make(chan struct{})}
+	gw := h.sibling(func(c *gateway.Config) { c.Logger = slog.New(slog.NewJSONHandler(lw, nil)) })
+	l := h.mustAcquire("account/acct-87", 30, 0)
+	defer h.release(l)
+
+	answered := make(chan response, 1)
+	go func() { answered <- gw.write("debit", l.Token, debit("acct-87", 5)) }()
+	select {
+	case r := <-answered:
+		if r.Status != http.StatusOK {
+			t.Fatalf("debit: %d %s", r.Status, r.Body)
+		}
+		if r.Header.Get("Content-Length") == "" {
+			t.Errorf("the answer went out without Content-Length (chunked): %v", r.Header)
+		}
+	case <-time.After(30 * time.Second):
+		close(lw.release)
+		t.Fatal("no answer while the access log line was being written")
+	}
+	<-lw.started // the line was on its way when the client had the answer
+	close(lw.release)
 }

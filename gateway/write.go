@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -104,39 +105,55 @@ func decodeWrite(op *policy.Operation, body []byte, toks []tokens.Token, keys []
 }
 
 // answer sends a write's (or a batch's) response or problem, and counts
-// and times it under the operation's name.
+// and times it under the operation's name. An accepted write's answer is
+// flushed before the handler returns: the access log line (a write to
+// stderr in production) and net/http's own work after a handler then come
+// after the client has its answer, not before. The count and the time come
+// first, so that an answered write is already counted.
 func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, name string, start time.Time, resp fence.Response, err error, scope problemScope) {
-	outcome := "ok"
-	switch {
-	case err != nil:
+	if err != nil {
 		p := g.writeProblem(w, r, err, scope)
-		outcome = p.Kind()
+		g.count(name, p.Kind(), start)
 		g.audit(r.Context(), p)
-	default:
-		w.Header()["Content-Type"] = jsonContentType
-		if resp.Status != http.StatusOK {
-			w.Header()["Content-Type"] = problemContentType // a refusal stored as its key's outcome
-		}
-		if resp.Replayed {
-			w.Header().Set(ReplayedHeader, "true")
-			outcome = "replayed"
-		}
-		w.WriteHeader(resp.Status)
-		_, _ = w.Write(resp.Body)
-		e := accessOf(r.Context())
-		e.operation, e.resource, e.outcome = name, scope.Resource, outcome
-		if !scope.Presented.IsZero() {
-			e.token = scope.Presented.Unsigned().String()
-		}
+		return
 	}
-	if m, known := g.metrics.ops[name]; known { // unknown names would grow the label set without bound
-		if outcome == "ok" {
-			m.ok.Inc()
-		} else {
-			g.metrics.writes.WithLabelValues(name, outcome).Inc()
-		}
-		m.latency.Observe(time.Since(start).Seconds())
+	outcome := "ok"
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	if resp.Status != http.StatusOK {
+		h["Content-Type"] = problemContentType // a refusal stored as its key's outcome
 	}
+	if resp.Replayed {
+		h.Set(ReplayedHeader, "true")
+		outcome = "replayed"
+	}
+	e := accessOf(r.Context())
+	e.operation, e.resource, e.outcome = name, scope.Resource, outcome
+	if !scope.Presented.IsZero() {
+		e.token = scope.Presented.Unsigned().String()
+	}
+	g.count(name, outcome, start)
+	// With its length known, the flush sends the answer as it is, not
+	// in chunks.
+	h["Content-Length"] = []string{strconv.Itoa(len(resp.Body))}
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+	_ = http.NewResponseController(w).Flush()
+}
+
+// count counts a write (or a batch) of operation name by its outcome and
+// times it from start.
+func (g *Gateway) count(name, outcome string, start time.Time) {
+	m, known := g.metrics.ops[name]
+	if !known { // unknown names would grow the label set without bound
+		return
+	}
+	if outcome == "ok" {
+		m.ok.Inc()
+	} else {
+		g.metrics.writes.WithLabelValues(name, outcome).Inc()
+	}
+	m.latency.Observe(time.Since(start).Seconds())
 }
 
 // jsonContentType is shared by every answer: net/http only reads header
