@@ -31,13 +31,17 @@ type Cell struct {
 	Pgbench *Path `json:"pgbench,omitempty"`
 	// PgbenchRatio is gateway throughput over pgbench's.
 	PgbenchRatio float64 `json:"gateway_over_pgbench,omitempty"`
+	// Overhead is what the gateway adds to one client's write, the
+	// paths taking turns; measured in 1-client cells only.
+	Overhead *Overhead `json:"overhead,omitempty"`
 }
 
 // Valid reports whether both paths wrote and nothing failed: a cell with
 // errors measured something other than the writes it claims.
 func (c *Cell) Valid() bool {
 	pgbenchOK := c.Pgbench == nil || (c.Pgbench.Writes > 0 && c.Pgbench.ErrorCount() == 0)
-	return c.Direct.Writes > 0 && c.Gateway.Writes > 0 && c.Direct.ErrorCount() == 0 && c.Gateway.ErrorCount() == 0 && pgbenchOK
+	overheadOK := c.Overhead == nil || (c.Overhead.PerPath > 0 && len(c.Overhead.Errors) == 0)
+	return c.Direct.Writes > 0 && c.Gateway.Writes > 0 && c.Direct.ErrorCount() == 0 && c.Gateway.ErrorCount() == 0 && pgbenchOK && overheadOK
 }
 
 // runCell measures one cell. Both paths write with the token of one real
@@ -108,6 +112,13 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 			return cell, fmt.Errorf("bench: interrupted: %w", err)
 		}
 	}
+	if n == 1 {
+		o, err := e.runOverhead(ctx, d, tok, signed, addr)
+		if err != nil {
+			return cell, err
+		}
+		cell.Overhead = &o
+	}
 	if cell.Direct.TxPerSec > 0 {
 		cell.Ratio = cell.Gateway.TxPerSec / cell.Direct.TxPerSec
 	}
@@ -155,4 +166,21 @@ func (e *env) runDirect(ctx context.Context, n int, d Dist, size int, tok tokens
 		return Path{}, err
 	}
 	return drive(ctx, n, d, e.cfg.window(), directWriter(store, e.work, tok)), nil
+}
+
+// runOverhead measures what the gateway at addr adds to one client's
+// write (see Overhead), the direct path on a pool of its own.
+func (e *env) runOverhead(ctx context.Context, d Dist, tok tokens.Token, signed []string, addr string) (Overhead, error) {
+	pool, err := newPool(ctx, e.cfg.DatabaseURL, 1)
+	if err != nil {
+		return Overhead{}, err
+	}
+	defer pool.Close()
+	store, err := newDirectStore(pool)
+	if err != nil {
+		return Overhead{}, err
+	}
+	gc := newLeanClient(addr, e.work.op.Name, signed, 1)
+	defer gc.close()
+	return measureOverhead(ctx, d, e.cfg.window(), directWriter(store, e.work, tok), gc.write, signed, e.work.op.Name)
 }

@@ -115,12 +115,29 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 		}
 	}
+	r.writeOverhead(&b)
 	r.writeProcess(&b)
 	if err := r.Err(); err != nil {
 		fmt.Fprintf(&b, "\nINVALID: %v\n", err)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeOverhead prints each 1-client cell's Overhead.
+func (r *Report) writeOverhead(b *strings.Builder) {
+	for _, c := range r.Cells {
+		o := c.Overhead
+		if o == nil {
+			continue
+		}
+		fmt.Fprintf(b, "\n1 client %s, the paths taking turns, %d writes at a time (%d measured on each), p50 ms:\n", c.Dist, overheadRun, o.PerPath)
+		fmt.Fprintf(b, "  direct %s, HTTP floor %s (%s: net/http around the same write), gateway %s (%s); the gateway's own %s\n",
+			ms(o.Direct.P50), ms(o.Floor.P50), delta(o.FloorP50), ms(o.Gateway.P50), delta(o.GatewayP50), delta(o.OwnP50))
+		if len(o.Errors) > 0 {
+			fmt.Fprintf(b, "  errors: %s; first: %s\n", kinds(o.Errors), o.FirstError)
+		}
+	}
 }
 
 func (r *Report) writeProcess(b *strings.Builder) {
@@ -171,6 +188,14 @@ func ms(d time.Duration) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// delta prints a difference of latencies with its sign.
+func delta(d time.Duration) string {
+	if d < 0 {
+		return "-" + ms(-d)
+	}
+	return "+" + ms(d)
 }
 
 func errorCell(c Cell) string {

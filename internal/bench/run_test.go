@@ -73,6 +73,10 @@ func TestRunWritesWhatItCounts(t *testing.T) {
 		} else {
 			acknowledged += pg.Writes + pg.WarmupWrites
 		}
+		checkOverhead(t, c, minWrites)
+		if c.Overhead != nil {
+			acknowledged += c.Overhead.Acknowledged
+		}
 		if want := min(4*rep.GOMAXPROCS, c.Clients); c.PoolMaxConns != want {
 			t.Errorf("%d×%s: pool %d, want %d", c.Clients, c.Dist, c.PoolMaxConns, want)
 		}
@@ -105,7 +109,7 @@ func TestRunWritesWhatItCounts(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"gateway tx/s", "pgbench tx/s", "uniform", "hot", "gateway's own", "RSS"} {
+	for _, want := range []string{"gateway tx/s", "pgbench tx/s", "uniform", "hot", "gateway's own", "RSS", "taking turns", "HTTP floor"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
@@ -114,10 +118,40 @@ func TestRunWritesWhatItCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back Report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Cells) != len(rep.Cells) || back.Process.GatewayPath == nil {
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Cells) != len(rep.Cells) || back.Process.GatewayPath == nil || back.Cells[0].Overhead == nil {
 		t.Errorf("JSON report does not read back (%v):\n%s", err, js.String())
 	}
 	t.Logf("progress:\n%s\nreport:\n%s", progress.String(), text.String())
+}
+
+// checkOverhead checks a cell's Overhead: measured in 1-client cells only,
+// at least minWrites on each of the three paths, without errors, and its differences
+// are those of its percentiles.
+func checkOverhead(t *testing.T, c Cell, minWrites int64) {
+	t.Helper()
+	o := c.Overhead
+	switch {
+	case c.Clients != 1:
+		if o != nil {
+			t.Errorf("%d×%s: an overhead measured with %d clients", c.Clients, c.Dist, c.Clients)
+		}
+		return
+	case o == nil:
+		t.Errorf("1×%s: no overhead measured", c.Dist)
+		return
+	}
+	if o.PerPath < minWrites || len(o.Errors) != 0 || o.Acknowledged < 3*o.PerPath {
+		t.Errorf("1×%s overhead: %d writes per path, %d acknowledged in all, errors %v (first: %s); want at least %d per path, no errors",
+			c.Dist, o.PerPath, o.Acknowledged, o.Errors, o.FirstError, minWrites)
+	}
+	for name, p := range map[string]Percentiles{"direct": o.Direct, "http floor": o.Floor, "gateway": o.Gateway} {
+		if p.P50 <= 0 || p.P50 > p.P99 || p.P99 > p.P999 || p.P999 > p.Max {
+			t.Errorf("1×%s overhead, %s: latency %+v, want 0 < p50 <= p99 <= p999 <= max", c.Dist, name, p)
+		}
+	}
+	if o.GatewayP50 != o.Gateway.P50-o.Direct.P50 || o.FloorP50 != o.Floor.P50-o.Direct.P50 || o.OwnP50 != o.Gateway.P50-o.Floor.P50 {
+		t.Errorf("1×%s overhead: differences %v, %v, %v do not follow from the p50s %+v", c.Dist, o.GatewayP50, o.FloorP50, o.OwnP50, o)
+	}
 }
 
 // checkNoLeaks fails if Run left goroutines behind: gateways, pools, HTTP

@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Overhead is what the gateway adds to one client's write. The paths take
+// turns in short runs of overheadRun writes each (direct, HTTP floor,
+// gateway, again and again) instead of in windows of their own: on a disk
+// whose flush time drifts from one second to the next, two windows differ
+// by more than the overhead itself, while runs a few milliseconds apart
+// see the same disk. Runs, not single writes, so that each path runs with
+// its code and data in the CPU's caches, as it would serving alone.
+type Overhead struct {
+	// PerPath is how many writes of each path were measured (the
+	// fewest of the three, if some failed).
+	PerPath int64 `json:"writes_per_path"`
+	// Acknowledged counts every write acknowledged on any path, warmup
+	// included.
+	Acknowledged int64       `json:"acknowledged"`
+	Direct       Percentiles `json:"direct"`
+	Floor        Percentiles `json:"http_floor"`
+	Gateway      Percentiles `json:"gateway"`
+	// GatewayP50 is the gateway's p50 less the direct path's: the
+	// overhead a client sees. FloorP50 is the HTTP floor's less the
+	// direct path's: what the thinnest net/http handler around the same
+	// write costs on this machine, part of GatewayP50. OwnP50 is the
+	// gateway's less the floor's: routing, authentication, JSON, token
+	// validation, the fence's bookkeeping.
+	GatewayP50 time.Duration `json:"gateway_p50_overhead_ns"`
+	FloorP50   time.Duration `json:"http_floor_p50_overhead_ns"`
+	OwnP50     time.Duration `json:"gateway_own_p50_ns"`
+	// Errors counts failed writes by path and kind; FirstError is one.
+	Errors     map[string]int64 `json:"errors,omitempty"`
+	FirstError string           `json:"first_error,omitempty"`
+}
+
+// overheadRun is how many writes a path makes in a row before the next
+// path's turn: enough for its caches to be warm after the first few, few
+// enough (tens of milliseconds) that the disk has not moved meanwhile.
+const overheadRun = 32
+
+// overheadPath is one path of the overhead measurement.
+type overheadPath struct {
+	name  string
+	write writeFunc
+	next  func() int64 // seeded alike on every path: the same accounts in the same order
+	lat   []time.Duration
+}
+
+// measureOverhead runs direct, the HTTP floor and the gateway (through
+// viaGateway) in turns, one client, for w: warmup turns, then measured
+// ones until w's duration has passed and every path had at least
+// w.minWrites writes measured, or ctx ends. Every path writes the
+// accounts dist picks, in the same order. The client is closed-loop
+// whatever w's rate: an overhead is one write's.
+func measureOverhead(ctx context.Context, dist Dist, w window, direct, viaGateway writeFunc, signed []string, op string) (Overhead, error) {
+	floor, err := startFloor(direct)
+	if err != nil {
+		return Overhead{}, err
+	}
+	defer floor.close()
+	fc := newLeanClient(floor.addr, op, signed, 1)
+	defer fc.close()
+	picker := func() func() int64 { return dist.picker(rand.New(rand.NewPCG(1, 0x6f76657268656164))) }
+	paths := []*overheadPath{
+		{name: "direct", write: direct, next: picker()},
+		{name: "http floor", write: fc.write, next: picker()},
+		{name: "gateway", write: viaGateway, next: picker()},
+	}
+
+	var o Overhead
+	var turns int64 // measured writes asked of each path
+	start := time.Now()
+	measureFrom, end := start.Add(w.warmup), start.Add(w.warmup+w.duration)
+	for ctx.Err() == nil {
+		now := time.Now()
+		if !now.Before(end) && turns >= w.minWrites {
+			break
+		}
+		measured := !now.Before(measureFrom)
+		for _, p := range paths {
+			for range overheadRun {
+				o.turn(ctx, p, measured)
+			}
+		}
+		if measured {
+			turns += overheadRun
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return o, fmt.Errorf("bench: overhead: interrupted: %w", err)
+	}
+	o.PerPath = int64(min(len(paths[0].lat), len(paths[1].lat), len(paths[2].lat)))
+	o.Direct, o.Floor, o.Gateway = summarize(paths[0].lat), summarize(paths[1].lat), summarize(paths[2].lat)
+	o.GatewayP50 = o.Gateway.P50 - o.Direct.P50
+	o.FloorP50 = o.Floor.P50 - o.Direct.P50
+	o.OwnP50 = o.Gateway.P50 - o.Floor.P50
+	return o, nil
+}
+
+// turn makes one write on p and records it.
+func (o *Overhead) turn(ctx context.Context, p *overheadPath, measured bool) {
+	t0 := time.Now()
+	kind, detail := p.write(ctx, p.next())
+	d := time.Since(t0)
+	switch {
+	case kind != "":
+		if o.Errors == nil {
+			o.Errors, o.FirstError = map[string]int64{}, p.name+": "+detail
+		}
+		o.Errors[p.name+" "+kind]++
+		return
+	case measured:
+		p.lat = append(p.lat, d)
+	}
+	o.Acknowledged++
+}
+
+// floor is the HTTP floor: a net/http server with no router and no
+// middleware whose handler decodes the bench's JSON body, runs the direct
+// path's write and answers a JSON document of the gateway's answer's
+// shape. It takes the gateway's requests as they are (path and token
+// header are ignored), so the two differ only in what the gateway does.
+type floor struct {
+	addr   string
+	srv    *http.Server
+	served chan error
+}
+
+func startFloor(write writeFunc) (*floor, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("bench: http floor: %w", err)
+	}
+	f := &floor{addr: ln.Addr().String(), served: make(chan error, 1)}
+	f.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var args struct {
+			ID int64 `json:"id"`
+		}
+		body, err := io.ReadAll(r.Body)
+		if err == nil {
+			err = json.Unmarshal(body, &args)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if kind, detail := write(r.Context(), args.ID); kind != "" {
+			http.Error(w, kind+": "+detail, http.StatusInternalServerError)
+			return
+		}
+		answer := strconv.AppendInt([]byte(`{"operation":"add","resource":"acct/`), args.ID, 10)
+		answer = append(answer, `","token":"1:1000","statements":[{"rows_affected":1}]}`+"\n"...)
+		w.Header()["Content-Type"] = jsonContentType
+		w.Header()["Content-Length"] = []string{strconv.Itoa(len(answer))}
+		_, _ = w.Write(answer)
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { f.served <- f.srv.Serve(ln) }()
+	return f, nil
+}
+
+var jsonContentType = []string{"application/json"}
+
+// close stops the floor; the measurement is over, so how serving ended
+// changes nothing in it.
+func (f *floor) close() {
+	_ = f.srv.Close()
+	<-f.served
+}
