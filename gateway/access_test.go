@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -157,17 +158,21 @@ func TestPublicDetail(t *testing.T) {
 	}
 }
 
-// blockedWriter blocks every log write until release is closed, and says
-// when the first one started.
+// blockedWriter blocks the first access log line written to it until
+// release is closed, and hands its bytes to started; other lines pass.
 type blockedWriter struct {
-	started chan struct{}
+	started chan []byte
 	once    sync.Once
 	release chan struct{}
 }
 
 func (b *blockedWriter) Write(p []byte) (int, error) {
-	b.once.Do(func() { close(b.started) })
-	<-b.release
+	if bytes.Contains(p, []byte(`"msg":"request"`)) {
+		b.once.Do(func() {
+			b.started <- bytes.Clone(p)
+			<-b.release
+		})
+	}
 	return len(p), nil
 }
 
@@ -178,25 +183,51 @@ func (b *blockedWriter) Write(p []byte) (int, error) {
 // write below would never be answered.
 func TestAnswerBeforeAccessLog(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	lw := &blockedWriter{started: make(chan struct{}), release: make(chan struct{})}
+	lw := &blockedWriter{started: make(chan []byte, 1), release: make(chan struct{})}
+	defer func() {
+		select {
+		case <-lw.release:
+		default:
+			close(lw.release)
+		}
+	}()
 	gw := h.sibling(func(c *gateway.Config) { c.Logger = slog.New(slog.NewJSONHandler(lw, nil)) })
 	l := h.mustAcquire("account/acct-87", 30, 0)
 	defer h.release(l)
 
-	answered := make(chan response, 1)
-	go func() { answered <- gw.write("debit", l.Token, debit("acct-87", 5)) }()
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, gw.base+"/v1/ops/debit", strings.NewReader(debit("acct-87", 5)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(gateway.TokenHeader, l.Token)
+		resp, err := http.DefaultClient.Do(req)
+		answered <- answer{resp, err}
+	}()
 	select {
-	case r := <-answered:
-		if r.Status != http.StatusOK {
-			t.Fatalf("debit: %d %s", r.Status, r.Body)
+	case a := <-answered:
+		if a.err != nil {
+			t.Fatal(a.err)
 		}
-		if r.Header.Get("Content-Length") == "" {
-			t.Errorf("the answer went out without Content-Length (chunked): %v", r.Header)
+		a.resp.Body.Close()
+		if a.resp.StatusCode != http.StatusOK {
+			t.Fatalf("debit: %s", a.resp.Status)
+		}
+		if a.resp.ContentLength <= 0 {
+			t.Errorf("the answer went out without Content-Length (chunked): %v", a.resp.Header)
 		}
 	case <-time.After(30 * time.Second):
-		close(lw.release)
 		t.Fatal("no answer while the access log line was being written")
 	}
-	<-lw.started // the line was on its way when the client had the answer
-	close(lw.release)
+	select {
+	case line := <-lw.started: // written, and still blocked, when the client had its answer
+		if !bytes.Contains(line, []byte(`"operation":"debit"`)) {
+			t.Errorf("the blocked line is not the write's: %s", line)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the write's access log line never came")
+	}
 }

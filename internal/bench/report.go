@@ -131,7 +131,11 @@ func (r *Report) writeOverhead(b *strings.Builder) {
 		if o == nil {
 			continue
 		}
-		fmt.Fprintf(b, "\n1 client %s, the paths taking turns, %d writes at a time (%d measured on each), p50 ms:\n", c.Dist, overheadRun, o.PerPath)
+		loop := ""
+		if r.OfferedRate > 0 {
+			loop = ", closed loop"
+		}
+		fmt.Fprintf(b, "\n1 client %s%s, the paths taking turns, %d writes at a time (%d measured on each), p50 ms:\n", c.Dist, loop, overheadRun, o.PerPath)
 		fmt.Fprintf(b, "  direct %s, HTTP floor %s (%s: net/http around the same write), gateway %s (%s); the gateway's own %s\n",
 			ms(o.Direct.P50), ms(o.Floor.P50), delta(o.FloorP50), ms(o.Gateway.P50), delta(o.GatewayP50), delta(o.OwnP50))
 		if len(o.Errors) > 0 {
@@ -199,14 +203,16 @@ func delta(d time.Duration) string {
 }
 
 func errorCell(c Cell) string {
-	d, g := c.Direct.ErrorCount(), c.Gateway.ErrorCount()
-	if d == 0 && g == 0 {
-		if !c.Valid() {
-			return "no writes"
-		}
+	d, g, o := c.Direct.ErrorCount(), c.Gateway.ErrorCount(), c.Overhead.ErrorCount()
+	switch {
+	case d == 0 && g == 0 && o == 0 && !c.Valid():
+		return "no writes"
+	case d == 0 && g == 0 && o == 0:
 		return "0"
+	case o == 0:
+		return fmt.Sprintf("direct %d, gateway %d", d, g)
 	}
-	return fmt.Sprintf("direct %d, gateway %d", d, g)
+	return fmt.Sprintf("direct %d, gateway %d, overhead %d", d, g, o)
 }
 
 func kinds(m map[string]int64) string {

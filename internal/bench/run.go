@@ -59,7 +59,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					pgb = fmt.Sprintf("  pgbench %8.0f tx/s  gw/pgb %.2f", cell.Pgbench.TxPerSec, cell.PgbenchRatio)
 				}
 				fmt.Fprintf(cfg.Progress, "bench: %3d clients %-7s  direct %8.0f tx/s  gateway %8.0f tx/s  ratio %.2f%s  errors %d\n",
-					n, d, cell.Direct.TxPerSec, cell.Gateway.TxPerSec, cell.Ratio, pgb, cell.Direct.ErrorCount()+cell.Gateway.ErrorCount())
+					n, d, cell.Direct.TxPerSec, cell.Gateway.TxPerSec, cell.Ratio, pgb, cell.Direct.ErrorCount()+cell.Gateway.ErrorCount()+cell.Overhead.ErrorCount())
 			}
 		}
 	}

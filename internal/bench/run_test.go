@@ -181,7 +181,7 @@ func TestRunDrivesAnExternalGateway(t *testing.T) {
 		DatabaseURL:   dbURL,
 		EtcdEndpoints: testenv.EtcdEndpoints(),
 		Dir:           "../../testdata/bench",
-		Clients:       []int{2},
+		Clients:       []int{1, 2},
 		Dists:         []Dist{Zipf},
 		Duration:      200 * time.Millisecond,
 		MinWrites:     10,
@@ -204,6 +204,9 @@ func TestRunDrivesAnExternalGateway(t *testing.T) {
 	}
 	if err := rep.Err(); err != nil {
 		t.Errorf("Report.Err = %v, want nil", err)
+	}
+	for _, c := range rep.Cells {
+		checkOverhead(t, c, cfg.MinWrites)
 	}
 	if rep.Gateway != gw.url || rep.Process.GatewayPath != nil || rep.Process.RSSBytes != 0 {
 		t.Errorf("report claims the external gateway's costs: gateway %q, process %+v", rep.Gateway, rep.Process)
