@@ -153,34 +153,41 @@ func (e *env) signedTokens(ctx context.Context, tok tokens.Token) ([]string, err
 	return out, nil
 }
 
-// runDirect measures the reference path on a pool of its own, closed
-// before the other path runs.
-func (e *env) runDirect(ctx context.Context, n int, d Dist, size int, tok tokens.Token) (Path, error) {
+// directPath is the reference path writing with tok on a pool of its own
+// of size connections; closePool closes that pool.
+func (e *env) directPath(ctx context.Context, size int, tok tokens.Token) (write writeFunc, closePool func(), err error) {
 	pool, err := newPool(ctx, e.cfg.DatabaseURL, size)
 	if err != nil {
-		return Path{}, err
+		return nil, nil, err
 	}
-	defer pool.Close()
 	store, err := newDirectStore(pool)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return directWriter(store, e.work, tok), pool.Close, nil
+}
+
+// runDirect measures the reference path, its pool closed before the
+// other path runs.
+func (e *env) runDirect(ctx context.Context, n int, d Dist, size int, tok tokens.Token) (Path, error) {
+	write, closePool, err := e.directPath(ctx, size, tok)
 	if err != nil {
 		return Path{}, err
 	}
-	return drive(ctx, n, d, e.cfg.window(), directWriter(store, e.work, tok)), nil
+	defer closePool()
+	return drive(ctx, n, d, e.cfg.window(), write), nil
 }
 
 // runOverhead measures what the gateway at addr adds to one client's
-// write (see Overhead), the direct path on a pool of its own.
+// write (see Overhead).
 func (e *env) runOverhead(ctx context.Context, d Dist, tok tokens.Token, signed []string, addr string) (Overhead, error) {
-	pool, err := newPool(ctx, e.cfg.DatabaseURL, 1)
+	direct, closePool, err := e.directPath(ctx, 1, tok)
 	if err != nil {
 		return Overhead{}, err
 	}
-	defer pool.Close()
-	store, err := newDirectStore(pool)
-	if err != nil {
-		return Overhead{}, err
-	}
+	defer closePool()
 	gc := newLeanClient(addr, e.work.op.Name, signed, 1)
 	defer gc.close()
-	return measureOverhead(ctx, d, e.cfg.window(), directWriter(store, e.work, tok), gc.write, signed, e.work.op.Name)
+	return measureOverhead(ctx, d, e.cfg.window(), direct, gc.write, signed, e.work.op.Name)
 }
