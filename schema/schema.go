@@ -189,11 +189,12 @@ func (m *Migrator) Version() (version uint, dirty bool, err error) {
 
 func (m *Migrator) run(op string, err error) error {
 	var dirty migrate.ErrDirty
+	var short migrate.ErrShortLimit // carries how many were missing: errors.Is cannot match it
 	switch {
 	case err == nil, errors.Is(err, migrate.ErrNoChange):
 		return nil
-	case errors.Is(err, migrate.ErrShortLimit{}):
-		return fmt.Errorf("%s: fewer migrations were applied than asked to undo; every one that was is undone", op)
+	case errors.As(err, &short):
+		return fmt.Errorf("schema: %s: %d fewer migrations were applied than asked to undo; every one that was is undone", op, short.Short)
 	case errors.As(err, &dirty):
 		return fmt.Errorf("%w at version %d: migration %d failed halfway. Repair the schema by hand "+
 			"(finish or undo what migration %d did), then run `fencegw migrate force V` with V = %d if you finished it or the previous version if you undid it",
