@@ -156,12 +156,21 @@ func TestInstallCheckRemove(t *testing.T) {
 		t.Fatalf("a direct write after remove: SQLSTATE %s", code)
 	}
 	// A guarded table that does not exist has nothing to take off, and
-	// says so.
+	// says so; the tables that do exist still lose their triggers.
+	if err := guard.Install(ctx, conn, pol); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := conn.Exec(ctx, "DROP TABLE demo.write_log"); err != nil {
 		t.Fatal(err)
 	}
+	if code := refused(t, conn, "", "UPDATE demo.accounts SET balance_cents = 2 WHERE id = 'acct-1'"); code == "" {
+		t.Fatal("a direct write to a guarded table went through before remove")
+	}
 	if missing, err := guard.Remove(ctx, conn, pol); err != nil || !slices.Equal(missing, []string{"demo.write_log"}) {
 		t.Fatalf("remove with a table dropped = %v, %v; want it named", missing, err)
+	}
+	if code := refused(t, conn, "", "UPDATE demo.accounts SET balance_cents = 3 WHERE id = 'acct-1'"); code != "" {
+		t.Fatalf("a direct write after remove with a table dropped: SQLSTATE %s", code)
 	}
 }
 
