@@ -118,9 +118,6 @@ type response struct {
 	Body    []byte
 	Problem gateway.Problem
 	Result  gateway.Result
-	// Close: the answer asked to close the connection (net/http's
-	// client takes "Connection: close" out of Header).
-	Close bool
 }
 
 func (h *harness) do(method, path string, header http.Header, body string) response {
@@ -147,7 +144,7 @@ func (h *harness) send(method, path string, header http.Header, body io.Reader) 
 		h.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	r := response{Status: resp.StatusCode, Header: resp.Header, Close: resp.Close}
+	r := response{Status: resp.StatusCode, Header: resp.Header}
 	if r.Body, err = io.ReadAll(resp.Body); err != nil {
 		h.t.Fatal(err)
 	}

@@ -90,20 +90,3 @@ func (rd *readiness) check(ctx context.Context, g *Gateway) (bool, map[string]st
 	rd.at, rd.ok, rd.checks = time.Now(), ok, checks
 	return ok, checks
 }
-
-// closeWhileNotReady asks every client to close its connection after the
-// answer while this replica is not ready (draining before a shutdown, or
-// still starting): a keep-alive client then reconnects for its next
-// request, and the load balancer sends it to a replica that is ready,
-// instead of it holding on to this one until the listener closes.
-func (g *Gateway) closeWhileNotReady(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !g.ready.Load() {
-			w.Header()["Connection"] = closeConnection
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// closeConnection is shared, like jsonContentType.
-var closeConnection = []string{"close"}

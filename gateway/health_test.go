@@ -104,29 +104,6 @@ func TestNotReadyWithoutSchemaOrWhenDraining(t *testing.T) {
 	}
 }
 
-// TestDrainingClosesConnections: while a replica is not ready, every
-// answer, a write's included, asks the client to close its connection, so
-// that keep-alive clients move to a ready replica; once ready, answers
-// keep connections open again.
-func TestDrainingClosesConnections(t *testing.T) {
-	h := newHarness(t, demoPolicy(t, "monotonic"))
-	l := h.mustAcquire("account/acct-88", 30, 0)
-	defer h.release(l)
-	if r := h.write("debit", l.Token, debit("acct-88", 1)); r.Status != http.StatusOK || r.Close {
-		t.Fatalf("a write while ready: %d, close %v; want 200 on a connection kept open", r.Status, r.Close)
-	}
-	h.gw.SetReady(false)
-	for _, r := range []response{h.write("debit", l.Token, debit("acct-88", 1)), h.do(http.MethodGet, "/livez", nil, "")} {
-		if !r.Close {
-			t.Errorf("an answer while draining: %d %s; want Connection: close", r.Status, r.Body)
-		}
-	}
-	h.gw.SetReady(true)
-	if r := h.do(http.MethodGet, "/livez", nil, ""); r.Close {
-		t.Errorf("ready again, yet an answer closes its connection")
-	}
-}
-
 // TestDatabaseDownIsUnavailable: with PostgreSQL unreachable a write is 503
 // and says nothing was written.
 func TestDatabaseDownIsUnavailable(t *testing.T) {

@@ -168,7 +168,10 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	// Fail readiness first and keep serving until load balancers have
 	// seen it, so that they stop sending before the listener closes;
-	// then drain.
+	// then drain. Meanwhile idle keep-alive connections are closed and
+	// every answer says Connection: close, so that clients holding one
+	// reconnect, through the load balancer, to a replica that is ready.
+	srv.SetKeepAlivesEnabled(false)
 	gw.SetReady(false)
 	if cfg.ShutdownDelay > 0 {
 		log.Info("fencegw shutting down: /readyz answers 503, still serving until load balancers notice", "delay", cfg.ShutdownDelay.String())

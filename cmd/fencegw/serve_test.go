@@ -66,8 +66,9 @@ func TestServeRefusesPolicySQLTheDatabaseRejects(t *testing.T) {
 }
 
 // TestServeShutsDownGracefully: on SIGTERM (ctx cancelled) /readyz turns
-// 503 while the listener still serves, for the shutdown delay or until a
-// second signal; then serve drains and returns nil.
+// 503 while the listener still serves, asking clients to close their
+// connections, for the shutdown delay or until a second signal; then
+// serve drains and returns nil.
 func TestServeShutsDownGracefully(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -94,8 +95,13 @@ func TestServeShutsDownGracefully(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	if code := getStatus(t, "http://"+addr+"/v1/leases?resource=account/acct-1"); code != http.StatusOK {
-		t.Fatalf("during the shutdown delay GET /v1/leases = %d, want it still served", code)
+	resp, err := http.Get("http://" + addr + "/v1/leases?resource=account/acct-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !resp.Close {
+		t.Fatalf("during the shutdown delay GET /v1/leases = %d, close %v; want it still served, with Connection: close", resp.StatusCode, resp.Close)
 	}
 	close(hurry)
 	select {
