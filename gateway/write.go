@@ -135,7 +135,7 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, name string, st
 	g.count(name, outcome, start)
 	// With its length known, the flush sends the answer as it is, not
 	// in chunks.
-	h["Content-Length"] = contentLength(len(resp.Body))
+	h["Content-Length"] = []string{strconv.Itoa(len(resp.Body))}
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
 	_ = http.NewResponseController(w).Flush()
@@ -154,23 +154,6 @@ func (g *Gateway) count(name, outcome string, start time.Time) {
 		g.metrics.writes.WithLabelValues(name, outcome).Inc()
 	}
 	m.latency.Observe(time.Since(start).Seconds())
-}
-
-// smallLengths are the Content-Length values of answers up to 1 KiB, made
-// once: like jsonContentType, a header value net/http only reads.
-var smallLengths = func() (v [1024][]string) {
-	for n := range v {
-		v[n] = []string{strconv.Itoa(n)}
-	}
-	return v
-}()
-
-// contentLength is the Content-Length header value for n bytes.
-func contentLength(n int) []string {
-	if n < len(smallLengths) {
-		return smallLengths[n]
-	}
-	return []string{strconv.Itoa(n)}
 }
 
 // jsonContentType is shared by every answer: net/http only reads header
