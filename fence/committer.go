@@ -38,6 +38,9 @@ type committer struct {
 	// or with group commit one; past it, another starts only when the
 	// line has not moved for spillAfter.
 	steady int
+	// spillAfter is the constant spillAfter; tests change it
+	// (export_test.go) to make a spill certain or impossible.
+	spillAfter time.Duration
 
 	mu       sync.Mutex
 	busy     []bool      // per slot: a runner holds it
@@ -53,7 +56,7 @@ func newCommitter(s *Store, slots, steady int, timeout time.Duration, onBatch fu
 	slots = max(slots, 1)
 	return &committer{
 		store: s, timeout: timeout, onBatch: onBatch, steady: min(max(steady, 1), slots),
-		busy: make([]bool, slots), started: make([]time.Time, slots),
+		busy: make([]bool, slots), started: make([]time.Time, slots), spillAfter: spillAfter,
 	}
 }
 
@@ -61,7 +64,7 @@ func newCommitter(s *Store, slots, steady int, timeout time.Duration, onBatch fu
 // are in flight, or a slot is free and no transaction started or ended
 // for spillAfter. c.mu is held.
 func (c *committer) mayStart(now time.Time) bool {
-	return c.running < c.steady || (c.running < len(c.busy) && now.Sub(c.progress) >= spillAfter)
+	return c.running < c.steady || (c.running < len(c.busy) && now.Sub(c.progress) >= c.spillAfter)
 }
 
 // hold takes a free slot for a transaction starting now. c.mu is held and
@@ -99,7 +102,7 @@ func (c *committer) armSpill(now time.Time) {
 		return
 	}
 	c.armed = true
-	d := spillAfter - now.Sub(c.progress)
+	d := c.spillAfter - now.Sub(c.progress)
 	if c.spill == nil {
 		c.spill = time.AfterFunc(d, c.spillLine)
 		return
@@ -216,7 +219,7 @@ func (c *committer) next(conn *pgxpool.Conn, slot int) []*unit {
 // more. c.mu is held.
 func (c *committer) stuck(now time.Time) bool {
 	for _, t := range c.started {
-		if !t.IsZero() && now.Sub(t) >= spillAfter {
+		if !t.IsZero() && now.Sub(t) >= c.spillAfter {
 			return true
 		}
 	}

@@ -469,3 +469,28 @@ func TestGroupCommitGoesAroundAStuckWrite(t *testing.T) {
 		t.Fatalf("acct-50 = %d, want 1002: both its writes applied once", got)
 	}
 }
+
+// TestGroupCommitOneTransactionAtATime: with group commit, writes wait in
+// line while one transaction is in flight, even with a connection free,
+// and then go as one group: the largest groups, the fewest commits. (The
+// spill that goes around a stuck write is turned off here; see
+// TestGroupCommitGoesAroundAStuckWrite.)
+func TestGroupCommitOneTransactionAtATime(t *testing.T) {
+	d := newDB(t)
+	gs := newGroupStore(t, d, 2, newCommitGate())
+	fence.SetSpillAfter(gs.Store, time.Hour)
+	release, first := occupy(t, d, gs, "acct-60")
+	accounts := []string{"acct-61", "acct-62", "acct-63"}
+	var writes []fence.Write
+	for _, a := range accounts {
+		writes = append(writes, credit(d, a, 1))
+	}
+	waiting := inLine(t, gs, each(t, gs, writes...)...) // fails if one starts on the free connection
+	for i, o := range settled(t, release, first, waiting) {
+		if o.err != nil {
+			t.Errorf("%s: %v", accounts[i], o.err)
+		}
+	}
+	credited(t, d, accounts...)
+	groupedIn(t, gs, len(accounts))
+}
