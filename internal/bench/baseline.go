@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,34 +19,77 @@ var stubAnswer = []byte(`{"operation":"add","resource":"acct/1234","token":"1:56
 // answers like the gateway without doing anything. The gateway path's
 // allocations minus these are the gateway's own.
 func emptyRoundTrip(ctx context.Context, warmup, duration time.Duration) (Path, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	st, err := startStub(nil)
 	if err != nil {
 		return Path{}, fmt.Errorf("bench: empty round trip: %w", err)
 	}
-	srv := &http.Server{
-		ReadHeaderTimeout: 5 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(stubAnswer)
-		}),
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	lc := newLeanClient(ln.Addr().String(), operationName, sameToken("1:1"), 1)
+	lc := newLeanClient(st.addr, operationName, sameToken("1:1"), 1)
 	p := drive(ctx, 1, Uniform, window{warmup: warmup, duration: duration}, lc.write)
 	lc.close()
-
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	err = srv.Shutdown(sctx)
-	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
-	}
-	if err != nil {
+	if err := st.close(ctx); err != nil {
 		return p, fmt.Errorf("bench: empty round trip: %w", err)
 	}
 	return p, nil
+}
+
+// stub is a bare net/http server on loopback, no router, no middleware,
+// that takes the gateway's requests as they are (path and token header
+// ignored) and answers like the gateway. With a write, it decodes the
+// account from the JSON body and runs the write first: the HTTP floor of
+// the overhead measurement, where it differs from the gateway only in
+// what the gateway does. Without one it does nothing but answer: the
+// empty round trip.
+type stub struct {
+	addr   string
+	srv    *http.Server
+	served chan error
+}
+
+func startStub(write writeFunc) (*stub, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	st := &stub{addr: ln.Addr().String(), served: make(chan error, 1)}
+	st.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if write != nil {
+			var args struct {
+				ID int64 `json:"id"`
+			}
+			if err := json.Unmarshal(body, &args); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			// Like the gateway's, the write runs to completion whatever the
+			// client does: writeFunc's contract.
+			if kind, detail := write(context.WithoutCancel(r.Context()), args.ID); kind != "" {
+				http.Error(w, kind+": "+detail, http.StatusInternalServerError)
+				return
+			}
+		}
+		w.Header()["Content-Type"] = jsonContentType
+		_, _ = w.Write(stubAnswer)
+	})}
+	go func() { st.served <- st.srv.Serve(ln) }()
+	return st, nil
+}
+
+var jsonContentType = []string{"application/json"}
+
+// close shuts st down, waiting a little for a request in flight.
+func (st *stub) close(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := st.srv.Shutdown(sctx)
+	if serr := <-st.served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
 }
 
 // sameToken gives every account one token: for a server that checks none.

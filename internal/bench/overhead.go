@@ -2,13 +2,8 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
-	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -77,18 +72,17 @@ type overheadPath struct {
 // whatever w's rate: an overhead is one write's. With an external
 // gateway, the floor still runs in this process.
 func measureOverhead(ctx context.Context, dist Dist, w window, direct, viaGateway writeFunc, signed []string, op string) (Overhead, error) {
-	floor, err := startFloor(direct)
+	floor, err := startStub(direct)
 	if err != nil {
-		return Overhead{}, err
+		return Overhead{}, fmt.Errorf("bench: http floor: %w", err)
 	}
-	defer floor.close()
+	defer floor.close(ctx)
 	fc := newLeanClient(floor.addr, op, signed, 1)
 	defer fc.close()
-	picker := func() func() int64 { return dist.picker(rand.New(rand.NewPCG(1, 0x6f76657268656164))) }
 	paths := []*overheadPath{
-		{name: "direct", write: direct, next: picker()},
-		{name: "http floor", write: fc.write, next: picker()},
-		{name: "gateway", write: viaGateway, next: picker()},
+		{name: "direct", write: direct, next: overheadPicker(dist)},
+		{name: "http floor", write: fc.write, next: overheadPicker(dist)},
+		{name: "gateway", write: viaGateway, next: overheadPicker(dist)},
 	}
 
 	var o Overhead
@@ -128,6 +122,12 @@ func measureOverhead(ctx context.Context, dist Dist, w window, direct, viaGatewa
 	return o, nil
 }
 
+// overheadPicker picks accounts as dist does, from the same seed for
+// every path.
+func overheadPicker(dist Dist) func() int64 {
+	return dist.picker(rand.New(rand.NewPCG(1, 0x6f76657268656164)))
+}
+
 // turn makes one write on p and records it.
 func (o *Overhead) turn(ctx context.Context, p *overheadPath, measured bool) {
 	t0 := time.Now()
@@ -144,58 +144,4 @@ func (o *Overhead) turn(ctx context.Context, p *overheadPath, measured bool) {
 		p.lat = append(p.lat, d)
 	}
 	o.Acknowledged++
-}
-
-// floor is the HTTP floor: a net/http server with no router and no
-// middleware whose handler decodes the bench's JSON body, runs the direct
-// path's write and answers a JSON document of the gateway's answer's
-// shape. It takes the gateway's requests as they are (path and token
-// header are ignored), so the two differ only in what the gateway does.
-type floor struct {
-	addr   string
-	srv    *http.Server
-	served chan error
-}
-
-func startFloor(write writeFunc) (*floor, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("bench: http floor: %w", err)
-	}
-	f := &floor{addr: ln.Addr().String(), served: make(chan error, 1)}
-	f.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var args struct {
-			ID int64 `json:"id"`
-		}
-		body, err := io.ReadAll(r.Body)
-		if err == nil {
-			err = json.Unmarshal(body, &args)
-		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		// Like the gateway's, the write runs to completion whatever the
-		// client does: writeFunc's contract.
-		if kind, detail := write(context.WithoutCancel(r.Context()), args.ID); kind != "" {
-			http.Error(w, kind+": "+detail, http.StatusInternalServerError)
-			return
-		}
-		answer := strconv.AppendInt([]byte(`{"operation":"add","resource":"acct/`), args.ID, 10)
-		answer = append(answer, `","token":"1:1000","statements":[{"rows_affected":1}]}`+"\n"...)
-		w.Header()["Content-Type"] = jsonContentType
-		w.Header()["Content-Length"] = []string{strconv.Itoa(len(answer))}
-		_, _ = w.Write(answer)
-	}), ReadHeaderTimeout: 5 * time.Second}
-	go func() { f.served <- f.srv.Serve(ln) }()
-	return f, nil
-}
-
-var jsonContentType = []string{"application/json"}
-
-// close stops the floor; the measurement is over, so how serving ended
-// changes nothing in it.
-func (f *floor) close() {
-	_ = f.srv.Close()
-	<-f.served
 }
