@@ -52,21 +52,37 @@ func openMigrated(ctx context.Context, url, cmd string) (*pgx.Conn, error) {
 // ctx ends, so a gateway started in that window waits for it, as it waits
 // for etcd, instead of exiting. A schema that is wrong fails at once.
 func awaitSchema(ctx context.Context, pool *pgxpool.Pool, cmd string) (uint, error) {
+	switch err := retryWhile(ctx, unreachable, func() error { return pool.Ping(ctx) }); {
+	case err != nil && unreachable(err):
+		return 0, fmt.Errorf("%s: database unreachable: %w", cmd, err)
+	case err != nil:
+		return 0, fmt.Errorf("%s: database: %w", cmd, err)
+	}
+	return checkSchema(ctx, pool, cmd)
+}
+
+// retryWhile calls f again while its error is transient, until ctx ends,
+// and returns its last error: nil, one that is not transient (at once), or
+// the transient one that outlasted ctx. serve's start-up waits this way
+// for PostgreSQL and etcd that are not up yet, restarting, failing over
+// or being restored, instead of exiting.
+func retryWhile(ctx context.Context, transient func(error) bool, f func() error) error {
 	for {
-		err := pool.Ping(ctx)
-		if err == nil {
-			return checkSchema(ctx, pool, cmd)
-		}
-		if !unreachable(err) {
-			return 0, fmt.Errorf("%s: database: %w", cmd, err)
+		err := f()
+		if err == nil || !transient(err) {
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("%s: database unreachable: %w", cmd, err)
+			return err
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
+
+// etcdUnavailable reports whether err says etcd could not be asked (down,
+// being restored, no leader yet), rather than that it answered.
+func etcdUnavailable(err error) bool { return errors.Is(err, authority.ErrUnavailable) }
 
 // unreachable reports whether err says PostgreSQL could not be talked to,
 // rather than that it answered: no server error at all (refused, reset,

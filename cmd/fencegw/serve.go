@@ -100,10 +100,10 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	defer cli.Close()
 	auth := authority.NewEtcd(cli)
 	stopWaiting = sayWaiting(log, "etcd", strings.Join(cfg.EtcdEndpoints, ","))
-	err = whileUnavailable(startCtx, func() error { _, err := auth.Revision(startCtx); return err })
+	err = retryWhile(startCtx, etcdUnavailable, func() error { _, err := auth.Revision(startCtx); return err })
 	stopWaiting()
 	if err != nil {
-		return fmt.Errorf("%s: etcd at %v: %w", cmd, cfg.EtcdEndpoints, err)
+		return fmt.Errorf("%s: etcd at %s: %w", cmd, strings.Join(cfg.EtcdEndpoints, ","), err)
 	}
 
 	gw, err := gateway.New(gateway.Config{
@@ -118,8 +118,8 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	// A halted authority is not a start-up failure: the gateway serves
 	// /readyz with the reason and refuses writes until `fencegw epoch bump`.
-	err = whileUnavailable(startCtx, func() error { return gw.Guard().Check(startCtx) })
-	if err != nil && !errors.Is(err, tokens.ErrHalted) {
+	// etcd answered just now: a failure here is no reason to wait.
+	if err := gw.Guard().Check(startCtx); err != nil && !errors.Is(err, tokens.ErrHalted) {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -215,24 +215,6 @@ func sayWaiting(log *slog.Logger, what, where string) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
-}
-
-// whileUnavailable calls f again while etcd cannot be asked (down, being
-// restored, no leader yet), until ctx ends: a gateway started in that
-// window waits for etcd, as it waits for PostgreSQL, instead of exiting.
-// Any other answer is returned at once.
-func whileUnavailable(ctx context.Context, f func() error) error {
-	for {
-		err := f()
-		if !errors.Is(err, authority.ErrUnavailable) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }
 
 // runBackground runs each loop in its own goroutine until the returned stop

@@ -228,9 +228,10 @@ func TestServeWaitsForPostgreSQL(t *testing.T) {
 	w.readyAndStopped(ctx, t)
 }
 
-// TestServeWaitsForEtcd: a gateway started while etcd cannot be reached
-// (all members down, or being restored) waits for it, saying so, and
-// serves once it answers, instead of exiting.
+// TestServeWaitsForEtcd: a gateway started while nothing listens at its
+// etcd address waits for it, saying so, and serves once it answers,
+// instead of exiting. etcd's client itself waits for a connection here;
+// asking again while etcd answers "unavailable" is TestRetryWhileUnavailable's.
 func TestServeWaitsForEtcd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -322,12 +323,12 @@ func forward(ln net.Listener, target string) {
 	}
 }
 
-// TestWhileUnavailable: serve's start-up asks etcd again while it answers
-// "unavailable", returns any other answer at once, and gives up with the
-// last error when its context ends.
-func TestWhileUnavailable(t *testing.T) {
+// TestRetryWhileUnavailable: serve's start-up asks etcd again while it
+// answers "unavailable" (no leader, being restored), returns any other
+// answer at once, and gives up with the last error when its context ends.
+func TestRetryWhileUnavailable(t *testing.T) {
 	calls := 0
-	err := whileUnavailable(t.Context(), func() error {
+	err := retryWhile(t.Context(), etcdUnavailable, func() error {
 		if calls++; calls < 3 {
 			return fmt.Errorf("read revision: %w", authority.ErrUnavailable)
 		}
@@ -338,12 +339,12 @@ func TestWhileUnavailable(t *testing.T) {
 	}
 	calls = 0
 	other := errors.New("a foreign key in etcd")
-	if err := whileUnavailable(t.Context(), func() error { calls++; return other }); err != other || calls != 1 {
+	if err := retryWhile(t.Context(), etcdUnavailable, func() error { calls++; return other }); err != other || calls != 1 {
 		t.Fatalf("= %v after %d calls, want the other error at once", err, calls)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := whileUnavailable(ctx, func() error { return authority.ErrUnavailable }); !errors.Is(err, authority.ErrUnavailable) {
+	if err := retryWhile(ctx, etcdUnavailable, func() error { return authority.ErrUnavailable }); !errors.Is(err, authority.ErrUnavailable) {
 		t.Fatalf("with its context ended = %v, want the last unavailable error", err)
 	}
 }
