@@ -1,0 +1,28 @@
+package torture
+
+import "testing"
+
+// TestCheckMinimumFaults: --min-failovers and --min-rollbacks ask the run
+// to go on until the nemesis did that many, so each needs its fault mode
+// and neither may be negative; the run is refused before anything starts.
+func TestCheckMinimumFaults(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(*Config)
+		ok     bool
+	}{
+		{"defaults", func(*Config) {}, true},
+		{"failovers with --failover", func(c *Config) { c.Failover, c.MinFailovers = true, 2 }, true},
+		{"rollbacks with --etcd-rollback", func(c *Config) { c.EtcdRollback, c.MinRollbacks = true, 1 }, true},
+		{"failovers without --failover", func(c *Config) { c.MinFailovers = 1 }, false},
+		{"rollbacks without --etcd-rollback", func(c *Config) { c.MinRollbacks = 1 }, false},
+		{"negative failovers", func(c *Config) { c.Failover, c.MinFailovers = true, -1 }, false},
+		{"negative rollbacks", func(c *Config) { c.EtcdRollback, c.MinRollbacks = true, -1 }, false},
+	} {
+		c := Defaults()
+		tt.change(&c)
+		if err := c.Check(); (err == nil) != tt.ok {
+			t.Errorf("%s: Check() = %v, want ok=%v", tt.name, err, tt.ok)
+		}
+	}
+}
