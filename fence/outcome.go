@@ -134,8 +134,8 @@ func (e *encodeError) Unwrap() []error { return []error{ErrValue, e.cause} }
 
 // inWrite names the write of a batch an error belongs to.
 func inWrite(req *Request, at failedAt, err error) error {
-	if (req.Batch || len(req.Writes) > 1) && at.write >= 0 {
-		return &WriteError{Index: at.write, Err: err}
+	if at.write >= 0 {
+		return req.InWrite(at.write, err)
 	}
 	return err
 }

@@ -46,6 +46,20 @@ type Request struct {
 	result [1]Result // results' storage for a request of one write
 }
 
+// Listed reports whether the answer lists the writes: a batch, even of
+// one write, or more than one write. A listed request's errors name the
+// write they belong to.
+func (r *Request) Listed() bool { return r.Batch || len(r.Writes) > 1 }
+
+// InWrite names write i as the one err belongs to, if r is listed;
+// otherwise err is the whole request's and is returned as it is.
+func (r *Request) InWrite(i int, err error) error {
+	if r.Listed() {
+		return &WriteError{Index: i, Err: err}
+	}
+	return err
+}
+
 // fence is one fence row a request advances.
 type fence struct {
 	resource string

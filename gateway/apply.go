@@ -26,7 +26,7 @@ func (g *Gateway) validateAndApply(ctx context.Context, req *fence.Request, scop
 		for i, role := range w.Operation.Roles {
 			if err := g.validate(ctx, w.Keys[i], client, w.Tokens[i], role.Resource.Validation); err != nil {
 				scope.Resource, scope.Role, scope.Presented = w.Keys[i], role.Name, w.Tokens[i].Unsigned()
-				return fence.Response{}, inBatch(req, wi, err)
+				return fence.Response{}, req.InWrite(wi, err)
 			}
 		}
 	}
@@ -40,14 +40,6 @@ func (g *Gateway) validate(ctx context.Context, resource, client string, tok tok
 		// A lease taken after `fencegw epoch bump` carries the new epoch
 		// before this gateway's guard has seen it: look now, then ask again.
 		err = g.cfg.Authority.Validate(ctx, resource, client, tok, mode)
-	}
-	return err
-}
-
-// inBatch names the write of a batch that err refused.
-func inBatch(req *fence.Request, i int, err error) error {
-	if req.Batch || len(req.Writes) > 1 {
-		return &fence.WriteError{Index: i, Err: err}
 	}
 	return err
 }

@@ -58,7 +58,7 @@ func render(req *fence.Request, results []fence.Result) fence.Response {
 		}
 	}
 	b := make([]byte, 0, n)
-	if !req.Batch && len(req.Writes) == 1 {
+	if !req.Listed() {
 		b = appendResult(b, &req.Writes[0], results[0])
 	} else {
 		b = append(b, `{"writes":[`...)
