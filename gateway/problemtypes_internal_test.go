@@ -1,6 +1,11 @@
 package gateway
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"github.com/fencegw/fencegw/policy"
+)
 
 // TestProblemTypesAreOneTable: every kind appears once, and problemTypeOf
 // finds each; an unknown kind (a typo in a set call) falls back to
@@ -18,5 +23,24 @@ func TestProblemTypesAreOneTable(t *testing.T) {
 	}
 	if got := problemTypeOf("no-such-kind"); got.Kind != "internal" {
 		t.Errorf("an unknown kind reads as %s, want internal", got.Kind)
+	}
+}
+
+// TestOwnKindsAreReserved: a policy's sql_errors may not map an
+// application's refusal to a problem type clients act on. policy keeps
+// that list by hand; this table is its source, so a kind added here and
+// not there (or gone from here) fails.
+func TestOwnKindsAreReserved(t *testing.T) {
+	shared := map[string]bool{"bad-request": true, "forbidden": true, "precondition-failed": true, "constraint": true}
+	reserved := policy.ReservedKinds()
+	for _, pt := range problemTypes {
+		if isReserved := slices.Contains(reserved, pt.Kind); isReserved == shared[pt.Kind] {
+			t.Errorf("%s: reserved by policy %v, shared with applications %v: want exactly one", pt.Kind, isReserved, shared[pt.Kind])
+		}
+	}
+	for _, kind := range reserved {
+		if problemTypeOf(kind).Kind != kind {
+			t.Errorf("policy reserves %s, which the gateway never answers", kind)
+		}
 	}
 }

@@ -82,10 +82,14 @@ func retryClass(code string) bool {
 // reservedKinds are fencegw's problem types that tell a client what to do
 // (stop writing, retry, authenticate): an application's refusal must not
 // read as one of them. precondition-failed, constraint, forbidden and
-// bad-request mean what an application may mean too.
+// bad-request mean what an application may mean too. The gateway's table
+// of problem types is the source; its tests hold this list to it.
 var reservedKinds = []string{"stale-token", "token-rejected", "token-required", "authority-halted", "unavailable",
 	"internal", "locked", "lease-not-found", "idempotency-mismatch", "too-many-leases", "unauthorized",
 	"unknown-operation", "not-found", "method-not-allowed", "too-large", "unsupported-media-type", "unsupported-encoding"}
+
+// ReservedKinds returns the problem types an sql_errors entry may not take.
+func ReservedKinds() []string { return slices.Clone(reservedKinds) }
 
 // compileSQLErrors checks the sql_errors section: SQLSTATEs of five
 // upper-case letters or digits, statuses 400 to 499 (the gateway's own
