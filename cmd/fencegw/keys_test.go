@@ -40,7 +40,13 @@ func TestKeysCommand(t *testing.T) {
 	if keys := list("retire"); len(keys) != 1 {
 		t.Fatalf("after retire = %v, want one key", keys)
 	}
-	if err := execute(t.Context(), &bytes.Buffer{}, "keys", "--etcd", etcd, "shred"); !errors.Is(err, errUsage) {
-		t.Fatalf("keys shred = %v, want a usage error", err)
+	// Refused before etcd is asked: the keys stay as they were.
+	for _, args := range [][]string{{"shred"}, {"retire", "--keep", "0"}, {"rotate", "--sign-after", "-1s"}} {
+		if err := execute(t.Context(), &bytes.Buffer{}, append([]string{"keys", "--etcd", etcd}, args...)...); !errors.Is(err, errUsage) {
+			t.Errorf("keys %v = %v, want a usage error", args, err)
+		}
+	}
+	if keys := list("list"); len(keys) != 1 || keys[0]["signing"] != true {
+		t.Fatalf("after the refused calls = %v, want the one signing key left by retire", keys)
 	}
 }
