@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,7 +49,7 @@ BENCHMARKS.md.`,
 	bindDatabaseURL(fs, &cfg.DatabaseURL)
 	fs.StringVar(&cfg.GatewayURL, "gateway", "", "drive this running gateway (loopback only) instead of one in process; needs --database-url and --etcd, the gateway's")
 	fs.StringVar(&cfg.Dir, "bench", "testdata/bench", "folder with the bench's policy.yaml and migrations/")
-	fs.StringVar(&o.etcd, "etcd", "", "comma-separated endpoints of a running etcd for the in-process gateway (default: an embedded one, whose background work then counts in the process's allocations and RSS)")
+	fs.Var((*endpoints)(&cfg.EtcdEndpoints), "etcd", "comma-separated endpoints of a running etcd for the in-process gateway (default: an embedded one, whose background work then counts in the process's allocations and RSS)")
 	fs.IntVar(&cfg.WriteTransactions, "max-write-transactions", 0, "the in-process gateway's transactions of coalescing resources in flight at once (0: its default)")
 	fs.BoolVar(&cfg.NoGroupCommit, "no-group-commit", false, "turn group commit across resources off in the in-process gateway, whatever the policy says")
 	fs.BoolVar(&cfg.NoCoalesce, "no-coalesce", false, "turn hot-key coalescing off in the in-process gateway, whatever the policy says")
@@ -64,10 +63,10 @@ BENCHMARKS.md.`,
 // benchOptions are bench's flags: the run's configuration and what the
 // command does around it.
 type benchOptions struct {
-	cfg                  bench.Config
-	clients, dists, etcd string
-	cpuProfile           string
-	asJSON               bool
+	cfg            bench.Config
+	clients, dists string
+	cpuProfile     string
+	asJSON         bool
 }
 
 // runBench serves `fencegw bench`: the same fenced writes direct through
@@ -82,7 +81,7 @@ func runBench(ctx context.Context, o benchOptions, out io.Writer) error {
 	if cfg.Dists, err = bench.ParseDists(o.dists); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	if cfg.GatewayURL != "" && (cfg.DatabaseURL == "" || o.etcd == "") {
+	if cfg.GatewayURL != "" && (cfg.DatabaseURL == "" || len(cfg.EtcdEndpoints) == 0) {
 		return fmt.Errorf("%w: --gateway needs --database-url and --etcd: the gateway's database, for the direct path, and its etcd, whose keys sign each account's token", errUsage)
 	}
 	if err := cfg.CheckLoad(); err != nil {
@@ -94,9 +93,6 @@ func runBench(ctx context.Context, o benchOptions, out io.Writer) error {
 
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if o.etcd != "" {
-		cfg.EtcdEndpoints = strings.Split(o.etcd, ",")
-	}
 	if cfg.GatewayURL == "" && len(cfg.EtcdEndpoints) == 0 {
 		etcd, err := etcdserver.Start(startCtx, "")
 		if err != nil {
