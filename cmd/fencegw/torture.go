@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -92,6 +93,9 @@ func runTorture(ctx context.Context, cfg torture.Config, asJSON bool, out io.Wri
 	} else {
 		fmt.Fprintln(out, report.Verdict)
 	}
+	if err := checkFaultsDone(cfg, report.Faults); err != nil {
+		return &exitError{code: 1, err: err}
+	}
 	switch {
 	case cfg.UnsafeNoFence && report.OK():
 		return &exitError{code: 1, err: fmt.Errorf("torture: control run with fencing off found no violation: the checker proved nothing")}
@@ -101,4 +105,23 @@ func runTorture(ctx context.Context, cfg torture.Config, asJSON bool, out io.Wri
 		return &exitError{code: 1, err: fmt.Errorf("torture: %d violation(s) with fencing on", len(report.Violations))}
 	}
 	return nil
+}
+
+// checkFaultsDone fails a run that reached its bound (MaxOverrun ×
+// --duration) short of the failovers or rollbacks it was asked for: its
+// verdict, whichever it is, covers fewer faults than the run claims to
+// have survived.
+func checkFaultsDone(cfg torture.Config, faults map[string]int) error {
+	var short []string
+	if got := faults["failover"]; got < cfg.MinFailovers {
+		short = append(short, fmt.Sprintf("%d of the %d failovers", got, cfg.MinFailovers))
+	}
+	if got := faults["etcd-rollback"]; got < cfg.MinRollbacks {
+		short = append(short, fmt.Sprintf("%d of the %d etcd rollbacks", got, cfg.MinRollbacks))
+	}
+	if len(short) == 0 {
+		return nil
+	}
+	return fmt.Errorf("torture: the run reached its time bound (%v) with only %s asked for: its verdict proves less than asked; give it a longer --duration",
+		torture.MaxOverrun*cfg.Duration, strings.Join(short, " and "))
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"os/exec"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/fencegw/fencegw/internal/torture"
 	"github.com/fencegw/fencegw/internal/torture/check"
 )
 
@@ -115,5 +118,33 @@ func TestTortureEtcdRollbackProfile(t *testing.T) {
 	}
 	if r.Faults["etcd-rollback"] < 1 || r.Faults["halted"] != r.Faults["etcd-rollback"] || r.Faults["epoch-bump"] != r.Faults["etcd-rollback"] {
 		t.Fatalf("every rollback must halt the gateways and be repaired by an epoch bump: %v\n%s", r.Faults, &logs)
+	}
+}
+
+// TestCheckFaultsDone: a run asked for a minimum of failovers or rollbacks
+// that ended without them fails, naming what is missing; one that did
+// them, or was asked for none, does not.
+func TestCheckFaultsDone(t *testing.T) {
+	cfg := torture.Config{Duration: time.Minute, Failover: true, MinFailovers: 3, EtcdRollback: true, MinRollbacks: 2}
+	for _, tc := range []struct {
+		faults map[string]int
+		want   string // in the error; "" for none
+	}{
+		{map[string]int{"failover": 3, "etcd-rollback": 2}, ""},
+		{map[string]int{"failover": 5, "etcd-rollback": 4}, ""},
+		{map[string]int{"failover": 1, "etcd-rollback": 2}, "only 1 of the 3 failovers asked for"},
+		{map[string]int{"failover": 3}, "only 0 of the 2 etcd rollbacks asked for"},
+		{nil, "only 0 of the 3 failovers and 0 of the 2 etcd rollbacks asked for"},
+	} {
+		err := checkFaultsDone(cfg, tc.faults)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v, want none", tc.faults, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "4m0s")):
+			t.Errorf("%v: %v, want one saying %q and the bound", tc.faults, err, tc.want)
+		}
+	}
+	if err := checkFaultsDone(torture.Config{Duration: time.Minute}, nil); err != nil {
+		t.Errorf("no minimum asked: %v", err)
 	}
 }

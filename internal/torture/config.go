@@ -47,7 +47,7 @@ type Config struct {
 	RollbackEvery time.Duration
 	// MinFailovers and MinRollbacks make the run go on past Duration until
 	// the nemesis has done that many failovers and etcd rollbacks, at most
-	// maxOverrun times Duration: a run that must show them waits for them,
+	// MaxOverrun times Duration: a run that must show them waits for them,
 	// not for a window of time on a busy machine to hold enough.
 	MinFailovers, MinRollbacks int
 	// Burst: each lease sends 1 to Burst writes at once.

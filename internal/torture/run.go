@@ -117,7 +117,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	start := time.Now()
 	until, bound := start.Add(cfg.Duration), start.Add(cfg.Duration)
 	if cfg.MinFailovers > 0 || cfg.MinRollbacks > 0 {
-		bound = start.Add(maxOverrun * cfg.Duration)
+		bound = start.Add(MaxOverrun * cfg.Duration)
 	}
 	stopFile := filepath.Join(dir, "stop")
 	workers, err := startWorkers(bin, dir, cfg, urls, db.url(), bound, stopFile)
@@ -200,9 +200,9 @@ func prepareDatabase(ctx context.Context, dbURL string, resources int, nemesisWr
 	return err
 }
 
-// maxOverrun bounds how far past Duration a run waits for its minimum
+// MaxOverrun bounds how far past Duration a run waits for its minimum
 // failovers and rollbacks.
-const maxOverrun = 4
+const MaxOverrun = 4
 
 func startWorkers(bin, dir string, cfg Config, urls []string, dbURL string, until time.Time, stopFile string) ([]*exec.Cmd, error) {
 	var cmds []*exec.Cmd
