@@ -2,6 +2,8 @@ package authority
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -30,22 +32,31 @@ func Dial(endpoints []string) (*clientv3.Client, error) {
 // file, defragmentation gives it back (README: etcd).
 type StoreSize struct{ Total, InUse int64 }
 
-// ReadStoreSize asks one of the client's endpoints for its status and
-// keeps the answer for StoreSize; the guard calls it with each check.
+// ReadStoreSize asks the client's endpoints for their status, in turn,
+// until one answers, and keeps that answer for StoreSize; the guard calls
+// it with each check. In turn, not only the first: with one member of
+// three down, etcd serves, and so must the guard's check.
 func (a *Etcd) ReadStoreSize(ctx context.Context) error {
-	eps := a.cli.Endpoints()
-	if len(eps) == 0 {
+	var errs []error
+	for _, ep := range a.cli.Endpoints() {
+		st, err := a.status(ctx, ep)
+		if err == nil {
+			a.dbSize.Store(st.DbSize)
+			a.dbInUse.Store(st.DbSizeInUse)
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", ep, err))
+	}
+	if len(errs) == 0 {
 		return nil
 	}
+	return unavailable("read etcd's status", errors.Join(errs...))
+}
+
+func (a *Etcd) status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	st, err := a.cli.Status(ctx, eps[0])
-	if err != nil {
-		return unavailable("read etcd's status", err)
-	}
-	a.dbSize.Store(st.DbSize)
-	a.dbInUse.Store(st.DbSizeInUse)
-	return nil
+	return a.cli.Status(ctx, endpoint)
 }
 
 // StoreSize returns what ReadStoreSize found last (zero before).

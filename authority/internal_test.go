@@ -1,6 +1,9 @@
 package authority
 
 import (
+	"errors"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,4 +47,35 @@ func TestLockKeyPrefixSeparatesNestedResources(t *testing.T) {
 	if len(ab) >= len(a) && ab[:len(a)] == a {
 		t.Fatalf("lock prefix %q is a prefix of %q", a, ab)
 	}
+}
+
+// TestReadStoreSizeSkipsADeadEndpoint: with the first endpoint down and
+// another up, the status read (part of every guard check) still succeeds;
+// with none up it fails as unavailable, naming the endpoint.
+func TestReadStoreSizeSkipsADeadEndpoint(t *testing.T) {
+	dead := deadEndpoint(t)
+	live := testenv.EtcdClient(t).Endpoints()
+	a := NewEtcd(testenv.NewEtcdClient(t, append([]string{dead}, live...)))
+	if err := a.ReadStoreSize(t.Context()); err != nil {
+		t.Fatalf("dead endpoint first, then a live one: %v", err)
+	}
+	if a.StoreSize().Total <= 0 {
+		t.Fatalf("store size = %+v, want the live member's", a.StoreSize())
+	}
+	err := NewEtcd(testenv.NewEtcdClient(t, []string{dead})).ReadStoreSize(t.Context())
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), dead) {
+		t.Fatalf("only a dead endpoint: %v, want unavailable naming %s", err, dead)
+	}
+}
+
+// deadEndpoint is a loopback address that refuses connections: a port
+// that was listened on and closed.
+func deadEndpoint(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

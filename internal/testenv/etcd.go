@@ -24,6 +24,12 @@ func EtcdClient(t testing.TB) *clientv3.Client {
 	return newClient(t, e.etcdEndpoints)
 }
 
+// NewEtcdClient returns a client for endpoints, closed when the test ends.
+func NewEtcdClient(t testing.TB, endpoints []string) *clientv3.Client {
+	t.Helper()
+	return newClient(t, endpoints)
+}
+
 // PrivateEtcd starts an etcd of the test's own, for a test that changes
 // what every test would otherwise share (the epoch key, the cluster
 // itself), and a client for it. Both are closed when the test ends, the
