@@ -444,8 +444,8 @@ func TestTokenEpochIsEtcds(t *testing.T) {
 // TestObserveShowsEachHolderAsTheyHoldIt: observing reports a holder taken
 // before an epoch bump with its own epoch (the token it really writes
 // with), not the current one; ObserveAll groups keys by resource, finds
-// each holder among keys sorted by lease ID, filters by prefix, and leaves
-// out the resource a limit cut through.
+// each holder among keys sorted by lease ID, reads the holders' TTLs only,
+// filters by prefix, and leaves out the resource a limit cut through.
 func TestObserveShowsEachHolderAsTheyHoldIt(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t) // its own: the epoch key is global
 	a := authority.NewEtcd(cli)
@@ -492,6 +492,10 @@ func TestObserveShowsEachHolderAsTheyHoldIt(t *testing.T) {
 			if st.Holder.Token != old.Token.Unsigned() || len(st.Waiters) != 2 || st.Waiters[0].Token.Revision > st.Waiters[1].Token.Revision ||
 				st.Waiters[0].Token.Epoch != 2 {
 				t.Errorf("obs/a: holder %+v, waiters %+v; want %s and two epoch-2 waiters in order", st.Holder, st.Waiters, old.Token)
+			}
+			// One TTL read per resource: the holder's, not the waiters'.
+			if len(st.Waiters) == 2 && (st.Holder.TTL <= 0 || st.Waiters[0].TTL != 0 || st.Waiters[1].TTL != 0) {
+				t.Errorf("obs/a: TTLs holder %v, waiters %v and %v; want the holder's only", st.Holder.TTL, st.Waiters[0].TTL, st.Waiters[1].TTL)
 			}
 		case "obs/a b":
 			if st.Holder.Token != other.Token.Unsigned() || len(st.Waiters) != 0 {

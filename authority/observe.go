@@ -68,9 +68,11 @@ func (a *Etcd) Observe(ctx context.Context, resource string) (LockState, error) 
 
 // ObserveAll reports the resources whose names start with prefix and that
 // have a holder or waiters, in the order of their escaped names, from at
-// most limit lock keys (one range read, one TTL read per key): what
-// `fencegw inspect` shows. truncated says there were more; the resource
-// the limit cut through is left out rather than shown with a wrong holder.
+// most limit lock keys: what `fencegw inspect` and the status page show.
+// It costs one range read and one TTL read per resource, its holder's;
+// as with Observe, waiters are shown without theirs. truncated says there
+// were more keys; the resource the limit cut through is left out rather
+// than shown with a wrong holder.
 func (a *Etcd) ObserveAll(ctx context.Context, prefix string, limit int) (_ []LockState, truncated bool, _ error) {
 	// Escaping works byte by byte, so the escaped prefix is a prefix of
 	// every escaped name it starts.
@@ -84,43 +86,35 @@ func (a *Etcd) ObserveAll(ctx context.Context, prefix string, limit int) (_ []Lo
 	if err != nil {
 		return nil, false, err
 	}
-	type key struct {
-		resource string
-		kv       *mvccpb.KeyValue
-	}
-	var keys []key
+	var out []LockState
 	for _, kv := range resp.Kvs {
 		escaped, _, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), lockPrefix), "/")
 		resource, err := url.PathUnescape(escaped)
 		if !ok || err != nil {
 			continue // not a lock key of ours
 		}
-		keys = append(keys, key{resource, kv})
-	}
-	// One TTL read per key, a few at a time: in a row, a page of keys
-	// would cost as many round trips to etcd.
-	contenders := make([]Contender, len(keys))
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, observeReads)
-	for i, k := range keys {
-		wg.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			contenders[i] = a.contender(ctx, k.kv, epochs, true)
-		})
-	}
-	wg.Wait()
-	var out []LockState
-	for i, k := range keys {
-		if len(out) == 0 || out[len(out)-1].Resource != k.resource {
-			out = append(out, LockState{Resource: k.resource, Revision: resp.Header.Revision})
+		if len(out) == 0 || out[len(out)-1].Resource != resource {
+			out = append(out, LockState{Resource: resource, Revision: resp.Header.Revision})
 		}
-		out[len(out)-1].add(contenders[i])
-		out[len(out)-1].Waiting = int64(len(out[len(out)-1].Waiters))
+		st := &out[len(out)-1]
+		st.add(a.contender(ctx, kv, epochs, false))
+		st.Waiting = int64(len(st.Waiters))
 	}
 	if resp.More && len(out) > 0 {
 		out = out[:len(out)-1]
 	}
+	// The holders' TTLs, a few at a time: in a row, a page of resources
+	// would cost as many round trips to etcd.
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, observeReads)
+	for i := range out {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			out[i].Holder.TTL = a.leaseTTL(ctx, out[i].Holder.LeaseID)
+		})
+	}
+	wg.Wait()
 	return out, resp.More, nil
 }
 
@@ -149,13 +143,19 @@ func (a *Etcd) contender(ctx context.Context, kv *mvccpb.KeyValue, epochs func(r
 		Token:   tokens.Token{Epoch: epochs(kv.CreateRevision), Revision: kv.CreateRevision},
 		Value:   string(kv.Value),
 	}
-	if !withTTL {
-		return c
-	}
-	if ttl, err := a.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease)); err == nil && ttl.TTL > 0 {
-		c.TTL = time.Duration(ttl.TTL) * time.Second
+	if withTTL {
+		c.TTL = a.leaseTTL(ctx, c.LeaseID)
 	}
 	return c
+}
+
+// leaseTTL is what remains of a lease, as etcd reports it (one read); 0
+// if it just expired or etcd did not answer.
+func (a *Etcd) leaseTTL(ctx context.Context, id LeaseID) time.Duration {
+	if ttl, err := a.cli.TimeToLive(ctx, clientv3.LeaseID(id)); err == nil && ttl.TTL > 0 {
+		return time.Duration(ttl.TTL) * time.Second
+	}
+	return 0
 }
 
 // epochsAt returns what the epoch was at a revision: a lock key keeps the

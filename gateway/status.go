@@ -165,7 +165,7 @@ func (g *Gateway) statusFromEtcd(ctx context.Context, v *statusView) {
 	defer cancel()
 	locks, truncated, err := g.cfg.Authority.ObserveAll(ctx, "", statusLockKeys)
 	if err == nil && ctx.Err() != nil {
-		// ObserveAll reads each key's TTL best effort: past the deadline
+		// ObserveAll reads each holder's TTL best effort: past the deadline
 		// every TTL would read as 0.
 		err = ctx.Err()
 	}
