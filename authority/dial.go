@@ -32,31 +32,41 @@ func Dial(endpoints []string) (*clientv3.Client, error) {
 // file, defragmentation gives it back (README: etcd).
 type StoreSize struct{ Total, InUse int64 }
 
-// ReadStoreSize asks the client's endpoints for their status, in turn,
-// until one answers, and keeps that answer for StoreSize; the guard calls
-// it with each check. In turn, not only the first: with one member of
-// three down, etcd serves, and so must the guard's check.
+// ReadStoreSize asks every endpoint for its status at once and keeps the
+// first answer for StoreSize; the guard calls it with each check. All at
+// once, not in turn: a call to a member that is down waits until its
+// context ends (etcd's client waits for a connection), so a dead first
+// endpoint would eat the whole check's time.
 func (a *Etcd) ReadStoreSize(ctx context.Context) error {
-	var errs []error
-	for _, ep := range a.cli.Endpoints() {
-		st, err := a.status(ctx, ep)
-		if err == nil {
-			a.dbSize.Store(st.DbSize)
-			a.dbInUse.Store(st.DbSizeInUse)
-			return nil
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", ep, err))
-	}
-	if len(errs) == 0 {
+	eps := a.cli.Endpoints()
+	if len(eps) == 0 {
 		return nil
 	}
-	return unavailable("read etcd's status", errors.Join(errs...))
-}
-
-func (a *Etcd) status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error) {
 	ctx, cancel := bounded(ctx)
-	defer cancel()
-	return a.cli.Status(ctx, endpoint)
+	defer cancel() // ends the calls still waiting
+	type answer struct {
+		endpoint string
+		st       *clientv3.StatusResponse
+		err      error
+	}
+	answers := make(chan answer, len(eps))
+	for _, ep := range eps {
+		go func() {
+			st, err := a.cli.Status(ctx, ep)
+			answers <- answer{ep, st, err}
+		}()
+	}
+	var errs []error
+	for range eps {
+		an := <-answers
+		if an.err == nil {
+			a.dbSize.Store(an.st.DbSize)
+			a.dbInUse.Store(an.st.DbSizeInUse)
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", an.endpoint, an.err))
+	}
+	return unavailable("read etcd's status", errors.Join(errs...))
 }
 
 // StoreSize returns what ReadStoreSize found last (zero before).

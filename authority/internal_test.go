@@ -1,6 +1,7 @@
 package authority
 
 import (
+	"context"
 	"errors"
 	"net"
 	"strings"
@@ -50,19 +51,24 @@ func TestLockKeyPrefixSeparatesNestedResources(t *testing.T) {
 }
 
 // TestReadStoreSizeSkipsADeadEndpoint: with the first endpoint down and
-// another up, the status read (part of every guard check) still succeeds;
-// with none up it fails as unavailable, naming the endpoint.
+// another up, the status read (part of every guard check) succeeds within
+// a guard check's time; etcd's client waits on a dead endpoint until the
+// context ends, so asking the endpoints in turn would not. With none up it
+// fails as unavailable, naming the endpoint.
 func TestReadStoreSizeSkipsADeadEndpoint(t *testing.T) {
 	dead := deadEndpoint(t)
-	live := testenv.EtcdClient(t).Endpoints()
-	a := NewEtcd(testenv.NewEtcdClient(t, append([]string{dead}, live...)))
-	if err := a.ReadStoreSize(t.Context()); err != nil {
-		t.Fatalf("dead endpoint first, then a live one: %v", err)
+	a := NewEtcd(testenv.NewEtcdClient(t, append([]string{dead}, testenv.EtcdEndpoints()...)))
+	ctx, cancel := context.WithTimeout(t.Context(), DefaultCheckEvery)
+	defer cancel()
+	if err := a.ReadStoreSize(ctx); err != nil {
+		t.Fatalf("dead endpoint first, then a live one, within %v: %v", DefaultCheckEvery, err)
 	}
 	if a.StoreSize().Total <= 0 {
 		t.Fatalf("store size = %+v, want the live member's", a.StoreSize())
 	}
-	err := NewEtcd(testenv.NewEtcdClient(t, []string{dead})).ReadStoreSize(t.Context())
+	ctx, cancel = context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	err := NewEtcd(testenv.NewEtcdClient(t, []string{dead})).ReadStoreSize(ctx)
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), dead) {
 		t.Fatalf("only a dead endpoint: %v, want unavailable naming %s", err, dead)
 	}
