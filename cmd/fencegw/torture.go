@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencegw/fencegw/internal/torture"
+	"github.com/fencegw/fencegw/internal/torture/check"
 )
 
 func tortureCommand() *cobra.Command {
@@ -33,7 +35,9 @@ and the nemesis kills the primary (SIGKILL) and promotes the standby every
 --failover-every instead of restarting it. Exit status 0 when the verdict
 is the expected one: no violations, or — with --unsafe-no-fence (fencing
 off) or --async-standby (failovers that lose acknowledged commits), the
-control runs — at least one.`,
+control runs — at least one. A fenced run that ends at its time bound
+with fewer failovers or rollbacks than --min-failovers or --min-rollbacks
+asked for exits 1 too: its PASS covers fewer faults than asked.`,
 		Example: `  fencegw torture --duration 2m --kill-gateways --etcd-faults
   fencegw torture --unsafe-no-fence     # the control: must find violations
   fencegw torture --failover --json > report.json`,
@@ -64,8 +68,8 @@ control runs — at least one.`,
 	fs.DurationVar(&cfg.FailoverEvery, "failover-every", cfg.FailoverEvery, "with --failover: time between failovers")
 	fs.BoolVar(&cfg.EtcdRollback, "etcd-rollback", false, "snapshot etcd, later restore every member from the snapshot (revisions issued again): gateways must halt, and the nemesis runs fencegw epoch bump")
 	fs.BoolVar(&cfg.RollbackBump, "rollback-bump", false, "with --etcd-rollback: restore with --bump-revision and --mark-compacted, which should need no halt")
-	fs.IntVar(&cfg.MinFailovers, "min-failovers", 0, "with --failover: go on past --duration until this many failovers were done (at most 4 × --duration)")
-	fs.IntVar(&cfg.MinRollbacks, "min-rollbacks", 0, "with --etcd-rollback: go on past --duration until this many rollbacks were done (at most 4 × --duration)")
+	fs.IntVar(&cfg.MinFailovers, "min-failovers", 0, fmt.Sprintf("with --failover: go on past --duration until this many failovers were done (at most %d × --duration)", torture.MaxOverrun))
+	fs.IntVar(&cfg.MinRollbacks, "min-rollbacks", 0, fmt.Sprintf("with --etcd-rollback: go on past --duration until this many rollbacks were done (at most %d × --duration)", torture.MaxOverrun))
 	fs.DurationVar(&cfg.RollbackEvery, "rollback-every", cfg.RollbackEvery, "with --etcd-rollback: a snapshot, then half this later a restore from it")
 	fs.StringVar(&cfg.Dir, "dir", "", "run folder for histories, logs and report.json (default: a temp dir, removed)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temp run folder")
@@ -93,24 +97,30 @@ func runTorture(ctx context.Context, cfg torture.Config, asJSON bool, out io.Wri
 	} else {
 		fmt.Fprintln(out, report.Verdict)
 	}
-	if err := checkFaultsDone(cfg, report.Faults); err != nil {
-		return &exitError{code: 1, err: err}
-	}
+	return judge(cfg, report)
+}
+
+// judge says whether report is the verdict cfg's run should have had: nil,
+// or the exit error saying why not.
+func judge(cfg torture.Config, report check.Report) error {
+	control, short := cfg.UnsafeNoFence || cfg.AsyncStandby, checkFaultsDone(cfg, report.Faults)
 	switch {
 	case cfg.UnsafeNoFence && report.OK():
-		return &exitError{code: 1, err: fmt.Errorf("torture: control run with fencing off found no violation: the checker proved nothing")}
+		return &exitError{code: 1, err: errors.Join(errors.New("torture: control run with fencing off found no violation: the checker proved nothing"), short)}
 	case cfg.AsyncStandby && report.OK():
-		return &exitError{code: 1, err: fmt.Errorf("torture: control run with an asynchronous standby found no violation this time")}
-	case !cfg.UnsafeNoFence && !cfg.AsyncStandby && !report.OK():
+		return &exitError{code: 1, err: errors.Join(errors.New("torture: control run with an asynchronous standby found no violation this time"), short)}
+	case !control && !report.OK():
 		return &exitError{code: 1, err: fmt.Errorf("torture: %d violation(s) with fencing on", len(report.Violations))}
+	case !control && short != nil:
+		return &exitError{code: 1, err: short}
 	}
 	return nil
 }
 
-// checkFaultsDone fails a run that reached its bound (MaxOverrun ×
-// --duration) short of the failovers or rollbacks it was asked for: its
-// verdict, whichever it is, covers fewer faults than the run claims to
-// have survived.
+// checkFaultsDone says whether a run reached its bound (MaxOverrun ×
+// --duration) short of the failovers or rollbacks it was asked for. A
+// fenced run's PASS then proves less than asked, and fails; a control run
+// that found its violations proved its point with fewer faults.
 func checkFaultsDone(cfg torture.Config, faults map[string]int) error {
 	var short []string
 	if got := faults["failover"]; got < cfg.MinFailovers {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -146,5 +147,49 @@ func TestCheckFaultsDone(t *testing.T) {
 	}
 	if err := checkFaultsDone(torture.Config{Duration: time.Minute}, nil); err != nil {
 		t.Errorf("no minimum asked: %v", err)
+	}
+}
+
+// TestJudge: a violation with fencing on is reported as such, even when
+// the run was also short of faults; a fenced PASS short of faults fails; a
+// control run that found its violations passes however few faults it
+// took, and one that found none says so, and that it was short.
+func TestJudge(t *testing.T) {
+	short := map[string]int{"failover": 1}
+	enough := map[string]int{"failover": 2}
+	violation := []check.Violation{{Kind: "stale-write"}}
+	fenced := torture.Config{Duration: time.Minute, Failover: true, MinFailovers: 2}
+	control := fenced
+	control.AsyncStandby = true
+	for _, tc := range []struct {
+		name   string
+		cfg    torture.Config
+		report check.Report
+		want   []string // in the error; none for nil
+	}{
+		{"fenced pass", fenced, check.Report{Faults: enough}, nil},
+		{"fenced pass short of faults", fenced, check.Report{Faults: short}, []string{"only 1 of the 2 failovers"}},
+		{"fenced violation short of faults", fenced, check.Report{Faults: short, Violations: violation}, []string{"1 violation(s) with fencing on"}},
+		{"control found violations short of faults", control, check.Report{Faults: short, Violations: violation}, nil},
+		{"control found nothing short of faults", control, check.Report{Faults: short}, []string{"found no violation", "only 1 of the 2 failovers"}},
+		{"control found nothing", control, check.Report{Faults: enough}, []string{"found no violation"}},
+	} {
+		err := judge(tc.cfg, tc.report)
+		if len(tc.want) == 0 {
+			if err != nil {
+				t.Errorf("%s: %v, want nil", tc.name, err)
+			}
+			continue
+		}
+		var exit *exitError
+		if !errors.As(err, &exit) || exit.code != 1 {
+			t.Errorf("%s: %v, want exit 1", tc.name, err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q, want it to say %q", tc.name, err, w)
+			}
+		}
 	}
 }
