@@ -30,12 +30,12 @@ type Key struct {
 }
 
 // Request is what one client call asks for: one write, or an atomic batch
-// of writes, applied all or nothing. Build it with NewRequest.
+// of writes, applied all or nothing. Build it with NewRequest or NewBatch.
 type Request struct {
 	Writes []Write
 	Key    *Key // nil without an Idempotency-Key
-	// Batch says the writes came as a batch, whose answer lists them even
-	// when there is one.
+	// Batch says the writes came as a batch (NewBatch), whose answer
+	// lists them even when there is one.
 	Batch bool
 
 	// fences are every write's fences, one per resource, in canonical
@@ -46,15 +46,15 @@ type Request struct {
 	result [1]Result // results' storage for a request of one write
 }
 
-// Listed reports whether the answer lists the writes: a batch, even of
-// one write, or more than one write. A listed request's errors name the
+// ListsWrites reports whether the answer lists the writes: a batch, even of
+// one write, or more than one write. Such a request's errors name the
 // write they belong to.
-func (r *Request) Listed() bool { return r.Batch || len(r.Writes) > 1 }
+func (r *Request) ListsWrites() bool { return r.Batch || len(r.Writes) > 1 }
 
-// InWrite names write i as the one err belongs to, if r is listed;
+// InWrite names write i as the one err belongs to, if r lists its writes;
 // otherwise err is the whole request's and is returned as it is.
 func (r *Request) InWrite(i int, err error) error {
-	if r.Listed() {
+	if r.ListsWrites() {
 		return &WriteError{Index: i, Err: err}
 	}
 	return err
@@ -74,7 +74,17 @@ type fence struct {
 // fenced by several writes only under one token, and its fence advances
 // once. Either breach is ErrConflict.
 func NewRequest(writes []Write, key *Key) (*Request, error) {
-	req := &Request{Writes: writes, Key: key}
+	return newRequest(writes, key, false)
+}
+
+// NewBatch is NewRequest for writes sent as a batch: its answer lists
+// them, even one, and its errors name the write they belong to.
+func NewBatch(writes []Write, key *Key) (*Request, error) {
+	return newRequest(writes, key, true)
+}
+
+func newRequest(writes []Write, key *Key, batch bool) (*Request, error) {
+	req := &Request{Writes: writes, Key: key, Batch: batch}
 	if len(writes) == 1 && len(writes[0].Keys) == 1 {
 		w := &writes[0]
 		req.one[0] = fence{resource: w.Keys[0], token: w.Tokens[0], strict: w.Operation.Roles[0].Resource.Compare == policy.Strict}
@@ -85,7 +95,7 @@ func NewRequest(writes []Write, key *Key) (*Request, error) {
 		w := &writes[wi]
 		for ri, key := range w.Keys {
 			if j := slices.Index(w.Keys[:ri], key); j >= 0 {
-				return nil, inWrite(&Request{Writes: writes}, failedAt{-1, wi}, fmt.Errorf("%w: roles %s and %s of %s are both %s: a write's roles must be different resources",
+				return nil, inWrite(req, failedAt{-1, wi}, fmt.Errorf("%w: roles %s and %s of %s are both %s: a write's roles must be different resources",
 					ErrConflict, w.Operation.Roles[j].Name, w.Operation.Roles[ri].Name, w.Operation.Name, key))
 			}
 		}

@@ -57,11 +57,10 @@ func (g *Gateway) batch(r *http.Request, scope *problemScope) (fence.Response, e
 		k = &fence.Key{Client: clientName(r.Context()), Scope: policy.BatchName, Key: key, Retention: g.retention}
 		h.Sum(k.Fingerprint[:0])
 	}
-	req, err := fence.NewRequest(writes, k)
+	req, err := fence.NewBatch(writes, k)
 	if err != nil {
 		return fence.Response{}, err
 	}
-	req.Batch = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)
 	defer cancel()
 	return g.apply(ctx, req, scope)

@@ -82,6 +82,7 @@ func TestBatchOverHTTP(t *testing.T) {
 		{"a role missing", batchBody(batchWrite("transfer", transferBody("acct-73", "acct-74", 1), fmt.Sprintf(`{"from": %q}`, a.Token))), 428, "token-required", 0},
 		{"one resource, two tokens", batchBody(batchWrite("credit", debit("acct-73", 1), `"`+a.Token+`"`), batchWrite("credit", debit("acct-73", 1), `"1:1"`)), 400, "bad-request", 1},
 		{"two roles on one resource, that resource fenced before", batchBody(batchWrite("credit", debit("acct-73", 1), `"`+a.Token+`"`), batchWrite("transfer", transferBody("acct-73", "acct-73", 1), fmt.Sprintf(`{"from": %q, "to": %q}`, a.Token, a.Token))), 400, "bad-request", 1},
+		{"a batch of one, two roles on one resource", batchBody(batchWrite("transfer", transferBody("acct-73", "acct-73", 1), fmt.Sprintf(`{"from": %q, "to": %q}`, a.Token, a.Token))), 400, "bad-request", 0},
 		{"an unknown key", `{"writes": [], "atomic": true}`, 400, "bad-request", -1},
 		{"no writes", `{"writes": []}`, 400, "bad-request", -1},
 		{"not JSON", `{"writes": [`, 400, "bad-request", -1},

@@ -58,7 +58,7 @@ func render(req *fence.Request, results []fence.Result) fence.Response {
 		}
 	}
 	b := make([]byte, 0, n)
-	if !req.Listed() {
+	if !req.ListsWrites() {
 		b = appendResult(b, &req.Writes[0], results[0])
 	} else {
 		b = append(b, `{"writes":[`...)
