@@ -28,14 +28,20 @@ func TestProblemTypesAreOneTable(t *testing.T) {
 
 // TestOwnKindsAreReserved: a policy's sql_errors may not map an
 // application's refusal to a problem type clients act on. policy keeps
-// that list by hand; this table is its source, so a kind added here and
-// not there (or gone from here) fails.
+// that list by hand; every kind of the gateway's table must be either in
+// it or in shared below (the kinds an application may mean too), and
+// neither list may name a kind the table lacks.
 func TestOwnKindsAreReserved(t *testing.T) {
 	shared := map[string]bool{"bad-request": true, "forbidden": true, "precondition-failed": true, "constraint": true}
 	reserved := policy.ReservedKinds()
 	for _, pt := range problemTypes {
 		if isReserved := slices.Contains(reserved, pt.Kind); isReserved == shared[pt.Kind] {
 			t.Errorf("%s: reserved by policy %v, shared with applications %v: want exactly one", pt.Kind, isReserved, shared[pt.Kind])
+		}
+	}
+	for kind := range shared {
+		if problemTypeOf(kind).Kind != kind {
+			t.Errorf("%s is listed as shared with applications, but the gateway never answers it", kind)
 		}
 	}
 	for _, kind := range reserved {

@@ -82,8 +82,9 @@ func retryClass(code string) bool {
 // reservedKinds are fencegw's problem types that tell a client what to do
 // (stop writing, retry, authenticate): an application's refusal must not
 // read as one of them. precondition-failed, constraint, forbidden and
-// bad-request mean what an application may mean too. The gateway's table
-// of problem types is the source; its tests hold this list to it.
+// bad-request mean what an application may mean too. A gateway test
+// (TestOwnKindsAreReserved) holds this list to the gateway's table of
+// problem types.
 var reservedKinds = []string{"stale-token", "token-rejected", "token-required", "authority-halted", "unavailable",
 	"internal", "locked", "lease-not-found", "idempotency-mismatch", "too-many-leases", "unauthorized",
 	"unknown-operation", "not-found", "method-not-allowed", "too-large", "unsupported-media-type", "unsupported-encoding"}
