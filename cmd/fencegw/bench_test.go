@@ -22,6 +22,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"negative warmup", []string{"--warmup", "-1s"}},
 		{"gateway without database", []string{"--gateway", "http://127.0.0.1:8080"}},
 		{"remote gateway", []string{"--gateway", "http://10.1.2.3:8080", "--database-url", "postgres://x@127.0.0.1/x"}},
+		{"no etcd endpoint", []string{"--etcd", " , "}},
 		{"stray argument", []string{"now"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

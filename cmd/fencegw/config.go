@@ -247,7 +247,12 @@ func applyEnv(fs *pflag.FlagSet) error {
 // endpoints is a flag's list of HOST:PORT, comma-separated.
 type endpoints []string
 
-func (e *endpoints) Set(s string) error { *e = splitList(s); return nil }
+func (e *endpoints) Set(s string) error {
+	if *e = splitList(s); len(*e) == 0 {
+		return fmt.Errorf("no endpoint in %q: want host:port,...", s)
+	}
+	return nil
+}
 func (e *endpoints) String() string     { return strings.Join(*e, ",") }
 func (e *endpoints) Type() string       { return "host:port,..." }
 
