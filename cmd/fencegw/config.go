@@ -253,8 +253,8 @@ func (e *endpoints) Set(s string) error {
 	}
 	return nil
 }
-func (e *endpoints) String() string     { return strings.Join(*e, ",") }
-func (e *endpoints) Type() string       { return "host:port,..." }
+func (e *endpoints) String() string { return strings.Join(*e, ",") }
+func (e *endpoints) Type() string   { return "host:port,..." }
 
 func splitList(s string) []string {
 	var out []string
