@@ -3,7 +3,6 @@ package authority
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +55,7 @@ func TestLockKeyPrefixSeparatesNestedResources(t *testing.T) {
 // context ends, so asking the endpoints in turn would not. With none up it
 // fails as unavailable, naming the endpoint.
 func TestReadStoreSizeSkipsADeadEndpoint(t *testing.T) {
-	dead := deadEndpoint(t)
+	const dead = "127.0.0.1:1" // nothing listens there
 	a := NewEtcd(testenv.NewEtcdClient(t, append([]string{dead}, testenv.EtcdEndpoints()...)))
 	ctx, cancel := context.WithTimeout(t.Context(), DefaultCheckEvery)
 	defer cancel()
@@ -72,16 +71,4 @@ func TestReadStoreSizeSkipsADeadEndpoint(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), dead) {
 		t.Fatalf("only a dead endpoint: %v, want unavailable naming %s", err, dead)
 	}
-}
-
-// deadEndpoint is a loopback address that refuses connections: a port
-// that was listened on and closed.
-func deadEndpoint(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
