@@ -122,16 +122,10 @@ func judge(cfg torture.Config, report check.Report) error {
 // fenced run's PASS then proves less than asked, and fails; a control run
 // that found its violations proved its point with fewer faults.
 func checkFaultsDone(cfg torture.Config, faults map[string]int) error {
-	var short []string
-	if got := faults["failover"]; got < cfg.MinFailovers {
-		short = append(short, fmt.Sprintf("%d of the %d failovers", got, cfg.MinFailovers))
-	}
-	if got := faults["etcd-rollback"]; got < cfg.MinRollbacks {
-		short = append(short, fmt.Sprintf("%d of the %d etcd rollbacks", got, cfg.MinRollbacks))
-	}
-	if len(short) == 0 {
+	missing := cfg.FaultsMissing(faults)
+	if len(missing) == 0 {
 		return nil
 	}
 	return fmt.Errorf("torture: the run reached its time bound (%v) with only %s asked for: its verdict proves less than asked; give it a longer --duration",
-		torture.MaxOverrun*cfg.Duration, strings.Join(short, " and "))
+		torture.MaxOverrun*cfg.Duration, strings.Join(missing, " and "))
 }

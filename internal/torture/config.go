@@ -2,6 +2,7 @@ package torture
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -98,4 +99,19 @@ func (c Config) Check() error {
 		return errors.New("torture: faults at most every 100ms")
 	}
 	return nil
+}
+
+// FaultsMissing lists the minimum faults c asks for that faults (the
+// nemesis's counts) does not reach, e.g. "1 of the 3 failovers"; none once
+// the run has done them. The nemesis waits on it, and the command judges
+// a run that ended at its bound by it.
+func (c Config) FaultsMissing(faults map[string]int) []string {
+	var missing []string
+	if got := faults["failover"]; got < c.MinFailovers {
+		missing = append(missing, fmt.Sprintf("%d of the %d failovers", got, c.MinFailovers))
+	}
+	if got := faults["etcd-rollback"]; got < c.MinRollbacks {
+		missing = append(missing, fmt.Sprintf("%d of the %d etcd rollbacks", got, c.MinRollbacks))
+	}
+	return missing
 }

@@ -84,7 +84,7 @@ func (n *nemesis) awaitEnough(ctx context.Context, until time.Time) {
 	defer t.Stop()
 	for {
 		n.mu.Lock()
-		enough := n.faults["failover"] >= n.cfg.MinFailovers && n.faults["etcd-rollback"] >= n.cfg.MinRollbacks
+		enough := len(n.cfg.FaultsMissing(n.faults)) == 0
 		n.mu.Unlock()
 		if enough && !time.Now().Before(until) {
 			return
