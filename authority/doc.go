@@ -31,6 +31,7 @@
 // # Lock-delay and observation
 //
 // After a lease expires (not on release), the lock can be withheld for a
-// resource's lock delay, so a slow holder gets time to stop. Observe and
-// ObserveAll show holders and waiters, for leader election and inspect.
+// resource's lock delay, so a slow holder gets time to stop. Observe shows
+// a resource's holder and waiters, for leader election; ObserveAll every
+// resource's holder and how many wait, for inspect and the status page.
 package authority

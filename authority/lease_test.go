@@ -443,9 +443,11 @@ func TestTokenEpochIsEtcds(t *testing.T) {
 
 // TestObserveShowsEachHolderAsTheyHoldIt: observing reports a holder taken
 // before an epoch bump with its own epoch (the token it really writes
-// with), not the current one; ObserveAll groups keys by resource, finds
-// each holder among keys sorted by lease ID, reads the holders' TTLs only,
-// filters by prefix, and leaves out the resource a limit cut through.
+// with), not the current one. Observe lists the waiters in order;
+// ObserveAll finds each holder among keys sorted by lease ID, counts the
+// waiters, reads the holders' TTLs, filters by prefix, skips keys that are
+// not lock keys, and counts its limit in resources: a resource with a long
+// line cannot crowd the others out.
 func TestObserveShowsEachHolderAsTheyHoldIt(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t) // its own: the epoch key is global
 	a := authority.NewEtcd(cli)
@@ -482,32 +484,44 @@ func TestObserveShowsEachHolderAsTheyHoldIt(t *testing.T) {
 	if err != nil || st.Holder == nil || st.Holder.Token != old.Token.Unsigned() {
 		t.Fatalf("Observe holder %+v (%v), want the pre-bump token %s", st.Holder, err, old.Token)
 	}
-	all, truncated, err := a.ObserveAll(ctx, "obs/", 100)
+	if len(st.Waiters) != 2 || st.Waiting != 2 || st.Waiters[0].Token.Revision > st.Waiters[1].Token.Revision || st.Waiters[0].Token.Epoch != 2 {
+		t.Errorf("Observe waiters %+v (%d); want two epoch-2 waiters in order", st.Waiters, st.Waiting)
+	}
+	// A key under the locks' prefix that is no lock key (no lease's part),
+	// sorting first: skipped, and the walk goes on past it.
+	if _, err := cli.Put(ctx, "/fencegw/locks/obs%2F0stray", "x"); err != nil {
+		t.Fatal(err)
+	}
+	// A limit of 2: obs/a's three keys would have filled it, had it counted keys.
+	all, truncated, err := a.ObserveAll(ctx, "obs/", 2)
 	if err != nil || truncated || len(all) != 2 {
-		t.Fatalf("ObserveAll = %+v, %t, %v; want obs/a and obs/a b", all, truncated, err)
+		t.Fatalf("ObserveAll = %+v, %t, %v; want obs/a b and obs/a, not truncated", all, truncated, err)
 	}
 	for _, st := range all {
 		switch st.Resource {
 		case "obs/a":
-			if st.Holder.Token != old.Token.Unsigned() || len(st.Waiters) != 2 || st.Waiters[0].Token.Revision > st.Waiters[1].Token.Revision ||
-				st.Waiters[0].Token.Epoch != 2 {
-				t.Errorf("obs/a: holder %+v, waiters %+v; want %s and two epoch-2 waiters in order", st.Holder, st.Waiters, old.Token)
-			}
-			// One TTL read per resource: the holder's, not the waiters'.
-			if len(st.Waiters) == 2 && (st.Holder.TTL <= 0 || st.Waiters[0].TTL != 0 || st.Waiters[1].TTL != 0) {
-				t.Errorf("obs/a: TTLs holder %v, waiters %v and %v; want the holder's only", st.Holder.TTL, st.Waiters[0].TTL, st.Waiters[1].TTL)
+			// The holder's TTL is read; the waiters are counted, not listed.
+			if st.Holder.Token != old.Token.Unsigned() || st.Waiting != 2 || len(st.Waiters) != 0 || st.Holder.TTL <= 0 {
+				t.Errorf("obs/a: holder %+v, waiting %d, waiters %+v; want %s with a TTL and 2 waiting", st.Holder, st.Waiting, st.Waiters, old.Token)
 			}
 		case "obs/a b":
-			if st.Holder.Token != other.Token.Unsigned() || len(st.Waiters) != 0 {
-				t.Errorf("obs/a b: holder %+v, waiters %+v", st.Holder, st.Waiters)
+			if st.Holder.Token != other.Token.Unsigned() || st.Waiting != 0 || st.Holder.TTL <= 0 {
+				t.Errorf("obs/a b: holder %+v, waiting %d", st.Holder, st.Waiting)
 			}
 		default:
 			t.Errorf("unexpected resource %q", st.Resource)
 		}
 	}
-	cut, truncated, err := a.ObserveAll(ctx, "obs/", 3) // obs/a b's one key, then two of obs/a's three
+	if all[0].Resource != "obs/a b" || all[0].Revision != all[1].Revision {
+		t.Errorf("ObserveAll order or revisions: %+v; want obs/a b first (by escaped name), both at one revision", all)
+	}
+	cut, truncated, err := a.ObserveAll(ctx, "obs/", 1)
 	if err != nil || !truncated || len(cut) != 1 || cut[0].Resource != "obs/a b" {
-		t.Fatalf("ObserveAll with a limit through obs/a = %+v, %t, %v; want only obs/a b, truncated", cut, truncated, err)
+		t.Fatalf("ObserveAll with a limit of 1 = %+v, %t, %v; want only obs/a b, truncated", cut, truncated, err)
+	}
+	none, truncated, err := a.ObserveAll(ctx, "nothing/", 5)
+	if err != nil || truncated || len(none) != 0 {
+		t.Fatalf("ObserveAll of a prefix with no locks = %+v, %t, %v; want nothing", none, truncated, err)
 	}
 }
 

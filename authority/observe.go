@@ -3,6 +3,8 @@ package authority
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -34,7 +36,7 @@ type LockState struct {
 	Resource string
 	Revision int64
 	Holder   *Contender  // nil when the lock is free
-	Waiters  []Contender // in the order they will be granted; the first maxObserved-1
+	Waiters  []Contender // in the order they will be granted: Observe's first maxObserved-1, none from ObserveAll
 	Waiting  int64       // all the waiters, shown or not
 }
 
@@ -66,56 +68,94 @@ func (a *Etcd) Observe(ctx context.Context, resource string) (LockState, error) 
 	return st, nil
 }
 
-// ObserveAll reports the resources whose names start with prefix and that
-// have a holder or waiters, in the order of their escaped names, from at
-// most limit lock keys: what `fencegw inspect` and the status page show.
-// It costs one range read and one TTL read per resource, its holder's;
-// as with Observe, waiters are shown without theirs. truncated says there
-// were more keys; the resource the limit cut through is left out rather
-// than shown with a wrong holder.
+// ObserveAll reports the locks of the resources whose names start with
+// prefix, in the order of their escaped names, at most limit of them: each
+// one's holder (with its TTL) and how many wait (Waiting; Waiters stays
+// empty, Observe lists them). It is what `fencegw inspect` and the status
+// page show; truncated says there are more. Every read is at one etcd
+// revision: one per resource to find the next, then, a few at a time, each
+// resource's holder with the count of its keys, and the holder's TTL. So a
+// resource with a long line costs what one without does, and cannot crowd
+// the others out.
 func (a *Etcd) ObserveAll(ctx context.Context, prefix string, limit int) (_ []LockState, truncated bool, _ error) {
 	// Escaping works byte by byte, so the escaped prefix is a prefix of
 	// every escaped name it starts.
-	resp, err := a.cli.Get(ctx, lockPrefix+url.PathEscape(prefix), clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend), clientv3.WithLimit(int64(limit)))
-	if err != nil {
-		return nil, false, unavailable("observe locks", err)
+	from := lockPrefix + url.PathEscape(prefix)
+	end := clientv3.GetPrefixRangeEnd(from)
+	var rev int64
+	var out []LockState
+	var keyPrefixes []string // each resource's lock keys' prefix, as found
+	for from < end {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(1)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := a.cli.Get(ctx, from, opts...)
+		if err != nil {
+			return nil, false, unavailable("observe locks", err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+			a.observe(rev)
+		}
+		if len(resp.Kvs) == 0 {
+			break
+		}
+		key := string(resp.Kvs[0].Key)
+		escaped, _, ok := strings.Cut(strings.TrimPrefix(key, lockPrefix), "/")
+		resource, err := url.PathUnescape(escaped)
+		if !ok || err != nil {
+			from = key + "\x00" // not a lock key of ours: the next key
+			continue
+		}
+		if len(out) == limit {
+			truncated = true
+			break
+		}
+		out = append(out, LockState{Resource: resource, Revision: rev})
+		keyPrefixes = append(keyPrefixes, lockPrefix+escaped+"/")
+		from = clientv3.GetPrefixRangeEnd(keyPrefixes[len(keyPrefixes)-1])
 	}
-	a.observe(resp.Header.Revision)
+	if len(out) == 0 {
+		return nil, truncated, nil
+	}
 	epochs, err := a.epochsAt(ctx)
 	if err != nil {
 		return nil, false, err
 	}
-	var out []LockState
-	for _, kv := range resp.Kvs {
-		escaped, _, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), lockPrefix), "/")
-		resource, err := url.PathUnescape(escaped)
-		if !ok || err != nil {
-			continue // not a lock key of ours
-		}
-		if len(out) == 0 || out[len(out)-1].Resource != resource {
-			out = append(out, LockState{Resource: resource, Revision: resp.Header.Revision})
-		}
-		st := &out[len(out)-1]
-		st.add(a.contender(ctx, kv, epochs, false))
-		st.Waiting = int64(len(st.Waiters))
-	}
-	if resp.More && len(out) > 0 {
-		out = out[:len(out)-1]
-	}
-	// The holders' TTLs, a few at a time: in a row, a page of resources
-	// would cost as many round trips to etcd.
+	// In a row, a page of resources would cost as many round trips.
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, observeReads)
+	errs := make([]error, len(out))
 	for i := range out {
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			out[i].Holder.TTL = a.leaseTTL(ctx, out[i].Holder.LeaseID)
+			errs[i] = a.observeHolder(ctx, &out[i], keyPrefixes[i], epochs)
 		})
 	}
 	wg.Wait()
-	return out, resp.More, nil
+	if err := errors.Join(errs...); err != nil {
+		return nil, false, err
+	}
+	return out, truncated, nil
+}
+
+// observeHolder fills st's holder, the oldest of the keys under keyPrefix
+// at st's revision, and counts the others as waiting.
+func (a *Etcd) observeHolder(ctx context.Context, st *LockState, keyPrefix string, epochs func(rev int64) int64) error {
+	resp, err := a.cli.Get(ctx, keyPrefix, clientv3.WithPrefix(), clientv3.WithRev(st.Revision),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
+	if err != nil {
+		return unavailable("observe lock", err)
+	}
+	if len(resp.Kvs) == 0 {
+		// The walk found a key here at this very revision.
+		return fmt.Errorf("authority: observe lock %s: no key at revision %d", st.Resource, st.Revision)
+	}
+	c := a.contender(ctx, resp.Kvs[0], epochs, true)
+	st.Holder, st.Waiting = &c, max(resp.Count-1, 0)
+	return nil
 }
 
 // observeReads bounds the TTL reads ObserveAll has in flight at once.

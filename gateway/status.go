@@ -16,9 +16,8 @@ import (
 
 // Bounds of GET /v1/status, whoever and however many ask.
 const (
-	statusRows     = 20              // rows per list
-	statusLockKeys = 100             // etcd lock keys read, one TTL read each
-	statusTimeout  = 2 * time.Second // for each of PostgreSQL and etcd
+	statusRows    = 20              // rows per list
+	statusTimeout = 2 * time.Second // for each of PostgreSQL and etcd
 	// statusFor is how long a gathered status is shared: every open page
 	// polls, and each gathering costs three queries and an etcd read per
 	// lock key.
@@ -163,7 +162,7 @@ func (g *Gateway) statusFromPostgres(ctx context.Context, v *statusView) {
 func (g *Gateway) statusFromEtcd(ctx context.Context, v *statusView) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	locks, truncated, err := g.cfg.Authority.ObserveAll(ctx, "", statusLockKeys)
+	locks, truncated, err := g.cfg.Authority.ObserveAll(ctx, "", statusRows)
 	if err == nil && ctx.Err() != nil {
 		// ObserveAll reads each holder's TTL best effort: past the deadline
 		// every TTL would read as 0.
@@ -177,15 +176,8 @@ func (g *Gateway) statusFromEtcd(ctx context.Context, v *statusView) {
 		}
 		return
 	}
-	v.Locks = make([]lockStatus, 0, min(len(locks), statusRows))
+	v.Locks = make([]lockStatus, 0, len(locks))
 	for _, st := range locks {
-		if st.Holder == nil {
-			continue
-		}
-		if len(v.Locks) == statusRows {
-			truncated = true
-			break
-		}
 		h := st.Holder
 		v.Locks = append(v.Locks, lockStatus{
 			Resource: st.Resource, Holder: h.Token.Unsigned(), TTL: int64(h.TTL / time.Second),

@@ -72,11 +72,8 @@ type lockRow struct {
 	LeaseID string       `json:"lease_id"`
 	TTL     int64        `json:"ttl"` // seconds left, as in the HTTP API
 	Value   string       `json:"value,omitempty"`
-	Waiters int          `json:"waiters"`
+	Waiters int64        `json:"waiters"`
 }
-
-// maxLockKeys bounds the etcd keys inspect reads (one TTL read each).
-const maxLockKeys = 1000
 
 // runInspect serves `fencegw inspect`.
 func runInspect(ctx context.Context, o inspectOptions, out io.Writer) error {
@@ -131,16 +128,16 @@ func inspect(ctx context.Context, conn *pgx.Conn, auth *authority.Etcd, prefix s
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
 
-	locks, truncated, err := auth.ObserveAll(ctx, prefix, maxLockKeys)
+	locks, truncated, err := auth.ObserveAll(ctx, prefix, limit)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
-	in.LocksTruncated = truncated || len(locks) > limit
-	for _, st := range locks[:min(limit, len(locks))] {
+	in.LocksTruncated = truncated
+	for _, st := range locks {
 		h := st.Holder
 		in.Locks = append(in.Locks, lockRow{
 			Resource: st.Resource, Holder: h.Token, LeaseID: h.LeaseID.String(),
-			TTL: int64(h.TTL / time.Second), Value: h.Value, Waiters: len(st.Waiters),
+			TTL: int64(h.TTL / time.Second), Value: h.Value, Waiters: st.Waiting,
 		})
 	}
 	return in, nil
