@@ -1,12 +1,10 @@
 package authority
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -69,24 +68,52 @@ func (a *Etcd) Observe(ctx context.Context, resource string) (LockState, error) 
 }
 
 // ObserveAll reports the locks of the resources whose names start with
-// prefix, in the order of their escaped names, at most limit of them: each
+// prefix, in the order of their lock keys, at most limit of them: each
 // one's holder (with its TTL) and how many wait (Waiting; Waiters stays
 // empty, Observe lists them). It is what `fencegw inspect` and the status
-// page show; truncated says there are more. Every read is at one etcd
-// revision: one per resource to find the next, then, a few at a time, each
-// resource's holder with the count of its keys, and the holder's TTL. So a
-// resource with a long line costs what one without does, and cannot crowd
-// the others out.
+// page show; truncated says there are more. The keys are read at one etcd
+// revision, a page at a time; then, a few at a time, each resource's
+// holder (its keys sorted by age, without their values, and counted), the
+// holder's value and its TTL. A resource with a long line is skipped past
+// when it fills a page, so it cannot crowd the others out.
 func (a *Etcd) ObserveAll(ctx context.Context, prefix string, limit int) (_ []LockState, truncated bool, _ error) {
+	if limit < 1 {
+		return nil, false, fmt.Errorf("authority: observe locks: limit %d, want at least 1", limit)
+	}
+	out, truncated, err := a.observeAll(ctx, prefix, limit)
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		// The revision the walk pinned was compacted under it: once more,
+		// at a new one.
+		out, truncated, err = a.observeAll(ctx, prefix, limit)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return out, truncated, nil
+}
+
+// observePage is how many lock keys ObserveAll reads at once. etcd counts
+// every key left in the range on each read, so a walk takes as few reads
+// as it can: a page usually holds every resource asked for.
+const observePage = 256
+
+// observeAll is ObserveAll's one attempt, at one revision.
+func (a *Etcd) observeAll(ctx context.Context, prefix string, limit int) (_ []LockState, truncated bool, _ error) {
 	// Escaping works byte by byte, so the escaped prefix is a prefix of
 	// every escaped name it starts.
 	from := lockPrefix + url.PathEscape(prefix)
 	end := clientv3.GetPrefixRangeEnd(from)
 	var rev int64
 	var out []LockState
-	var keyPrefixes []string // each resource's lock keys' prefix, as found
-	for from < end {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(1)}
+	var keyPrefixes []string // each resource's lock keys' prefix
+	// Each page after the first starts past a resource that filled the
+	// one before, or past keys of no resource: limit+1 pages find limit+1
+	// resources or end the range, unless keys that are not ours fill pages.
+	for pages := 0; from < end; pages++ {
+		if pages > limit {
+			return out, true, a.observeHolders(ctx, out, keyPrefixes)
+		}
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(observePage)}
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
@@ -98,32 +125,56 @@ func (a *Etcd) ObserveAll(ctx context.Context, prefix string, limit int) (_ []Lo
 			rev = resp.Header.Revision
 			a.observe(rev)
 		}
-		if len(resp.Kvs) == 0 {
+		var last string // the key prefix of the page's last key
+		for _, kv := range resp.Kvs {
+			resource, keyPrefix, ok := lockKeyResource(string(kv.Key))
+			last = keyPrefix
+			if !ok || (len(keyPrefixes) > 0 && keyPrefixes[len(keyPrefixes)-1] == keyPrefix) {
+				continue
+			}
+			if len(out) == limit {
+				return out, true, a.observeHolders(ctx, out, keyPrefixes)
+			}
+			out = append(out, LockState{Resource: resource, Revision: rev})
+			keyPrefixes = append(keyPrefixes, keyPrefix)
+		}
+		if !resp.More {
 			break
 		}
-		key := string(resp.Kvs[0].Key)
-		escaped, _, ok := strings.Cut(strings.TrimPrefix(key, lockPrefix), "/")
-		resource, err := url.PathUnescape(escaped)
-		if !ok || err != nil {
-			from = key + "\x00" // not a lock key of ours: the next key
-			continue
-		}
-		if len(out) == limit {
-			truncated = true
-			break
-		}
-		out = append(out, LockState{Resource: resource, Revision: rev})
-		keyPrefixes = append(keyPrefixes, lockPrefix+escaped+"/")
-		from = clientv3.GetPrefixRangeEnd(keyPrefixes[len(keyPrefixes)-1])
+		from = clientv3.GetPrefixRangeEnd(last)
 	}
+	return out, false, a.observeHolders(ctx, out, keyPrefixes)
+}
+
+// lockKeyResource returns the resource a lock key belongs to and the
+// prefix every key of that resource starts with. ok is false for a key
+// that is no lock key of ours: no lease part, or a name that is no valid
+// resource or that our escaping would not have written (two spellings of
+// one resource would show it twice); its keyPrefix still lets a walk skip
+// every key like it at once.
+func lockKeyResource(key string) (resource, keyPrefix string, ok bool) {
+	escaped, _, found := strings.Cut(strings.TrimPrefix(key, lockPrefix), "/")
+	if !found {
+		return "", key + "\x00", false // a prefix ending just past this key
+	}
+	keyPrefix = lockPrefix + escaped + "/"
+	resource, err := url.PathUnescape(escaped)
+	if err != nil || url.PathEscape(resource) != escaped || tokens.CheckResource(resource) != nil {
+		return "", keyPrefix, false
+	}
+	return resource, keyPrefix, true
+}
+
+// observeHolders fills each state's holder, a few at a time: in a row, a
+// page of resources would cost as many round trips.
+func (a *Etcd) observeHolders(ctx context.Context, out []LockState, keyPrefixes []string) error {
 	if len(out) == 0 {
-		return nil, truncated, nil
+		return nil
 	}
 	epochs, err := a.epochsAt(ctx)
 	if err != nil {
-		return nil, false, err
+		return err
 	}
-	// In a row, a page of resources would cost as many round trips.
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, observeReads)
 	errs := make([]error, len(out))
@@ -135,16 +186,15 @@ func (a *Etcd) ObserveAll(ctx context.Context, prefix string, limit int) (_ []Lo
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, false, err
-	}
-	return out, truncated, nil
+	return errors.Join(errs...)
 }
 
 // observeHolder fills st's holder, the oldest of the keys under keyPrefix
-// at st's revision, and counts the others as waiting.
+// at st's revision, and counts the others as waiting. Sorted, etcd reads
+// every key of the range whatever the limit, so without their values;
+// the holder's is read after.
 func (a *Etcd) observeHolder(ctx context.Context, st *LockState, keyPrefix string, epochs func(rev int64) int64) error {
-	resp, err := a.cli.Get(ctx, keyPrefix, clientv3.WithPrefix(), clientv3.WithRev(st.Revision),
+	resp, err := a.cli.Get(ctx, keyPrefix, clientv3.WithPrefix(), clientv3.WithRev(st.Revision), clientv3.WithKeysOnly(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
 	if err != nil {
 		return unavailable("observe lock", err)
@@ -153,7 +203,14 @@ func (a *Etcd) observeHolder(ctx context.Context, st *LockState, keyPrefix strin
 		// The walk found a key here at this very revision.
 		return fmt.Errorf("authority: observe lock %s: no key at revision %d", st.Resource, st.Revision)
 	}
-	c := a.contender(ctx, resp.Kvs[0], epochs, true)
+	holder, err := a.cli.Get(ctx, string(resp.Kvs[0].Key), clientv3.WithRev(st.Revision))
+	if err != nil {
+		return unavailable("observe lock", err)
+	}
+	if len(holder.Kvs) == 0 {
+		return fmt.Errorf("authority: observe lock %s: its holder's key is gone at revision %d", st.Resource, st.Revision)
+	}
+	c := a.contender(ctx, holder.Kvs[0], epochs, true)
 	st.Holder, st.Waiting = &c, max(resp.Count-1, 0)
 	return nil
 }
@@ -161,18 +218,14 @@ func (a *Etcd) observeHolder(ctx context.Context, st *LockState, keyPrefix strin
 // observeReads bounds the TTL reads ObserveAll has in flight at once.
 const observeReads = 8
 
-// add files c as the holder or a waiter. Keys under one resource sort by
-// lease ID, not by age: the holder is the oldest.
+// add files c, the next oldest of a resource's contenders, as its holder
+// or its next waiter.
 func (st *LockState) add(c Contender) {
 	if st.Holder == nil {
 		st.Holder = &c
 		return
 	}
-	if c.Token.Revision < st.Holder.Token.Revision {
-		*st.Holder, c = c, *st.Holder
-	}
-	i, _ := slices.BinarySearchFunc(st.Waiters, c, func(x, y Contender) int { return cmp.Compare(x.Token.Revision, y.Token.Revision) })
-	st.Waiters = slices.Insert(st.Waiters, i, c)
+	st.Waiters = append(st.Waiters, c)
 }
 
 // contender reads one lock key, with its lease's TTL if withTTL (one etcd

@@ -19,8 +19,8 @@ const (
 	statusRows    = 20              // rows per list
 	statusTimeout = 2 * time.Second // for each of PostgreSQL and etcd
 	// statusFor is how long a gathered status is shared: every open page
-	// polls, and each gathering costs three queries and an etcd read per
-	// lock key.
+	// polls, and each gathering costs three queries, a page of etcd lock
+	// keys and three etcd reads per lock shown.
 	statusFor        = time.Second
 	statusValueBytes = 200 // bytes of a lock's value shown
 )
