@@ -50,17 +50,7 @@ type unit struct {
 // afterwards, if any. A panic becomes every request's error instead of
 // leaving callers waiting and resources busy.
 func (c *committer) run(ctx context.Context, conn *pgxpool.Conn, units []*unit) (held *pgxpool.Conn) {
-	var all, batch []*pending
-	for _, u := range units {
-		all = append(all, u.batch...)
-		if u.ctx != nil && u.ctx.Err() != nil {
-			for _, p := range u.batch {
-				p.err = fmt.Errorf("%w: no PostgreSQL connection in time, nothing was written: %w", ErrUnavailable, u.ctx.Err())
-			}
-			continue
-		}
-		batch = append(batch, u.batch...)
-	}
+	all, batch := gather(units)
 	defer func() {
 		if p := recover(); p != nil {
 			if held != nil {
@@ -98,6 +88,38 @@ func (c *committer) run(ctx context.Context, conn *pgxpool.Conn, units []*unit) 
 	held = c.store.runTx(ctx, held, batch)
 	c.store.answerReplays(ctx, held, batch)
 	return held
+}
+
+// gather returns the requests of units, and those of them still to run:
+// a unit whose caller gave up before it could start is answered
+// unavailable instead, as it would have been had it waited for the pool.
+// One unit's requests are used as they are, so a lone write copies none.
+func gather(units []*unit) (all, batch []*pending) {
+	if len(units) == 1 {
+		if giveUp(units[0]) {
+			return units[0].batch, nil
+		}
+		return units[0].batch, units[0].batch
+	}
+	for _, u := range units {
+		all = append(all, u.batch...)
+		if !giveUp(u) {
+			batch = append(batch, u.batch...)
+		}
+	}
+	return all, batch
+}
+
+// giveUp answers u's requests unavailable, and reports true, if u's
+// caller gave up waiting for a connection.
+func giveUp(u *unit) bool {
+	if u.ctx == nil || u.ctx.Err() == nil {
+		return false
+	}
+	for _, p := range u.batch {
+		p.err = fmt.Errorf("%w: no PostgreSQL connection in time, nothing was written: %w", ErrUnavailable, u.ctx.Err())
+	}
+	return true
 }
 
 // WaitingForConnection is how many requests wait in line for a

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,14 +97,18 @@ func (g *Gateway) logAccess(next http.Handler) http.Handler {
 		w.Header()[RequestIDHeader] = []string{e.id}
 		// The router fills a route context it finds instead of making
 		// its own: then the matched pattern is known here afterwards.
-		rc := chi.NewRouteContext()
+		// Pooled, as chi pools its own: its slices keep their room for the
+		// next request's route parameters and patterns.
+		rc := routeContexts.Get().(*chi.Context)
+		rc.Reset()
+		defer routeContexts.Put(rc)
 		ctx := context.WithValue(context.WithValue(r.Context(), accessKey{}, e), chi.RouteCtxKey, rc)
 		r = r.WithContext(ctx)
 		next.ServeHTTP(&statusRecorder{ResponseWriter: w, entry: e}, r)
 		if !g.log.Enabled(ctx, e.level) {
 			return
 		}
-		route := rc.RoutePattern()
+		route := routePattern(rc)
 		if route == "" {
 			route = "(no route)"
 		}
@@ -122,4 +127,38 @@ func (g *Gateway) logAccess(next http.Handler) http.Handler {
 		}
 		g.log.LogAttrs(r.Context(), e.level, "request", attrs...)
 	})
+}
+
+var routeContexts = sync.Pool{New: func() any { return chi.NewRouteContext() }}
+
+// routePatterns holds each matched route's pattern by its parts (a mount's
+// and the route's): chi's RoutePattern joins them anew on every call. The
+// parts are registered patterns, never request paths, so it stays small.
+var routePatterns struct {
+	sync.RWMutex
+	m map[[4]string]string
+}
+
+// routePattern is rc.RoutePattern(), looked up rather than built when the
+// route has been seen before.
+func routePattern(rc *chi.Context) string {
+	if len(rc.RoutePatterns) > 4 {
+		return rc.RoutePattern()
+	}
+	var key [4]string
+	copy(key[:], rc.RoutePatterns)
+	routePatterns.RLock()
+	p, ok := routePatterns.m[key]
+	routePatterns.RUnlock()
+	if ok {
+		return p
+	}
+	p = rc.RoutePattern()
+	routePatterns.Lock()
+	if routePatterns.m == nil {
+		routePatterns.m = make(map[[4]string]string)
+	}
+	routePatterns.m[key] = p
+	routePatterns.Unlock()
+	return p
 }
