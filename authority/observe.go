@@ -71,7 +71,8 @@ func (a *Etcd) Observe(ctx context.Context, resource string) (LockState, error) 
 // prefix, in the order of their lock keys, at most limit of them: each
 // one's holder (with its TTL) and how many wait (Waiting; Waiters stays
 // empty, Observe lists them). It is what `fencegw inspect` and the status
-// page show; truncated says there are more. The keys are read at one etcd
+// page show; truncated says there are more, or that the walk stopped among
+// keys under the locks' prefix that are no lock keys of ours. The keys are read at one etcd
 // revision, a page at a time; then, a few at a time, each resource's
 // holder (its keys sorted by age, without their values, and counted), the
 // holder's value and its TTL. A resource with a long line is skipped past
@@ -92,6 +93,10 @@ func (a *Etcd) ObserveAll(ctx context.Context, prefix string, limit int) (_ []Lo
 	return out, truncated, nil
 }
 
+// maxStrayPages is how many pages of keys that are no lock keys of ours
+// ObserveAll reads before it stops, reporting itself truncated.
+const maxStrayPages = 4
+
 // observePage is how many lock keys ObserveAll reads at once. etcd counts
 // every key left in the range on each read, so a walk takes as few reads
 // as it can: a page usually holds every resource asked for.
@@ -106,13 +111,11 @@ func (a *Etcd) observeAll(ctx context.Context, prefix string, limit int) (_ []Lo
 	var rev int64
 	var out []LockState
 	var keyPrefixes []string // each resource's lock keys' prefix
-	// Each page after the first starts past a resource that filled the
-	// one before, or past keys of no resource: limit+1 pages find limit+1
-	// resources or end the range, unless keys that are not ours fill pages.
-	for pages := 0; from < end; pages++ {
-		if pages > limit {
-			return out, true, a.observeHolders(ctx, out, keyPrefixes)
-		}
+	// Each page starts at a resource's first key or at keys that are no
+	// lock keys of ours, so a page that finds no resource holds nothing but
+	// such keys: a few of those end the walk, as the limit would, rather
+	// than let stray keys make it read on and on.
+	for strayPages := 0; from < end; {
 		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(observePage)}
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
@@ -126,6 +129,7 @@ func (a *Etcd) observeAll(ctx context.Context, prefix string, limit int) (_ []Lo
 			a.observe(rev)
 		}
 		var last string // the key prefix of the page's last key
+		found := len(out)
 		for _, kv := range resp.Kvs {
 			resource, keyPrefix, ok := lockKeyResource(string(kv.Key))
 			last = keyPrefix
@@ -140,6 +144,11 @@ func (a *Etcd) observeAll(ctx context.Context, prefix string, limit int) (_ []Lo
 		}
 		if !resp.More {
 			break
+		}
+		if len(out) == found {
+			if strayPages++; strayPages == maxStrayPages {
+				return out, true, a.observeHolders(ctx, out, keyPrefixes)
+			}
 		}
 		from = clientv3.GetPrefixRangeEnd(last)
 	}

@@ -89,8 +89,10 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 // request once it is answered: method, route, status, duration, and what
 // the handler learnt (operation, resource, presented token, outcome, the
 // cause of a refusal). Refusals log at the level their problem deserves;
-// the rest at info, so --log-level warn turns the access log off.
-func (g *Gateway) logAccess(next http.Handler) http.Handler {
+// the rest at info, so --log-level warn turns the access log off. routes
+// is the router next leads to: the route context made here must name it,
+// as the router's own would, for middleware that asks it (GetHead).
+func (g *Gateway) logAccess(routes chi.Routes, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		e := &accessEntry{id: g.requestIDs.next(), level: slog.LevelInfo}
@@ -101,6 +103,7 @@ func (g *Gateway) logAccess(next http.Handler) http.Handler {
 		// next request's route parameters and patterns.
 		rc := routeContexts.Get().(*chi.Context)
 		rc.Reset()
+		rc.Routes = routes
 		defer routeContexts.Put(rc)
 		ctx := context.WithValue(context.WithValue(r.Context(), accessKey{}, e), chi.RouteCtxKey, rc)
 		r = r.WithContext(ctx)

@@ -265,5 +265,5 @@ func (g *Gateway) Handler() http.Handler {
 		w.Header().Set("Allow", allowedMethods(r, path))
 		g.writeProblem(w, req, fmt.Errorf("%w: %s on %s", ErrMethod, req.Method, req.URL.Path), problemScope{})
 	})
-	return g.logAccess(g.gateWrites(r))
+	return g.logAccess(r, g.gateWrites(r))
 }

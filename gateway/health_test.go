@@ -195,3 +195,22 @@ func TestEtcdDownIsUnavailable(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestHeadWhereGetIsServed: HEAD is answered wherever GET is (a load
+// balancer's HEAD /readyz), like GET without the body; on a route that
+// only takes POST it is refused with 405, as any other method is.
+func TestHeadWhereGetIsServed(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	for _, path := range []string{"/livez", "/readyz", "/status", "/v1/openapi.json"} {
+		get := h.do(http.MethodGet, path, nil, "")
+		head := h.do(http.MethodHead, path, nil, "")
+		if get.Status != http.StatusOK || head.Status != http.StatusOK || len(head.Body) != 0 ||
+			head.Header.Get("Content-Type") != get.Header.Get("Content-Type") {
+			t.Errorf("%s: GET %d (%s), HEAD %d (%s) with %d bytes of body; want both 200, the same type, HEAD without a body",
+				path, get.Status, get.Header.Get("Content-Type"), head.Status, head.Header.Get("Content-Type"), len(head.Body))
+		}
+	}
+	if r := h.do(http.MethodHead, "/v1/ops/debit", nil, ""); r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "POST" {
+		t.Errorf("HEAD /v1/ops/debit: %d, Allow %q; want 405, Allow POST", r.Status, r.Header.Get("Allow"))
+	}
+}

@@ -1,0 +1,256 @@
+package authority_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// lockSummary is one resource's lock as every key of it says.
+type lockSummary struct {
+	resource string
+	holder   int64 // the oldest key's lease
+	waiting  int64
+}
+
+// everyLock reads every key under the locks' prefix for prefix at once and
+// summarises each resource's lock: what ObserveAll's walk must agree with.
+func everyLock(t *testing.T, cli *clientv3.Client, prefix string) []lockSummary {
+	t.Helper()
+	resp, err := cli.Get(t.Context(), "/fencegw/locks/"+url.PathEscape(prefix), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type lock struct {
+		escaped             string
+		oldest, lease, keys int64
+	}
+	var locks []*lock
+	byName := map[string]*lock{}
+	for _, kv := range resp.Kvs {
+		escaped, _, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), "/fencegw/locks/"), "/")
+		resource, err := url.PathUnescape(escaped)
+		if !ok || err != nil || url.PathEscape(resource) != escaped || tokens.CheckResource(resource) != nil {
+			continue
+		}
+		l := byName[resource]
+		if l == nil {
+			l = &lock{escaped: escaped, oldest: kv.CreateRevision, lease: kv.Lease}
+			byName[resource] = l
+			locks = append(locks, l)
+		}
+		l.keys++
+		if kv.CreateRevision < l.oldest {
+			l.oldest, l.lease = kv.CreateRevision, kv.Lease
+		}
+	}
+	// In lock key order (the escaped name and "/"), as ObserveAll walks.
+	slices.SortFunc(locks, func(a, b *lock) int { return strings.Compare(a.escaped+"/", b.escaped+"/") })
+	var out []lockSummary
+	for _, l := range locks {
+		resource, _ := url.PathUnescape(l.escaped)
+		out = append(out, lockSummary{resource, l.lease, l.keys - 1})
+	}
+	return out
+}
+
+// agreesWithEveryKey checks ObserveAll under prefix, at each limit,
+// against everyLock.
+func agreesWithEveryKey(t *testing.T, a *authority.Etcd, cli *clientv3.Client, prefix string, limits ...int) {
+	t.Helper()
+	want := everyLock(t, cli, prefix)
+	for _, limit := range limits {
+		got, truncated, err := a.ObserveAll(t.Context(), prefix, limit)
+		if err != nil {
+			t.Fatalf("ObserveAll(%q, %d): %v", prefix, limit, err)
+		}
+		n := min(limit, len(want))
+		ok := truncated == (len(want) > limit) && len(got) == n
+		for i := 0; ok && i < n; i++ {
+			g := got[i]
+			ok = g.Resource == want[i].resource && g.Holder != nil && int64(g.Holder.LeaseID) == want[i].holder && g.Waiting == want[i].waiting
+		}
+		if !ok {
+			var gs []string
+			for _, g := range got {
+				gs = append(gs, fmt.Sprintf("%s+%d", g.Resource, g.Waiting))
+			}
+			t.Errorf("ObserveAll(%q, %d) = %v, truncated %t; every key says %+v", prefix, limit, gs, truncated, want[:n])
+		}
+	}
+}
+
+// putKeys writes keys under lease, a hundred to a transaction.
+func putKeys(t *testing.T, cli *clientv3.Client, lease clientv3.LeaseID, keys ...string) {
+	t.Helper()
+	for chunk := range slices.Chunk(keys, 100) {
+		var ops []clientv3.Op
+		for _, k := range chunk {
+			ops = append(ops, clientv3.OpPut(k, "v", clientv3.WithLease(lease)))
+		}
+		if _, err := cli.Txn(t.Context()).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// lockKeys is n contenders' keys under an escaped resource name.
+func lockKeys(escaped string, n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("/fencegw/locks/%s/%08x", escaped, i+1)
+	}
+	return keys
+}
+
+// TestObserveAllAgreesWithEveryKey: ObserveAll's walk, a page of keys at a
+// time, reports what reading every key at once would, at every limit:
+// pages that end at a resource's last key or inside it, a resource whose
+// keys fill more than one page, keys that are no lock keys (with or
+// without a lease part, alone or by hundreds) between resources, and
+// random layouts of all of these.
+func TestObserveAllAgreesWithEveryKey(t *testing.T) {
+	_, cli := testenv.PrivateEtcd(t)
+	lease, err := cli.Grant(t.Context(), 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := lease.ID
+	a := authority.NewEtcd(cli)
+
+	putKeys(t, cli, l, lockKeys("a%2F1", 256)...) // a page ends at its last key
+	putKeys(t, cli, l, lockKeys("a%2F2", 5)...)
+	putKeys(t, cli, l, lockKeys("a%2F3", 1)...)
+	agreesWithEveryKey(t, a, cli, "a/", 1, 2, 3, 4, 100)
+
+	putKeys(t, cli, l, lockKeys("b%2F1", 255)...)
+	putKeys(t, cli, l, lockKeys("b%2F2", 300)...) // the first page's last resource, on two pages
+	putKeys(t, cli, l, lockKeys("b%2F3", 2)...)
+	agreesWithEveryKey(t, a, cli, "b/", 1, 2, 3, 4)
+
+	putKeys(t, cli, l, lockKeys("c%2F1", 255)...)
+	putKeys(t, cli, l, "/fencegw/locks/c%2F2") // no lease part, a page's last key, a prefix of the next name
+	putKeys(t, cli, l, lockKeys("c%2F2", 3)...)
+	agreesWithEveryKey(t, a, cli, "c/", 1, 2, 3)
+
+	var stray []string
+	for i := range 300 {
+		stray = append(stray, fmt.Sprintf("/fencegw/locks/e%%2F1j%04d", i)) // no lease part
+	}
+	putKeys(t, cli, l, lockKeys("e%2F0", 1)...)
+	putKeys(t, cli, l, stray...)
+	putKeys(t, cli, l, lockKeys("e%2F2", 1)...)
+	agreesWithEveryKey(t, a, cli, "e/", 1, 2, 3)
+
+	putKeys(t, cli, l, lockKeys("f%2F0%20", 600)...) // "f/0 ": no resource, yet a page and more of keys
+	putKeys(t, cli, l, lockKeys("f%2F1", 300)...)
+	putKeys(t, cli, l, lockKeys("f%2F2", 300)...)
+	agreesWithEveryKey(t, a, cli, "f/", 1, 2, 3)
+
+	putKeys(t, cli, l, lockKeys("h%2F0%20", 300)...)
+	putKeys(t, cli, l, lockKeys("h%2F1%20", 300)...)
+	putKeys(t, cli, l, lockKeys("h%2F2", 300)...)
+	putKeys(t, cli, l, lockKeys("h%2F3", 300)...)
+	putKeys(t, cli, l, lockKeys("h%2F4", 1)...)
+	agreesWithEveryKey(t, a, cli, "h/", 1, 2, 3, 4)
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := []int{1, 2, 3, 255, 256, 257, 511, 512}
+	for layout := range 6 {
+		prefix := fmt.Sprintf("r%d/", layout)
+		resources := 1 + rng.IntN(8)
+		for i := range resources {
+			escaped := url.PathEscape(fmt.Sprintf("%s%02d", prefix, i))
+			putKeys(t, cli, l, lockKeys(escaped, sizes[rng.IntN(len(sizes))])...)
+			switch rng.IntN(4) {
+			case 0:
+				putKeys(t, cli, l, "/fencegw/locks/"+escaped+"x") // no lease part
+			case 1:
+				putKeys(t, cli, l, "/fencegw/locks/"+escaped+"%7E/1") // "~", escaped as ours never is
+			}
+		}
+		var limits []int
+		for limit := 1; limit <= resources+1; limit++ {
+			limits = append(limits, limit)
+		}
+		agreesWithEveryKey(t, a, cli, prefix, limits...)
+	}
+}
+
+// TestObserveAllStopsAmongStrayKeys: pages of keys that are no lock keys
+// end the walk after a few, as truncated, instead of letting stray keys
+// make it read on and on.
+func TestObserveAllStopsAmongStrayKeys(t *testing.T) {
+	_, cli := testenv.PrivateEtcd(t)
+	lease, err := cli.Grant(t.Context(), 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stray []string
+	for i := range 5 * 256 {
+		stray = append(stray, fmt.Sprintf("/fencegw/locks/s%%2F0stray%05d", i))
+	}
+	putKeys(t, cli, lease.ID, stray...)
+	putKeys(t, cli, lease.ID, lockKeys("s%2F1", 1)...)
+	got, truncated, err := authority.NewEtcd(cli).ObserveAll(t.Context(), "s/", 10)
+	if err != nil || !truncated || len(got) != 0 {
+		t.Fatalf("ObserveAll past five pages of stray keys = %+v, %t, %v; want nothing, truncated", got, truncated, err)
+	}
+}
+
+// compactingKV compacts etcd past the first read it serves, once, so the
+// walk's reads at that revision find it gone.
+type compactingKV struct {
+	clientv3.KV
+	cli       *clientv3.Client
+	compacted atomic.Int64 // the revision compacted to
+}
+
+func (c *compactingKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	resp, err := c.KV.Get(ctx, key, opts...)
+	if err != nil || c.compacted.Load() != 0 {
+		return resp, err
+	}
+	bump, err := c.KV.Put(ctx, "/test/bump", "x")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.cli.Compact(ctx, bump.Header.Revision); err != nil {
+		return nil, err
+	}
+	c.compacted.Store(bump.Header.Revision)
+	return resp, nil
+}
+
+// TestObserveAllStartsAgainAfterACompaction: when etcd compacts the
+// revision a walk pinned, under it, ObserveAll walks once more at a new
+// revision instead of failing.
+func TestObserveAllStartsAgainAfterACompaction(t *testing.T) {
+	_, cli := testenv.PrivateEtcd(t)
+	lease, err := cli.Grant(t.Context(), 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putKeys(t, cli, lease.ID, lockKeys("g%2F1", 3)...)
+	putKeys(t, cli, lease.ID, lockKeys("g%2F2", 1)...)
+	kv := &compactingKV{KV: cli.KV, cli: cli}
+	cli.KV = kv
+	got, truncated, err := authority.NewEtcd(cli).ObserveAll(t.Context(), "g/", 10)
+	if err != nil || truncated || len(got) != 2 || got[0].Resource != "g/1" || got[0].Waiting != 2 || got[1].Resource != "g/2" {
+		t.Fatalf("ObserveAll across a compaction = %+v, %t, %v; want g/1 with 2 waiting and g/2", got, truncated, err)
+	}
+	if c := kv.compacted.Load(); c == 0 || got[0].Revision < c {
+		t.Fatalf("the walk read at revision %d, compacted to %d: it did not start again past the compaction", got[0].Revision, c)
+	}
+}
