@@ -231,3 +231,37 @@ func TestAnswerBeforeAccessLog(t *testing.T) {
 		t.Fatal("the write's access log line never came")
 	}
 }
+
+// TestHugeNamesAreClippedWhereEchoed: a resource or an operation name of
+// any length the client sends comes back clipped, in the problem document
+// and in the access log line, not whole: one cheap request must not write
+// a megabyte to the log.
+func TestHugeNamesAreClippedWhereEchoed(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	lines := make(lineWriter, 1024)
+	gw := h.sibling(func(c *gateway.Config) { c.Logger = slog.New(slog.NewJSONHandler(lines, nil)) })
+	huge := strings.Repeat("a", 100_000)
+	for _, c := range []struct {
+		name, method, path string
+		status             int
+		field              func(gateway.Problem) string
+		bound              int
+	}{
+		{"resource", http.MethodGet, "/v1/leases?resource=" + huge, http.StatusBadRequest, func(p gateway.Problem) string { return p.Resource }, 256},
+		{"operation", http.MethodPost, "/v1/ops/" + huge[:60_000], http.StatusNotFound, func(p gateway.Problem) string { return p.Operation }, 64},
+	} {
+		r := gw.do(c.method, c.path, nil, "{}")
+		echoed := c.field(r.Problem)
+		if r.Status != c.status || !strings.HasPrefix(echoed, "aaaa") || len(echoed) > c.bound+len("…") {
+			t.Errorf("%s: %d, echoed %d bytes; want %d and at most %d bytes", c.name, r.Status, len(echoed), c.status, c.bound)
+		}
+		line := accessLine(t, lines, r.Header.Get(gateway.RequestIDHeader))
+		if b, _ := json.Marshal(line); len(b) > 2048 {
+			t.Errorf("%s: access log line of %d bytes; want it short", c.name, len(b))
+		}
+	}
+	// /metrics is served to GET (and HEAD) only.
+	if r := gw.do(http.MethodPost, "/metrics", nil, ""); r.Status != http.StatusMethodNotAllowed || !strings.Contains(r.Header.Get("Allow"), "GET") {
+		t.Errorf("POST /metrics: %d, Allow %q; want 405 naming GET", r.Status, r.Header.Get("Allow"))
+	}
+}

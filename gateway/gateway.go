@@ -237,7 +237,7 @@ func (g *Gateway) Handler() http.Handler {
 	r.Use(middleware.GetHead)
 	r.Get("/livez", g.handleLive)
 	r.Get("/readyz", g.handleReady)
-	r.Handle("/metrics", promhttp.HandlerFor(g.metrics.registry, promhttp.HandlerOpts{}))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(g.metrics.registry, promhttp.HandlerOpts{}))
 	r.Get("/status", g.handleStatusPage)
 	r.Get("/status/{file}", g.handleStatusFile)
 	r.Route("/v1", func(r chi.Router) {

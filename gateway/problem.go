@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fencegw/fencegw/internal/clip"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -56,6 +57,10 @@ type Problem struct {
 func (p *Problem) Kind() string { return p.Type[len(problemTypePrefix):] }
 
 // problemScope is what the handler knows about the request when it fails.
+// maxEchoedName bounds an operation or role name a problem echoes: a
+// policy's names are at most 63 bytes.
+const maxEchoedName = 64
+
 type problemScope struct {
 	Resource  string
 	Operation string
@@ -67,7 +72,13 @@ type problemScope struct {
 // problemFor maps an error to its problem document. It is the only place
 // where errors become HTTP statuses.
 func problemFor(err error, scope problemScope) Problem {
-	p := Problem{Resource: scope.Resource, Operation: scope.Operation, Role: scope.Role, Detail: publicDetail(err.Error())}
+	// The scope may be the client's own invalid input (a resource or an
+	// operation name of a megabyte), echoed in the answer and the access
+	// log: clipped, past the longest valid one.
+	p := Problem{
+		Resource: clip.String(scope.Resource, tokens.MaxResourceLen), Operation: clip.String(scope.Operation, maxEchoedName),
+		Role: clip.String(scope.Role, maxEchoedName), Detail: publicDetail(err.Error()),
+	}
 	if !scope.Presented.IsZero() {
 		p.PresentedToken = scope.Presented.Unsigned().String()
 	}
