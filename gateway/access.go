@@ -111,7 +111,7 @@ func (g *Gateway) logAccess(routes chi.Routes, next http.Handler) http.Handler {
 		if !g.log.Enabled(ctx, e.level) {
 			return
 		}
-		route := routePattern(rc)
+		route := rc.RoutePattern()
 		if route == "" {
 			route = "(no route)"
 		}
@@ -133,35 +133,3 @@ func (g *Gateway) logAccess(routes chi.Routes, next http.Handler) http.Handler {
 }
 
 var routeContexts = sync.Pool{New: func() any { return chi.NewRouteContext() }}
-
-// routePatterns holds each matched route's pattern by its parts (a mount's
-// and the route's): chi's RoutePattern joins them anew on every call. The
-// parts are registered patterns, never request paths, so it stays small.
-var routePatterns struct {
-	sync.RWMutex
-	m map[[4]string]string
-}
-
-// routePattern is rc.RoutePattern(), looked up rather than built when the
-// route has been seen before.
-func routePattern(rc *chi.Context) string {
-	if len(rc.RoutePatterns) > 4 {
-		return rc.RoutePattern()
-	}
-	var key [4]string
-	copy(key[:], rc.RoutePatterns)
-	routePatterns.RLock()
-	p, ok := routePatterns.m[key]
-	routePatterns.RUnlock()
-	if ok {
-		return p
-	}
-	p = rc.RoutePattern()
-	routePatterns.Lock()
-	if routePatterns.m == nil {
-		routePatterns.m = make(map[[4]string]string)
-	}
-	routePatterns.m[key] = p
-	routePatterns.Unlock()
-	return p
-}
