@@ -56,11 +56,11 @@ type Problem struct {
 // Kind returns the type suffix, e.g. "stale-token".
 func (p *Problem) Kind() string { return p.Type[len(problemTypePrefix):] }
 
-// problemScope is what the handler knows about the request when it fails.
 // maxEchoedName bounds an operation or role name a problem echoes: a
 // policy's names are at most 63 bytes.
 const maxEchoedName = 64
 
+// problemScope is what the handler knows about the request when it fails.
 type problemScope struct {
 	Resource  string
 	Operation string
