@@ -254,3 +254,79 @@ func TestObserveAllStartsAgainAfterACompaction(t *testing.T) {
 		t.Fatalf("the walk read at revision %d, compacted to %d: it did not start again past the compaction", got[0].Revision, c)
 	}
 }
+
+// countingKV counts the keys etcd returns to Get, to tell a walk that
+// reads a page at a time from one that reads every key.
+type countingKV struct {
+	clientv3.KV
+	keys atomic.Int64
+}
+
+func (c *countingKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	resp, err := c.KV.Get(ctx, key, opts...)
+	if err == nil {
+		c.keys.Add(int64(len(resp.Kvs)))
+	}
+	return resp, err
+}
+
+// TestObserveAllWalksResourcesNotKeys: a resource with a line longer than
+// a page is counted, not read (the keys etcd returns stay near a page),
+// and does not crowd the next ones out; the holder is the oldest key, not
+// the first by name, shown with its value and TTL; the limit counts
+// resources, and below 1 is refused.
+func TestObserveAllWalksResourcesNotKeys(t *testing.T) {
+	_, cli := testenv.PrivateEtcd(t)
+	grant := func() clientv3.LeaseID {
+		l, err := cli.Grant(t.Context(), 600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.ID
+	}
+	const crowd = 1000
+	crowdLease := grant()
+	putKeys(t, cli, crowdLease, lockKeys("walk%2Fcrowd", crowd)...)
+	// walk/x: the holder's lease is the newer one, so its key sorts second
+	// by name; it was created first.
+	older, newer := grant(), grant()
+	if authority.LeaseID(older).String() >= authority.LeaseID(newer).String() {
+		t.Fatalf("lease IDs %s and %s: the test needs the first granted to sort first", authority.LeaseID(older), authority.LeaseID(newer))
+	}
+	putKeys(t, cli, newer, "/fencegw/locks/walk%2Fx/"+authority.LeaseID(newer).String())
+	putKeys(t, cli, older, "/fencegw/locks/walk%2Fx/"+authority.LeaseID(older).String())
+	putKeys(t, cli, older, "/fencegw/locks/walk%2Fy/"+authority.LeaseID(older).String())
+	kv := &countingKV{KV: cli.KV}
+	cli.KV = kv
+	a := authority.NewEtcd(cli)
+
+	all, truncated, err := a.ObserveAll(t.Context(), "walk/", 10)
+	if err != nil || truncated || len(all) != 3 {
+		t.Fatalf("ObserveAll = %+v, %t, %v; want walk/crowd, walk/x, walk/y", all, truncated, err)
+	}
+	want := []struct {
+		resource string
+		holder   clientv3.LeaseID
+		waiting  int64
+	}{{"walk/crowd", crowdLease, crowd - 1}, {"walk/x", newer, 1}, {"walk/y", older, 0}}
+	for i, w := range want {
+		st := all[i]
+		if st.Resource != w.resource || st.Holder == nil || st.Holder.LeaseID != authority.LeaseID(w.holder) ||
+			st.Waiting != w.waiting || len(st.Waiters) != 0 || st.Holder.TTL <= 0 || st.Holder.Value != "v" {
+			t.Errorf("resource %d: %+v (holder %+v); want %s held by %s with a TTL and its value, %d waiting",
+				i, st, st.Holder, w.resource, authority.LeaseID(w.holder), w.waiting)
+		}
+	}
+	// A page of keys, the next page's few, and one key or two per holder:
+	// reading the crowd's 1,000 would be far more.
+	if n := kv.keys.Load(); n > 2*256 {
+		t.Errorf("ObserveAll read %d keys from etcd; want about a page, not the crowd's %d", n, crowd)
+	}
+	cut, truncated, err := a.ObserveAll(t.Context(), "walk/", 2)
+	if err != nil || !truncated || len(cut) != 2 || cut[0].Resource != "walk/crowd" || cut[1].Resource != "walk/x" {
+		t.Fatalf("ObserveAll with a limit of 2 = %+v, %t, %v; want walk/crowd and walk/x, truncated", cut, truncated, err)
+	}
+	if _, _, err := a.ObserveAll(t.Context(), "walk/", 0); err == nil {
+		t.Error("ObserveAll with a limit of 0: no error")
+	}
+}
