@@ -72,11 +72,12 @@ func (a *Etcd) Observe(ctx context.Context, resource string) (LockState, error) 
 // one's holder (with its TTL) and how many wait (Waiting; Waiters stays
 // empty, Observe lists them). It is what `fencegw inspect` and the status
 // page show; truncated says there are more, or that the walk stopped among
-// keys under the locks' prefix that are no lock keys of ours. The keys are read at one etcd
-// revision, a page at a time; then, a few at a time, each resource's
-// holder (its keys sorted by age, without their values, and counted), the
-// holder's value and its TTL. A resource with a long line is skipped past
-// when it fills a page, so it cannot crowd the others out.
+// keys under the locks' prefix that are no lock keys of ours. The keys are
+// read at one etcd revision, a page at a time; then, a few at a time, each
+// resource's holder (its keys sorted by age, without their values, and
+// counted), the holder's value and its TTL. A resource with a long line is
+// skipped past when it fills a page, so it cannot crowd the others out. A
+// ctx that ends on the way is an error, even where it only cut a TTL read.
 func (a *Etcd) ObserveAll(ctx context.Context, prefix string, limit int) (_ []LockState, truncated bool, _ error) {
 	if limit < 1 {
 		return nil, false, fmt.Errorf("authority: observe locks: limit %d, want at least 1", limit)
@@ -195,7 +196,15 @@ func (a *Etcd) observeHolders(ctx context.Context, out []LockState, keyPrefixes 
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	// A holder's TTL is read best effort (0 when etcd does not answer):
+	// past the deadline every one would read as 0, so that is an error.
+	if err := ctx.Err(); err != nil {
+		return unavailable("observe locks", err)
+	}
+	return nil
 }
 
 // observeHolder fills st's holder, the oldest of the keys under keyPrefix

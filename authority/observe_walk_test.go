@@ -2,6 +2,7 @@ package authority_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
@@ -328,5 +329,36 @@ func TestObserveAllWalksResourcesNotKeys(t *testing.T) {
 	}
 	if _, _, err := a.ObserveAll(t.Context(), "walk/", 0); err == nil {
 		t.Error("ObserveAll with a limit of 0: no error")
+	}
+}
+
+// cuttingLease ends the walk's context at its first TTL read, the one
+// read ObserveAll makes best effort.
+type cuttingLease struct {
+	clientv3.Lease
+	cancel context.CancelFunc
+}
+
+func (c cuttingLease) TimeToLive(ctx context.Context, id clientv3.LeaseID, opts ...clientv3.LeaseOption) (*clientv3.LeaseTimeToLiveResponse, error) {
+	c.cancel()
+	return c.Lease.TimeToLive(ctx, id, opts...)
+}
+
+// TestObserveAllSaysWhenItsTTLReadsWereCut: a context that ends while the
+// holders' TTLs are read is ObserveAll's error, not TTLs of 0 shown as if
+// every lease had just expired.
+func TestObserveAllSaysWhenItsTTLReadsWereCut(t *testing.T) {
+	_, cli := testenv.PrivateEtcd(t)
+	lease, err := cli.Grant(t.Context(), 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putKeys(t, cli, lease.ID, lockKeys("ttl%2F1", 1)...)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cli.Lease = cuttingLease{Lease: cli.Lease, cancel: cancel}
+	got, _, err := authority.NewEtcd(cli).ObserveAll(ctx, "ttl/", 10)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, authority.ErrUnavailable) || got != nil {
+		t.Fatalf("ObserveAll cut during its TTL reads = %+v, %v; want no locks and an unavailable error naming the cancellation", got, err)
 	}
 }

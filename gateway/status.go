@@ -163,11 +163,6 @@ func (g *Gateway) statusFromEtcd(ctx context.Context, v *statusView) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	locks, truncated, err := g.cfg.Authority.ObserveAll(ctx, "", statusRows)
-	if err == nil && ctx.Err() != nil {
-		// ObserveAll reads each holder's TTL best effort: past the deadline
-		// every TTL would read as 0.
-		err = ctx.Err()
-	}
 	if err != nil {
 		g.log.Warn("status page: reading etcd failed", "error", err)
 		v.Sources.Etcd = "unavailable: unreachable (see the gateway's log)"

@@ -129,11 +129,6 @@ func inspect(ctx context.Context, conn *pgx.Conn, auth *authority.Etcd, prefix s
 	}
 
 	locks, truncated, err := auth.ObserveAll(ctx, prefix, limit)
-	if err == nil && ctx.Err() != nil {
-		// ObserveAll reads each holder's TTL best effort: past the deadline
-		// every TTL would read as 0.
-		err = ctx.Err()
-	}
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
