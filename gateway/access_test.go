@@ -240,6 +240,7 @@ func TestHugeNamesAreClippedWhereEchoed(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	lines := make(lineWriter, 1024)
 	gw := h.sibling(func(c *gateway.Config) { c.Logger = slog.New(slog.NewJSONHandler(lines, nil)) })
+	before := h.state()
 	huge := strings.Repeat("a", 100_000)
 	for _, c := range []struct {
 		name, method, path string
@@ -263,5 +264,8 @@ func TestHugeNamesAreClippedWhereEchoed(t *testing.T) {
 	// /metrics is served to GET (and HEAD) only.
 	if r := gw.do(http.MethodPost, "/metrics", nil, ""); r.Status != http.StatusMethodNotAllowed || !strings.Contains(r.Header.Get("Allow"), "GET") {
 		t.Errorf("POST /metrics: %d, Allow %q; want 405 naming GET", r.Status, r.Header.Get("Allow"))
+	}
+	if h.state() != before {
+		t.Error("a refused request changed the database")
 	}
 }

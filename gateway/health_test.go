@@ -201,6 +201,7 @@ func TestEtcdDownIsUnavailable(t *testing.T) {
 // only takes POST it is refused with 405, as any other method is.
 func TestHeadWhereGetIsServed(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
+	before := h.state()
 	for _, path := range []string{"/livez", "/readyz", "/status", "/v1/openapi.json"} {
 		get := h.do(http.MethodGet, path, nil, "")
 		head := h.do(http.MethodHead, path, nil, "")
@@ -212,5 +213,8 @@ func TestHeadWhereGetIsServed(t *testing.T) {
 	}
 	if r := h.do(http.MethodHead, "/v1/ops/debit", nil, ""); r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "POST" {
 		t.Errorf("HEAD /v1/ops/debit: %d, Allow %q; want 405, Allow POST", r.Status, r.Header.Get("Allow"))
+	}
+	if h.state() != before {
+		t.Error("a HEAD changed the database")
 	}
 }
