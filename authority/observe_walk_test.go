@@ -92,6 +92,16 @@ func agreesWithEveryKey(t *testing.T, a *authority.Etcd, cli *clientv3.Client, p
 	}
 }
 
+// grant is a lease that outlives the test, for its lock keys.
+func grant(t *testing.T, cli *clientv3.Client) clientv3.LeaseID {
+	t.Helper()
+	l, err := cli.Grant(t.Context(), 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.ID
+}
+
 // putKeys writes keys under lease, a hundred to a transaction.
 func putKeys(t *testing.T, cli *clientv3.Client, lease clientv3.LeaseID, keys ...string) {
 	t.Helper()
@@ -123,11 +133,7 @@ func lockKeys(escaped string, n int) []string {
 // random layouts of all of these.
 func TestObserveAllAgreesWithEveryKey(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t)
-	lease, err := cli.Grant(t.Context(), 600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := lease.ID
+	l := grant(t, cli)
 	a := authority.NewEtcd(cli)
 
 	putKeys(t, cli, l, lockKeys("a%2F1", 256)...) // a page ends at its last key
@@ -194,16 +200,13 @@ func TestObserveAllAgreesWithEveryKey(t *testing.T) {
 // make it read on and on.
 func TestObserveAllStopsAmongStrayKeys(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t)
-	lease, err := cli.Grant(t.Context(), 600)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lease := grant(t, cli)
 	var stray []string
 	for i := range 5 * 256 {
 		stray = append(stray, fmt.Sprintf("/fencegw/locks/s%%2F0stray%05d", i))
 	}
-	putKeys(t, cli, lease.ID, stray...)
-	putKeys(t, cli, lease.ID, lockKeys("s%2F1", 1)...)
+	putKeys(t, cli, lease, stray...)
+	putKeys(t, cli, lease, lockKeys("s%2F1", 1)...)
 	got, truncated, err := authority.NewEtcd(cli).ObserveAll(t.Context(), "s/", 10)
 	if err != nil || !truncated || len(got) != 0 {
 		t.Fatalf("ObserveAll past five pages of stray keys = %+v, %t, %v; want nothing, truncated", got, truncated, err)
@@ -239,12 +242,9 @@ func (c *compactingKV) Get(ctx context.Context, key string, opts ...clientv3.OpO
 // revision instead of failing.
 func TestObserveAllStartsAgainAfterACompaction(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t)
-	lease, err := cli.Grant(t.Context(), 600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	putKeys(t, cli, lease.ID, lockKeys("g%2F1", 3)...)
-	putKeys(t, cli, lease.ID, lockKeys("g%2F2", 1)...)
+	lease := grant(t, cli)
+	putKeys(t, cli, lease, lockKeys("g%2F1", 3)...)
+	putKeys(t, cli, lease, lockKeys("g%2F2", 1)...)
 	kv := &compactingKV{KV: cli.KV, cli: cli}
 	cli.KV = kv
 	got, truncated, err := authority.NewEtcd(cli).ObserveAll(t.Context(), "g/", 10)
@@ -278,19 +278,12 @@ func (c *countingKV) Get(ctx context.Context, key string, opts ...clientv3.OpOpt
 // resources, and below 1 is refused.
 func TestObserveAllWalksResourcesNotKeys(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t)
-	grant := func() clientv3.LeaseID {
-		l, err := cli.Grant(t.Context(), 600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l.ID
-	}
 	const crowd = 1000
-	crowdLease := grant()
+	crowdLease := grant(t, cli)
 	putKeys(t, cli, crowdLease, lockKeys("walk%2Fcrowd", crowd)...)
 	// walk/x: the holder's lease is the newer one, so its key sorts second
 	// by name; it was created first.
-	older, newer := grant(), grant()
+	older, newer := grant(t, cli), grant(t, cli)
 	if authority.LeaseID(older).String() >= authority.LeaseID(newer).String() {
 		t.Fatalf("lease IDs %s and %s: the test needs the first granted to sort first", authority.LeaseID(older), authority.LeaseID(newer))
 	}
@@ -349,11 +342,8 @@ func (c cuttingLease) TimeToLive(ctx context.Context, id clientv3.LeaseID, opts 
 // every lease had just expired.
 func TestObserveAllSaysWhenItsTTLReadsWereCut(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t)
-	lease, err := cli.Grant(t.Context(), 600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	putKeys(t, cli, lease.ID, lockKeys("ttl%2F1", 1)...)
+	lease := grant(t, cli)
+	putKeys(t, cli, lease, lockKeys("ttl%2F1", 1)...)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	cli.Lease = cuttingLease{Lease: cli.Lease, cancel: cancel}
