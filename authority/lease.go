@@ -41,11 +41,13 @@ type LeaseID int64
 
 func (id LeaseID) String() string { return strconv.FormatInt(int64(id), 16) }
 
-// ParseLeaseID reads the hex text form.
+// ParseLeaseID reads the text form String writes, and only that: one
+// lease has one name, so "ABC", "0abc" and "+abc" are not aliases of "abc"
+// in paths, logs or metrics.
 func ParseLeaseID(s string) (LeaseID, error) {
 	n, err := strconv.ParseInt(s, 16, 64)
-	if err != nil || n <= 0 || len(s) > 16 {
-		return 0, fmt.Errorf("%w: %q is not a positive hex number", ErrBadLeaseID, clip.String(s, 48))
+	if err != nil || n <= 0 || LeaseID(n).String() != s {
+		return 0, fmt.Errorf("%w: %q is not a lease id: a positive number in lower-case hex, without leading zeros", ErrBadLeaseID, clip.String(s, 48))
 	}
 	return LeaseID(n), nil
 }

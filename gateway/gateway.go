@@ -254,15 +254,23 @@ func (g *Gateway) Handler() http.Handler {
 		r.Delete("/leases/{id}", g.handleRelease)
 		r.Get("/status", g.handleStatus) // the status page's data, behind the API's authentication
 	})
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+	notFound := func(w http.ResponseWriter, r *http.Request) {
 		g.writeProblem(w, r, fmt.Errorf("%w: %s %s", ErrNoRoute, r.Method, r.URL.Path), problemScope{})
-	})
+	}
+	r.NotFound(notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		path := req.URL.RawPath // what chi routes on, when set
 		if path == "" {
 			path = req.URL.Path
 		}
-		w.Header().Set("Allow", allowedMethods(r, path))
+		// chi answers 405 to a method it has no routes for (PROPFIND,
+		// say) on any path; where no method is served the path is unknown.
+		allowed := allowedMethods(r, path)
+		if allowed == "" {
+			notFound(w, req)
+			return
+		}
+		w.Header().Set("Allow", allowed)
 		g.writeProblem(w, req, fmt.Errorf("%w: %s on %s", ErrMethod, req.Method, req.URL.Path), problemScope{})
 	})
 	return g.logAccess(r, g.gateWrites(r))

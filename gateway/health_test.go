@@ -218,3 +218,30 @@ func TestHeadWhereGetIsServed(t *testing.T) {
 		t.Error("a HEAD changed the database")
 	}
 }
+
+// TestMethodsNoRouteServes: a method the router has no route for at all
+// (PROPFIND, a made-up one) is 404 on a path nothing serves, and 405 with
+// the path's methods in Allow where something does; nothing is written.
+func TestMethodsNoRouteServes(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	before := h.state()
+	for _, c := range []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{"PROPFIND", "/nowhere", http.StatusNotFound, ""},
+		{"FOO", "/v1/nowhere", http.StatusNotFound, ""},
+		{"PROPFIND", "/v1/ops/debit", http.StatusMethodNotAllowed, "POST"},
+		{"FOO", "/livez", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodPut, "/v1/leases", http.StatusMethodNotAllowed, "GET, HEAD, POST"},
+	} {
+		r := h.do(c.method, c.path, nil, "")
+		if r.Status != c.status || r.Header.Get("Allow") != c.allow || r.Problem.Status != c.status {
+			t.Errorf("%s %s: %d, Allow %q, problem %+v; want %d, Allow %q", c.method, c.path, r.Status, r.Header.Get("Allow"), r.Problem, c.status, c.allow)
+		}
+	}
+	if h.state() != before {
+		t.Error("a refused method changed the database")
+	}
+}
