@@ -97,7 +97,7 @@ func (g *Gateway) gateWrites(next http.Handler) http.Handler {
 		if r.URL.Path == "/v1/batch" {
 			op, isWrite = policy.BatchName, true
 		}
-		if r.Method != http.MethodPost || !isWrite {
+		if r.Method != http.MethodPost || !isWrite || g.refusedUnread(r, op) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -114,6 +114,23 @@ func (g *Gateway) gateWrites(next http.Handler) http.Handler {
 		defer g.admit.leave()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refusedUnread reports whether a write to op will be refused before its
+// body is read (no such operation, no credentials, no token), so the gate
+// need neither wait for the body nor give a turn: the refusal comes at
+// once, and a client that sent Expect: 100-continue is never asked for a
+// body that would be thrown away. Each condition is one the handlers
+// check first; a request that meets none is read and queued as usual.
+func (g *Gateway) refusedUnread(r *http.Request, op string) bool {
+	if g.cfg.Policy.AuthRequired() && r.Header.Get("Authorization") == "" {
+		return true
+	}
+	if op == policy.BatchName {
+		return false
+	}
+	_, known := g.cfg.Policy.Operations[op]
+	return !known || len(r.Header.Values(TokenHeader)) == 0
 }
 
 // refuseAtTheGate answers a write that waited too long, counted under its

@@ -231,3 +231,60 @@ func metricsText(t *testing.T, base string) string {
 	}
 	return string(b)
 }
+
+// TestRefusedBeforeTheBody: a write that will be refused whatever its body
+// (no such operation, no credentials, no token) is answered at once, with
+// its own refusal: not 413 for a body too large that it never had to
+// send, and never "100 Continue" to a client that asked before sending.
+func TestRefusedBeforeTheBody(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic")+`
+clients:
+  billing:
+    token_sha256: `+sha256Hex("billing-secret")+`
+    operations: [debit, credit]
+`)
+	auth := "Authorization: Bearer billing-secret\r\n"
+	token := gateway.TokenHeader + ": 1:1\r\n"
+	before := h.state()
+	for _, c := range []struct {
+		name, path, headers string
+		status              int
+	}{
+		{"unknown operation", "/v1/ops/drop", auth + token, http.StatusNotFound},
+		{"a path below an operation", "/v1/ops/debit/more", auth + token, http.StatusNotFound},
+		{"no credentials", "/v1/ops/debit", token, http.StatusUnauthorized},
+		{"no credentials for a batch", "/v1/batch", "", http.StatusUnauthorized},
+		{"no token", "/v1/ops/debit", auth, http.StatusPreconditionRequired},
+	} {
+		for _, length := range []int{100, 10000000} { // within the limit, and past it
+			conn, err := net.Dial("tcp", strings.TrimPrefix(h.base, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n%sExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", c.path, c.headers, length)
+			if _, err := io.WriteString(conn, head); err != nil {
+				t.Fatal(err)
+			}
+			if status, body := readAnswer(t, conn); status != c.status {
+				t.Errorf("%s, %d bytes announced: %d %s, want %d before any body was sent", c.name, length, status, body, c.status)
+			}
+			conn.Close()
+		}
+	}
+	// Without Expect, a body too large is still refused as too large
+	// when the write could otherwise go through.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /v1/ops/debit HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"+auth+token+"Content-Length: 10000000\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := readAnswer(t, conn); status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a known write with a body too large: %d %s, want 413", status, body)
+	}
+	if h.state() != before {
+		t.Error("a refused write changed the database")
+	}
+}

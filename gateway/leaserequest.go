@@ -24,11 +24,20 @@ import (
 // never application/json.
 var ErrMediaType = errors.New("gateway: unsupported media type")
 
-// requireJSON refuses a request whose body is not declared JSON.
+// requireJSON refuses a request whose body is not declared JSON, in one
+// Content-Type (of two, which would a proxy believe?), and UTF-8 if it
+// names a charset: the body is read as UTF-8 whatever it says.
 func requireJSON(r *http.Request) error {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	declared := r.Header.Values("Content-Type")
+	if len(declared) > 1 {
+		return fmt.Errorf("%w: %d Content-Type headers; send one: application/json", ErrMediaType, len(declared))
+	}
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 		return fmt.Errorf("%w: send Content-Type: application/json", ErrMediaType)
+	}
+	if cs, named := params["charset"]; named && !strings.EqualFold(cs, "utf-8") {
+		return fmt.Errorf("%w: charset %q: the body is read as UTF-8; send charset=utf-8 or none", ErrMediaType, clip.String(cs, 32))
 	}
 	return nil
 }

@@ -26,6 +26,19 @@ func TestLeaseLifecycleOverHTTP(t *testing.T) {
 	if r := h.do(http.MethodPost, "/v1/leases/"+a.ID+"/keepalive", nil, ""); r.Status != http.StatusOK {
 		t.Fatalf("keepalive: %d %s", r.Status, r.Body)
 	}
+	// One lease, one name: its id in capitals or with a leading zero is
+	// refused, and releases nothing.
+	for _, alias := range []string{strings.ToUpper(a.ID), "0" + a.ID} {
+		if alias == a.ID {
+			continue // an id of digits only has no capitals
+		}
+		if r := h.do(http.MethodDelete, "/v1/leases/"+alias, nil, ""); r.Status != http.StatusBadRequest {
+			t.Fatalf("release as %s: %d %s, want 400", alias, r.Status, r.Body)
+		}
+	}
+	if _, r := h.acquire(resource, 5, 0); r.Status != http.StatusConflict {
+		t.Fatalf("after releases under aliases: %d %s, want the lease still held (409)", r.Status, r.Body)
+	}
 	h.release(a)
 	if r := h.do(http.MethodPost, "/v1/leases/"+a.ID+"/keepalive", nil, ""); r.Status != http.StatusNotFound || r.Problem.Kind() != "lease-not-found" {
 		t.Fatalf("keepalive after release: %d %s, want 404 lease-not-found", r.Status, r.Body)
@@ -40,7 +53,7 @@ func TestLeaseLifecycleOverHTTP(t *testing.T) {
 	h.release(b)
 	m := metricsText(t, h.base)
 	for _, want := range []string{
-		`fencegw_leases_total{event="granted"} 2`, `fencegw_leases_total{event="locked"} 1`,
+		`fencegw_leases_total{event="granted"} 2`, `fencegw_leases_total{event="locked"} 2`,
 		`fencegw_leases_total{event="renewed"} 1`, `fencegw_leases_total{event="renew_failed"} 1`,
 		`fencegw_leases_total{event="released"} 2`, "fencegw_lease_wait_seconds_count 2",
 	} {
@@ -83,6 +96,10 @@ func TestLeaseRequestsValidated(t *testing.T) {
 		{"observe a broken query", "GET", "/v1/leases?resource=%zz", ``, 400, "bad-request", ""},
 		{"bad lease id", "POST", "/v1/leases/zz-top/keepalive", ``, 400, "bad-request", ""},
 		{"negative lease id", "DELETE", "/v1/leases/-5", ``, 400, "bad-request", ""},
+		{"lease id in capitals", "POST", "/v1/leases/ABC/keepalive", ``, 400, "bad-request", ""},
+		{"lease id with a leading zero", "DELETE", "/v1/leases/0abc", ``, 400, "bad-request", ""},
+		{"latin-1 body", "POST", "/v1/leases", `{"resource": "r"}`, 415, "unsupported-media-type", "application/json; charset=iso-8859-1"},
+		{"broken media type", "POST", "/v1/leases", `{"resource": "r"}`, 415, "unsupported-media-type", "application/json; charset"},
 		{"unknown path", "GET", "/v2/nothing", ``, 404, "not-found", ""},
 		{"wrong method", "GET", "/v1/ops/debit", ``, 405, "method-not-allowed", ""},
 	}
@@ -97,6 +114,12 @@ func TestLeaseRequestsValidated(t *testing.T) {
 				t.Fatalf("%s %s %s: %d %s, want %d %s", tt.method, tt.path, tt.body, r.Status, r.Body, tt.status, tt.kind)
 			}
 		})
+	}
+	for _, path := range []string{"/v1/leases", "/v1/batch"} {
+		two := http.Header{"Content-Type": {"application/json", "text/plain"}}
+		if r := h.do(http.MethodPost, path, two, `{"resource": "r"}`); r.Status != http.StatusUnsupportedMediaType {
+			t.Errorf("%s with two Content-Types: %d %s, want 415", path, r.Status, r.Body)
+		}
 	}
 	// None of the refused requests took a lock.
 	for _, resource := range []string{"r", "a", "b", "r\u200b", " r"} {
