@@ -3,10 +3,12 @@ package fence_test
 import (
 	"errors"
 	"fmt"
-	"github.com/fencegw/fencegw/policy"
+	"strings"
 	"testing"
 
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens"
 )
 
 func debit(d *db, account string, cents int, rev int64) fence.Write {
@@ -66,6 +68,14 @@ func TestBatchConflicts(t *testing.T) {
 	_, err := fence.NewRequest([]fence.Write{debit(d, "acct-25", 1, 60), debit(d, "acct-25", 1, 61)}, nil)
 	if !errors.Is(err, fence.ErrConflict) {
 		t.Fatalf("NewRequest = %v, want ErrConflict", err)
+	}
+	// The same E:R, once signed and once not: the refusal says that the
+	// signatures differ, not that 1:60 differs from 1:60.
+	signed := debit(d, "acct-25", 1, 60)
+	signed.Tokens = []tokens.Token{{Epoch: 1, Revision: 60, Sig: tokens.Sig{1}}}
+	_, err = fence.NewRequest([]fence.Write{debit(d, "acct-25", 1, 60), signed}, nil)
+	if !errors.Is(err, fence.ErrConflict) || !strings.Contains(err.Error(), "signed differently") {
+		t.Fatalf("NewRequest = %v, want ErrConflict saying the signatures differ", err)
 	}
 }
 

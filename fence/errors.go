@@ -64,8 +64,9 @@ func (e *KeyMismatchError) Error() string {
 // WriteError names the write of a batch that refused it; the whole batch
 // was rolled back.
 type WriteError struct {
-	Index int
-	Err   error
+	Index     int
+	Operation string // the write's, as the request named it
+	Err       error
 }
 
 func (e *WriteError) Error() string { return fmt.Sprintf("write %d: %v", e.Index, e.Err) }

@@ -55,7 +55,7 @@ func (r *Request) ListsWrites() bool { return r.Batch || len(r.Writes) > 1 }
 // otherwise err is the whole request's and is returned as it is.
 func (r *Request) InWrite(i int, err error) error {
 	if r.ListsWrites() {
-		return &WriteError{Index: i, Err: err}
+		return &WriteError{Index: i, Operation: r.Writes[i].Operation.Name, Err: err}
 	}
 	return err
 }
@@ -107,6 +107,10 @@ func newRequest(writes []Write, key *Key, batch bool) (*Request, error) {
 				continue
 			}
 			f := &req.fences[i]
+			if f.token != w.Tokens[ri] && f.token.Unsigned() == w.Tokens[ri].Unsigned() {
+				return nil, inWrite(req, failedAt{-1, wi}, fmt.Errorf("%w: %s is fenced with %s by write %d and by write %d, but signed differently (or once without a signature): send the token as the lease granted it, the same in every write",
+					ErrConflict, key, f.token.Unsigned(), f.write, wi))
+			}
 			if f.token != w.Tokens[ri] {
 				return nil, inWrite(req, failedAt{-1, wi}, fmt.Errorf("%w: %s is fenced with %s by write %d and with %s by write %d: one resource, one token per request",
 					ErrConflict, key, f.token.Unsigned(), f.write, w.Tokens[ri].Unsigned(), wi))

@@ -158,7 +158,7 @@ func (g *Gateway) audit(ctx context.Context, p Problem) {
 		return
 	}
 	g.auditor.add(clientName(ctx), fence.Rejection{
-		Resource: p.Resource, Operation: p.Operation, Reason: p.Kind(), Presented: p.PresentedToken, Current: p.CurrentToken,
+		Resource: p.Resource, Operation: p.refusedOperation(), Reason: p.Kind(), Presented: p.PresentedToken, Current: p.CurrentToken,
 	})
 }
 

@@ -46,7 +46,7 @@ func (g *Gateway) batch(r *http.Request, scope *problemScope) (fence.Response, e
 	h := sha256.New()
 	for i, item := range items {
 		if writes[i], err = g.batchWrite(r.Context(), item); err != nil {
-			return fence.Response{}, &fence.WriteError{Index: i, Err: err}
+			return fence.Response{}, &fence.WriteError{Index: i, Operation: item.Operation, Err: err}
 		}
 		fp := writes[i].Operation.Fingerprint(writes[i].Args)
 		h.Write(fp[:])

@@ -88,6 +88,9 @@ func decodeLeaseRequest(body []byte) (acquireRequest, error) {
 		case "ttl":
 			n, ok := t.(json.Number)
 			v, err := strconv.ParseInt(string(n), 10, 64)
+			if ok && errors.Is(err, strconv.ErrRange) {
+				return bad("ttl %s s is out of range [%d, %d]", clip.String(string(n), 32), authority.MinTTL/time.Second, authority.MaxTTL/time.Second)
+			}
 			if !ok || err != nil {
 				return bad("ttl: want whole seconds")
 			}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -40,4 +41,20 @@ func FuzzDecodeLeaseRequest(f *testing.F) {
 			t.Fatalf("%q: accepted as %+v, encoding/json reads %+v, %v", body, req, theirs, err)
 		}
 	})
+}
+
+// TestLeaseRequestErrorsSayWhat: each refusal names what is wrong with
+// the value sent, not another rule it happens to break too.
+func TestLeaseRequestErrorsSayWhat(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"resource": "r", "ttl": 1.5}`:                   "want whole seconds",
+		`{"resource": "r", "ttl": 99999999999999999999}`:  "out of range",
+		`{"resource": "r", "ttl": -99999999999999999999}`: "out of range",
+		`{"resource": "r", "ttl": 86400}`:                 "out of range",
+		`{"resource": "r\u0000"}`:                         "control",
+	} {
+		if _, err := decodeLeaseRequest([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want it to say %q", body, err, want)
+		}
+	}
 }

@@ -317,7 +317,7 @@ func parameters() obj {
 		"IdempotencyKey": obj{"name": IdempotencyHeader, "in": "header", "required": false,
 			"description": "Makes a retry safe: a completed request with the same key is answered with its stored response. An RFC 8941 string of 1 to 255 printable ASCII characters, without quotes or backslashes inside.",
 			"schema":      obj{"type": "string", "pattern": `^("[ !#-\[\]-~]{1,255}"|[ !#-\[\]-~]{1,255})$`}, "example": `"order-7-debit"`},
-		"LeaseID": obj{"name": "id", "in": "path", "required": true, "schema": obj{"type": "string", "pattern": "^[0-9a-fA-F]{1,16}$"}},
+		"LeaseID": obj{"name": "id", "in": "path", "required": true, "description": "As the lease was granted: lower-case hex without leading zeros.", "schema": obj{"type": "string", "pattern": "^[1-9a-f][0-9a-f]{0,15}$"}},
 	}
 }
 

@@ -51,6 +51,20 @@ type Problem struct {
 	// Instance names the request (its X-Request-Id), as the access log
 	// does.
 	Instance string `json:"instance,omitempty"`
+
+	// writeOperation is, when one write refused a batch, that write's
+	// operation: the document names the write by Index, and the audit
+	// and the access log record what was refused.
+	writeOperation string
+}
+
+// refusedOperation is the operation a refusal is recorded under: the
+// write's that refused a batch, else the request's.
+func (p *Problem) refusedOperation() string {
+	if p.writeOperation != "" {
+		return p.writeOperation
+	}
+	return p.Operation
 }
 
 // Kind returns the type suffix, e.g. "stale-token".
@@ -95,6 +109,7 @@ func problemFor(err error, scope problemScope) Problem {
 	if errors.As(err, &inBatch) {
 		p.Index = &inBatch.Index
 		p.Operation = "" // the batch's: the index names the write
+		p.writeOperation = clip.String(inBatch.Operation, maxEchoedName)
 	}
 	switch {
 	case errors.As(err, &app):
@@ -232,7 +247,7 @@ func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, err error
 	e := accessOf(r.Context())
 	p.Instance = instanceOf(r.Context())
 	e.level, e.err, e.outcome = level, err, p.Kind()
-	e.operation, e.resource, e.token = p.Operation, p.Resource, p.PresentedToken
+	e.operation, e.resource, e.token = p.refusedOperation(), p.Resource, p.PresentedToken
 	w.Header()["Content-Type"] = problemContentType
 	switch p.Status {
 	case http.StatusUnauthorized:

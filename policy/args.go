@@ -120,8 +120,11 @@ func (a *Arg) convert(t json.Token) (any, error) {
 		switch {
 		case len(s) > a.MaxLength:
 			return nil, argErrorf(a.Name, "longer than %d bytes", a.MaxLength)
-		case !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0:
+		case !utf8.ValidString(s):
 			return nil, argErrorf(a.Name, "not valid UTF-8 text")
+		case strings.IndexByte(s, 0) >= 0:
+			// PostgreSQL's text cannot hold it.
+			return nil, argErrorf(a.Name, "contains a NUL character (\\u0000), which text cannot hold")
 		case a.Pattern != nil && !a.Pattern.MatchString(s):
 			return nil, argErrorf(a.Name, "does not match the pattern %s", a.Pattern)
 		}

@@ -39,7 +39,7 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "too long", op: debit, body: `{"account":"acct-123456789","amount":1}`, arg: "account", err: "longer than 8"},
 		{name: "pattern", op: debit, body: `{"account":"bob","amount":1}`, arg: "account", err: "pattern"},
 		{name: "pattern is anchored", op: debit, body: `{"account":"xacct-1","amount":1}`, arg: "account", err: "pattern"},
-		{name: "NUL byte", op: run, body: `{"day":"a\u0000b","n":1,"dry":true}`, arg: "day", err: "UTF-8"},
+		{name: "NUL byte", op: run, body: `{"day":"a\u0000b","n":1,"dry":true}`, arg: "day", err: "NUL"},
 		{name: "array body", op: debit, body: `["acct-1",1]`, err: "JSON object"},
 		{name: "empty body", op: debit, body: ``, err: "JSON object"},
 		{name: "trailing data", op: debit, body: `{"account":"acct-1","amount":1} {}`, err: "after the JSON object"},
