@@ -75,8 +75,13 @@ func classify(err error, committing bool, req *Request, at failedAt) error {
 		var pre pgx.ErrPreprocessingBatch
 		if errors.As(err, &pre) && strings.HasPrefix(pre.Error(), "error preprocessing batch (build)") {
 			// pgx refused to encode an argument for its column (3e9 for
-			// an int4) before sending anything. (Its other step,
-			// "prepare", talks to the server like any round trip.)
+			// an int4). Nothing can have committed: closing the
+			// connection, pgx sends the statements it had queued before
+			// that argument, then Terminate, never the Sync or COMMIT
+			// after it, and the backend runs them (a fence may wait for
+			// its row lock) and rolls back when it reads the Terminate.
+			// (Its other step, "prepare", talks to the server like any
+			// round trip.)
 			return inWrite(req, at, &encodeError{cause: pre.Unwrap()})
 		}
 		return lost(err, committing)

@@ -73,15 +73,22 @@ func TestCoalescedDeferredConstraint(t *testing.T) {
 }
 
 // TestArgumentThatDoesNotFitItsColumn: pgx refuses to encode 3e9 for an
-// int4 parameter before sending anything: a 400, not "outcome unknown".
+// int4 parameter: a 400, not "outcome unknown", and nothing written.
 func TestArgumentThatDoesNotFitItsColumn(t *testing.T) {
 	h := newHarness(t, strings.Replace(demoPolicy(t, "monotonic"), "\noperations:\n", "\noperations:\n"+tagPolicy, 1))
 	l := h.mustAcquire("account/acct-35", 10, 0)
 	defer h.release(l)
+	// On another account than the one blocked below: pgx closes the
+	// connection by sending the statements queued before the argument
+	// (the fence among them), then Terminate, without the Sync. The
+	// backend runs them and rolls back at the Terminate, which on a busy
+	// machine can come after blockFence takes its lock; on acct-35 such a
+	// backend, blocked, would pass for the write in flight.
+	other := h.mustAcquire("account/acct-36", 10, 0)
+	defer h.release(other)
 	before := h.state()
-	bad := `{"account": "acct-35", "n": 3000000000}`
-	for name, hdr := range map[string]http.Header{"unkeyed": tok(l.Token), "keyed": keyed(l.Token, "nudge-big")} {
-		r := h.do(http.MethodPost, "/v1/ops/nudge", hdr, bad)
+	for name, hdr := range map[string]http.Header{"unkeyed": tok(other.Token), "keyed": keyed(other.Token, "nudge-big")} {
+		r := h.do(http.MethodPost, "/v1/ops/nudge", hdr, `{"account": "acct-36", "n": 3000000000}`)
 		if r.Status != http.StatusBadRequest || r.Problem.Kind() != "bad-request" || strings.Contains(r.Problem.Detail, "OID") {
 			t.Fatalf("%s, 3e9 for an int4: %d %s, want 400 bad-request naming no driver internals", name, r.Status, r.Body)
 		}
@@ -89,6 +96,7 @@ func TestArgumentThatDoesNotFitItsColumn(t *testing.T) {
 			t.Fatalf("%s: state changed", name)
 		}
 	}
+	bad := `{"account": "acct-35", "n": 3000000000}`
 
 	// Queued behind a write in flight, the bad ones and good ones share a
 	// transaction: pgx cannot encode the bad one and drops the connection;

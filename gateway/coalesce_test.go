@@ -99,11 +99,11 @@ func blockFence(t *testing.T, h *harness, resource string) (unblock func()) {
 	return func() { _ = blocker.Rollback(ctx) }
 }
 
-// waitUntilBlocked returns once a write waits for a fence row lock. At
-// least one: on a loaded machine a second session running the fence has
-// been seen waiting behind the first, on a connection the pool did not
-// count as acquired (not explained yet). What the callers need is the
-// write under test in flight; each checks the writes' outcomes after.
+// waitUntilBlocked returns once a write waits for a fence row lock. A
+// backend of a connection pgx closed may still run a fence (see
+// TestArgumentThatDoesNotFitItsColumn), so a caller must keep such
+// backends off the row it blocks: then the write waiting is the one under
+// test.
 func waitUntilBlocked(t *testing.T, h *harness) {
 	t.Helper()
 	blocked := func() bool {
