@@ -26,7 +26,9 @@ func tortureCommand() *cobra.Command {
 a throwaway PostgreSQL on loopback, injects faults (workers frozen past
 their lease, gateways killed, etcd leader or followers killed or frozen,
 PostgreSQL restarted, the gateways' PostgreSQL traffic held back by a
-delaying proxy) for --duration, then checks from the database
+delaying proxy), and acts as a late holder itself (it writes with a
+token after the next token's write), for --duration, then checks from
+the database
 that no stale write landed, no acknowledged write was lost, no write was
 applied twice, no transfer was applied on one side only, and every
 balance is its start plus what its applied writes moved. With --failover,
@@ -37,7 +39,8 @@ is the expected one: no violations, or — with --unsafe-no-fence (fencing
 off) or --async-standby (failovers that lose acknowledged commits), the
 control runs — at least one. A fenced run that ends at its time bound
 with fewer failovers or rollbacks than --min-failovers or --min-rollbacks
-asked for exits 1 too: its PASS covers fewer faults than asked.`,
+asked for, or without one late holder's write answered, exits 1 too: its
+PASS covers fewer faults than asked.`,
 		Example: `  fencegw torture --duration 2m --kill-gateways --etcd-faults
   fencegw torture --unsafe-no-fence     # the control: must find violations
   fencegw torture --failover --json > report.json`,
@@ -118,7 +121,8 @@ func judge(cfg torture.Config, report check.Report) error {
 }
 
 // checkFaultsDone says whether a run reached its bound (MaxOverrun ×
-// --duration) short of the failovers or rollbacks it was asked for. A
+// --duration) short of the failovers or rollbacks it was asked for, or of
+// the late holder's write every run without an asynchronous standby has. A
 // fenced run's PASS then proves less than asked, and fails; a control run
 // that found its violations proved its point with fewer faults.
 func checkFaultsDone(cfg torture.Config, faults map[string]int) error {

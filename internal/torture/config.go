@@ -113,5 +113,8 @@ func (c Config) FaultsMissing(faults map[string]int) []string {
 	if got := faults["etcd-rollback"]; got < c.MinRollbacks {
 		missing = append(missing, fmt.Sprintf("%d of the %d etcd rollbacks", got, c.MinRollbacks))
 	}
+	if faults["late-holder"] < 1 && !c.AsyncStandby {
+		missing = append(missing, "the late holder's write")
+	}
 	return missing
 }

@@ -26,3 +26,20 @@ func TestCheckMinimumFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultsMissingLateHolder: a run without an asynchronous standby is
+// not done before the late holder's write was answered once; with one,
+// the nemesis's writes belong to the failovers instead.
+func TestFaultsMissingLateHolder(t *testing.T) {
+	c := Defaults()
+	if got := c.FaultsMissing(nil); len(got) != 1 {
+		t.Fatalf("before any fault: missing %q, want the late holder's write", got)
+	}
+	if got := c.FaultsMissing(map[string]int{"late-holder": 1}); len(got) != 0 {
+		t.Fatalf("after one late write: missing %q, want nothing", got)
+	}
+	c.Failover, c.AsyncStandby = true, true
+	if got := c.FaultsMissing(nil); len(got) != 0 {
+		t.Fatalf("with an asynchronous standby: missing %q, want nothing", got)
+	}
+}

@@ -33,6 +33,9 @@ type nemesis struct {
 	etcdBusy        atomic.Bool // one etcd fault at a time: the cluster keeps its quorum
 	proxy           *slowProxy  // between the gateways and PostgreSQL
 	slowBusy        atomic.Bool
+	// late, unless the run has an asynchronous standby, acts out the
+	// book's late holder on the nemesis's own resource (twoholders.go).
+	late *twoHolders
 
 	mu     sync.Mutex
 	faults map[string]int
@@ -51,6 +54,10 @@ func (n *nemesis) run(ctx context.Context) {
 	if n.cfg.EtcdRollback {
 		n.wg.Add(1)
 		go func() { defer n.wg.Done(); n.rollbacks(ctx) }()
+	}
+	if n.late != nil {
+		n.wg.Add(1)
+		go func() { defer n.wg.Done(); n.lateHolders(ctx) }()
 	}
 	for {
 		select {
@@ -96,6 +103,28 @@ func (n *nemesis) awaitEnough(ctx context.Context, until time.Time) {
 		}
 	}
 }
+
+// lateHolders has a holder write after its successor, at once and then
+// every lateHolderEvery faults' time, until ctx ends. A worker's late
+// write needs a random pause to land between its lease and its write;
+// this one is certain, so the control run's checker always has a stale
+// write to find, and the fenced runs a late write to refuse.
+func (n *nemesis) lateHolders(ctx context.Context) {
+	for {
+		if n.late.lateWrite(ctx) {
+			n.count("late-holder")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(lateHolderEvery * n.cfg.FaultEvery):
+		}
+	}
+}
+
+// lateHolderEvery spaces the late holder's rounds, in faults: a few per
+// run, each a lease grant and two writes beside the workers'.
+const lateHolderEvery = 8
 
 func (n *nemesis) count(fault string) {
 	n.mu.Lock()

@@ -30,8 +30,8 @@ type replicated struct {
 	// holds it back (nil for a synchronous standby).
 	wal *slowProxy
 	// stale, with an asynchronous standby, writes across each failover as
-	// two holders of one resource (wentback.go).
-	stale *staleAfterLoss
+	// two holders of one resource (twoholders.go).
+	stale *twoHolders
 
 	mu       sync.Mutex
 	primary  *pgcluster.Cluster
@@ -135,7 +135,7 @@ func (r *replicated) failover(ctx context.Context) error {
 	r.mu.Unlock()
 	_ = old.Stop() // its files
 	if r.stale != nil {
-		r.stale.afterLoss(ctx)
+		_ = r.stale.afterLoss(ctx)
 	}
 	if err := r.startStandby(ctx); err != nil {
 		return fmt.Errorf("new standby: %w", err)

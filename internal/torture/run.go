@@ -57,7 +57,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		return check.Report{}, err
 	}
 	defer db.stop()
-	if err := prepareDatabase(setupCtx, db.url(), cfg.Resources, cfg.AsyncStandby); err != nil {
+	if err := prepareDatabase(setupCtx, db.url(), cfg.Resources); err != nil {
 		return check.Report{}, err
 	}
 	if err := db.prepared(setupCtx); err != nil {
@@ -104,19 +104,23 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence,
 		"coalesce", cfg.Coalesce, "group_commit", cfg.GroupCommit, "failover", cfg.Failover, "async_standby", cfg.AsyncStandby)
 
-	histories := cfg.Workers
+	// The nemesis's own writes: across the failovers of an asynchronous
+	// standby, else as a late holder all through the run.
+	holders, err := newTwoHolders(urls, historyPath(dir, cfg.Workers), cfg.Workers)
+	if err != nil {
+		return check.Report{}, err
+	}
+	defer holders.close()
+	histories := cfg.Workers + 1
+	var late *twoHolders
 	if cfg.AsyncStandby {
-		stale, err := newStaleAfterLoss(urls, historyPath(dir, cfg.Workers), cfg.Workers)
-		if err != nil {
-			return check.Report{}, err
-		}
-		defer stale.close()
-		db.replicated.stale = stale
-		histories++
+		db.replicated.stale = holders
+	} else {
+		late = holders
 	}
 	start := time.Now()
 	until, bound := start.Add(cfg.Duration), start.Add(cfg.Duration)
-	if cfg.MinFailovers > 0 || cfg.MinRollbacks > 0 {
+	if len(cfg.FaultsMissing(nil)) > 0 {
 		bound = start.Add(MaxOverrun * cfg.Duration)
 	}
 	stopFile := filepath.Join(dir, "stop")
@@ -126,7 +130,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	}
 	n := &nemesis{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), log: log, workers: workers,
 		gateways: gateways, pg: db.pg, replicated: db.replicated, etcd: etcd, proxy: proxy, faults: map[string]int{}, paused: map[int]bool{},
-		bin: bin, dir: dir, dbURL: db.url()}
+		bin: bin, dir: dir, dbURL: db.url(), late: late}
 	nctx, stopNemesis := context.WithDeadline(ctx, bound)
 	go reportProgress(nctx, log, db.url(), n, start)
 	go func() { n.awaitEnough(nctx, until); stopNemesis() }()
@@ -181,7 +185,7 @@ func runDir(cfg Config) (string, func(), error) {
 	}, nil
 }
 
-func prepareDatabase(ctx context.Context, dbURL string, resources int, nemesisWrites bool) error {
+func prepareDatabase(ctx context.Context, dbURL string, resources int) error {
 	if err := schema.Up(dbURL, schema.Gateway()); err != nil {
 		return err
 	}
@@ -193,7 +197,7 @@ func prepareDatabase(ctx context.Context, dbURL string, resources int, nemesisWr
 	if _, err = conn.Exec(ctx, schemaSQL); err != nil {
 		return err
 	}
-	if _, err = conn.Exec(ctx, balancesSQL, resources, initialBalance); err != nil || !nemesisWrites {
+	if _, err = conn.Exec(ctx, balancesSQL, resources, initialBalance); err != nil {
 		return err
 	}
 	_, err = conn.Exec(ctx, "INSERT INTO torture.balances (resource, cents) VALUES ($1, $2)", "res/"+wentBackResource, initialBalance)

@@ -17,16 +17,21 @@ import (
 // are r0, r1, …): on it, the fence is what the nemesis's own writes left.
 const wentBackResource = "nemesis"
 
-// staleAfterLoss is the nemesis acting as two holders of one resource in
-// turn, to show a failover to a standby that is behind letting a stale
-// write in (--async-standby). Before the failover it takes a lease (token
-// T0) and lets it go unused, then takes the next lease (T1 > T0) and
-// writes with it once the standby receives nothing more: the write is
-// acknowledged, and lost with the primary. After the promotion it writes
-// with T0: the fence went back below T1, so the older holder's write is
-// applied, which the checker reports as fence-went-back. It records what
-// it does in a history of its own, as a worker does.
-type staleAfterLoss struct {
+// twoHolders is the nemesis acting as two holders of one resource in
+// turn. It takes a lease (token T0) and lets it go unused, then takes the
+// next lease (T1 > T0) and writes with it; later it writes with T0: the
+// book's paused client, whose late write only the fence can refuse.
+//
+// Without a failover (lateWrite) the T0 write follows at once, so every
+// run has one such write however the random pauses fall: refused with
+// fencing, a stale write the checker must report in the control run.
+// With --async-standby the T1 write is made once the standby receives
+// nothing more (beforeLoss), so it is acknowledged and lost with the
+// primary; after the promotion (afterLoss) the fence went back below T1,
+// the T0 write is applied, and the checker reports fence-went-back.
+//
+// It records what it does in a history of its own, as a worker does.
+type twoHolders struct {
 	gateways []string
 	c        []*client.Client
 	id       int // its worker number in the histories
@@ -39,12 +44,12 @@ type staleAfterLoss struct {
 	lastUnavailable bool
 }
 
-func newStaleAfterLoss(gateways []string, historyPath string, id int) (*staleAfterLoss, error) {
+func newTwoHolders(gateways []string, historyPath string, id int) (*twoHolders, error) {
 	f, err := os.Create(historyPath)
 	if err != nil {
 		return nil, err
 	}
-	s := &staleAfterLoss{gateways: gateways, id: id, history: json.NewEncoder(f), file: f}
+	s := &twoHolders{gateways: gateways, id: id, history: json.NewEncoder(f), file: f}
 	for _, g := range gateways {
 		s.c = append(s.c, client.New(g))
 	}
@@ -55,12 +60,12 @@ func newStaleAfterLoss(gateways []string, historyPath string, id int) (*staleAft
 // tries the next gateway when one is down.
 const attempts = 6
 
-func (s *staleAfterLoss) close() { s.file.Close() }
+func (s *twoHolders) close() { s.file.Close() }
 
 // beforeLoss takes T0 and lets it go, then takes T1 and writes with it
 // until a write is acknowledged. Each attempt is a write of its own
 // (intent), as a client's retries without a key would be.
-func (s *staleAfterLoss) beforeLoss(ctx context.Context) {
+func (s *twoHolders) beforeLoss(ctx context.Context) {
 	s.round++
 	s.old = ""
 	opts := client.AcquireOptions{TTL: 30 * time.Second}
@@ -91,28 +96,38 @@ func (s *staleAfterLoss) beforeLoss(ctx context.Context) {
 	}
 }
 
-// afterLoss writes with T0, the token the lost write had made stale, once
-// a gateway has reconnected to the promoted server, until the write is
-// answered for certain.
-func (s *staleAfterLoss) afterLoss(ctx context.Context) {
+// afterLoss writes with T0, the token the write with T1 made stale, once
+// a gateway is ready (after a failover, reconnected to the promoted
+// server), until the write is answered for certain; answered says whether
+// it was.
+func (s *twoHolders) afterLoss(ctx context.Context) (answered bool) {
 	if s.old == "" {
-		return
+		return false
 	}
+	defer func() { s.old = "" }()
 	for i := 0; i < attempts; i++ {
 		for wait := time.Now().Add(10 * time.Second); time.Now().Before(wait) && !s.ready(ctx, i); {
 			time.Sleep(100 * time.Millisecond)
 		}
 		typ := s.write(ctx, i, s.old, fmt.Sprintf("nemesis-%d-old-%d", s.round, i))
 		if typ != check.TypeInfo && (typ != check.TypeFail || !s.lastUnavailable) {
-			break
+			return true
 		}
 	}
-	s.old = ""
+	return false
+}
+
+// lateWrite acts out the whole timeline on one primary: T0 taken and let
+// go, T1 writes, then T0 writes. It reports whether the T0 write was
+// answered for certain, applied or refused.
+func (s *twoHolders) lateWrite(ctx context.Context) bool {
+	s.beforeLoss(ctx)
+	return s.afterLoss(ctx)
 }
 
 // ready reports whether gateway i%n can write: the write after a
 // promotion should not be spent on a pool still reconnecting.
-func (s *staleAfterLoss) ready(ctx context.Context, i int) bool {
+func (s *twoHolders) ready(ctx context.Context, i int) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.gateways[i%len(s.gateways)]+"/readyz", nil)
@@ -125,7 +140,7 @@ func (s *staleAfterLoss) ready(ctx context.Context, i int) bool {
 }
 
 // write sends one append through gateway i%n and records it.
-func (s *staleAfterLoss) write(ctx context.Context, i int, token, intent string) string {
+func (s *twoHolders) write(ctx context.Context, i int, token, intent string) string {
 	ev := check.Event{Worker: s.id, Intent: intent, Resource: "res/" + wentBackResource, Token: token}
 	s.record(ev, check.TypeInvoke, "")
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -137,7 +152,7 @@ func (s *staleAfterLoss) write(ctx context.Context, i int, token, intent string)
 	return typ
 }
 
-func (s *staleAfterLoss) record(ev check.Event, typ, detail string) {
+func (s *twoHolders) record(ev check.Event, typ, detail string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ev.Time, ev.Type, ev.Detail = time.Now(), typ, detail
