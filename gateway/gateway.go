@@ -259,13 +259,9 @@ func (g *Gateway) Handler() http.Handler {
 	}
 	r.NotFound(notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		path := req.URL.RawPath // what chi routes on, when set
-		if path == "" {
-			path = req.URL.Path
-		}
 		// chi answers 405 to a method it has no routes for (PROPFIND,
 		// say) on any path; where no method is served the path is unknown.
-		allowed := allowedMethods(r, path)
+		allowed := allowedMethods(r, req.URL.Path)
 		if allowed == "" {
 			notFound(w, req)
 			return
@@ -273,5 +269,13 @@ func (g *Gateway) Handler() http.Handler {
 		w.Header().Set("Allow", allowed)
 		g.writeProblem(w, req, fmt.Errorf("%w: %s on %s", ErrMethod, req.Method, req.URL.Path), problemScope{})
 	})
-	return g.logAccess(r, g.gateWrites(r))
+	h := g.logAccess(r, g.gateWrites(r))
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// Routes match the decoded path, as the gate and the access log
+		// read it. chi would match the raw one where the two differ, and
+		// /v1/ops/deb%69t would be debit to the gate and an unknown
+		// operation to the router.
+		req.URL.RawPath = ""
+		h.ServeHTTP(w, req)
+	})
 }
