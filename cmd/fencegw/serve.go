@@ -28,6 +28,10 @@ import (
 
 const startupTimeout = 30 * time.Second
 
+// maxHeaderBytes bounds a request's header block; past it net/http answers
+// 431 itself.
+const maxHeaderBytes = 64 << 10
+
 func serveCommand() *cobra.Command {
 	var cfg serveConfig
 	cmd := &cobra.Command{
@@ -129,7 +133,11 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	srv := &http.Server{
 		Handler:           gw.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
+		// A request's headers are a token field, a key and credentials;
+		// net/http's default, 1 MiB, is memory any client may make a
+		// connection hold, and text a log may be asked to echo.
+		MaxHeaderBytes: maxHeaderBytes,
+		ReadTimeout:    30 * time.Second,
 		// A lease request may wait up to tokens.MaxWait for the lock.
 		WriteTimeout: authority.MaxWait + 30*time.Second,
 		IdleTimeout:  2 * time.Minute,

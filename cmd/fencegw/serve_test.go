@@ -87,6 +87,13 @@ func TestServeShutsDownGracefully(t *testing.T) {
 	if code := getStatus(t, "http://"+addr+"/readyz"); code != http.StatusOK {
 		t.Fatalf("readyz = %d", code)
 	}
+	huge, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/livez", nil)
+	huge.Header.Set("X-Padding", strings.Repeat("x", maxHeaderBytes+8192)) // net/http allows 4 KiB of slack
+	if resp, err := http.DefaultClient.Do(huge); err != nil || resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("a request with more than %d bytes of headers: %v %v; want 431", maxHeaderBytes, resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	cancel()
 	for getStatus(t, "http://"+addr+"/readyz") != http.StatusServiceUnavailable {
 		select {
