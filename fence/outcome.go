@@ -72,17 +72,8 @@ var nowhere = failedAt{-1, -1}
 // errors. committing: the round trip carried the commit.
 func classify(err error, committing bool, req *Request, at failedAt) error {
 	if sessionLost(err) {
-		var pre pgx.ErrPreprocessingBatch
-		if errors.As(err, &pre) && strings.HasPrefix(pre.Error(), "error preprocessing batch (build)") {
-			// pgx refused to encode an argument for its column (3e9 for
-			// an int4). Nothing can have committed: closing the
-			// connection, pgx sends the statements it had queued before
-			// that argument, then Terminate, never the Sync or COMMIT
-			// after it, and the backend runs them (a fence may wait for
-			// its row lock) and rolls back when it reads the Terminate.
-			// (Its other step, "prepare", talks to the server like any
-			// round trip.)
-			return inWrite(req, at, &encodeError{cause: pre.Unwrap()})
+		if cause, ok := unencodable(err); ok {
+			return inWrite(req, at, &encodeError{cause: cause})
 		}
 		return lost(err, committing)
 	}
@@ -125,6 +116,21 @@ func classify(err error, committing bool, req *Request, at failedAt) error {
 		return inWrite(req, at, &SQLError{Operation: opName(req, at), Code: pgErr.Code, Message: pgErr.Message, Err: err})
 	}
 	return inWrite(req, at, fmt.Errorf("fence: operation %s: %w", opName(req, at), err))
+}
+
+// unencodable reports whether err is pgx refusing to encode an argument
+// for its column (3e9 for an int4), and its cause. Nothing can have
+// committed: closing the connection, pgx sends the statements it had
+// queued before that argument, then Terminate, never the Sync or COMMIT
+// after it, and the backend runs them (a fence may wait for its row lock)
+// and rolls back when it reads the Terminate. (Its other step, "prepare",
+// talks to the server like any round trip.)
+func unencodable(err error) (cause error, ok bool) {
+	var pre pgx.ErrPreprocessingBatch
+	if errors.As(err, &pre) && strings.HasPrefix(pre.Error(), "error preprocessing batch (build)") {
+		return pre.Unwrap(), true
+	}
+	return nil, false
 }
 
 // encodeError is an argument pgx cannot encode for its column (3e9 for an

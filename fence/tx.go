@@ -228,6 +228,16 @@ func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pe
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	if _, ok := unencodable(err); ok {
+		// One request's argument does not fit its column, and pgx sent
+		// no Sync: nothing committed. Which request it was is not known
+		// here, and the others must not share its refusal: each runs
+		// alone.
+		for _, p := range batch {
+			p.resp = Response{}
+		}
+		return nil, false, true
+	}
 	switch {
 	case err == nil:
 		return nil, true, false

@@ -76,14 +76,12 @@ func TestCoalescedDeferredConstraint(t *testing.T) {
 // int4 parameter: a 400, not "outcome unknown", and nothing written.
 func TestArgumentThatDoesNotFitItsColumn(t *testing.T) {
 	h := newHarness(t, strings.Replace(demoPolicy(t, "monotonic"), "\noperations:\n", "\noperations:\n"+tagPolicy, 1))
-	l := h.mustAcquire("account/acct-35", 10, 0)
-	defer h.release(l)
-	// On another account than the one blocked below: pgx closes the
+	// On another account than those blocked below: pgx closes the
 	// connection by sending the statements queued before the argument
 	// (the fence among them), then Terminate, without the Sync. The
 	// backend runs them and rolls back at the Terminate, which on a busy
-	// machine can come after blockFence takes its lock; on acct-35 such a
-	// backend, blocked, would pass for the write in flight.
+	// machine can come after blockFence takes its lock; on a blocked
+	// account such a backend would pass for the write in flight.
 	other := h.mustAcquire("account/acct-36", 10, 0)
 	defer h.release(other)
 	before := h.state()
@@ -96,31 +94,46 @@ func TestArgumentThatDoesNotFitItsColumn(t *testing.T) {
 			t.Fatalf("%s: state changed", name)
 		}
 	}
-	bad := `{"account": "acct-35", "n": 3000000000}`
-
 	// Queued behind a write in flight, the bad ones and good ones share a
 	// transaction: pgx cannot encode the bad one and drops the connection;
-	// each then runs alone, and only the bad ones fail.
-	if r := h.write("credit", l.Token, debit("acct-35", 1)); r.Status != http.StatusOK { // the fence row exists from here on
+	// each then runs alone, and only the bad ones fail. Keyed, the bad
+	// writes take the transaction with savepoints there; unkeyed, all of
+	// them are one implicit transaction.
+	h = h.sibling() // patient (30 s): the write in flight must outwait the test's steps on a loaded machine
+	queuedWithBadOnes(t, h, "acct-35", true)
+	queuedWithBadOnes(t, h, "acct-37", false)
+}
+
+// queuedWithBadOnes queues good credits and writes whose argument does not
+// fit its column behind a write in flight on account, and checks that only
+// the bad ones fail and the good ones apply once.
+func queuedWithBadOnes(t *testing.T, h *harness, account string, keyedBad bool) {
+	t.Helper()
+	l := h.mustAcquire("account/"+account, 10, 0)
+	defer h.release(l)
+	if r := h.write("credit", l.Token, debit(account, 1)); r.Status != http.StatusOK { // the fence row exists from here on
 		t.Fatalf("credit: %d %s", r.Status, r.Body)
 	}
-	h = h.sibling() // patient (30 s): the write in flight must outwait the test's steps on a loaded machine
-	unblock := blockFence(t, h, "account/acct-35")
+	unblock := blockFence(t, h, "account/"+account)
 	first := make(chan response, 1)
-	go func() { first <- h.write("credit", l.Token, debit("acct-35", 1)) }()
+	go func() { first <- h.write("credit", l.Token, debit(account, 1)) }()
 	waitUntilBlocked(t, h)
-	bodies := []string{debit("acct-35", 10), bad, debit("acct-35", 10), bad, debit("acct-35", 10)}
+	bad := fmt.Sprintf(`{"account": %q, "n": 3000000000}`, account)
+	bodies := []string{debit(account, 10), bad, debit(account, 10), bad, debit(account, 10)}
 	answers := make([]chan response, len(bodies))
 	for i, body := range bodies {
 		answers[i] = make(chan response, 1)
 		op, hdr := "credit", tok(l.Token)
 		if body == bad {
-			op, hdr = "nudge", keyed(l.Token, fmt.Sprint("nudge-queued-", i))
+			op = "nudge"
+			if keyedBad {
+				hdr = keyed(l.Token, fmt.Sprint("nudge-queued-", i))
+			}
 		}
 		go func() { answers[i] <- h.do(http.MethodPost, "/v1/ops/"+op, hdr, body) }()
-		waitOrFail(t, "the write to queue", func() bool { return gateway.QueuedWrites(h.gw, "account/acct-35") == i+1 })
+		waitOrFail(t, "the write to queue", func() bool { return gateway.QueuedWrites(h.gw, "account/"+account) == i+1 })
 	}
-	base := h.balance("acct-35")
+	base := h.balance(account)
 	unblock()
 	if r := <-first; r.Status != http.StatusOK {
 		t.Fatalf("the write in flight: %d %s", r.Status, r.Body)
@@ -131,10 +144,10 @@ func TestArgumentThatDoesNotFitItsColumn(t *testing.T) {
 			want = http.StatusBadRequest
 		}
 		if r := <-answers[i]; r.Status != want {
-			t.Errorf("queued write %d: %d %s, want %d", i, r.Status, r.Body, want)
+			t.Errorf("keyed bad writes %v, queued write %d: %d %s, want %d", keyedBad, i, r.Status, r.Body, want)
 		}
 	}
-	if got := h.balance("acct-35") - base; got != 1+30 {
-		t.Fatalf("balance moved by %d, want 31: the good writes applied, each once", got)
+	if got := h.balance(account) - base; got != 1+30 {
+		t.Fatalf("keyed bad writes %v: balance moved by %d, want 31: the good writes applied, each once", keyedBad, got)
 	}
 }
