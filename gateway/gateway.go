@@ -259,9 +259,13 @@ func (g *Gateway) Handler() http.Handler {
 	}
 	r.NotFound(notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		path := req.URL.RawPath // what chi routes on, when set
+		if path == "" {
+			path = req.URL.Path
+		}
 		// chi answers 405 to a method it has no routes for (PROPFIND,
 		// say) on any path; where no method is served the path is unknown.
-		allowed := allowedMethods(r, req.URL.Path)
+		allowed := allowedMethods(r, path)
 		if allowed == "" {
 			notFound(w, req)
 			return
@@ -271,11 +275,14 @@ func (g *Gateway) Handler() http.Handler {
 	})
 	h := g.logAccess(r, g.gateWrites(r))
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		// Routes match the decoded path, as the gate and the access log
-		// read it. chi would match the raw one where the two differ, and
-		// /v1/ops/deb%69t would be debit to the gate and an unknown
-		// operation to the router.
-		req.URL.RawPath = ""
+		// chi routes on the raw path where it differs from the decoded
+		// one: /v1/ops/deb%69t would be an unknown operation to it and
+		// debit to the gate, which reads the decoded path. Normalized
+		// (RFC 3986 §6.2.2.2), it is debit to both; an escaped slash
+		// stays one, inside its segment.
+		if req.URL.RawPath != "" {
+			req.URL.RawPath = decodeUnreserved(req.URL.RawPath)
+		}
 		h.ServeHTTP(w, req)
 	})
 }

@@ -235,8 +235,13 @@ func TestMethodsNoRouteServes(t *testing.T) {
 		{"PROPFIND", "/v1/ops/debit", http.StatusMethodNotAllowed, "POST"},
 		{"FOO", "/livez", http.StatusMethodNotAllowed, "GET, HEAD"},
 		{http.MethodPut, "/v1/leases", http.StatusMethodNotAllowed, "GET, HEAD, POST"},
+		// A browser's CORS preflight: refused, granting nothing.
+		{http.MethodOptions, "/v1/ops/debit", http.StatusMethodNotAllowed, "POST"},
 	} {
-		r := h.do(c.method, c.path, nil, "")
+		r := h.do(c.method, c.path, http.Header{"Origin": {"https://elsewhere.example"}, "Access-Control-Request-Method": {"POST"}}, "")
+		if r.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("%s %s granted a cross-origin request: %v", c.method, c.path, r.Header)
+		}
 		if r.Status != c.status || r.Header.Get("Allow") != c.allow || r.Problem.Status != c.status {
 			t.Errorf("%s %s: %d, Allow %q, problem %+v; want %d, Allow %q", c.method, c.path, r.Status, r.Header.Get("Allow"), r.Problem, c.status, c.allow)
 		}
@@ -246,10 +251,10 @@ func TestMethodsNoRouteServes(t *testing.T) {
 	}
 }
 
-// TestEscapedPathsRouteDecoded: a path is routed as it decodes, as the
-// admission gate and the access log read it: /v1/ops/deb%69t is debit;
-// an escaped slash makes a path nothing serves.
-func TestEscapedPathsRouteDecoded(t *testing.T) {
+// TestEscapedPathsRouteNormalized: an escaped unreserved character routes
+// as itself (RFC 3986 §6.2.2.2), as the admission gate reads it:
+// /v1/ops/deb%69t is debit; an escaped slash stays inside its segment.
+func TestEscapedPathsRouteNormalized(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	l := h.mustAcquire("account/acct-46", 5, 0)
 	defer h.release(l)
