@@ -133,20 +133,22 @@ func TestTortureEtcdRollbackProfile(t *testing.T) {
 	}
 }
 
-// TestCheckFaultsDone: a run asked for a minimum of failovers or rollbacks
-// that ended without them fails, naming what is missing; one that did
-// them, or was asked for none, does not.
+// TestCheckFaultsDone: a run asked for a minimum of failovers or rollbacks,
+// or without its late holder's write, that ended without them fails,
+// naming what is missing; one that did them, or was asked for none, does
+// not.
 func TestCheckFaultsDone(t *testing.T) {
 	cfg := torture.Config{Duration: time.Minute, Failover: true, MinFailovers: 3, EtcdRollback: true, MinRollbacks: 2}
 	for _, tc := range []struct {
 		faults map[string]int
 		want   string // in the error; "" for none
 	}{
-		{map[string]int{"failover": 3, "etcd-rollback": 2}, ""},
-		{map[string]int{"failover": 5, "etcd-rollback": 4}, ""},
-		{map[string]int{"failover": 1, "etcd-rollback": 2}, "only 1 of the 3 failovers asked for"},
-		{map[string]int{"failover": 3}, "only 0 of the 2 etcd rollbacks asked for"},
-		{nil, "only 0 of the 3 failovers and 0 of the 2 etcd rollbacks asked for"},
+		{map[string]int{"failover": 3, "etcd-rollback": 2, "late-holder": 1}, ""},
+		{map[string]int{"failover": 5, "etcd-rollback": 4, "late-holder": 3}, ""},
+		{map[string]int{"failover": 1, "etcd-rollback": 2, "late-holder": 1}, "only 1 of the 3 failovers asked for"},
+		{map[string]int{"failover": 3, "late-holder": 1}, "only 0 of the 2 etcd rollbacks asked for"},
+		{map[string]int{"failover": 3, "etcd-rollback": 2}, "only 0 of the 1 late holder's writes asked for"},
+		{nil, "only 0 of the 3 failovers and 0 of the 2 etcd rollbacks and 0 of the 1 late holder's writes asked for"},
 	} {
 		err := checkFaultsDone(cfg, tc.faults)
 		switch {
@@ -156,8 +158,12 @@ func TestCheckFaultsDone(t *testing.T) {
 			t.Errorf("%v: %v, want one saying %q and the bound", tc.faults, err, tc.want)
 		}
 	}
-	if err := checkFaultsDone(torture.Config{Duration: time.Minute}, nil); err != nil {
+	if err := checkFaultsDone(torture.Config{Duration: time.Minute}, map[string]int{"late-holder": 1}); err != nil {
 		t.Errorf("no minimum asked: %v", err)
+	}
+	async := torture.Config{Duration: time.Minute, Failover: true, AsyncStandby: true}
+	if err := checkFaultsDone(async, nil); err != nil {
+		t.Errorf("an asynchronous standby's run, whose nemesis writes across failovers instead: %v", err)
 	}
 }
 
@@ -166,8 +172,8 @@ func TestCheckFaultsDone(t *testing.T) {
 // control run that found its violations passes however few faults it
 // took, and one that found none says so, and that it was short.
 func TestJudge(t *testing.T) {
-	short := map[string]int{"failover": 1}
-	enough := map[string]int{"failover": 2}
+	short := map[string]int{"failover": 1, "late-holder": 1}
+	enough := map[string]int{"failover": 2, "late-holder": 1}
 	violation := []check.Violation{{Kind: "stale-write"}}
 	fenced := torture.Config{Duration: time.Minute, Failover: true, MinFailovers: 2}
 	control := fenced

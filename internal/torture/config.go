@@ -114,7 +114,7 @@ func (c Config) FaultsMissing(faults map[string]int) []string {
 		missing = append(missing, fmt.Sprintf("%d of the %d etcd rollbacks", got, c.MinRollbacks))
 	}
 	if faults["late-holder"] < 1 && !c.AsyncStandby {
-		missing = append(missing, "the late holder's write")
+		missing = append(missing, "0 of the 1 late holder's writes")
 	}
 	return missing
 }
