@@ -82,11 +82,11 @@ func TestArgumentThatDoesNotFitItsColumn(t *testing.T) {
 	// backend runs them and rolls back at the Terminate, which on a busy
 	// machine can come after blockFence takes its lock; on a blocked
 	// account such a backend would pass for the write in flight.
-	other := h.mustAcquire("account/acct-36", 10, 0)
+	other := h.mustAcquire("account/acct-88", 10, 0)
 	defer h.release(other)
 	before := h.state()
 	for name, hdr := range map[string]http.Header{"unkeyed": tok(other.Token), "keyed": keyed(other.Token, "nudge-big")} {
-		r := h.do(http.MethodPost, "/v1/ops/nudge", hdr, `{"account": "acct-36", "n": 3000000000}`)
+		r := h.do(http.MethodPost, "/v1/ops/nudge", hdr, `{"account": "acct-88", "n": 3000000000}`)
 		if r.Status != http.StatusBadRequest || r.Problem.Kind() != "bad-request" || strings.Contains(r.Problem.Detail, "OID") {
 			t.Fatalf("%s, 3e9 for an int4: %d %s, want 400 bad-request naming no driver internals", name, r.Status, r.Body)
 		}
@@ -101,7 +101,7 @@ func TestArgumentThatDoesNotFitItsColumn(t *testing.T) {
 	// them are one implicit transaction.
 	h = h.sibling() // patient (30 s): the write in flight must outwait the test's steps on a loaded machine
 	queuedWithBadOnes(t, h, "acct-35", true)
-	queuedWithBadOnes(t, h, "acct-37", false)
+	queuedWithBadOnes(t, h, "acct-89", false)
 }
 
 // queuedWithBadOnes queues good credits and writes whose argument does not

@@ -256,19 +256,19 @@ func TestMethodsNoRouteServes(t *testing.T) {
 // /v1/ops/deb%69t is debit; an escaped slash stays inside its segment.
 func TestEscapedPathsRouteNormalized(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	l := h.mustAcquire("account/acct-46", 5, 0)
+	l := h.mustAcquire("account/acct-50", 5, 0)
 	defer h.release(l)
-	before := h.balance("acct-46")
+	before := h.balance("acct-50")
 	for _, op := range []string{"deb%69t", "%64ebit"} {
-		if r := h.do(http.MethodPost, "/v1/ops/"+op, tok(l.Token), debit("acct-46", 1)); r.Status != http.StatusOK {
+		if r := h.do(http.MethodPost, "/v1/ops/"+op, tok(l.Token), debit("acct-50", 1)); r.Status != http.StatusOK {
 			t.Fatalf("POST /v1/ops/%s: %d %s, want the debit applied", op, r.Status, r.Body)
 		}
 	}
-	if got := h.balance("acct-46"); got != before-2 {
+	if got := h.balance("acct-50"); got != before-2 {
 		t.Fatalf("balance moved by %d, want -2", got-before)
 	}
 	state := h.state()
-	if r := h.do(http.MethodPost, "/v1/ops/de%2Fbit", tok(l.Token), debit("acct-46", 1)); r.Status != http.StatusNotFound {
+	if r := h.do(http.MethodPost, "/v1/ops/de%2Fbit", tok(l.Token), debit("acct-50", 1)); r.Status != http.StatusNotFound {
 		t.Fatalf("POST /v1/ops/de%%2Fbit: %d %s, want 404", r.Status, r.Body)
 	}
 	if h.state() != state {

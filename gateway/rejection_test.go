@@ -221,17 +221,17 @@ func TestAFloodHidesNoOtherResource(t *testing.T) {
 // problem document names that write by its index instead.
 func TestBatchRefusalAuditedUnderItsWrite(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	old := h.mustAcquire("account/acct-44", 5, 0)
+	old := h.mustAcquire("account/acct-43", 5, 0)
 	h.release(old)
-	cur := h.mustAcquire("account/acct-44", 5, 0)
+	cur := h.mustAcquire("account/acct-43", 5, 0)
 	defer h.release(cur)
-	other := h.mustAcquire("account/acct-45", 5, 0)
+	other := h.mustAcquire("account/acct-49", 5, 0)
 	defer h.release(other)
-	if r := h.write("credit", cur.Token, debit("acct-44", 1)); r.Status != http.StatusOK {
+	if r := h.write("credit", cur.Token, debit("acct-43", 1)); r.Status != http.StatusOK {
 		t.Fatalf("setup write: %d %s", r.Status, r.Body)
 	}
 	before, audited := h.state(), h.rejections()
-	body := batchBody(batchWrite("credit", debit("acct-45", 1), `"`+other.Token+`"`), batchWrite("debit", debit("acct-44", 1), `"`+old.Token+`"`))
+	body := batchBody(batchWrite("credit", debit("acct-49", 1), `"`+other.Token+`"`), batchWrite("debit", debit("acct-43", 1), `"`+old.Token+`"`))
 	r := h.do(http.MethodPost, "/v1/batch", nil, body)
 	if r.Status != http.StatusConflict || r.Problem.Kind() != "stale-token" || r.Problem.Index == nil || *r.Problem.Index != 1 || r.Problem.Operation != "" {
 		t.Fatalf("batch with a stale write: %d %s, want 409 stale-token naming write 1 and no operation", r.Status, r.Body)
@@ -241,7 +241,7 @@ func TestBatchRefusalAuditedUnderItsWrite(t *testing.T) {
 	}
 	testenv.WaitFor(10*time.Second, func() bool { return h.rejections() == audited+1 })
 	var op, presented string
-	err := h.pool.QueryRow(t.Context(), "SELECT operation, presented FROM fencegw.rejections WHERE resource = 'account/acct-44'").Scan(&op, &presented)
+	err := h.pool.QueryRow(t.Context(), "SELECT operation, presented FROM fencegw.rejections WHERE resource = 'account/acct-43'").Scan(&op, &presented)
 	if err != nil || op != "debit" || presented != old.Plain {
 		t.Fatalf("audited: operation %q presented %q, %v; want debit, %s", op, presented, err, old.Plain)
 	}
