@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgerrcode"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -72,8 +74,12 @@ var nowhere = failedAt{-1, -1}
 // errors. committing: the round trip carried the commit.
 func classify(err error, committing bool, req *Request, at failedAt) error {
 	if sessionLost(err) {
-		if cause, ok := unencodable(err); ok {
-			return inWrite(req, at, &encodeError{cause: cause})
+		if pre, ok := unencodable(err); ok {
+			if at.write < 0 {
+				// It surfaces at the first result read, a fence's.
+				at.write = onlyWriteRunning(req, pre.SQL())
+			}
+			return inWrite(req, at, &encodeError{cause: pre.Unwrap()})
 		}
 		return lost(err, committing)
 	}
@@ -119,18 +125,33 @@ func classify(err error, committing bool, req *Request, at failedAt) error {
 }
 
 // unencodable reports whether err is pgx refusing to encode an argument
-// for its column (3e9 for an int4), and its cause. Nothing can have
+// for its column (3e9 for an int4), and returns pgx's error, which names
+// the statement (SQL) and holds the cause (Unwrap). Nothing can have
 // committed: closing the connection, pgx sends the statements it had
 // queued before that argument, then Terminate, never the Sync or COMMIT
 // after it, and the backend runs them (a fence may wait for its row lock)
 // and rolls back when it reads the Terminate. (Its other step, "prepare",
 // talks to the server like any round trip.)
-func unencodable(err error) (cause error, ok bool) {
+func unencodable(err error) (pgx.ErrPreprocessingBatch, bool) {
 	var pre pgx.ErrPreprocessingBatch
-	if errors.As(err, &pre) && strings.HasPrefix(pre.Error(), "error preprocessing batch (build)") {
-		return pre.Unwrap(), true
+	ok := errors.As(err, &pre) && strings.HasPrefix(pre.Error(), "error preprocessing batch (build)")
+	return pre, ok
+}
+
+// onlyWriteRunning is the index of the one write of req that has a
+// statement sql, or -1 if none or several have.
+func onlyWriteRunning(req *Request, sql string) int {
+	found := -1
+	for wi := range req.Writes {
+		if !slices.ContainsFunc(req.Writes[wi].Operation.Statements, func(st policy.Statement) bool { return st.SQL == sql }) {
+			continue
+		}
+		if found >= 0 {
+			return -1
+		}
+		found = wi
 	}
-	return nil, false
+	return found
 }
 
 // encodeError is an argument pgx cannot encode for its column (3e9 for an

@@ -151,3 +151,23 @@ func queuedWithBadOnes(t *testing.T, h *harness, account string, keyedBad bool) 
 		t.Fatalf("keyed bad writes %v: balance moved by %d, want 31: the good writes applied, each once", keyedBad, got)
 	}
 }
+
+// TestBatchArgumentThatDoesNotFitNamesItsWrite: a batch refused because
+// one write's argument does not fit its column names that write, when it
+// is the only one running the statement; nothing is written.
+func TestBatchArgumentThatDoesNotFitNamesItsWrite(t *testing.T) {
+	h := newHarness(t, strings.Replace(demoPolicy(t, "monotonic"), "\noperations:\n", "\noperations:\n"+tagPolicy, 1))
+	a := h.mustAcquire("account/acct-52", 10, 0)
+	defer h.release(a)
+	b := h.mustAcquire("account/acct-53", 10, 0)
+	defer h.release(b)
+	before := h.state()
+	body := batchBody(batchWrite("credit", debit("acct-52", 1), `"`+a.Token+`"`), batchWrite("nudge", `{"account": "acct-53", "n": 3000000000}`, `"`+b.Token+`"`))
+	r := h.do(http.MethodPost, "/v1/batch", nil, body)
+	if r.Status != http.StatusBadRequest || r.Problem.Index == nil || *r.Problem.Index != 1 {
+		t.Fatalf("a batch whose write 1 does not fit its column: %d %s, want 400 naming write 1", r.Status, r.Body)
+	}
+	if h.state() != before {
+		t.Fatal("a refused batch changed the database")
+	}
+}
