@@ -211,6 +211,16 @@ func (h *harness) mustAcquire(resource string, ttl int, wait float64) lease {
 	return l
 }
 
+// succession takes a lease on resource, lets it go and takes the next,
+// held until the caller releases it: old's token is stale once cur's has
+// written.
+func (h *harness) succession(resource string, ttl int) (old, cur lease) {
+	h.t.Helper()
+	old = h.mustAcquire(resource, ttl, 0)
+	h.release(old)
+	return old, h.mustAcquire(resource, ttl, 0)
+}
+
 func (h *harness) release(l lease) {
 	h.t.Helper()
 	if r := h.do(http.MethodDelete, "/v1/leases/"+l.ID, nil, ""); r.Status != http.StatusNoContent {

@@ -89,9 +89,7 @@ func TestOpenAPIRequestsAreAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, yaml)
-	old := h.mustAcquire("account/acct-30", 30, 0)
-	h.release(old)
-	l := h.mustAcquire("account/acct-30", 30, 0)
+	old, l := h.succession("account/acct-30", 30)
 
 	send := func(token, body string, wantDocOK bool) (int, []byte) {
 		t.Helper()

@@ -221,9 +221,7 @@ func TestAFloodHidesNoOtherResource(t *testing.T) {
 // problem document names that write by its index instead.
 func TestBatchRefusalAuditedUnderItsWrite(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	old := h.mustAcquire("account/acct-43", 5, 0)
-	h.release(old)
-	cur := h.mustAcquire("account/acct-43", 5, 0)
+	old, cur := h.succession("account/acct-43", 5)
 	defer h.release(cur)
 	other := h.mustAcquire("account/acct-49", 5, 0)
 	defer h.release(other)

@@ -145,9 +145,7 @@ clients:
 // is in GET /v1/status: the fence it lost to, the lock held, its refusal.
 func TestStatusShowsFencesLocksAndRefusals(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	old := h.mustAcquire("account/acct-81", 60, 0)
-	h.release(old)
-	held := h.mustAcquire("account/acct-81", 60, 0)
+	old, held := h.succession("account/acct-81", 60)
 	defer h.release(held)
 	if r := h.write("debit", held.Token, debit("acct-81", 1)); r.Status != http.StatusOK {
 		t.Fatalf("debit with the newer token: %d %s", r.Status, r.Body)
