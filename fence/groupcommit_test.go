@@ -398,6 +398,40 @@ func TestGroupCommitRetriesAContendedWriteAlone(t *testing.T) {
 	}
 }
 
+// TestGroupCommitRetryAloneKeepsResourceOrder: a write that meets a
+// serialization failure in its group, and again in the group's savepoint
+// run, is retried alone after the commit; the later write of its resource
+// queued behind it waits for that retry instead of committing first, which
+// would make the first write's older token stale.
+func TestGroupCommitRetryAloneKeepsResourceOrder(t *testing.T) {
+	d := newDB(t, flakyOperation)
+	if _, err := d.pool.Exec(context.Background(), `CREATE SEQUENCE demo.fail_seq;
+		CREATE FUNCTION demo.fail_once() RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN
+			IF nextval('demo.fail_seq') <= 2 THEN -- the group's first try and its savepoint run
+				RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'made to fail';
+			END IF;
+		END $$`); err != nil {
+		t.Fatal(err)
+	}
+	gs := newGroupStore(t, d, 1, newCommitGate())
+	release, first := occupy(t, d, gs, "acct-70")
+	w1 := gs.applyAsync(t, d.write("flaky", `{"account": "acct-70"}`, tok(1)))
+	waitFor(t, "w1 to queue", func() bool { return gs.Queued("account/acct-70") == 1 })
+	w2 := gs.applyAsync(t, credit(d, "acct-70", 2))
+	waitFor(t, "w2 to queue", func() bool { return gs.Queued("account/acct-70") == 2 })
+	release()
+	if o := <-first; o.err != nil {
+		t.Fatal(o.err)
+	}
+	if o := <-w1; o.err != nil {
+		t.Errorf("w1 (arrived first, token 1): %v; want it applied on its retry, before w2", o.err)
+	}
+	if o := <-w2; o.err != nil {
+		t.Errorf("w2 (token 2): %v", o.err)
+	}
+}
+
 // TestGroupCommitKeepsEachResourcesOrder: a resource's requests that
 // queued behind its unit in line commit after it, in arrival order, while
 // another resource's unit shares the first transaction.

@@ -140,7 +140,9 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 			b.Queue("BEGIN")
 		}
 		for i := next; i < len(batch); i++ {
-			s.queueInTx(b, batch[i].req, savepoints, i)
+			if !batch[i].retry {
+				s.queueInTx(b, batch[i].req, savepoints, i)
+			}
 		}
 		failed, werr, at, sessionErr := s.readRound(conn.SendBatch(ctx, b), round == 0, batch, next, savepoints)
 		if sessionErr != nil {
@@ -150,11 +152,17 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 			break
 		}
 		settleOrRetry(batch[failed], werr, at, savepoints)
+		if batch[failed].retry {
+			deferBehind(batch, failed)
+		}
 		if !savepoints {
 			rollback(conn)
 			return false
 		}
 		next, aborted = failed+1, failed
+		for next < len(batch) && batch[next].retry {
+			next++ // so that no round is sent empty
+		}
 	}
 	return s.commit(ctx, conn, batch, savepoints)
 }
@@ -289,6 +297,19 @@ func failAll(batch []*pending, err error) {
 	}
 }
 
+// deferBehind marks for a retry alone, after the commit, the requests after
+// batch[i] that share a resource with it: batch[i] will be retried alone,
+// and they arrived after it, so they must be applied after it too (a
+// resource's requests are in arrival order in batch). runTx runs the
+// retries in batch order.
+func deferBehind(batch []*pending, i int) {
+	for _, p := range batch[i+1:] {
+		if !p.retry && slices.ContainsFunc(p.req.fences, func(f fence) bool { return batch[i].req.fencedOn(f.resource) }) {
+			p.retry = true
+		}
+	}
+}
+
 // settleOrRetry answers a request whose part of a transaction raised, or,
 // in a transaction of several, marks it for a retry alone when it met
 // another transaction in a deadlock or serialization failure.
@@ -328,6 +349,9 @@ func (s *Store) readRound(br pgx.BatchResults, begin bool, batch []*pending, nex
 	}
 	for i := next; i < len(batch); i++ {
 		p := batch[i]
+		if p.retry {
+			continue // not sent: it runs alone after the commit
+		}
 		var err error
 		if savepoints {
 			_, err = br.Exec()
