@@ -275,24 +275,30 @@ func groupedIn(t *testing.T, gs *groupStore, n int) {
 func TestGroupCommitOneCommitForManyResources(t *testing.T) {
 	d := newDB(t)
 	gs := newGroupStore(t, d, 1, newCommitGate())
-	release, first := occupy(t, d, gs, "acct-20")
-	accounts := []string{"acct-21", "acct-22", "acct-23", "acct-24", "acct-25"}
-	var writes []fence.Write
-	for _, a := range accounts {
-		writes = append(writes, credit(d, a, 1))
-	}
-	waiting := inLine(t, gs, each(t, gs, writes...)...)
-	gs.trips.take()
-	for i, o := range settled(t, release, first, waiting) {
-		if o.err != nil {
-			t.Errorf("%s: %v", accounts[i], o.err)
+	group := func(accounts ...string) (trips int) {
+		release, first := occupy(t, d, gs, "acct-20")
+		var writes []fence.Write
+		for _, a := range accounts {
+			writes = append(writes, credit(d, a, 1))
 		}
+		waiting := inLine(t, gs, each(t, gs, writes...)...)
+		gs.trips.take()
+		for i, o := range settled(t, release, first, waiting) {
+			if o.err != nil {
+				t.Errorf("%s: %v", accounts[i], o.err)
+			}
+		}
+		credited(t, d, accounts...)
+		groupedIn(t, gs, len(accounts))
+		return gs.trips.take()
 	}
-	if n := gs.trips.take(); n != 1 {
+	// The connection's first group prepares the group's lock_timeout
+	// statement (pgx caches it from then on): a round trip of its own.
+	group("acct-26", "acct-27")
+	accounts := []string{"acct-21", "acct-22", "acct-23", "acct-24", "acct-25"}
+	if n := group(accounts...); n != 1 {
 		t.Errorf("%d round trips for the group of %d writes, want 1", n, len(accounts))
 	}
-	credited(t, d, accounts...)
-	groupedIn(t, gs, len(accounts))
 }
 
 // TestGroupCommitAnswersAfterTheCommit: keyed writes of several resources
@@ -527,4 +533,68 @@ func TestGroupCommitOneTransactionAtATime(t *testing.T) {
 	}
 	credited(t, d, accounts...)
 	groupedIn(t, gs, len(accounts))
+}
+
+// TestGroupCommitAStuckWriteFailsAlone: in a group, a write whose fence row
+// another transaction holds (an operator's open transaction) fails alone,
+// unavailable and not applied, once the group's lock timeout passes; the
+// other writes of its group are applied, long before the group's
+// deadline. The session's lock_timeout is the deadline, as serve sets it.
+func TestGroupCommitAStuckWriteFailsAlone(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unkeyed", true: "keyed"}[keyed], func(t *testing.T) {
+			d := newDB(t)
+			cfg, err := pgxpool.ParseConfig(d.pool.Config().ConnString())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.MaxConns = 1
+			cfg.ConnConfig.RuntimeParams["lock_timeout"] = "4000"
+			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(pool.Close)
+			st, err := fence.New(fence.Config{Pool: pool, Render: renderJSON, GroupCommit: true, BatchTimeout: 4 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs := &groupStore{Store: st}
+			ctx := context.Background()
+			if _, err := gs.Apply(ctx, mustRequest(t, credit(d, "acct-81", 1))); err != nil { // the fence row exists from here on
+				t.Fatal(err)
+			}
+			release, first := occupy(t, d, gs, "acct-80")
+			op, err := d.pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer op.Rollback(ctx)
+			if _, err := op.Exec(ctx, "SELECT 1 FROM fencegw.fences WHERE resource = 'account/acct-81' FOR UPDATE"); err != nil {
+				t.Fatal(err)
+			}
+			start := func(a string) func() <-chan outcome {
+				return func() <-chan outcome {
+					if keyed {
+						return gs.applyKeyedAsync(t, "k-"+a, credit(d, a, 1))
+					}
+					return gs.applyAsync(t, credit(d, a, 1))
+				}
+			}
+			stuck := d.balance("acct-81")
+			out := settled(t, release, first, inLine(t, gs, start("acct-81"), start("acct-82"), start("acct-83")))
+			if !errors.Is(out[0].err, fence.ErrUnavailable) {
+				t.Errorf("acct-81, its fence row held: %v, want unavailable", out[0].err)
+			}
+			for i, a := range []string{"acct-82", "acct-83"} {
+				if out[i+1].err != nil {
+					t.Errorf("%s, its fence row free: %v, want it applied", a, out[i+1].err)
+				}
+			}
+			if got := d.balance("acct-81"); got != stuck {
+				t.Errorf("acct-81's balance moved by %d: its write failed", got-stuck)
+			}
+			credited(t, d, "acct-82", "acct-83")
+		})
+	}
 }

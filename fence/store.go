@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,6 +53,9 @@ type Store struct {
 	noCoalescing  bool
 	groupCommit   bool
 	coal          *coalescer
+	// groupLockTimeout is a transaction of several requests' lock_timeout,
+	// in milliseconds (groupLockSQL).
+	groupLockTimeout string
 }
 
 // New returns a Store writing through cfg.Pool.
@@ -62,7 +66,8 @@ func New(cfg Config) (*Store, error) {
 	if cfg.BatchTimeout <= 0 {
 		cfg.BatchTimeout = 10 * time.Second
 	}
-	s := &Store{pool: cfg.Pool, render: cfg.Render, unsafeNoFence: cfg.UnsafeNoFence, noCoalescing: cfg.NoCoalescing, groupCommit: cfg.GroupCommit}
+	s := &Store{pool: cfg.Pool, render: cfg.Render, unsafeNoFence: cfg.UnsafeNoFence, noCoalescing: cfg.NoCoalescing, groupCommit: cfg.GroupCommit,
+		groupLockTimeout: strconv.FormatInt(max(cfg.BatchTimeout/4, time.Millisecond).Milliseconds(), 10)}
 	// At most as many transactions at once as the pool has connections:
 	// more would only wait in the pool's queue, where they could not be
 	// grouped.

@@ -136,15 +136,21 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 			continue
 		}
 		b := &pgx.Batch{}
+		preamble := 0
 		if round == 0 {
 			b.Queue("BEGIN")
+			preamble = 1
+			if savepoints {
+				b.Queue(groupLockSQL, s.groupLockTimeout)
+				preamble = 2
+			}
 		}
 		for i := next; i < len(batch); i++ {
 			if !batch[i].retry {
 				s.queueInTx(b, batch[i].req, savepoints, i)
 			}
 		}
-		failed, werr, at, sessionErr := s.readRound(conn.SendBatch(ctx, b), round == 0, batch, next, savepoints)
+		failed, werr, at, sessionErr := s.readRound(conn.SendBatch(ctx, b), preamble, batch, next, savepoints)
 		if sessionErr != nil {
 			return sessionFailed(sessionErr)
 		}
@@ -152,7 +158,7 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 			break
 		}
 		settleOrRetry(batch[failed], werr, at, savepoints)
-		if batch[failed].retry {
+		if batch[failed].retry || (savepoints && lockTimedOut(werr)) {
 			deferBehind(batch, failed)
 		}
 		if !savepoints {
@@ -176,10 +182,11 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 func (s *Store) tryWhole(ctx context.Context, conn *pgxpool.Conn, batch []*pending) (rest []*pending, settled, alone bool) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	b.Queue(groupLockSQL, s.groupLockTimeout)
 	for i, p := range batch {
 		s.queueInTx(b, p.req, false, i)
 	}
-	failed, _, _, sessionErr := s.readRound(conn.SendBatch(ctx, b), true, batch, 0, false)
+	failed, werr, at, sessionErr := s.readRound(conn.SendBatch(ctx, b), 2, batch, 0, false)
 	switch {
 	case sessionErr != nil:
 		rollback(conn)
@@ -188,7 +195,43 @@ func (s *Store) tryWhole(ctx context.Context, conn *pgxpool.Conn, batch []*pendi
 		return nil, true, s.commit(ctx, conn, batch, true)
 	}
 	rollback(conn)
-	return again(batch), false, false
+	return againWithout(batch, failed, werr, at)
+}
+
+// groupLockSQL sets a transaction of several requests' lock_timeout,
+// shorter than the session's (--write-timeout, which is also the whole
+// transaction's deadline): a request whose fence row another transaction
+// holds (an operator's open bypass transaction, say) fails alone, not
+// found out only when the deadline ends the transaction for all of them.
+const groupLockSQL = "SELECT set_config('lock_timeout', $1, true)"
+
+// lockTimedOut reports whether err is lock_timeout ending a wait for a row
+// another transaction holds.
+func lockTimedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable
+}
+
+// againWithout is again, except after a lock timeout: another transaction
+// holds batch[failed]'s row, which no retry in this transaction would
+// change, so it is answered (unavailable, not applied) and the later
+// requests of its resources are left to run alone after the commit
+// (deferBehind); the others run again. settled: none is left to run.
+func againWithout(batch []*pending, failed int, err error, at failedAt) (rest []*pending, settled, alone bool) {
+	if failed < 0 || !lockTimedOut(err) {
+		return again(batch), false, false
+	}
+	for _, p := range batch {
+		p.reset()
+	}
+	settleFailed(batch[failed], err, at)
+	deferBehind(batch, failed)
+	for i, p := range batch {
+		if i != failed && !p.retry {
+			rest = append(rest, p)
+		}
+	}
+	return rest, len(rest) == 0, false
 }
 
 // again readies every request of a first try that one request failed to
@@ -217,15 +260,19 @@ func (p *pending) reset() {
 // it does a lone write's.
 func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pending) (rest []*pending, settled, alone bool) {
 	b := &pgx.Batch{}
+	b.Queue(groupLockSQL, s.groupLockTimeout)
 	for _, p := range batch {
 		s.queueRequest(b, p.req)
 	}
 	br := conn.SendBatch(ctx, b)
-	failed := -1
-	var err error
+	failed, at := -1, nowhere
+	_, err := br.Exec()
 	for i, p := range batch {
+		if err != nil {
+			break
+		}
 		var results []Result
-		if results, _, err = readRequest(br, p.req); err != nil {
+		if results, at, err = readRequest(br, p.req); err != nil {
 			failed = i
 			break
 		}
@@ -262,7 +309,7 @@ func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pe
 		}
 		return nil, false, true
 	}
-	return again(batch), false, false
+	return againWithout(batch, failed, err, at)
 }
 
 // commit stores the answers of the keyed requests that applied, with the
@@ -340,9 +387,9 @@ func (s *Store) queueInTx(b *pgx.Batch, req *Request, savepoints bool, i int) {
 // requests that ran. It returns the index of the first request that failed
 // with a PostgreSQL error, that error and where it arose (failed -1 if
 // none), or sessionErr if the session itself failed.
-func (s *Store) readRound(br pgx.BatchResults, begin bool, batch []*pending, next int, savepoints bool) (failed int, werr error, at failedAt, sessionErr error) {
+func (s *Store) readRound(br pgx.BatchResults, preamble int, batch []*pending, next int, savepoints bool) (failed int, werr error, at failedAt, sessionErr error) {
 	defer br.Close()
-	if begin {
+	for range preamble { // BEGIN, and a group's lock_timeout
 		if _, err := br.Exec(); err != nil {
 			return -1, nil, nowhere, err
 		}
