@@ -536,10 +536,11 @@ func TestGroupCommitOneTransactionAtATime(t *testing.T) {
 }
 
 // TestGroupCommitAStuckWriteFailsAlone: in a group, a write whose fence row
-// another transaction holds (an operator's open transaction) fails alone,
-// unavailable and not applied, once the group's lock timeout passes; the
-// other writes of its group are applied, long before the group's
-// deadline. The session's lock_timeout is the deadline, as serve sets it.
+// another transaction holds (an operator's open transaction) fails once
+// the group's lock timeout passes, unavailable and not applied, and so
+// does the write of its resource queued behind it, without a wait of its
+// own; the other writes of its group are applied. The session's
+// lock_timeout is the group's deadline, as serve sets it.
 func TestGroupCommitAStuckWriteFailsAlone(t *testing.T) {
 	for _, keyed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "unkeyed", true: "keyed"}[keyed], func(t *testing.T) {
@@ -573,28 +574,46 @@ func TestGroupCommitAStuckWriteFailsAlone(t *testing.T) {
 			if _, err := op.Exec(ctx, "SELECT 1 FROM fencegw.fences WHERE resource = 'account/acct-81' FOR UPDATE"); err != nil {
 				t.Fatal(err)
 			}
-			start := func(a string) func() <-chan outcome {
-				return func() <-chan outcome {
-					if keyed {
-						return gs.applyKeyedAsync(t, "k-"+a, credit(d, a, 1))
-					}
-					return gs.applyAsync(t, credit(d, a, 1))
+			n := 0
+			send := func(a string, queued func() bool) <-chan outcome {
+				n++
+				var o <-chan outcome
+				if keyed {
+					o = gs.applyKeyedAsync(t, fmt.Sprint("k-", n), credit(d, a, 1))
+				} else {
+					o = gs.applyAsync(t, credit(d, a, 1))
 				}
+				waitFor(t, "the write to queue", queued)
+				return o
 			}
 			stuck := d.balance("acct-81")
-			out := settled(t, release, first, inLine(t, gs, start("acct-81"), start("acct-82"), start("acct-83")))
-			if !errors.Is(out[0].err, fence.ErrUnavailable) {
-				t.Errorf("acct-81, its fence row held: %v, want unavailable", out[0].err)
+			// The first group: acct-81's first write and acct-82's. The
+			// next: acct-81's two later writes (one unit) and acct-82's.
+			w0 := send("acct-81", func() bool { return gs.WaitingForConnection() == 1 })
+			x0 := send("acct-82", func() bool { return gs.WaitingForConnection() == 2 })
+			w1 := send("acct-81", func() bool { return gs.Queued("account/acct-81") == 1 })
+			w2 := send("acct-81", func() bool { return gs.Queued("account/acct-81") == 2 })
+			x1 := send("acct-82", func() bool { return gs.Queued("account/acct-82") == 1 })
+			release()
+			if o := <-first; o.err != nil {
+				t.Fatal(o.err)
 			}
-			for i, a := range []string{"acct-82", "acct-83"} {
-				if out[i+1].err != nil {
-					t.Errorf("%s, its fence row free: %v, want it applied", a, out[i+1].err)
+			for i, w := range []<-chan outcome{w0, w1, w2} {
+				if o := <-w; !errors.Is(o.err, fence.ErrUnavailable) || errors.Is(o.err, fence.ErrOutcomeUnknown) {
+					t.Errorf("acct-81's write %d, its fence row held: %v, want unavailable, not applied", i, o.err)
+				}
+			}
+			for i, x := range []<-chan outcome{x0, x1} {
+				if o := <-x; o.err != nil {
+					t.Errorf("acct-82's write %d, its fence row free: %v, want it applied", i, o.err)
 				}
 			}
 			if got := d.balance("acct-81"); got != stuck {
 				t.Errorf("acct-81's balance moved by %d: its write failed", got-stuck)
 			}
-			credited(t, d, "acct-82", "acct-83")
+			if got := d.balance("acct-82"); got != 1002 {
+				t.Errorf("acct-82 = %d, want 1002: both its writes applied once", got)
+			}
 		})
 	}
 }

@@ -139,12 +139,6 @@ func (req *Request) groupCommits(byDefault bool) bool {
 	return byDefault
 }
 
-// fencedOn reports whether req advances resource's fence.
-func (req *Request) fencedOn(resource string) bool {
-	_, found := slices.BinarySearchFunc(req.fences, resource, func(f fence, k string) int { return cmp.Compare(f.resource, k) })
-	return found
-}
-
 // Resources lists the resources req is fenced on, in canonical order.
 func (req *Request) Resources() []string {
 	out := make([]string, len(req.fences))

@@ -26,7 +26,11 @@ type pending struct {
 	// back to its savepoint; it runs again alone once that transaction is
 	// over (the meeting may be the grouping's doing, not its own).
 	retry bool
-	done  chan struct{} // for a queued request: closed once answered
+	// unsent: not sent in this transaction: deferred to a retry alone, or
+	// answered already, its resource's row lock wait having run out for
+	// a request before it.
+	unsent bool
+	done   chan struct{} // for a queued request: closed once answered
 }
 
 // claimSQL reserves a request's idempotency key for the transaction, or
@@ -146,7 +150,7 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 			}
 		}
 		for i := next; i < len(batch); i++ {
-			if !batch[i].retry {
+			if !batch[i].unsent {
 				s.queueInTx(b, batch[i].req, savepoints, i)
 			}
 		}
@@ -158,15 +162,18 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 			break
 		}
 		settleOrRetry(batch[failed], werr, at, savepoints)
-		if batch[failed].retry || (savepoints && lockTimedOut(werr)) {
+		switch {
+		case batch[failed].retry:
 			deferBehind(batch, failed)
+		case savepoints && lockTimedOut(werr):
+			failBehind(batch, failed, werr)
 		}
 		if !savepoints {
 			rollback(conn)
 			return false
 		}
 		next, aborted = failed+1, failed
-		for next < len(batch) && batch[next].retry {
+		for next < len(batch) && batch[next].unsent {
 			next++ // so that no round is sent empty
 		}
 	}
@@ -184,7 +191,9 @@ func (s *Store) tryWhole(ctx context.Context, conn *pgxpool.Conn, batch []*pendi
 	b.Queue("BEGIN")
 	b.Queue(groupLockSQL, s.groupLockTimeout)
 	for i, p := range batch {
-		s.queueInTx(b, p.req, false, i)
+		if !p.unsent { // as readRound reads
+			s.queueInTx(b, p.req, false, i)
+		}
 	}
 	failed, werr, at, sessionErr := s.readRound(conn.SendBatch(ctx, b), 2, batch, 0, false)
 	switch {
@@ -214,9 +223,9 @@ func lockTimedOut(err error) bool {
 
 // againWithout is again, except after a lock timeout: another transaction
 // holds batch[failed]'s row, which no retry in this transaction would
-// change, so it is answered (unavailable, not applied) and the later
-// requests of its resources are left to run alone after the commit
-// (deferBehind); the others run again. settled: none is left to run.
+// change, so it is answered (unavailable, not applied), and so are the
+// later requests of its resources (failBehind), which would wait for the
+// same row; the others run again. settled: none is left to run.
 func againWithout(batch []*pending, failed int, err error, at failedAt) (rest []*pending, settled, alone bool) {
 	if failed < 0 || !lockTimedOut(err) {
 		return again(batch), false, false
@@ -225,9 +234,9 @@ func againWithout(batch []*pending, failed int, err error, at failedAt) (rest []
 		p.reset()
 	}
 	settleFailed(batch[failed], err, at)
-	deferBehind(batch, failed)
+	failBehind(batch, failed, err)
 	for i, p := range batch {
-		if i != failed && !p.retry {
+		if i != failed && !p.unsent {
 			rest = append(rest, p)
 		}
 	}
@@ -250,7 +259,7 @@ func again(batch []*pending) []*pending {
 // reads done while waiting, so rewriting the whole struct would race with
 // that read even with the same channel.
 func (p *pending) reset() {
-	p.resp, p.err, p.replay, p.retry = Response{}, nil, false, false
+	p.resp, p.err, p.replay, p.retry, p.unsent = Response{}, nil, false, false, false
 }
 
 // tryImplicit runs several unkeyed requests as one implicit transaction:
@@ -344,17 +353,38 @@ func failAll(batch []*pending, err error) {
 	}
 }
 
-// deferBehind marks for a retry alone, after the commit, the requests after
-// batch[i] that share a resource with it: batch[i] will be retried alone,
-// and they arrived after it, so they must be applied after it too (a
-// resource's requests are in arrival order in batch). runTx runs the
-// retries in batch order.
+// deferBehind marks for a retry alone, after the commit, the requests
+// behind batch[i], which will be retried alone: they must be applied after
+// it. runTx runs the retries in batch order.
 func deferBehind(batch []*pending, i int) {
+	for _, p := range behind(batch, i) {
+		p.retry, p.unsent = true, true
+	}
+}
+
+// failBehind answers the requests behind batch[i], whose wait for a row
+// lock ran out (err), as it was: they would wait for the same row, and
+// must not be applied before it.
+func failBehind(batch []*pending, i int, err error) {
+	for _, p := range behind(batch, i) {
+		p.resp, p.err, p.unsent = Response{}, classify(err, false, p.req, nowhere), true
+	}
+}
+
+// behind lists the requests after batch[i], not sent yet, that share a
+// resource with it or with a request listed before them: they arrived
+// after it on that resource (a resource's requests are in arrival order
+// in batch).
+func behind(batch []*pending, i int) []*pending {
+	held := batch[i].req.Resources()
+	var out []*pending
 	for _, p := range batch[i+1:] {
-		if !p.retry && slices.ContainsFunc(p.req.fences, func(f fence) bool { return batch[i].req.fencedOn(f.resource) }) {
-			p.retry = true
+		if !p.unsent && slices.ContainsFunc(p.req.fences, func(f fence) bool { return slices.Contains(held, f.resource) }) {
+			out = append(out, p)
+			held = append(held, p.req.Resources()...)
 		}
 	}
+	return out
 }
 
 // settleOrRetry answers a request whose part of a transaction raised, or,
@@ -396,8 +426,8 @@ func (s *Store) readRound(br pgx.BatchResults, preamble int, batch []*pending, n
 	}
 	for i := next; i < len(batch); i++ {
 		p := batch[i]
-		if p.retry {
-			continue // not sent: it runs alone after the commit
+		if p.unsent {
+			continue
 		}
 		var err error
 		if savepoints {
