@@ -374,21 +374,29 @@ const flakyOperation = `
         expect_rows: 1
 `
 
+// failFirst makes flakyOperation's demo.fail_once raise a serialization
+// failure on its first n calls: the sequence counting them is not rolled
+// back with the transactions that call it.
+func failFirst(t *testing.T, d *db, n int) {
+	t.Helper()
+	if _, err := d.pool.Exec(context.Background(), fmt.Sprintf(`CREATE SEQUENCE demo.fail_seq;
+		CREATE FUNCTION demo.fail_once() RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN
+			IF nextval('demo.fail_seq') <= %d THEN
+				RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'made to fail';
+			END IF;
+		END $$`, n)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestGroupCommitRetriesAContendedWriteAlone: a write that fails with a
 // serialization failure (or a deadlock) inside a group is rolled back to
 // its savepoint and applied again alone once the group committed: the
 // meeting may be the grouping's doing. It is applied exactly once.
 func TestGroupCommitRetriesAContendedWriteAlone(t *testing.T) {
 	d := newDB(t, flakyOperation)
-	if _, err := d.pool.Exec(context.Background(), `CREATE SEQUENCE demo.fail_seq;
-		CREATE FUNCTION demo.fail_once() RETURNS void LANGUAGE plpgsql AS $$
-		BEGIN
-			IF nextval('demo.fail_seq') = 1 THEN -- not rolled back: once only
-				RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'made to fail once';
-			END IF;
-		END $$`); err != nil {
-		t.Fatal(err)
-	}
+	failFirst(t, d, 1)
 	gs := newGroupStore(t, d, 1, newCommitGate())
 	release, first := occupy(t, d, gs, "acct-30")
 	writes := []fence.Write{credit(d, "acct-31", 1), d.write("flaky", `{"account": "acct-32"}`, tok(1)), credit(d, "acct-33", 1)}
@@ -411,15 +419,7 @@ func TestGroupCommitRetriesAContendedWriteAlone(t *testing.T) {
 // would make the first write's older token stale.
 func TestGroupCommitRetryAloneKeepsResourceOrder(t *testing.T) {
 	d := newDB(t, flakyOperation)
-	if _, err := d.pool.Exec(context.Background(), `CREATE SEQUENCE demo.fail_seq;
-		CREATE FUNCTION demo.fail_once() RETURNS void LANGUAGE plpgsql AS $$
-		BEGIN
-			IF nextval('demo.fail_seq') <= 2 THEN -- the group's first try and its savepoint run
-				RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'made to fail';
-			END IF;
-		END $$`); err != nil {
-		t.Fatal(err)
-	}
+	failFirst(t, d, 2) // the group's first try and its savepoint run
 	gs := newGroupStore(t, d, 1, newCommitGate())
 	release, first := occupy(t, d, gs, "acct-70")
 	w1 := gs.applyAsync(t, d.write("flaky", `{"account": "acct-70"}`, tok(1)))
