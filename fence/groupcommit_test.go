@@ -617,3 +617,47 @@ func TestGroupCommitAStuckWriteFailsAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestALoneStuckWriteIsNotApplied: with the session's lock_timeout under
+// the write's deadline, as serve sets it, a lone write whose fence row
+// another transaction holds is refused by PostgreSQL, not applied, before
+// its deadline would cancel it with an unknown outcome.
+func TestALoneStuckWriteIsNotApplied(t *testing.T) {
+	d := newDB(t)
+	cfg, err := pgxpool.ParseConfig(d.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "1500" // three quarters of the deadline below
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st, err := fence.New(fence.Config{Pool: pool, Render: renderJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := st.Apply(ctx, mustRequest(t, credit(d, "acct-84", 1))); err != nil { // the fence row exists from here on
+		t.Fatal(err)
+	}
+	op, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Rollback(ctx)
+	if _, err := op.Exec(ctx, "SELECT 1 FROM fencegw.fences WHERE resource = 'account/acct-84' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	before := d.balance("acct-84")
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = st.Apply(wctx, mustRequest(t, credit(d, "acct-84", 1)))
+	if !errors.Is(err, fence.ErrUnavailable) || errors.Is(err, fence.ErrOutcomeUnknown) {
+		t.Fatalf("a lone write on a row held past its lock_timeout: %v, want unavailable, not applied", err)
+	}
+	if got := d.balance("acct-84"); got != before {
+		t.Fatalf("balance moved by %d", got-before)
+	}
+}

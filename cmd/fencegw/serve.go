@@ -254,8 +254,12 @@ func openPool(ctx context.Context, cfg serveConfig) (*pgxpool.Pool, error) {
 	if !strings.Contains(cfg.DatabaseURL, "pool_max_conns") {
 		pc.MaxConns = defaultPoolSize()
 	}
+	// A write waits for another transaction's row lock three quarters of
+	// its deadline at most: PostgreSQL then refuses it, not applied. Were
+	// the two equal, the deadline would usually end the wait first, and a
+	// write cancelled after its commit was sent has an unknown outcome.
 	if _, set := pc.ConnConfig.RuntimeParams["lock_timeout"]; !set {
-		pc.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(cfg.WriteTimeout.Milliseconds(), 10)
+		pc.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt((cfg.WriteTimeout * 3 / 4).Milliseconds(), 10)
 	}
 	return pgxpool.NewWithConfig(ctx, pc)
 }

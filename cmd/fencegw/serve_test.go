@@ -135,8 +135,8 @@ func getStatus(t *testing.T, url string) int {
 }
 
 // TestPoolSettings: the pool is sized four connections per core and the
-// sessions' lock_timeout follows --write-timeout, unless the database URL
-// says otherwise.
+// sessions' lock_timeout is three quarters of --write-timeout, unless the
+// database URL says otherwise.
 func TestPoolSettings(t *testing.T) {
 	const base = "postgres://u@127.0.0.1:1/db"
 	for _, tt := range []struct {
@@ -144,10 +144,10 @@ func TestPoolSettings(t *testing.T) {
 		maxConns    int32
 		lockTimeout string
 	}{
-		{base, defaultPoolSize(), "5000"},
-		{base + "?pool_max_conns=3", 3, "5000"},
+		{base, defaultPoolSize(), "3750"},
+		{base + "?pool_max_conns=3", 3, "3750"},
 		{base + "?lock_timeout=250", defaultPoolSize(), "250"},
-		{"host=127.0.0.1 port=1 user=u dbname=db pool_max_conns=2", 2, "5000"},
+		{"host=127.0.0.1 port=1 user=u dbname=db pool_max_conns=2", 2, "3750"},
 	} {
 		pool, err := openPool(context.Background(), serveConfig{DatabaseURL: tt.url, WriteTimeout: 5 * time.Second})
 		if err != nil {
