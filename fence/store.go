@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -66,8 +69,14 @@ func New(cfg Config) (*Store, error) {
 	if cfg.BatchTimeout <= 0 {
 		cfg.BatchTimeout = 10 * time.Second
 	}
+	// A group's lock wait: a quarter of its deadline, or the sessions' own
+	// lock_timeout if that is shorter (an operator's, in the URL).
+	groupLock := max(cfg.BatchTimeout/4, time.Millisecond)
+	if d, ok := parseLockTimeout(cfg.Pool.Config().ConnConfig.RuntimeParams["lock_timeout"]); ok && d > 0 {
+		groupLock = min(groupLock, d)
+	}
 	s := &Store{pool: cfg.Pool, render: cfg.Render, unsafeNoFence: cfg.UnsafeNoFence, noCoalescing: cfg.NoCoalescing, groupCommit: cfg.GroupCommit,
-		groupLockTimeout: strconv.FormatInt(max(cfg.BatchTimeout/4, time.Millisecond).Milliseconds(), 10)}
+		groupLockTimeout: strconv.FormatInt(max(groupLock, time.Millisecond).Milliseconds(), 10)}
 	// At most as many transactions at once as the pool has connections:
 	// more would only wait in the pool's queue, where they could not be
 	// grouped.
@@ -180,4 +189,24 @@ func rollback(conn *pgxpool.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, _ = conn.Exec(ctx, "ROLLBACK")
+}
+
+// parseLockTimeout reads a lock_timeout as PostgreSQL takes it from a
+// connection string: whole milliseconds, or a number with a unit (ms, s,
+// min, h, d). 0 turns the timeout off. ok is false for anything else,
+// which PostgreSQL would refuse at connect.
+func parseLockTimeout(v string) (d time.Duration, ok bool) {
+	v = strings.TrimSpace(v)
+	num := strings.TrimRightFunc(v, unicode.IsLetter)
+	unit := strings.TrimSpace(v[len(num):])
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	scale := map[string]time.Duration{"": time.Millisecond, "ms": time.Millisecond, "s": time.Second, "min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
+	u, known := scale[unit]
+	if !known || n > int64(math.MaxInt64/u) {
+		return 0, false
+	}
+	return time.Duration(n) * u, true
 }

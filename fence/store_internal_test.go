@@ -3,7 +3,9 @@ package fence
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -40,4 +42,64 @@ func TestRequestRefusesASessionInsideATransaction(t *testing.T) {
 	if status := conn.Conn().PgConn().TxStatus(); status != 'T' {
 		t.Errorf("transaction status %q: the refused requests sent something", status)
 	}
+}
+
+// TestGroupLockTimeout: a group waits for a row lock a quarter of its
+// deadline, or the sessions' lock_timeout if an operator set a shorter
+// one in the URL.
+func TestGroupLockTimeout(t *testing.T) {
+	for url, want := range map[string]string{
+		"postgres://u@127.0.0.1:1/db":                    "2500",
+		"postgres://u@127.0.0.1:1/db?lock_timeout=250":   "250",
+		"postgres://u@127.0.0.1:1/db?lock_timeout=1s":    "1000",
+		"postgres://u@127.0.0.1:1/db?lock_timeout=60000": "2500",
+		"postgres://u@127.0.0.1:1/db?lock_timeout=0":     "2500",
+	} {
+		cfg, err := pgxpool.ParseConfig(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(Config{Pool: pool, Render: func(*Request, []Result) Response { return Response{} }, BatchTimeout: 10 * time.Second})
+		pool.Close()
+		if err != nil || s.groupLockTimeout != want {
+			t.Errorf("%s: group lock_timeout %q (%v), want %q", url, s.groupLockTimeout, err, want)
+		}
+	}
+}
+
+func TestParseLockTimeout(t *testing.T) {
+	for v, want := range map[string]time.Duration{"250": 250 * time.Millisecond, "0": 0, "3s": 3 * time.Second, "2min": 2 * time.Minute, " 5 ms ": 5 * time.Millisecond, "1d": 24 * time.Hour} {
+		if d, ok := parseLockTimeout(v); !ok || d != want {
+			t.Errorf("parseLockTimeout(%q) = %v, %v; want %v", v, d, ok, want)
+		}
+	}
+	for _, v := range []string{"", "-1", "1.5s", "1w", "s", "99999999999999999999", "9999999999999d"} {
+		if d, ok := parseLockTimeout(v); ok {
+			t.Errorf("parseLockTimeout(%q) = %v, want refused", v, d)
+		}
+	}
+}
+
+// FuzzParseLockTimeout: never panics, never negative; bare digits are
+// milliseconds.
+func FuzzParseLockTimeout(f *testing.F) {
+	for _, s := range []string{"250", "1s", "2min", "0", "-1", "1.5s", " 7 h", "99999999999999d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		d, ok := parseLockTimeout(v)
+		if !ok {
+			return
+		}
+		if d < 0 {
+			t.Fatalf("%q: %v", v, d)
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && d != time.Duration(n)*time.Millisecond {
+			t.Fatalf("%q: %v, want %d ms", v, d, n)
+		}
+	})
 }
