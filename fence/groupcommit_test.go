@@ -545,35 +545,12 @@ func TestGroupCommitAStuckWriteFailsAlone(t *testing.T) {
 	for _, keyed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "unkeyed", true: "keyed"}[keyed], func(t *testing.T) {
 			d := newDB(t)
-			cfg, err := pgxpool.ParseConfig(d.pool.Config().ConnString())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.MaxConns = 1
-			cfg.ConnConfig.RuntimeParams["lock_timeout"] = "4000"
-			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(pool.Close)
-			st, err := fence.New(fence.Config{Pool: pool, Render: renderJSON, GroupCommit: true, BatchTimeout: 4 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			gs := &groupStore{Store: st}
-			ctx := context.Background()
-			if _, err := gs.Apply(ctx, mustRequest(t, credit(d, "acct-81", 1))); err != nil { // the fence row exists from here on
+			gs := &groupStore{Store: storeWithLockTimeout(t, d, 1, "4000", fence.Config{GroupCommit: true, BatchTimeout: 4 * time.Second})}
+			if _, err := gs.Apply(context.Background(), mustRequest(t, credit(d, "acct-81", 1))); err != nil { // the fence row exists from here on
 				t.Fatal(err)
 			}
 			release, first := occupy(t, d, gs, "acct-80")
-			op, err := d.pool.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer op.Rollback(ctx)
-			if _, err := op.Exec(ctx, "SELECT 1 FROM fencegw.fences WHERE resource = 'account/acct-81' FOR UPDATE"); err != nil {
-				t.Fatal(err)
-			}
+			holdFenceRow(t, d, "account/acct-81")
 			n := 0
 			send := func(a string, queued func() bool) <-chan outcome {
 				n++
@@ -624,40 +601,58 @@ func TestGroupCommitAStuckWriteFailsAlone(t *testing.T) {
 // its deadline would cancel it with an unknown outcome.
 func TestALoneStuckWriteIsNotApplied(t *testing.T) {
 	d := newDB(t)
-	cfg, err := pgxpool.ParseConfig(d.pool.Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "1500" // three quarters of the deadline below
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	st, err := fence.New(fence.Config{Pool: pool, Render: renderJSON})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storeWithLockTimeout(t, d, 4, "1500", fence.Config{}) // three quarters of the deadline below
 	ctx := context.Background()
 	if _, err := st.Apply(ctx, mustRequest(t, credit(d, "acct-84", 1))); err != nil { // the fence row exists from here on
 		t.Fatal(err)
 	}
-	op, err := d.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer op.Rollback(ctx)
-	if _, err := op.Exec(ctx, "SELECT 1 FROM fencegw.fences WHERE resource = 'account/acct-84' FOR UPDATE"); err != nil {
-		t.Fatal(err)
-	}
+	holdFenceRow(t, d, "account/acct-84")
 	before := d.balance("acct-84")
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	_, err = st.Apply(wctx, mustRequest(t, credit(d, "acct-84", 1)))
+	_, err := st.Apply(wctx, mustRequest(t, credit(d, "acct-84", 1)))
 	if !errors.Is(err, fence.ErrUnavailable) || errors.Is(err, fence.ErrOutcomeUnknown) {
 		t.Fatalf("a lone write on a row held past its lock_timeout: %v, want unavailable, not applied", err)
 	}
 	if got := d.balance("acct-84"); got != before {
 		t.Fatalf("balance moved by %d", got-before)
+	}
+}
+
+// storeWithLockTimeout is a Store configured as cfg, on a pool of conns
+// connections to d whose sessions' lock_timeout is ms, as serve sets it.
+func storeWithLockTimeout(t *testing.T, d *db, conns int32, ms string, cfg fence.Config) *fence.Store {
+	t.Helper()
+	pc, err := pgxpool.ParseConfig(d.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.MaxConns = conns
+	pc.ConnConfig.RuntimeParams["lock_timeout"] = ms
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	cfg.Pool, cfg.Render = pool, renderJSON
+	st, err := fence.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// holdFenceRow locks resource's fence row in a transaction of its own,
+// an operator's left open, until the test ends.
+func holdFenceRow(t *testing.T, d *db, resource string) {
+	t.Helper()
+	ctx := context.Background()
+	op, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = op.Rollback(ctx) })
+	if _, err := op.Exec(ctx, "SELECT 1 FROM fencegw.fences WHERE resource = $1 FOR UPDATE", resource); err != nil {
+		t.Fatal(err)
 	}
 }
