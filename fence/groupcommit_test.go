@@ -550,7 +550,7 @@ func TestGroupCommitAStuckWriteFailsAlone(t *testing.T) {
 				t.Fatal(err)
 			}
 			release, first := occupy(t, d, gs, "acct-80")
-			holdFenceRow(t, d, "account/acct-81")
+			testenv.LockFenceRow(t, d.pool, "account/acct-81")
 			n := 0
 			send := func(a string, queued func() bool) <-chan outcome {
 				n++
@@ -601,14 +601,16 @@ func TestGroupCommitAStuckWriteFailsAlone(t *testing.T) {
 // its deadline would cancel it with an unknown outcome.
 func TestALoneStuckWriteIsNotApplied(t *testing.T) {
 	d := newDB(t)
-	st := storeWithLockTimeout(t, d, 4, "1500", fence.Config{}) // three quarters of the deadline below
+	// Far under the deadline below, so that a loaded machine's delays
+	// before the wait starts cannot let the deadline end it first.
+	st := storeWithLockTimeout(t, d, 4, "1000", fence.Config{})
 	ctx := context.Background()
 	if _, err := st.Apply(ctx, mustRequest(t, credit(d, "acct-84", 1))); err != nil { // the fence row exists from here on
 		t.Fatal(err)
 	}
-	holdFenceRow(t, d, "account/acct-84")
+	testenv.LockFenceRow(t, d.pool, "account/acct-84")
 	before := d.balance("acct-84")
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := st.Apply(wctx, mustRequest(t, credit(d, "acct-84", 1)))
 	if !errors.Is(err, fence.ErrUnavailable) || errors.Is(err, fence.ErrOutcomeUnknown) {
@@ -640,19 +642,4 @@ func storeWithLockTimeout(t *testing.T, d *db, conns int32, ms string, cfg fence
 		t.Fatal(err)
 	}
 	return st
-}
-
-// holdFenceRow locks resource's fence row in a transaction of its own,
-// an operator's left open, until the test ends.
-func holdFenceRow(t *testing.T, d *db, resource string) {
-	t.Helper()
-	ctx := context.Background()
-	op, err := d.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = op.Rollback(ctx) })
-	if _, err := op.Exec(ctx, "SELECT 1 FROM fencegw.fences WHERE resource = $1 FOR UPDATE", resource); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -87,16 +87,7 @@ func TestQueuedWritesOutliveTheirLeader(t *testing.T) {
 // session holds the resource's fence row until the returned func is called.
 func blockFence(t *testing.T, h *harness, resource string) (unblock func()) {
 	t.Helper()
-	ctx := context.Background()
-	blocker, err := h.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = blocker.Rollback(ctx) })
-	if _, err := blocker.Exec(ctx, "SELECT 1 FROM fencegw.fences WHERE resource = $1 FOR UPDATE", resource); err != nil {
-		t.Fatal(err)
-	}
-	return func() { _ = blocker.Rollback(ctx) }
+	return testenv.LockFenceRow(t, h.pool, resource)
 }
 
 // waitUntilBlocked returns once a write waits for a fence row lock. A
