@@ -76,7 +76,7 @@ func New(cfg Config) (*Store, error) {
 		groupLock = min(groupLock, d)
 	}
 	s := &Store{pool: cfg.Pool, render: cfg.Render, unsafeNoFence: cfg.UnsafeNoFence, noCoalescing: cfg.NoCoalescing, groupCommit: cfg.GroupCommit,
-		groupLockTimeout: strconv.FormatInt(max(groupLock, time.Millisecond).Milliseconds(), 10)}
+		groupLockTimeout: strconv.FormatInt(groupLock.Milliseconds(), 10)}
 	// At most as many transactions at once as the pool has connections:
 	// more would only wait in the pool's queue, where they could not be
 	// grouped.
