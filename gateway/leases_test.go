@@ -115,11 +115,15 @@ func TestLeaseRequestsValidated(t *testing.T) {
 			}
 		})
 	}
-	for _, path := range []string{"/v1/leases", "/v1/batch"} {
+	state := h.state()
+	for path, body := range map[string]string{"/v1/leases": `{"resource": "r"}`, "/v1/batch": batchBody(batchWrite("credit", debit("acct-1", 1), `"1:1"`))} {
 		two := http.Header{"Content-Type": {"application/json", "text/plain"}}
-		if r := h.do(http.MethodPost, path, two, `{"resource": "r"}`); r.Status != http.StatusUnsupportedMediaType {
+		if r := h.do(http.MethodPost, path, two, body); r.Status != http.StatusUnsupportedMediaType {
 			t.Errorf("%s with two Content-Types: %d %s, want 415", path, r.Status, r.Body)
 		}
+	}
+	if h.state() != state {
+		t.Error("a request refused for its Content-Type changed the database")
 	}
 	// None of the refused requests took a lock.
 	for _, resource := range []string{"r", "a", "b", "r\u200b", " r"} {
