@@ -41,6 +41,7 @@ func (ids *requestIDs) next() string {
 // log line reports.
 type accessEntry struct {
 	id        string
+	route     string // the route's pattern, named by the handler (routeNamed)
 	status    int
 	operation string
 	resource  string
@@ -95,34 +96,37 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 func (g *Gateway) logAccess(routes chi.Routes, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		e := &accessEntry{id: g.requestIDs.next(), level: slog.LevelInfo}
-		w.Header()[RequestIDHeader] = []string{e.id}
+		a := &accessState{entry: accessEntry{id: g.requestIDs.next(), level: slog.LevelInfo}}
+		e := &a.entry
+		a.header[0] = e.id
+		w.Header()[RequestIDHeader] = a.header[:]
+		a.recorder = statusRecorder{ResponseWriter: w, entry: e}
 		// The router fills a route context it finds instead of making
-		// its own: then the matched pattern is known here afterwards.
-		// Pooled, as chi pools its own: its slices keep their room for the
-		// next request's route parameters and patterns.
+		// its own (a context value and a request copy fewer). Pooled, as
+		// chi pools its own: its slices keep their room for the next
+		// request's route parameters and patterns.
 		rc := routeContexts.Get().(*chi.Context)
 		rc.Reset()
 		rc.Routes = routes
 		defer routeContexts.Put(rc)
 		ctx := context.WithValue(context.WithValue(r.Context(), accessKey{}, e), chi.RouteCtxKey, rc)
 		r = r.WithContext(ctx)
-		next.ServeHTTP(&statusRecorder{ResponseWriter: w, entry: e}, r)
+		next.ServeHTTP(&a.recorder, r)
 		if !g.log.Enabled(ctx, e.level) {
 			return
 		}
-		route := rc.RoutePattern()
-		if route == "" {
-			route = "(no route)"
-		}
-		attrs := []slog.Attr{
+		route := cmp.Or(e.route, "(no route)")
+		// Room for every attribute on the stack: the line needs no
+		// allocation of its own beyond the duration's text.
+		var room [10]slog.Attr
+		attrs := append(room[:0],
 			slog.String("request_id", e.id),
 			slog.String("method", r.Method), slog.String("route", route),
 			slog.Int("status", cmp.Or(e.status, http.StatusOK)), slog.String("duration", time.Since(start).String()),
-		}
-		for _, a := range []struct{ k, v string }{{"operation", e.operation}, {"resource", e.resource}, {"presented_token", e.token}, {"outcome", e.outcome}} {
-			if a.v != "" {
-				attrs = append(attrs, slog.String(a.k, a.v))
+		)
+		for _, kv := range [...]struct{ k, v string }{{"operation", e.operation}, {"resource", e.resource}, {"presented_token", e.token}, {"outcome", e.outcome}} {
+			if kv.v != "" {
+				attrs = append(attrs, slog.String(kv.k, kv.v))
 			}
 		}
 		if e.err != nil {
@@ -130,6 +134,25 @@ func (g *Gateway) logAccess(routes chi.Routes, next http.Handler) http.Handler {
 		}
 		g.log.LogAttrs(r.Context(), e.level, "request", attrs...)
 	})
+}
+
+// accessState is what logAccess keeps for one request, in one
+// allocation: it runs on every request.
+type accessState struct {
+	entry    accessEntry
+	recorder statusRecorder
+	header   [1]string // the request id header's value
+}
+
+// routeNamed serves h under pattern, naming pattern in the request's
+// access log line. Named once here, where the pattern is a constant, the
+// route costs nothing per request; chi's RoutePattern would join and
+// rewrite its parts anew each time.
+func routeNamed(pattern string, h http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		accessOf(r.Context()).route = pattern
+		h.ServeHTTP(w, r)
+	}
 }
 
 var routeContexts = sync.Pool{New: func() any { return chi.NewRouteContext() }}

@@ -235,24 +235,32 @@ func (g *Gateway) Handler() http.Handler {
 	// HEAD wherever GET is served (RFC 9110), e.g. a load balancer's
 	// HEAD /readyz.
 	r.Use(middleware.GetHead)
-	r.Get("/livez", g.handleLive)
-	r.Get("/readyz", g.handleReady)
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(g.metrics.registry, promhttp.HandlerOpts{}))
-	r.Get("/status", g.handleStatusPage)
-	r.Get("/status/{file}", g.handleStatusFile)
+	// Every route is registered with its whole pattern named for the
+	// access log (routeNamed).
+	get := func(pattern string, h http.Handler) {
+		r.Method(http.MethodGet, pattern, routeNamed(pattern, h))
+	}
+	get("/livez", http.HandlerFunc(g.handleLive))
+	get("/readyz", http.HandlerFunc(g.handleReady))
+	get("/metrics", promhttp.HandlerFor(g.metrics.registry, promhttp.HandlerOpts{}))
+	get("/status", http.HandlerFunc(g.handleStatusPage))
+	get("/status/{file}", http.HandlerFunc(g.handleStatusFile))
 	r.Route("/v1", func(r chi.Router) {
+		v1 := func(r chi.Router, method, pattern string, h http.HandlerFunc) {
+			r.Method(method, pattern, routeNamed("/v1"+pattern, h))
+		}
 		r.Use(g.authenticate)
-		r.Post("/ops/{operation}", g.handleWrite)
-		r.Post("/batch", g.handleBatch)
-		r.Get("/openapi.json", g.handleOpenAPI)
-		r.With(g.limitLeaseCalls).Post("/leases", g.handleAcquire)
-		r.With(g.limitLeaseCalls).Get("/leases", g.handleObserve)
+		v1(r, http.MethodPost, "/ops/{operation}", g.handleWrite)
+		v1(r, http.MethodPost, "/batch", g.handleBatch)
+		v1(r, http.MethodGet, "/openapi.json", g.handleOpenAPI)
+		v1(r.With(g.limitLeaseCalls), http.MethodPost, "/leases", g.handleAcquire)
+		v1(r.With(g.limitLeaseCalls), http.MethodGet, "/leases", g.handleObserve)
 		// Renewals and releases are never refused for a lack of places:
 		// each is one bounded etcd call, and a holder that cannot renew or
 		// release would hold its lock the longer.
-		r.Post("/leases/{id}/keepalive", g.handleKeepAlive)
-		r.Delete("/leases/{id}", g.handleRelease)
-		r.Get("/status", g.handleStatus) // the status page's data, behind the API's authentication
+		v1(r, http.MethodPost, "/leases/{id}/keepalive", g.handleKeepAlive)
+		v1(r, http.MethodDelete, "/leases/{id}", g.handleRelease)
+		v1(r, http.MethodGet, "/status", g.handleStatus) // the status page's data, behind the API's authentication
 	})
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		g.writeProblem(w, r, fmt.Errorf("%w: %s %s", ErrNoRoute, r.Method, r.URL.Path), problemScope{})
