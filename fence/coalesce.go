@@ -35,7 +35,14 @@ func newCoalescer(com *committer) *coalescer {
 // in flight or in the committer's line.
 func (c *coalescer) apply(ctx context.Context, req *Request) (Response, error) {
 	resource := req.fences[0].resource
-	p := &pending{req: req, done: make(chan struct{})}
+	// The request, its unit and the unit's batch, should it find its
+	// resource idle, in one allocation: this runs on every write.
+	a := &struct {
+		p     pending
+		u     unit
+		batch [1]*pending
+	}{p: pending{req: req, done: make(chan struct{})}}
+	p := &a.p
 	c.mu.Lock()
 	if q, busy := c.queues[resource]; busy {
 		if q == nil { // the first to queue behind the unit in flight
@@ -50,20 +57,21 @@ func (c *coalescer) apply(ctx context.Context, req *Request) (Response, error) {
 	c.queues[resource] = nil // busy, nobody waiting: no queue allocated
 	c.mu.Unlock()
 
-	u := c.unit(resource, []*pending{p})
-	u.ctx = ctx
-	if !c.com.runInline(ctx, u) {
+	a.batch[0] = p
+	a.u = c.unit(resource, a.batch[:])
+	a.u.ctx = ctx
+	if !c.com.runInline(ctx, &a.u) {
 		<-p.done
 	}
 	return p.resp, p.err
 }
 
-// unit makes batch the unit in flight of resource.
-func (c *coalescer) unit(resource string, batch []*pending) *unit {
-	return &unit{
+// unit makes batch a unit of resource, to be in flight next.
+func (c *coalescer) unit(resource string, batch []*pending) unit {
+	return unit{
 		resource: resource, batch: batch,
 		alone: !batch[0].req.groupCommits(c.com.store.groupCommit),
-		then:  func() { c.handOn(resource) },
+		coal:  c,
 	}
 }
 
@@ -81,7 +89,8 @@ func (c *coalescer) handOn(resource string) {
 	batch := q.waiting[:n:n]
 	q.waiting = q.waiting[n:]
 	c.mu.Unlock()
-	c.com.enqueue(c.unit(resource, batch))
+	u := c.unit(resource, batch)
+	c.com.enqueue(&u)
 }
 
 // Queued is how many requests of resource wait behind its unit in flight.

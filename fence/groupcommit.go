@@ -39,9 +39,9 @@ type unit struct {
 	// idle: once it is done, the request is answered unavailable, not
 	// run, as it would have been had it waited for the pool.
 	ctx context.Context
-	// then runs once every request of the unit is answered: it hands the
-	// resource its next unit, or marks it idle.
-	then func()
+	// coal is told once every request of the unit is answered: it hands
+	// the resource its next unit, or marks it idle (handOn).
+	coal *coalescer
 }
 
 // run applies units as one transaction on conn, or on a connection from
@@ -65,7 +65,7 @@ func (c *committer) run(ctx context.Context, conn *pgxpool.Conn, units []*unit) 
 			close(pd.done)
 		}
 		for _, u := range units {
-			u.then()
+			u.coal.handOn(u.resource)
 		}
 	}()
 	if len(batch) == 0 {
