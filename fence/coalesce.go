@@ -41,8 +41,9 @@ func (c *coalescer) apply(ctx context.Context, req *Request) (Response, error) {
 		p     pending
 		u     unit
 		batch [1]*pending
-	}{p: pending{req: req, done: make(chan struct{})}}
+	}{p: pending{req: req}}
 	p := &a.p
+	p.answered.Add(1)
 	c.mu.Lock()
 	if q, busy := c.queues[resource]; busy {
 		if q == nil { // the first to queue behind the unit in flight
@@ -51,7 +52,7 @@ func (c *coalescer) apply(ctx context.Context, req *Request) (Response, error) {
 		}
 		q.waiting = append(q.waiting, p)
 		c.mu.Unlock()
-		<-p.done
+		p.answered.Wait()
 		return p.resp, p.err
 	}
 	c.queues[resource] = nil // busy, nobody waiting: no queue allocated
@@ -61,7 +62,7 @@ func (c *coalescer) apply(ctx context.Context, req *Request) (Response, error) {
 	a.u = c.unit(resource, a.batch[:])
 	a.u.ctx = ctx
 	if !c.com.runInline(ctx, &a.u) {
-		<-p.done
+		p.answered.Wait()
 	}
 	return p.resp, p.err
 }

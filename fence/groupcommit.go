@@ -62,7 +62,7 @@ func (c *committer) run(ctx context.Context, conn *pgxpool.Conn, units []*unit) 
 			}
 		}
 		for _, pd := range all {
-			close(pd.done)
+			pd.answered.Done()
 		}
 		for _, u := range units {
 			u.coal.handOn(u.resource)

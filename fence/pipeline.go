@@ -28,27 +28,57 @@ const scopeSQL = "SELECT set_config('fencegw.resource', $1, true)"
 
 // queueRequest queues req's pipeline: its fences in canonical order, then
 // each write's statements in the request's order. It is the one shape of a
-// fenced write, alone or batched.
+// fenced write, alone or batched. Every statement's parameters share one
+// slice, allocated once.
 func (s *Store) queueRequest(b *pgx.Batch, req *Request) {
+	args := make([]any, 0, req.params())
+	// next queues sql with the parameters appended since start; capped,
+	// so that later appends cannot touch them.
+	next := func(sql string, start int) {
+		queue(b, sql, args[start:len(args):len(args)]...)
+	}
 	for i, f := range req.fences {
+		start := len(args)
 		if s.unsafeNoFence {
-			queue(b, unfencedSQL, f.resource, f.token.Epoch, f.token.Revision, i == 0)
+			args = append(args, f.resource, f.token.Epoch, f.token.Revision, i == 0)
+			next(unfencedSQL, start)
 			continue
 		}
-		queue(b, fenceSQL, f.resource, f.token.Epoch, f.token.Revision, f.strict, i == 0)
+		args = append(args, f.resource, f.token.Epoch, f.token.Revision, f.strict, i == 0)
+		next(fenceSQL, start)
 	}
 	batched := len(req.Writes) > 1
 	for wi := range req.Writes {
 		w := &req.Writes[wi]
 		op := w.Operation
 		if batched {
-			queue(b, scopeSQL, strings.Join(w.Keys, "\n"))
+			start := len(args)
+			args = append(args, strings.Join(w.Keys, "\n"))
+			next(scopeSQL, start)
 		}
 		for i := range op.Statements {
 			st := &op.Statements[i]
-			queue(b, st.SQL, op.Bind(st, w.Args, w.Keys, w.Tokens)...)
+			start := len(args)
+			args = op.Bind(args, st, w.Args, w.Keys, w.Tokens)
+			next(st.SQL, start)
 		}
 	}
+}
+
+// params is how many parameters queueRequest binds for r: five per
+// fence, one per write's scope when there are several, and its
+// statements'.
+func (r *Request) params() int {
+	n := 5 * len(r.fences)
+	for wi := range r.Writes {
+		if len(r.Writes) > 1 {
+			n++
+		}
+		for i := range r.Writes[wi].Operation.Statements {
+			n += len(r.Writes[wi].Operation.Statements[i].Params())
+		}
+	}
+	return n
 }
 
 // readRequest reads the results of a pipeline queued by queueRequest. On
@@ -71,7 +101,13 @@ func readRequest(br pgx.BatchResults, req *Request) ([]Result, failedAt, error) 
 			}
 		}
 		op := req.Writes[wi].Operation
-		res := make([]StatementResult, len(op.Statements))
+		var res []StatementResult
+		if batched || len(op.Statements) > len(req.statements) {
+			res = make([]StatementResult, len(op.Statements))
+		} else {
+			res = req.statements[:len(op.Statements)]
+			clear(res)
+		}
 		results[wi].Statements = res
 		for i := range op.Statements {
 			if err := readStatement(br, op.Statements[i].Kind, &res[i]); err != nil {

@@ -44,6 +44,9 @@ type Request struct {
 	fences []fence
 	one    [1]fence  // fences' storage for the common request of one fence
 	result [1]Result // results' storage for a request of one write
+	// statements' storage for that write's results, when it has this
+	// many statements or fewer
+	statements [4]StatementResult
 }
 
 // ListsWrites reports whether the answer lists the writes: a batch, even of

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -30,7 +31,9 @@ type pending struct {
 	// answered already, its resource's row lock wait having run out for
 	// a request before it.
 	unsent bool
-	done   chan struct{} // for a queued request: closed once answered
+	// answered is done once the request is answered: a request in a
+	// unit is added to it when made.
+	answered sync.WaitGroup
 }
 
 // claimSQL reserves a request's idempotency key for the transaction, or

@@ -34,11 +34,20 @@ func (op *Operation) DecodeArgs(body []byte) (Values, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !escaped {
-			key = string(raw) // no allocation when used only as a map key below
+		var i int
+		var ok bool
+		if escaped {
+			i, ok = op.argIndex[key]
+		} else {
+			// Converted in the index expression itself, the bytes are
+			// looked up without a string being allocated; held in a
+			// variable first, they would be copied.
+			i, ok = op.argIndex[string(raw)]
 		}
-		i, ok := op.argIndex[key]
 		if !ok {
+			if !escaped {
+				key = string(raw)
+			}
 			return nil, argErrorf(clip.String(key, 64), "unknown argument: %s takes %s", op.Name, op.argNames())
 		}
 		if seen&(1<<i) != 0 {
@@ -201,26 +210,28 @@ func (op *Operation) ResourceKeys(dst []string, vals Values) ([]string, error) {
 	return dst, nil
 }
 
-// Bind returns the parameters of statement st for one request, in $n
-// order: arguments from vals, builtins from the resource keys and tokens
-// of the operation's roles (indexed like Roles).
-func (op *Operation) Bind(st *Statement, vals Values, keys []string, toks []tokens.Token) []any {
-	out := make([]any, len(st.binds))
-	for i, b := range st.binds {
+// Bind appends the parameters of statement st for one request to dst, in
+// $n order: arguments from vals, builtins from the resource keys and
+// tokens of the operation's roles (indexed like Roles). Appending lets a
+// request's statements share one slice.
+func (op *Operation) Bind(dst []any, st *Statement, vals Values, keys []string, toks []tokens.Token) []any {
+	for _, b := range st.binds {
+		var v any
 		switch b.builtin {
 		case "":
-			out[i] = vals[b.index]
+			v = vals[b.index]
 		case ParamResource:
-			out[i] = keys[b.index]
+			v = keys[b.index]
 		case ParamEpoch:
-			out[i] = toks[b.index].Epoch
+			v = toks[b.index].Epoch
 		case ParamRevision:
-			out[i] = toks[b.index].Revision
+			v = toks[b.index].Revision
 		case ParamToken:
-			out[i] = toks[b.index].String()
+			v = toks[b.index].String()
 		}
+		dst = append(dst, v)
 	}
-	return out
+	return dst
 }
 
 // Fingerprint identifies a request's content for idempotency: the operation

@@ -92,7 +92,7 @@ func TestResourceKeyAndBind(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := tokens.Token{Epoch: 1, Revision: 42}
-	got := debit.Bind(&debit.Statements[1], vals, []string{"account/acct-1"}, []tokens.Token{tok})
+	got := debit.Bind(nil, &debit.Statements[1], vals, []string{"account/acct-1"}, []tokens.Token{tok})
 	want := []any{"account/acct-1", int64(1), int64(42), "1:42"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Bind = %v, want %v", got, want)

@@ -35,7 +35,7 @@ func BenchmarkBind(b *testing.B) {
 	for b.Loop() {
 		keys, _ := op.ResourceKeys(nil, vals)
 		for i := range op.Statements {
-			_ = op.Bind(&op.Statements[i], vals, keys, testTokens)
+			_ = op.Bind(nil, &op.Statements[i], vals, keys, testTokens)
 		}
 	}
 }

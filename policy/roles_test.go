@@ -53,7 +53,7 @@ func TestRolesCompile(t *testing.T) {
 		t.Fatalf("ResourceKeys = %q, %v", keys, err)
 	}
 	toks := []tokens.Token{{Epoch: 1, Revision: 42}, {Epoch: 1, Revision: 57}}
-	got := op.Bind(&op.Statements[2], vals, keys, toks)
+	got := op.Bind(nil, &op.Statements[2], vals, keys, toks)
 	want := []any{"account/a1", "1:42", "account/a2", int64(1), int64(57)}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Bind = %v, want %v", got, want)
