@@ -49,6 +49,9 @@ type accessEntry struct {
 	outcome   string // ok, replayed, or the problem type
 	err       error  // the cause of a refusal, for the log only
 	level     slog.Level
+	// contentLength is the storage of an answer's Content-Length header
+	// value, in the request's one allocation (accessState).
+	contentLength [1]string
 }
 
 type accessKey struct{}

@@ -135,7 +135,8 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, name string, st
 	g.count(name, outcome, start)
 	// With its length known, the flush sends the answer as it is, not
 	// in chunks.
-	h["Content-Length"] = []string{strconv.Itoa(len(resp.Body))}
+	e.contentLength[0] = strconv.Itoa(len(resp.Body))
+	h["Content-Length"] = e.contentLength[:]
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
 	_ = http.NewResponseController(w).Flush()
