@@ -259,8 +259,8 @@ func again(batch []*pending) []*pending {
 }
 
 // reset clears p's answer for another attempt. Only the answer: its caller
-// reads done while waiting, so rewriting the whole struct would race with
-// that read even with the same channel.
+// may be waiting on answered, which a rewrite of the whole struct would
+// reset under it.
 func (p *pending) reset() {
 	p.resp, p.err, p.replay, p.retry, p.unsent = Response{}, nil, false, false, false
 }

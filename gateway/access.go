@@ -118,7 +118,12 @@ func (g *Gateway) logAccess(routes chi.Routes, next http.Handler) http.Handler {
 		if !g.log.Enabled(ctx, e.level) {
 			return
 		}
-		route := cmp.Or(e.route, "(no route)")
+		route := e.route
+		if route == "" {
+			// Refused before its handler ran (authentication, the lease
+			// calls' limit, 404, 405): chi's pattern of what it matched.
+			route = cmp.Or(rc.RoutePattern(), "(no route)")
+		}
 		// Room for every attribute on the stack: the line needs no
 		// allocation of its own beyond the duration's text.
 		var room [10]slog.Attr

@@ -269,3 +269,36 @@ func TestHugeNamesAreClippedWhereEchoed(t *testing.T) {
 		t.Error("a refused request changed the database")
 	}
 }
+
+// TestAccessLogNamesRoutesRefusedBeforeTheirHandler: a request refused on
+// its way to a route's handler (authentication, a method the route does not
+// serve) is logged under what the router matched, not as an unknown path.
+func TestAccessLogNamesRoutesRefusedBeforeTheirHandler(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic")+`
+clients:
+  billing:
+    token_sha256: `+sha256Hex("billing-secret")+`
+    operations: [debit, credit]
+`)
+	lines := make(lineWriter, 1024)
+	gw := h.sibling(func(c *gateway.Config) { c.Logger = slog.New(slog.NewJSONHandler(lines, nil)) })
+	bearer := http.Header{"Authorization": {"Bearer billing-secret"}}
+	for _, c := range []struct {
+		method, path string
+		header       http.Header
+		status       int
+		route        string
+	}{
+		{http.MethodPost, "/v1/ops/debit", nil, http.StatusUnauthorized, "/v1/*"},
+		{http.MethodPut, "/v1/ops/debit", bearer, http.StatusMethodNotAllowed, "/v1/*"},
+		{http.MethodGet, "/nowhere", nil, http.StatusNotFound, "(no route)"},
+	} {
+		r := gw.do(c.method, c.path, c.header, debit("acct-1", 1))
+		if r.Status != c.status {
+			t.Fatalf("%s %s: %d %s, want %d", c.method, c.path, r.Status, r.Body, c.status)
+		}
+		if m := accessLine(t, lines, r.Header.Get(gateway.RequestIDHeader)); m["route"] != c.route {
+			t.Errorf("%s %s (%d) logs route %v, want %s", c.method, c.path, c.status, m["route"], c.route)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"fmt"
 	"github.com/fencegw/fencegw/gateway"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -296,7 +297,11 @@ func TestLeaseLimits(t *testing.T) {
 	// Two calls waiting for held locks fill a gateway's places. (Its
 	// lease limit is off: both would count as the client's leases, and
 	// two acquisitions at once both pass the count.)
-	calls := h.sibling(func(c *gateway.Config) { c.MaxLeaseRequests = 2 })
+	lines := make(lineWriter, 1024)
+	calls := h.sibling(func(c *gateway.Config) {
+		c.MaxLeaseRequests = 2
+		c.Logger = slog.New(slog.NewJSONHandler(lines, nil))
+	})
 	waiting := make(chan response, 2)
 	for _, i := range []int{1, 2} {
 		go func() {
@@ -316,6 +321,9 @@ func TestLeaseLimits(t *testing.T) {
 	})
 	if _, r := calls.acquire("limit/9", 10, 0); r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "unavailable" || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("a third lease call beside two waiting: %d %s, want 503 with Retry-After", r.Status, r.Body)
+	} else if m := accessLine(t, lines, r.Header.Get(gateway.RequestIDHeader)); m["route"] != "/v1/leases" {
+		// Refused by middleware before its handler: still its route.
+		t.Errorf("the refused call's access line names route %v, want /v1/leases", m["route"])
 	}
 	for _, l := range held[1:] {
 		few.release(l)
