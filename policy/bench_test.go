@@ -31,11 +31,17 @@ func BenchmarkBind(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	n := 0
+	for i := range op.Statements {
+		n += len(op.Statements[i].Params())
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		keys, _ := op.ResourceKeys(nil, vals)
+		// As the fence package binds: every statement into one slice.
+		args := make([]any, 0, n)
 		for i := range op.Statements {
-			_ = op.Bind(nil, &op.Statements[i], vals, keys, testTokens)
+			args = op.Bind(args, &op.Statements[i], vals, keys, testTokens)
 		}
 	}
 }
