@@ -274,12 +274,7 @@ func TestHugeNamesAreClippedWhereEchoed(t *testing.T) {
 // its way to a route's handler (authentication, a method the route does not
 // serve) is logged under what the router matched, not as an unknown path.
 func TestAccessLogNamesRoutesRefusedBeforeTheirHandler(t *testing.T) {
-	h := newHarness(t, demoPolicy(t, "monotonic")+`
-clients:
-  billing:
-    token_sha256: `+sha256Hex("billing-secret")+`
-    operations: [debit, credit]
-`)
+	h := newHarness(t, billingPolicy(t, "[debit, credit]"))
 	lines := make(lineWriter, 1024)
 	gw := h.sibling(func(c *gateway.Config) { c.Logger = slog.New(slog.NewJSONHandler(lines, nil)) })
 	bearer := http.Header{"Authorization": {"Bearer billing-secret"}}

@@ -237,12 +237,7 @@ func metricsText(t *testing.T, base string) string {
 // its own refusal: not 413 for a body too large that it never had to
 // send, and never "100 Continue" to a client that asked before sending.
 func TestRefusedBeforeTheBody(t *testing.T) {
-	h := newHarness(t, demoPolicy(t, "monotonic")+`
-clients:
-  billing:
-    token_sha256: `+sha256Hex("billing-secret")+`
-    operations: [debit, credit]
-`)
+	h := newHarness(t, billingPolicy(t, "[debit, credit]"))
 	auth := "Authorization: Bearer billing-secret\r\n"
 	token := gateway.TokenHeader + ": 1:1\r\n"
 	before := h.state()

@@ -103,3 +103,14 @@ clients:
 		t.Fatalf("livez must not need a token: %d", r.Status)
 	}
 }
+
+// billingPolicy is the demo policy with one client, billing, whose bearer
+// token is "billing-secret" and who may call ops (a YAML list).
+func billingPolicy(t *testing.T, ops string) string {
+	return demoPolicy(t, "monotonic") + `
+clients:
+  billing:
+    token_sha256: ` + sha256Hex("billing-secret") + `
+    operations: ` + ops + `
+`
+}

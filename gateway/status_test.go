@@ -230,12 +230,7 @@ type rateSampleJSON struct {
 // 404, a 401 and a malformed write leave it at zero; a stale write
 // raises it.
 func TestRefusalRateCountsFenceRefusals(t *testing.T) {
-	h := newHarness(t, demoPolicy(t, "monotonic")+`
-clients:
-  billing:
-    token_sha256: `+sha256Hex("billing-secret")+`
-    operations: ["*"]
-`)
+	h := newHarness(t, billingPolicy(t, `["*"]`))
 	bearer := func(fencingToken string) http.Header {
 		hdr := http.Header{"Authorization": {"Bearer billing-secret"}}
 		if fencingToken != "" {

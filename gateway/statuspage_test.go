@@ -100,12 +100,7 @@ func testStatusPageShowsRefusals(t *testing.T, browser context.Context) {
 }
 
 func testStatusPageAsksForToken(t *testing.T, browser context.Context) {
-	h := newHarness(t, demoPolicy(t, "monotonic")+`
-clients:
-  billing:
-    token_sha256: `+sha256Hex("billing-secret")+`
-    operations: ["*"]
-`)
+	h := newHarness(t, billingPolicy(t, `["*"]`))
 	page := openTab(t, browser, h.base+"/status")
 	page.waitFor("that it needs a token", `!document.getElementById("auth").hidden &&
 		document.getElementById("auth-message").textContent.includes("401 Unauthorized") &&
