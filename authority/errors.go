@@ -38,6 +38,9 @@ type LockedError struct {
 }
 
 func (e *LockedError) Error() string {
+	if e.Holder.IsZero() {
+		return fmt.Sprintf("authority: %s is locked", e.Resource)
+	}
 	return fmt.Sprintf("authority: %s is locked by token %s", e.Resource, e.Holder)
 }
 

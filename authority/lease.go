@@ -24,8 +24,12 @@ const (
 	MaxWait = 5 * time.Minute
 )
 
-// cleanupTimeout bounds the revoke that runs after a cancelled acquisition.
-const cleanupTimeout = 5 * time.Second
+// cleanupTimeout bounds each attempt to revoke the lease of a failed
+// acquisition; abandonedRetry bounds the attempts.
+const (
+	cleanupTimeout = 5 * time.Second
+	abandonedRetry = 2 * MaxTTL
+)
 
 // Lease is a granted lock: the holder may write with Token until the etcd
 // lease ID expires or is released.
@@ -146,15 +150,47 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	id := LeaseID(grant.ID)
 	lease, err := a.lock(ctx, resource, id, opts)
 	if err != nil {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		_, _ = a.cli.Revoke(cctx, clientv3.LeaseID(id))
+		a.revokeAbandoned(ctx, id)
 		return Lease{}, err
 	}
 	lease.TTL = time.Duration(grant.TTL) * time.Second
 	// The token is a capability: good for this resource and this owner.
 	lease.Token = ring.Sign(lease.Token, resource, opts.Owner)
 	return lease, nil
+}
+
+// revokeAbandoned revokes the lease of an acquisition that failed or was
+// given up. etcd itself may be why it failed, and then the revoke fails
+// too: the lease would stay a waiter in line that no client knows of, take
+// the lock in its turn and hold it for its TTL (etcd restarts every lease's
+// TTL when it comes back). So a failed revoke is tried again in the
+// background, backing off, until etcd has done it or says the lease is
+// gone, the client is closed, or abandonedRetry has passed (by then the
+// lease has run out on any etcd that came back).
+func (a *Etcd) revokeAbandoned(ctx context.Context, id LeaseID) {
+	revoke := func(ctx context.Context) bool {
+		cctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+		defer cancel()
+		_, err := a.cli.Revoke(cctx, clientv3.LeaseID(id))
+		return err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound)
+	}
+	if revoke(context.WithoutCancel(ctx)) {
+		return
+	}
+	go func() {
+		cctx, cancel := context.WithTimeout(a.cli.Ctx(), abandonedRetry)
+		defer cancel()
+		for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
+			select {
+			case <-cctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			if revoke(cctx) {
+				return
+			}
+		}
+	}()
 }
 
 func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts AcquireOptions) (Lease, error) {
@@ -343,13 +379,17 @@ func (a *Etcd) waitDelete(ctx context.Context, key string, rev int64) error {
 	return errors.New("authority: watch closed while waiting for the lock")
 }
 
-// lockedError names the current holder, best effort.
+// lockedError names the current holder. If etcd cannot say who holds the
+// lock, the answer is that etcd is unavailable, not that someone holds it:
+// a wait also runs out when etcd went away and its watch heard nothing.
 func (a *Etcd) lockedError(ctx context.Context, resource string) error {
-	lerr := &LockedError{Resource: resource}
-	if h, ok, err := a.Holder(ctx, resource); err == nil && ok {
-		lerr.Holder = h
+	h, _, err := a.Holder(ctx, resource)
+	if err != nil {
+		return err
 	}
-	return lerr
+	// No holder (it released between the wait and the look-up): still
+	// locked as far as this request goes, by no token to name.
+	return &LockedError{Resource: resource, Holder: h}
 }
 
 // Holder returns the token of resource's current lock holder, if any.

@@ -374,6 +374,9 @@ func TestLockDelayAfterExpiryNotRelease(t *testing.T) {
 	if !errors.Is(err, authority.ErrLocked) || !strings.Contains(err.Error(), "lock-delay") {
 		t.Fatalf("acquire right after an expiry = %v, want ErrLocked in lock-delay", err)
 	}
+	if strings.Contains(err.Error(), "token") {
+		t.Errorf("lock-delay with no holder names a token: %v", err) // it read "locked by token 0:0"
+	}
 	after, err := a.Acquire(t.Context(), "delay/expired", opts(5*time.Second, 10*time.Second))
 	if err != nil {
 		t.Fatalf("acquire waiting out the lock-delay = %v", err)
