@@ -152,12 +152,46 @@ func Up(databaseURL string, srcs ...Source) error {
 	return nil
 }
 
-// Down reverts n migrations.
+// Down reverts n migrations. More than are applied is refused before any
+// is undone: a slip of the finger (10 for 1) would otherwise drop every
+// table of the schema, the fences included, before saying so.
 func (m *Migrator) Down(n int) error {
 	if n < 1 {
 		return fmt.Errorf("schema: down: want a number of migrations >= 1, got %d", n)
 	}
+	applied, err := m.applied()
+	if err != nil {
+		return err
+	}
+	if n > applied {
+		return fmt.Errorf("schema: down: %d migrations are applied, fewer than the %d asked to undo; nothing was undone (`down %d` undoes them all)", applied, n, applied)
+	}
 	return m.run("down", m.m.Steps(-n))
+}
+
+// applied counts the migrations applied, walking the source back from the
+// recorded version. A dirty version counts as applied: Steps then refuses
+// it with its repair instructions.
+func (m *Migrator) applied() (int, error) {
+	v, _, err := m.m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("schema: version: %w", err)
+	}
+	n := 1
+	for {
+		prev, err := m.src.Prev(v)
+		if errors.Is(err, os.ErrNotExist) {
+			return n, nil // no migration before v
+		}
+		if err != nil {
+			return 0, fmt.Errorf("schema: reading the migrations: %w", err)
+		}
+		v = prev
+		n++
+	}
 }
 
 // Force sets the recorded version without running anything and clears the

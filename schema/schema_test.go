@@ -52,10 +52,16 @@ func TestUpTwiceIsANoOpAndDownReverts(t *testing.T) {
 	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM fencegw.authority").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("authority rows = %d, %v; want 1 (seeded once, not twice)", n, err)
 	}
-	// One more than were applied: all are undone, and the error says the
-	// last one asked for was not there.
-	if err := m.Down(int(latest) + 1); err == nil || !strings.Contains(err.Error(), "1 fewer migrations were applied than asked to undo") {
-		t.Fatalf("Down(%d) after %d applied = %v, want the short count named", latest+1, latest, err)
+	// One more than were applied: refused, and nothing is undone.
+	if err := m.Down(int(latest) + 1); err == nil || !strings.Contains(err.Error(), "nothing was undone") {
+		t.Fatalf("Down(%d) after %d applied = %v, want a refusal that undoes nothing", latest+1, latest, err)
+	}
+	if v, dirty, err := m.Version(); v != latest || dirty || err != nil {
+		t.Fatalf("after a refused Down: version %d dirty %t err %v; want %d", v, dirty, err, latest)
+	}
+	// Exactly as many: all are undone.
+	if err := m.Down(int(latest)); err != nil {
+		t.Fatalf("Down(%d) after %d applied = %v", latest, latest, err)
 	}
 	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM pg_namespace WHERE nspname = 'fencegw'").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("fencegw schema still there after down: %d, %v", n, err)
