@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/client"
 )
 
@@ -36,6 +38,10 @@ are in FENCING_TOKEN_1, FENCING_TOKEN_2, ... (with FENCEGW_RESOURCE_n and
 FENCEGW_LEASE_ID_n), numbered in the order given here, for a write such as
 Fencing-Token: from="$FENCING_TOKEN_1", to="$FENCING_TOKEN_2".
 
+Where the gateway's policy declares clients, the client's bearer token is
+read from FENCEGW_BEARER_TOKEN (never a flag: every user of the machine
+can read a command line).
+
 exit status: CMD's own when it finished while the lease was held;
   3 the lease was lost and CMD was stopped; 4 the resource stayed locked;
   5 the gateway could not be reached or refused; 2 usage.`,
@@ -48,8 +54,9 @@ exit status: CMD's own when it finished while the lease was held;
 				return fmt.Errorf("%w: lock: want RESOURCE [RESOURCE...] -- CMD [ARGS...]", errUsage)
 			case slices.Contains(args[:dash], ""):
 				return fmt.Errorf("%w: lock: an empty RESOURCE", errUsage)
-			case o.ttl <= 0 || o.wait < 0 || o.grace < 0:
-				return fmt.Errorf("%w: lock: --ttl must be positive, --wait and --grace not negative", errUsage)
+			case o.ttl < authority.MinTTL || o.ttl > authority.MaxTTL || o.wait < 0 || o.wait > authority.MaxWait || o.grace < 0:
+				return fmt.Errorf("%w: lock: --ttl must be %s to %s, --wait 0 to %s, --grace not negative",
+					errUsage, authority.MinTTL, authority.MaxTTL, authority.MaxWait)
 			}
 			return nil
 		},
@@ -99,11 +106,14 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 
 	c := client.New(o.gateway, client.WithBearerToken(os.Getenv("FENCEGW_BEARER_TOKEN")))
 	set, err := c.AcquireAll(ctx, resources, client.AcquireOptions{TTL: o.ttl, Wait: o.wait})
+	var problem *client.ProblemError
 	switch {
 	case errors.Is(err, client.ErrBadOptions):
 		return fmt.Errorf("%w: lock: %w", errUsage, err)
 	case errors.Is(err, client.ErrLocked):
 		return &exitError{code: exitLocked, err: err}
+	case errors.As(err, &problem) && problem.Status == http.StatusUnauthorized:
+		return &exitError{code: exitUnavailable, err: fmt.Errorf("%w (set FENCEGW_BEARER_TOKEN to this client's bearer token)", err)}
 	case err != nil:
 		return &exitError{code: exitUnavailable, err: err}
 	}

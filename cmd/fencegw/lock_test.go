@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -206,7 +208,8 @@ func TestLockExitStatuses(t *testing.T) {
 	if err := execute(ctx, io.Discard, "lock", "account/acct-6", "true"); !errors.Is(err, errUsage) {
 		t.Fatalf("lock without -- = %v, want a usage error", err)
 	}
-	for _, args := range [][]string{{"", "--", "true"}, {"--ttl", "-1s", "r", "--", "true"}, {"--wait", "-1s", "r", "--", "true"}} {
+	for _, args := range [][]string{{"", "--", "true"}, {"--ttl", "-1s", "r", "--", "true"}, {"--wait", "-1s", "r", "--", "true"},
+		{"--ttl", "500ms", "r", "--", "true"}, {"--ttl", "2h", "r", "--", "true"}, {"--wait", "6m", "r", "--", "true"}} {
 		if err := execute(ctx, io.Discard, append([]string{"lock", "--gateway", base}, args...)...); !errors.Is(err, errUsage) {
 			t.Fatalf("lock %q = %v, want a usage error", args, err)
 		}
@@ -233,5 +236,37 @@ func TestLockExitStatuses(t *testing.T) {
 	}
 	if err := execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-7", "account/acct-8", "--", "true"); err != nil {
 		t.Fatalf("lock on both again = %v (were they released?)", err)
+	}
+}
+
+// TestLockSendsTheBearerToken: where the policy declares clients, lock
+// sends FENCEGW_BEARER_TOKEN; without it the refusal says what to set.
+func TestLockSendsTheBearerToken(t *testing.T) {
+	demo, err := os.ReadFile("../../testdata/demo/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("billing-secret"))
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	withClient := string(demo) + "\nclients:\n  billing:\n    token_sha256: " + hex.EncodeToString(sum[:]) + "\n    operations: [\"*\"]\n"
+	if err := os.WriteFile(pol, []byte(withClient), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrs, served := make(chan string, 1), make(chan error, 1)
+	go func() { served <- serve(ctx, serveConfigFor(t, migrated(t), pol), func(a string) { addrs <- a }) }()
+	defer func() { cancel(); <-served }()
+	base := "http://" + <-addrs
+
+	t.Setenv("FENCEGW_BEARER_TOKEN", "")
+	err = execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-11", "--", "true")
+	var exit *exitError
+	if !errors.As(err, &exit) || exit.code != exitUnavailable || !strings.Contains(err.Error(), "set FENCEGW_BEARER_TOKEN") {
+		t.Fatalf("lock without a bearer token = %v, want status %d naming FENCEGW_BEARER_TOKEN", err, exitUnavailable)
+	}
+	t.Setenv("FENCEGW_BEARER_TOKEN", "billing-secret")
+	if err := execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-11", "--", "true"); err != nil {
+		t.Fatalf("lock with the bearer token = %v", err)
 	}
 }
