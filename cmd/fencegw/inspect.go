@@ -133,6 +133,7 @@ func inspect(ctx context.Context, conn *pgx.Conn, auth *authority.Etcd, prefix s
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
 	in.LocksTruncated = truncated
+	in.Locks = make([]lockRow, 0, len(locks)) // [] in JSON when none, as the other lists
 	for _, st := range locks {
 		h := st.Holder
 		in.Locks = append(in.Locks, lockRow{

@@ -98,7 +98,16 @@ func TestInspect(t *testing.T) {
 		t.Errorf("a lock value's terminal escape reached the text:\n%q", text)
 	}
 
+	// Nothing under a prefix: every list is [], none null.
 	var out bytes.Buffer
+	if err := execute(ctx, &out, "inspect", "--database-url", dbURL, "--etcd", strings.Join(testenv.EtcdEndpoints(), ","), "--resource", prefix+"nothing/", "--json"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "null") {
+		t.Errorf("inspect --json of nothing: %s, want [] for every empty list", out.String())
+	}
+
+	out.Reset()
 	if err := execute(ctx, &out, "inspect", "--database-url", testenv.NewDatabase(t), "--etcd", "127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "fencegw migrate up") {
 		t.Errorf("inspect of a database without the gateway's schema: %v, want a hint to migrate", err)
 	}
