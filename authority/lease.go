@@ -447,6 +447,16 @@ func (a *Etcd) Release(ctx context.Context, id LeaseID, owner string) error {
 	return nil
 }
 
+// Abandon gives up a lease granted to a caller that went away before it
+// learnt the lease's ID: released now if etcd answers, else revoked once
+// it does (revokeAbandoned), so that nobody holds the lock for its TTL.
+func (a *Etcd) Abandon(ctx context.Context, id LeaseID, owner string) {
+	if err := a.Release(ctx, id, owner); err == nil || errors.Is(err, ErrLeaseNotFound) {
+		return
+	}
+	a.revokeAbandoned(ctx, id)
+}
+
 func leaseError(op string, err error) error {
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		return fmt.Errorf("%s: %w", op, ErrLeaseNotFound)

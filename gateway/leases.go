@@ -86,9 +86,7 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	if r.Context().Err() != nil {
 		// The client left while waiting: nobody will ever learn this lease
 		// ID, so hand the lock on now instead of at the TTL.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
-		defer cancel()
-		_ = g.cfg.Authority.Release(ctx, lease.ID, opts.Owner)
+		g.cfg.Authority.Abandon(context.WithoutCancel(r.Context()), lease.ID, opts.Owner)
 		return
 	}
 	g.metrics.leases.WithLabelValues("granted").Inc()
