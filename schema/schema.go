@@ -88,6 +88,15 @@ func Open(databaseURL string, src Source) (*Migrator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema: parse database URL: %w", err)
 	}
+	// The migrations first: opening the database creates the version
+	// table, which a folder without migrations should not leave behind.
+	source, err := iofs.New(src.FS, ".")
+	if err != nil {
+		return nil, fmt.Errorf("schema: read migrations: %w", err)
+	}
+	if _, err := source.First(); errors.Is(err, os.ErrNotExist) {
+		return nil, errors.New("schema: the folder holds no migrations (files such as 1_create.up.sql and 1_create.down.sql)")
+	}
 	db := stdlib.OpenDB(*cfg)
 	// The version table lives in public, not in whatever the role's
 	// search_path resolves first: for a role named fencegw that would be
@@ -96,11 +105,6 @@ func Open(databaseURL string, src Source) (*Migrator, error) {
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("schema: open database: %w", err)
-	}
-	source, err := iofs.New(src.FS, ".")
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("schema: read migrations: %w", err)
 	}
 	m, err := migrate.NewWithInstance("iofs", source, "pgx5", driver)
 	if err != nil {

@@ -163,3 +163,17 @@ func TestVersionTableIgnoresSearchPath(t *testing.T) {
 		t.Fatalf("version %d dirty %t %v, want %d", v, dirty, err, latest)
 	}
 }
+
+// TestEmptyFolderIsRefused: a folder without migrations (a wrong --dir) is
+// named as such, before the database is touched: no version table is left.
+func TestEmptyFolderIsRefused(t *testing.T) {
+	dbURL := testenv.NewDatabase(t)
+	_, err := schema.Open(dbURL, schema.Dir(t.TempDir(), "empty_schema_migrations"))
+	if err == nil || !strings.Contains(err.Error(), "no migrations") {
+		t.Fatalf("Open of an empty folder = %v, want it named as holding no migrations", err)
+	}
+	var table *string
+	if err := connect(t, dbURL).QueryRow(t.Context(), "SELECT to_regclass('public.empty_schema_migrations')::text").Scan(&table); err != nil || table != nil {
+		t.Fatalf("version table after the refusal: %v, %v; want none", table, err)
+	}
+}
