@@ -25,10 +25,11 @@ const (
 )
 
 // cleanupTimeout bounds each attempt to revoke the lease of a failed
-// acquisition; abandonedRetry bounds the attempts.
+// acquisition; abandonedBackoff is the longest pause between attempts, and
+// so about how long an abandoned waiter may hold its lock once etcd is back.
 const (
-	cleanupTimeout = 5 * time.Second
-	abandonedRetry = 2 * MaxTTL
+	cleanupTimeout   = 5 * time.Second
+	abandonedBackoff = 5 * time.Second
 )
 
 // Lease is a granted lock: the holder may write with Token until the etcd
@@ -150,7 +151,7 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	id := LeaseID(grant.ID)
 	lease, err := a.lock(ctx, resource, id, opts)
 	if err != nil {
-		a.revokeAbandoned(ctx, id)
+		a.revokeAbandoned(ctx, id, opts.Owner)
 		return Lease{}, err
 	}
 	lease.TTL = time.Duration(grant.TTL) * time.Second
@@ -160,17 +161,21 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 }
 
 // revokeAbandoned revokes the lease of an acquisition that failed or was
-// given up. etcd itself may be why it failed, and then the revoke fails
-// too: the lease would stay a waiter in line that no client knows of, take
-// the lock in its turn and hold it for its TTL (etcd restarts every lease's
-// TTL when it comes back). So a failed revoke is tried again in the
-// background, backing off, until etcd has done it or says the lease is
-// gone, the client is closed, or abandonedRetry has passed (by then the
-// lease has run out on any etcd that came back).
-func (a *Etcd) revokeAbandoned(ctx context.Context, id LeaseID) {
+// given up, owned by owner. etcd itself may be why it failed, and then the
+// revoke fails too: the lease would stay a waiter in line that no client
+// knows of, take the lock in its turn and hold it for its TTL (etcd
+// restarts every lease's TTL when it comes back). So a failed revoke is
+// tried again in the background, backing off, until etcd has done it or
+// says the lease is gone or not owner's, or the client is closed. No time
+// limit: however long etcd is away, the lease is alive again when it
+// returns. The goroutines are bounded by the acquisitions that had a lease
+// granted when etcd went away. No lock-delay is owed after a lease whose
+// token nobody received, so its last-holder record goes first.
+func (a *Etcd) revokeAbandoned(ctx context.Context, id LeaseID, owner string) {
 	revoke := func(ctx context.Context) bool {
 		cctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 		defer cancel()
+		_ = a.forgetLastHolder(cctx, id) // best effort: a lock-delay not owed
 		_, err := a.cli.Revoke(cctx, clientv3.LeaseID(id))
 		return err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound)
 	}
@@ -178,15 +183,23 @@ func (a *Etcd) revokeAbandoned(ctx context.Context, id LeaseID) {
 		return
 	}
 	go func() {
-		cctx, cancel := context.WithTimeout(a.cli.Ctx(), abandonedRetry)
-		defer cancel()
-		for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
+		cctx := a.cli.Ctx() // done when the client is closed
+		for backoff := time.Second; ; backoff = min(2*backoff, abandonedBackoff) {
 			select {
 			case <-cctx.Done():
 				return
 			case <-time.After(backoff):
 			}
-			if revoke(cctx) {
+			// Later attempts check the owner first: an etcd member restarted
+			// with its clock set back could reissue the ID to someone else.
+			// Without its owner key the lease holds no lock either.
+			rctx, cancel := context.WithTimeout(cctx, cleanupTimeout)
+			err := a.checkOwner(rctx, id, owner)
+			cancel()
+			switch {
+			case errors.Is(err, ErrLeaseNotFound), errors.Is(err, ErrNotOwner):
+				return
+			case err == nil && revoke(cctx):
 				return
 			}
 		}
@@ -451,10 +464,10 @@ func (a *Etcd) Release(ctx context.Context, id LeaseID, owner string) error {
 // learnt the lease's ID: released now if etcd answers, else revoked once
 // it does (revokeAbandoned), so that nobody holds the lock for its TTL.
 func (a *Etcd) Abandon(ctx context.Context, id LeaseID, owner string) {
-	if err := a.Release(ctx, id, owner); err == nil || errors.Is(err, ErrLeaseNotFound) {
+	if err := a.Release(ctx, id, owner); err == nil || errors.Is(err, ErrLeaseNotFound) || errors.Is(err, ErrNotOwner) {
 		return
 	}
-	a.revokeAbandoned(ctx, id)
+	a.revokeAbandoned(ctx, id, owner)
 }
 
 func leaseError(op string, err error) error {

@@ -25,7 +25,7 @@ var problemTypes = []problemType{
 	{"stale-token", http.StatusConflict, "Stale fencing token", "the token is older than the resource's fence (or equal, on a strict resource): a newer holder has written"},
 	{"precondition-failed", http.StatusConflict, "Operation precondition failed", "a statement's expect_rows was not met (e.g. an insufficient balance)"},
 	{"constraint", http.StatusConflict, "Constraint violated", "a PostgreSQL constraint refused the write"},
-	{"locked", http.StatusConflict, "Resource is locked", "the lease wait ended with another holder (current_token names it)"},
+	{"locked", http.StatusConflict, "Resource is locked", "the lease wait ended with another holder (current_token names it, when there is one to name)"},
 	{"too-large", http.StatusRequestEntityTooLarge, "Request body too large", "the body is larger than the gateway's --max-body"},
 	{"unsupported-media-type", http.StatusUnsupportedMediaType, "Unsupported media type", "a lease request or batch not sent as application/json"},
 	{"unsupported-encoding", http.StatusUnsupportedMediaType, "Unsupported content encoding", "a body sent with a Content-Encoding other than identity: the gateway decompresses nothing (the answer says so: Accept-Encoding: identity)"},

@@ -177,3 +177,25 @@ func TestEmptyFolderIsRefused(t *testing.T) {
 		t.Fatalf("version table after the refusal: %v, %v; want none", table, err)
 	}
 }
+
+// TestDownRefusesAFolderWithoutTheRecordedVersion: down through a folder
+// that lacks the recorded version (a wrong --dir for the --table) is
+// refused by name, and nothing is undone.
+func TestDownRefusesAFolderWithoutTheRecordedVersion(t *testing.T) {
+	dbURL := testenv.NewDatabase(t)
+	if err := schema.Up(dbURL, schema.Gateway()); err != nil {
+		t.Fatal(err)
+	}
+	latest, _ := schema.Latest(schema.Gateway())
+	m, err := schema.Open(dbURL, schema.Dir("../testdata/demo/migrations", schema.GatewayTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Down(1); err == nil || !strings.Contains(err.Error(), "no migration in this folder") {
+		t.Fatalf("Down(1) with the demo's folder on the gateway's table = %v, want the recorded version named as missing", err)
+	}
+	if v, dirty, err := schema.Applied(t.Context(), connect(t, dbURL), schema.GatewayTable); v != latest || dirty || err != nil {
+		t.Fatalf("after the refusal: version %d dirty %t %v; want %d", v, dirty, err, latest)
+	}
+}

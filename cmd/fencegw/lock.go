@@ -54,9 +54,11 @@ exit status: CMD's own when it finished while the lease was held;
 				return fmt.Errorf("%w: lock: want RESOURCE [RESOURCE...] -- CMD [ARGS...]", errUsage)
 			case slices.Contains(args[:dash], ""):
 				return fmt.Errorf("%w: lock: an empty RESOURCE", errUsage)
-			case o.ttl < authority.MinTTL || o.ttl > authority.MaxTTL || o.wait < 0 || o.wait > authority.MaxWait || o.grace < 0:
-				return fmt.Errorf("%w: lock: --ttl must be %s to %s, --wait 0 to %s, --grace not negative",
-					errUsage, authority.MinTTL, authority.MaxTTL, authority.MaxWait)
+			case o.ttl <= 0 || o.ttl > authority.MaxTTL || o.wait < 0 || o.wait > authority.MaxWait || o.grace < 0:
+				// A TTL under a second is rounded up to one, as the gateway
+				// counts whole seconds.
+				return fmt.Errorf("%w: lock: --ttl must be positive and at most %s, --wait 0 to %s, --grace not negative",
+					errUsage, authority.MaxTTL, authority.MaxWait)
 			}
 			return nil
 		},
@@ -113,7 +115,11 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 	case errors.Is(err, client.ErrLocked):
 		return &exitError{code: exitLocked, err: err}
 	case errors.As(err, &problem) && problem.Status == http.StatusUnauthorized:
-		return &exitError{code: exitUnavailable, err: fmt.Errorf("%w (set FENCEGW_BEARER_TOKEN to this client's bearer token)", err)}
+		hint := "set FENCEGW_BEARER_TOKEN to this client's bearer token"
+		if os.Getenv("FENCEGW_BEARER_TOKEN") != "" {
+			hint = "the bearer token in FENCEGW_BEARER_TOKEN was refused"
+		}
+		return &exitError{code: exitUnavailable, err: fmt.Errorf("%w (%s)", err, hint)}
 	case err != nil:
 		return &exitError{code: exitUnavailable, err: err}
 	}
