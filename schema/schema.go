@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
 	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
@@ -216,6 +217,12 @@ func (m *Migrator) Force(version int) error {
 			return fmt.Errorf("schema: force: there is no migration %d", version)
 		}
 		r.Close()
+	}
+	if version == 0 {
+		// No migration is 0: it means none applied, which golang-migrate
+		// records as its nil version. Recorded as 0, the next `up` would
+		// look for a migration 0 and fail.
+		version = database.NilVersion
 	}
 	return m.run("force", m.m.Force(version))
 }

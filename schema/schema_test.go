@@ -130,6 +130,18 @@ func TestDirtyStateNamesTheFix(t *testing.T) {
 	if v, dirty, _ := m.Version(); v != 1 || dirty {
 		t.Fatalf("after force 1: version %d dirty %t", v, dirty)
 	}
+	// force 0: none applied. up then starts from the first migration
+	// (whose table exists here, so it fails there) instead of looking for
+	// a migration 0.
+	if err := m.Force(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.Version(); !errors.Is(err, schema.ErrNoVersion) {
+		t.Fatalf("after force 0: %v, want no version", err)
+	}
+	if err := m.Up(); err == nil || !strings.Contains(err.Error(), "ok_table") {
+		t.Fatalf("up after force 0 = %v, want it to run migration 1 again", err)
+	}
 }
 
 func connect(t *testing.T, dbURL string) *pgx.Conn {
