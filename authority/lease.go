@@ -151,7 +151,7 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	id := LeaseID(grant.ID)
 	lease, err := a.lock(ctx, resource, id, opts)
 	if err != nil {
-		a.revokeAbandoned(ctx, id, opts.Owner)
+		a.Abandon(ctx, id, opts.Owner)
 		return Lease{}, err
 	}
 	lease.TTL = time.Duration(grant.TTL) * time.Second
@@ -160,10 +160,11 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	return lease, nil
 }
 
-// revokeAbandoned revokes the lease of an acquisition that failed or was
-// given up, owned by owner. etcd itself may be why it failed, and then the
-// revoke fails too: the lease would stay a waiter in line that no client
-// knows of, take the lock in its turn and hold it for its TTL (etcd
+// Abandon gives up lease id, owned by owner, whose token nobody received:
+// an acquisition that failed or was given up, or one granted to a client
+// that went away before it learnt the ID. etcd itself may be why, and then
+// the revoke fails too: the lease would stay a waiter in line, or a
+// holder, that no client knows of, and keep the lock for its TTL (etcd
 // restarts every lease's TTL when it comes back). So a failed revoke is
 // tried again in the background, backing off, until etcd has done it or
 // says the lease is gone or not owner's, or the client is closed. No time
@@ -171,7 +172,7 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 // returns. The goroutines are bounded by the acquisitions that had a lease
 // granted when etcd went away. No lock-delay is owed after a lease whose
 // token nobody received, so its last-holder record goes first.
-func (a *Etcd) revokeAbandoned(ctx context.Context, id LeaseID, owner string) {
+func (a *Etcd) Abandon(ctx context.Context, id LeaseID, owner string) {
 	revoke := func(ctx context.Context) bool {
 		cctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 		defer cancel()
@@ -458,16 +459,6 @@ func (a *Etcd) Release(ctx context.Context, id LeaseID, owner string) error {
 	}
 	a.observe(resp.Header.Revision)
 	return nil
-}
-
-// Abandon gives up a lease granted to a caller that went away before it
-// learnt the lease's ID: released now if etcd answers, else revoked once
-// it does (revokeAbandoned), so that nobody holds the lock for its TTL.
-func (a *Etcd) Abandon(ctx context.Context, id LeaseID, owner string) {
-	if err := a.Release(ctx, id, owner); err == nil || errors.Is(err, ErrLeaseNotFound) || errors.Is(err, ErrNotOwner) {
-		return
-	}
-	a.revokeAbandoned(ctx, id, owner)
 }
 
 func leaseError(op string, err error) error {
