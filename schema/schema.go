@@ -179,12 +179,12 @@ func (m *Migrator) Down(n int) error {
 // with its repair instructions; a recorded version the folder lacks is
 // named (a wrong --dir or --table, or an older binary).
 func (m *Migrator) applied() (n int, dirty bool, err error) {
-	v, dirty, err := m.m.Version()
-	if errors.Is(err, migrate.ErrNilVersion) {
+	v, dirty, err := m.Version()
+	if errors.Is(err, ErrNoVersion) {
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("schema: version: %w", err)
+		return 0, false, err
 	}
 	if dirty {
 		return 0, true, nil
@@ -245,7 +245,7 @@ func (m *Migrator) run(op string, err error) error {
 	switch {
 	case err == nil, errors.Is(err, migrate.ErrNoChange):
 		return nil
-	case errors.As(err, &short):
+	case errors.As(err, &short): // Down counts first; another migrate may have undone some since
 		return fmt.Errorf("schema: %s: %d fewer migrations were applied than asked to undo; every one that was is undone", op, short.Short)
 	case errors.As(err, &dirty):
 		return fmt.Errorf("%w at version %d: migration %d failed halfway. Repair the schema by hand "+

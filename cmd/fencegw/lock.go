@@ -106,7 +106,8 @@ func (e *exitError) Unwrap() error { return e.err }
 func runLock(ctx context.Context, o lockOptions, resources, command []string) error {
 	resource := strings.Join(resources, ", ")
 
-	c := client.New(o.gateway, client.WithBearerToken(os.Getenv("FENCEGW_BEARER_TOKEN")))
+	bearer := os.Getenv("FENCEGW_BEARER_TOKEN")
+	c := client.New(o.gateway, client.WithBearerToken(bearer))
 	set, err := c.AcquireAll(ctx, resources, client.AcquireOptions{TTL: o.ttl, Wait: o.wait})
 	var problem *client.ProblemError
 	switch {
@@ -116,7 +117,7 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 		return &exitError{code: exitLocked, err: err}
 	case errors.As(err, &problem) && problem.Status == http.StatusUnauthorized:
 		hint := "set FENCEGW_BEARER_TOKEN to this client's bearer token"
-		if os.Getenv("FENCEGW_BEARER_TOKEN") != "" {
+		if bearer != "" {
 			hint = "the bearer token in FENCEGW_BEARER_TOKEN was refused"
 		}
 		return &exitError{code: exitUnavailable, err: fmt.Errorf("%w (%s)", err, hint)}
