@@ -278,6 +278,7 @@ func TestAccessLogNamesRoutesRefusedBeforeTheirHandler(t *testing.T) {
 	lines := make(lineWriter, 1024)
 	gw := h.sibling(func(c *gateway.Config) { c.Logger = slog.New(slog.NewJSONHandler(lines, nil)) })
 	bearer := http.Header{"Authorization": {"Bearer billing-secret"}}
+	before := h.state()
 	for _, c := range []struct {
 		method, path string
 		header       http.Header
@@ -295,5 +296,8 @@ func TestAccessLogNamesRoutesRefusedBeforeTheirHandler(t *testing.T) {
 		if m := accessLine(t, lines, r.Header.Get(gateway.RequestIDHeader)); m["route"] != c.route {
 			t.Errorf("%s %s (%d) logs route %v, want %s", c.method, c.path, c.status, m["route"], c.route)
 		}
+	}
+	if after := h.state(); after != before {
+		t.Errorf("the refused writes changed the database: %s → %s", before, after)
 	}
 }
