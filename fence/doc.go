@@ -35,14 +35,18 @@
 // # Outcomes
 //
 // Apply returns the rendered Response, or an error: *StaleTokenError,
-// *PreconditionError, *ConstraintError, *KeyMismatchError, ErrValue or
-// ErrConflict (nothing written), ErrUnavailable (nothing written), or
-// ErrUnavailable with ErrOutcomeUnknown (the connection failed after the
-// commit was sent). One predicate, sessionLost, decides whether an error
-// ended the session, and one rule, lost, decides what a lost session
-// means: unknown if the round trip carried the commit, not applied
-// otherwise. In a batch, a write's error comes wrapped in *WriteError
-// naming its index.
+// *PreconditionError, *ConstraintError, *KeyMismatchError, *SQLError,
+// ErrValue or ErrConflict (nothing written), ErrUnavailable (nothing
+// written), or ErrUnavailable with ErrOutcomeUnknown (the connection
+// failed after the commit was sent). In a batch, a write's error comes
+// wrapped in *WriteError naming its index. OutcomeOf says what an error
+// means for the request (Applied, Refused, NotApplied, Unknown), and
+// SettlesKey whether a refusal is its idempotency key's outcome: those two
+// functions, in outcome.go, are the one place that decides it, with the
+// rule every answer rests on. One predicate, sessionLost, decides whether
+// an error ended the session, and one rule, lost, decides what a lost
+// session means: unknown if the round trip carried the commit, not
+// applied otherwise (classify.go).
 //
 // # Idempotency
 //

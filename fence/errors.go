@@ -14,6 +14,10 @@ var (
 	// ErrOutcomeUnknown marks a failure after the commit was sent: the
 	// request may have been applied. Retry only with the same key.
 	ErrOutcomeUnknown = errors.New("fence: outcome unknown")
+	// ErrKeyInFlight marks a keyed request that this attempt did not
+	// apply while another attempt with its key may still: the key's
+	// outcome is unknown until a retry with it gets a final answer.
+	ErrKeyInFlight = errors.New("fence: an earlier attempt with this idempotency key may still be applied")
 	// ErrConflict: the request's fences contradict each other (two roles of
 	// one write on one resource, one resource under two tokens).
 	ErrConflict = errors.New("fence: conflicting fences")
@@ -80,7 +84,11 @@ type SQLError struct {
 	Operation string
 	Code      string // the SQLSTATE
 	Message   string // the error's primary message, as raised
-	Err       error  // the driver's error, for the log
+	// Mapped: the policy answers the SQLSTATE (sql_errors, or the PT
+	// class): an application's refusal, final. Otherwise it is an
+	// internal error, not a refusal.
+	Mapped bool
+	Err    error // the driver's error, for the log
 }
 
 func (e *SQLError) Error() string {

@@ -1,192 +1,116 @@
 package fence
 
 import (
-	"cmp"
 	"errors"
-	"fmt"
-	"slices"
-	"strings"
 
-	"github.com/jackc/pgerrcode"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// SQLSTATEs raised by the fencegw schema's functions.
+// Outcome is what became of a request, as far as its answer can tell.
+//
+// The rule the gateway's answers rest on: a request is answered Applied
+// only after the COMMIT that made it durable; Refused and NotApplied only
+// when nothing of it can commit any more (for a keyed request, see
+// SettlesKey: a refusal of the key's attempt is the key's outcome, stored,
+// so that no other attempt with the key applies after it); Unknown
+// whenever the commit may have happened. A refusal decided inside a
+// transaction of several requests depended on the others; if that
+// transaction's COMMIT fails, the refusal is decided again alone (runTx)
+// before anyone is told.
+type Outcome int
+
 const (
-	sqlstateStale        = "FG409"
-	sqlstatePrecondition = "FG412"
-	sqlstateGuard        = "FG403" // a guard trigger (package guard)
-	sqlstateReplay       = "FG208" // claim_key: the key completed before
-	sqlstateMismatch     = "FG422" // claim_key, settle_key: another request's key
+	// Applied: the request committed.
+	Applied Outcome = iota
+	// Refused: nothing was written, and the refusal is final: a stale
+	// token, a failed precondition, a constraint, an argument PostgreSQL
+	// refused, an application's refusal the policy maps (sql_errors, the
+	// PT class), a token the authority refused, an idempotency key reused
+	// for another request, contradicting fences.
+	Refused
+	// NotApplied: nothing was written by this attempt, and it may apply
+	// if retried: PostgreSQL or the authority was unavailable, a row lock
+	// wait ran out, a deadlock, an internal error.
+	NotApplied
+	// Unknown: the commit was sent and its answer lost; the request may
+	// have been applied. Only a retry with the same idempotency key can
+	// tell.
+	Unknown
 )
 
-// sessionLost is the one answer to "did this error end the session, or
-// may it have?": a FATAL or PANIC from the server, or anything that is not
-// a server error at all (a broken connection, a timeout that closed it).
-// An ERROR only aborts the transaction; the session carries on.
-func sessionLost(err error) bool {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return true
+func (o Outcome) String() string {
+	switch o {
+	case Applied:
+		return "applied"
+	case Refused:
+		return "refused"
+	case NotApplied:
+		return "not-applied"
 	}
-	switch cmp.Or(pgErr.SeverityUnlocalized, pgErr.Severity) {
-	case "FATAL", "PANIC":
+	return "unknown"
+}
+
+// OutcomeOf says what err, an error of Store.Apply or of the checks before
+// it (the authority's), means for the request: nil is Applied.
+func OutcomeOf(err error) Outcome {
+	var (
+		stale    *StaleTokenError
+		precond  *PreconditionError
+		constr   *ConstraintError
+		mismatch *KeyMismatchError
+		sqlErr   *SQLError
+	)
+	switch {
+	case err == nil:
+		return Applied
+	case errors.Is(err, ErrOutcomeUnknown), errors.Is(err, ErrKeyInFlight):
+		return Unknown
+	case errors.As(err, &stale), errors.As(err, &precond), errors.As(err, &constr), errors.As(err, &mismatch),
+		errors.Is(err, ErrValue), errors.Is(err, ErrConflict), errors.Is(err, tokens.ErrRejected):
+		return Refused
+	case errors.As(err, &sqlErr):
+		if sqlErr.Mapped {
+			return Refused
+		}
+		return NotApplied
+	case errors.Is(err, ErrUnavailable), errors.Is(err, tokens.ErrHalted):
+		return NotApplied
+	}
+	return Unknown
+}
+
+// SettlesKey reports whether err, a keyed request's refusal, must become
+// its idempotency key's outcome: it was decided against state that
+// changes (a fence, a row, the authority's word on a lease), so another
+// attempt with the key, queued somewhere or sent later, could otherwise
+// be applied after this one was refused. A refusal decided on the request
+// alone (an idempotency key reused for another request, contradicting
+// fences) or on a token the authority never issued (storing it would let
+// anyone who guesses a key spoil it for its owner) does not settle it.
+func SettlesKey(err error) bool {
+	var rejected *tokens.RejectedError
+	if errors.As(err, &rejected) {
+		return rejected.Issued
+	}
+	return judgedOnRows(err)
+}
+
+// judgedOnRows reports whether err is a final refusal that PostgreSQL
+// decided against what the rows held: a stale token, a failed
+// precondition, a constraint, a value refused, an application's refusal
+// the policy maps.
+func judgedOnRows(err error) bool {
+	var (
+		stale   *StaleTokenError
+		precond *PreconditionError
+		constr  *ConstraintError
+		sqlErr  *SQLError
+	)
+	switch {
+	case errors.As(err, &stale), errors.As(err, &precond), errors.As(err, &constr), errors.Is(err, ErrValue):
 		return true
+	case errors.As(err, &sqlErr):
+		return sqlErr.Mapped
 	}
 	return false
 }
-
-// lost is the one rule for a request whose session failed: if the round
-// trip that failed carried the commit (an implicit transaction's Sync, or
-// COMMIT) and may have left, the outcome is unknown; otherwise nothing was
-// applied, since PostgreSQL rolls back a transaction whose session ends
-// before COMMIT.
-func lost(err error, committing bool) error {
-	if committing && !sentNothing(err) {
-		return fmt.Errorf("%w (%w): the connection to PostgreSQL failed after the commit was sent: %w", ErrUnavailable, ErrOutcomeUnknown, err)
-	}
-	return fmt.Errorf("%w: the connection to PostgreSQL failed before the commit, nothing was written: %w", ErrUnavailable, err)
-}
-
-// sentNothing reports whether err proves that the round trip never left.
-// pgx marks its "conn closed" error safe to retry, but it also returns it
-// when a read fails after a whole batch went out (MultiResultReader
-// NextResult drops the read error, and the next read finds the connection
-// closed): that batch may have committed. So that error proves nothing.
-func sentNothing(err error) bool {
-	return pgconn.SafeToRetry(err) && !errors.Is(err, pgconn.ErrConnClosed)
-}
-
-// failedAt locates a failure inside a request's pipeline: the fence that
-// raised (an index into Request.fences) or the write whose statement did.
-type failedAt struct {
-	fence, write int // -1 when not that
-}
-
-var nowhere = failedAt{-1, -1}
-
-// classify turns the error of a request's round trip into this package's
-// errors. committing: the round trip carried the commit.
-func classify(err error, committing bool, req *Request, at failedAt) error {
-	if sessionLost(err) {
-		if pre, ok := unencodable(err); ok {
-			if at.write < 0 {
-				// It surfaces at the first result read, a fence's.
-				at.write = onlyWriteRunning(req, pre.SQL())
-			}
-			return inWrite(req, at, &encodeError{cause: pre.Unwrap()})
-		}
-		return lost(err, committing)
-	}
-	var pgErr *pgconn.PgError
-	errors.As(err, &pgErr) // sessionLost said it is one
-	if at.write >= 0 {
-		// What the policy maps, the policy answers: before the classes
-		// below, which would answer a mapped 23514 as a constraint with
-		// the application's message.
-		if _, mapped := req.Writes[at.write].Operation.SQLError(pgErr.Code); mapped {
-			return inWrite(req, at, &SQLError{Operation: opName(req, at), Code: pgErr.Code, Message: pgErr.Message, Err: err})
-		}
-	}
-	switch {
-	case pgErr.Code == sqlstateStale && at.fence >= 0:
-		f := req.fences[at.fence]
-		current, perr := tokens.Parse(pgErr.Detail)
-		if perr != nil {
-			return fmt.Errorf("fence: the fence raised without a current token: %w", err)
-		}
-		w := &req.Writes[f.write]
-		return inWrite(req, failedAt{-1, f.write}, &StaleTokenError{
-			Role: w.Operation.Roles[f.role].Name, Resource: f.resource, Presented: f.token.Unsigned(), Current: current,
-		})
-	case pgErr.Code == sqlstatePrecondition:
-		return inWrite(req, at, &PreconditionError{Operation: opName(req, at), Message: pgErr.Message})
-	case pgErr.Code == sqlstateGuard:
-		return inWrite(req, at, &ConstraintError{Constraint: "fencegw_guard", Message: pgErr.Message})
-	case pgerrcode.IsIntegrityConstraintViolation(pgErr.Code):
-		return inWrite(req, at, &ConstraintError{Constraint: pgErr.ConstraintName, Message: pgErr.Message})
-	case pgerrcode.IsDataException(pgErr.Code):
-		return inWrite(req, at, fmt.Errorf("%w: %s (SQLSTATE %s)", ErrValue, pgErr.Message, pgErr.Code))
-	case pgErr.Code == pgerrcode.LockNotAvailable:
-		return fmt.Errorf("%w: a resource stayed locked by another write past lock_timeout, nothing was written: %w", ErrUnavailable, err)
-	case pgerrcode.IsTransactionRollback(pgErr.Code), pgerrcode.IsInsufficientResources(pgErr.Code),
-		pgerrcode.IsOperatorIntervention(pgErr.Code), pgerrcode.IsConnectionException(pgErr.Code):
-		return fmt.Errorf("%w: PostgreSQL rolled the write back, retry: %w", ErrUnavailable, err)
-	}
-	if at.write >= 0 {
-		return inWrite(req, at, &SQLError{Operation: opName(req, at), Code: pgErr.Code, Message: pgErr.Message, Err: err})
-	}
-	return inWrite(req, at, fmt.Errorf("fence: operation %s: %w", opName(req, at), err))
-}
-
-// unencodable reports whether err is pgx refusing to encode an argument
-// for its column (3e9 for an int4), and returns pgx's error, which names
-// the statement (SQL) and holds the cause (Unwrap). Nothing can have
-// committed: closing the connection, pgx sends the statements it had
-// queued before that argument, then Terminate, never the Sync or COMMIT
-// after it, and the backend runs them (a fence may wait for its row lock)
-// and rolls back when it reads the Terminate. (Its other step, "prepare",
-// talks to the server like any round trip.)
-func unencodable(err error) (pgx.ErrPreprocessingBatch, bool) {
-	var pre pgx.ErrPreprocessingBatch
-	ok := errors.As(err, &pre) && strings.HasPrefix(pre.Error(), "error preprocessing batch (build)")
-	return pre, ok
-}
-
-// onlyWriteRunning is the index of the one write of req that has a
-// statement sql, or -1 if none or several have.
-func onlyWriteRunning(req *Request, sql string) int {
-	found := -1
-	for wi := range req.Writes {
-		if !slices.ContainsFunc(req.Writes[wi].Operation.Statements, func(st policy.Statement) bool { return st.SQL == sql }) {
-			continue
-		}
-		if found >= 0 {
-			return -1
-		}
-		found = wi
-	}
-	return found
-}
-
-// encodeError is an argument pgx cannot encode for its column (3e9 for an
-// int4). Its text names no driver internals; the cause stays in the chain.
-type encodeError struct{ cause error }
-
-func (e *encodeError) Error() string {
-	return "fence: argument value refused: an argument does not fit its database column (check the operation's bounds)"
-}
-
-func (e *encodeError) Unwrap() []error { return []error{ErrValue, e.cause} }
-
-// inWrite names the write of a batch an error belongs to.
-func inWrite(req *Request, at failedAt, err error) error {
-	if at.write >= 0 {
-		return req.InWrite(at.write, err)
-	}
-	return err
-}
-
-func opName(req *Request, at failedAt) string {
-	if at.write >= 0 {
-		return req.Writes[at.write].Operation.Name
-	}
-	return req.Writes[0].Operation.Name
-}
-
-// usable reports whether conn can carry a new request: open, not in the
-// middle of another exchange, and outside any transaction (inside one, an
-// implicit transaction's Sync would commit nothing).
-func usable(conn *pgxpool.Conn) bool {
-	pc := conn.Conn().PgConn()
-	return !pc.IsClosed() && !pc.IsBusy() && pc.TxStatus() == 'I'
-}
-
-// errNotUsable refuses a request on a connection usable rejects; callers
-// check first, so it is a last line of defence.
-var errNotUsable = fmt.Errorf("%w: the PostgreSQL session was not idle, nothing was written", ErrUnavailable)

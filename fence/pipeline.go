@@ -26,6 +26,13 @@ const unfencedSQL = "SELECT fencegw.stamp_unfenced($1, $2, $3, $4)"
 // and cannot widen: a row passes only if its fence was stamped too.
 const scopeSQL = "SELECT set_config('fencegw.resource', $1, true)"
 
+// unscopeSQL ends the last request's scope before the COMMIT of a
+// transaction of several requests: work deferred to the COMMIT (a deferred
+// constraint trigger) cannot be told apart by request, and must not pass
+// under another client's fence. A guarded row it writes is refused, and
+// the requests run again alone, each under its own fences.
+const unscopeSQL = "SELECT set_config('fencegw.resource', '', true)"
+
 // queueRequest queues req's pipeline: its fences in canonical order, then
 // each write's statements in the request's order. It is the one shape of a
 // fenced write, alone or batched. Every statement's parameters share one
@@ -63,13 +70,25 @@ func (s *Store) queueRequest(b *pgx.Batch, req *Request) {
 			next(st.SQL, start)
 		}
 	}
+	if batched {
+		// Work deferred to COMMIT (a deferred constraint trigger) runs
+		// after the last write, and cannot be told apart by write: it is
+		// judged under every fence of the request, all of which its client
+		// holds, not under the last write's alone.
+		start := len(args)
+		args = append(args, strings.Join(req.Resources(), "\n"))
+		next(scopeSQL, start)
+	}
 }
 
 // params is how many parameters queueRequest binds for r: five per
-// fence, one per write's scope when there are several, and its
-// statements'.
+// fence, one per write's scope when there are several and one for the
+// scope after them, and its statements'.
 func (r *Request) params() int {
 	n := 5 * len(r.fences)
+	if len(r.Writes) > 1 {
+		n++
+	}
 	for wi := range r.Writes {
 		if len(r.Writes) > 1 {
 			n++
@@ -113,6 +132,11 @@ func readRequest(br pgx.BatchResults, req *Request) ([]Result, failedAt, error) 
 			if err := readStatement(br, op.Statements[i].Kind, &res[i]); err != nil {
 				return nil, failedAt{fence: -1, write: wi}, err
 			}
+		}
+	}
+	if batched {
+		if _, err := br.Exec(); err != nil {
+			return nil, nowhere, err
 		}
 	}
 	return results, nowhere, nil

@@ -276,6 +276,7 @@ func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pe
 	for _, p := range batch {
 		s.queueRequest(b, p.req)
 	}
+	b.Queue(unscopeSQL) // read by Close, with the commit
 	br := conn.SendBatch(ctx, b)
 	failed, at := -1, nowhere
 	_, err := br.Exec()
@@ -330,6 +331,9 @@ func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pe
 // its requests must be retried alone.
 func (s *Store) commit(ctx context.Context, conn *pgxpool.Conn, batch []*pending, several bool) (retryAlone bool) {
 	b := &pgx.Batch{}
+	if several {
+		b.Queue(unscopeSQL)
+	}
 	for _, p := range batch {
 		if k := p.req.Key; k != nil && p.err == nil && !p.replay && !p.retry {
 			b.Queue(storeSQL, k.Client, k.Scope, k.Key, p.resp.Status, p.resp.Body)
@@ -341,9 +345,28 @@ func (s *Store) commit(ctx context.Context, conn *pgxpool.Conn, batch []*pending
 		if !sessionLost(err) && several {
 			return true
 		}
+		if several {
+			redecideAlone(batch)
+		}
 		failAll(batch, classify(err, true, batch[0].req, nowhere))
 	}
 	return false
+}
+
+// redecideAlone marks for a retry alone the requests of a transaction of
+// several whose COMMIT was lost and that were refused inside it: their
+// refusal was judged against what the others wrote (a fence one advanced,
+// a balance one spent), which may never have committed. Alone, on another
+// connection, each is judged again against what did: its fence row lock
+// waits until the old session's transaction has ended, either way.
+// Refusals that hold whatever the others did stay: a lock wait that ran
+// out, an idempotency key reused for another request.
+func redecideAlone(batch []*pending) {
+	for _, p := range batch {
+		if p.err != nil && judgedOnRows(p.err) {
+			p.resp, p.err, p.retry = Response{}, nil, true
+		}
+	}
 }
 
 // failAll answers every request of batch not answered yet with err; one

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -44,33 +45,27 @@ func (g *Gateway) validate(ctx context.Context, resource, client string, tok tok
 	return err
 }
 
-// settledProblems are the refusals of a keyed request that become the
-// outcome of its key (see fence.Store.Settle): each says "not applied" as
-// if for good, so no other attempt with the key may apply afterwards.
-var settledProblems = map[string]bool{"token-rejected": true, "stale-token": true, "precondition-failed": true, "constraint": true}
-
-// settle answers a keyed request that failed. A final refusal is stored
-// as its key's outcome, after any attempt in flight with the key has
-// ended; if that attempt (or an earlier one) completed, its answer is
-// replayed instead, whoever asks: retrying a completed write is harmless.
-// A halted authority is not final: settle waits for an attempt in flight
-// and replays it, or says the outcome is unknown, since an earlier attempt
-// may still be on its way. Every other failure is answered as it is.
+// settle answers a keyed request that failed. A refusal that settles its
+// key (fence.SettlesKey) is stored as the key's outcome, after any attempt
+// in flight with the key has ended; if that attempt (or an earlier one)
+// completed, its answer is replayed instead, whoever asks: retrying a
+// completed write is harmless. An attempt that was not applied for a
+// reason that may pass (PostgreSQL or etcd unavailable, a lock wait run
+// out, a halted authority) settles nothing: settle waits for an attempt in
+// flight and replays it, or says the key's outcome is unknown, since an
+// earlier attempt may still be on its way (queued in this replica or
+// another). Every other failure is answered as it is.
 func (g *Gateway) settle(ctx context.Context, key *fence.Key, err error, scope problemScope) (fence.Response, error) {
-	var rejected *tokens.RejectedError
-	if errors.As(err, &rejected) && !rejected.Issued {
-		// A token the authority never issued: no attempt with it can have
-		// passed, so the refusal is final as it is. Storing it would let
-		// anyone who guesses a key spoil it for its owner.
-		return fence.Response{}, err
-	}
 	var refusal *fence.Response
-	if p := problemFor(err, scope); settledProblems[p.Kind()] {
+	switch outcome := fence.OutcomeOf(err); {
+	case outcome == fence.Refused && fence.SettlesKey(err):
 		// The bytes this request answers (writeProblem names the same
 		// instance) and every replay of the key answers.
+		p := problemFor(g.mapSQLError(err), scope)
 		p.Instance = instanceOf(ctx)
 		refusal = &fence.Response{Status: p.Status, Body: renderProblem(p)}
-	} else if !errors.Is(err, tokens.ErrHalted) {
+	case outcome == fence.NotApplied && !unmappedSQLError(err), errors.Is(err, authority.ErrUnavailable):
+	default:
 		return fence.Response{}, err
 	}
 	resp, ok, serr := g.store.Settle(ctx, key, refusal)
@@ -80,7 +75,15 @@ func (g *Gateway) settle(ctx context.Context, key *fence.Key, err error, scope p
 	case ok && resp.Replayed:
 		return resp, nil
 	case refusal == nil:
-		return fence.Response{}, fmt.Errorf("%w (%w)", err, fence.ErrOutcomeUnknown)
+		return fence.Response{}, fmt.Errorf("%w (%w)", err, fence.ErrKeyInFlight)
 	}
 	return fence.Response{}, err // stored as the key's outcome: answered like any refusal
+}
+
+// unmappedSQLError reports whether err is an SQLSTATE of the policy's
+// statements that the policy does not map: answered as an internal error,
+// which promises nothing about the write and is left as it is.
+func unmappedSQLError(err error) bool {
+	var se *fence.SQLError
+	return errors.As(err, &se) && !se.Mapped
 }

@@ -166,14 +166,13 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.Is(err, tokens.ErrHalted):
 		p.set("authority-halted")
 		p.Outcome = "not-applied"
-		if errors.Is(err, fence.ErrOutcomeUnknown) {
-			// A keyed write: an earlier attempt with its key may still apply.
+		if errors.Is(err, fence.ErrKeyInFlight) {
 			var halted *tokens.HaltedError
 			if errors.As(err, &halted) {
 				p.Detail = publicDetail(halted.Error())
 			}
 			p.Outcome = "unknown"
-			p.Detail += "; an earlier attempt with this Idempotency-Key may still be applied: retry only with the same key"
+			p.Detail += keyInFlightDetail
 		}
 	case errors.Is(err, ErrOverloaded):
 		p.set("unavailable")
@@ -188,7 +187,10 @@ func problemFor(err error, scope problemScope) Problem {
 		// The cause (connection strings, server messages) stays in the log.
 		p.set("unavailable")
 		p.Outcome, p.Detail = "not-applied", "PostgreSQL or etcd is unavailable; nothing was written: retry"
-		if errors.Is(err, fence.ErrOutcomeUnknown) {
+		if errors.Is(err, fence.ErrKeyInFlight) {
+			p.Outcome = "unknown"
+			p.Detail = "PostgreSQL or etcd is unavailable; this attempt was not applied" + keyInFlightDetail
+		} else if errors.Is(err, fence.ErrOutcomeUnknown) {
 			p.Outcome = "unknown"
 			p.Detail = "the connection to PostgreSQL failed after the write was sent: it may have been applied; retry only with the same Idempotency-Key"
 			if !scope.Keyed {
@@ -202,6 +204,10 @@ func problemFor(err error, scope problemScope) Problem {
 	}
 	return p
 }
+
+// keyInFlightDetail ends the detail of a keyed request that this attempt
+// did not apply while another attempt with its key may still.
+const keyInFlightDetail = "; an earlier attempt with this Idempotency-Key may still be applied: retry only with the same key"
 
 // goPackages are the prefixes Go errors carry ("fence: stale token …"):
 // they name fencegw's packages, which mean nothing to a client.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -210,12 +211,15 @@ func TestConnectionLostMidWrite(t *testing.T) {
 			}
 
 			// A keyed write's first batch holds no COMMIT: cut there, the
-			// server rolls it back, so nothing was applied.
+			// server rolls it back, so this attempt was not applied; but
+			// an earlier attempt with its key, elsewhere, might still be,
+			// so the key's outcome is unknown.
 			warmUp("warm-3")
 			cut.arm(1)
 			before := h.balance(account)
-			if r := gw.do(http.MethodPost, "/v1/ops/credit", keyed(l.Token, l.Token+"lost-0"), debit(account, 1000)); r.Status != http.StatusServiceUnavailable || r.Problem.Outcome != "not-applied" {
-				t.Fatalf("keyed write cut before its COMMIT: %d %s, want 503 outcome not-applied", r.Status, r.Body)
+			if r := gw.do(http.MethodPost, "/v1/ops/credit", keyed(l.Token, l.Token+"lost-0"), debit(account, 1000)); r.Status != http.StatusServiceUnavailable ||
+				r.Problem.Outcome != "unknown" || !strings.Contains(r.Problem.Detail, "this attempt was not applied") {
+				t.Fatalf("keyed write cut before its COMMIT: %d %s, want 503 outcome unknown, this attempt not applied", r.Status, r.Body)
 			}
 			// (The cut lone write above may still commit its +1.)
 			if moved := h.balance(account) - before; moved != 0 && moved != 1 {

@@ -1,12 +1,12 @@
 package gateway_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/internal/testenv"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -18,12 +18,7 @@ func holderPolicy(t *testing.T) string {
 
 // lockWaiters counts sessions waiting for a lock in a statement matching
 // the SQL LIKE pattern.
-func (h *harness) lockWaiters(pattern string) int {
-	var n int
-	_ = h.pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1", pattern).Scan(&n)
-	return n
-}
+func (h *harness) lockWaiters(pattern string) int { return testenv.LockWaiters(h.pool, pattern) }
 
 // TestKeyedRetryWaitsForTheAttemptInFlight is issue 7's reproduction: a
 // keyed debit holds its key while it waits for the fence row, its lease

@@ -24,3 +24,12 @@ func LockFenceRow(t testing.TB, pool *pgxpool.Pool, resource string) (unlock fun
 	}
 	return unlock
 }
+
+// LockWaiters counts the sessions of pool's database that wait for a lock
+// in a statement matching the SQL LIKE pattern.
+func LockWaiters(pool *pgxpool.Pool, pattern string) int {
+	var n int
+	_ = pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1", pattern).Scan(&n)
+	return n
+}
