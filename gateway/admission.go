@@ -136,7 +136,7 @@ func (g *Gateway) refusedUnread(r *http.Request, op string) bool {
 // refuseAtTheGate answers a write that waited too long, counted under its
 // operation when the policy has one by that name.
 func (g *Gateway) refuseAtTheGate(w http.ResponseWriter, r *http.Request, op string, err error) {
-	p := g.writeProblem(w, r, err, problemScope{Operation: clip.String(op, 64)})
+	p := g.writeProblem(w, r, err, problemScope{Operation: clip.String(op, 64), Keyed: len(r.Header.Values(IdempotencyHeader)) > 0})
 	if _, known := g.metrics.ops[op]; known {
 		g.metrics.writes.WithLabelValues(op, p.Kind()).Inc()
 	}

@@ -177,6 +177,9 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.Is(err, ErrOverloaded):
 		p.set("unavailable")
 		p.Outcome, p.Detail = "not-applied", "the gateway is at its limit of writes in flight; nothing was written: retry"
+		if scope.Keyed {
+			p.Outcome, p.Detail = "unknown", "the gateway is at its limit of writes in flight; this attempt was not applied"+keyInFlightDetail
+		}
 		if scope.Operation == "" {
 			p.Outcome, p.Detail = "", "the gateway is at its limit of lease calls in progress: retry"
 		}
