@@ -212,8 +212,9 @@ func (op *Operation) ResourceKeys(dst []string, vals Values) ([]string, error) {
 
 // Bind appends the parameters of statement st for one request to dst, in
 // $n order: arguments from vals, builtins from the resource keys and
-// tokens of the operation's roles (indexed like Roles). Appending lets a
-// request's statements share one slice.
+// tokens of the operation's roles (indexed like Roles); :_token is the
+// token without its signature, E:R. Appending lets a request's statements
+// share one slice.
 func (op *Operation) Bind(dst []any, st *Statement, vals Values, keys []string, toks []tokens.Token) []any {
 	for _, b := range st.binds {
 		var v any
@@ -227,7 +228,9 @@ func (op *Operation) Bind(dst []any, st *Statement, vals Values, keys []string, 
 		case ParamRevision:
 			v = toks[b.index].Revision
 		case ParamToken:
-			v = toks[b.index].String()
+			// Rows are read by more people than the holder, and outlive its
+			// lease: the signature, a capability, stays out of them.
+			v = toks[b.index].Unsigned().String()
 		}
 		dst = append(dst, v)
 	}

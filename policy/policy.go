@@ -150,7 +150,7 @@ const (
 	ParamResource = "_resource" // the resource key
 	ParamEpoch    = "_epoch"    // the token's epoch
 	ParamRevision = "_revision" // the token's revision
-	ParamToken    = "_token"    // the token's text form E:R
+	ParamToken    = "_token"    // the token's text form E:R, never its signature
 )
 
 // Statement is one compiled SQL statement of an operation.

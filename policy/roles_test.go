@@ -52,7 +52,7 @@ func TestRolesCompile(t *testing.T) {
 	if err != nil || !slices.Equal(keys, []string{"account/a1", "account/a2"}) {
 		t.Fatalf("ResourceKeys = %q, %v", keys, err)
 	}
-	toks := []tokens.Token{{Epoch: 1, Revision: 42}, {Epoch: 1, Revision: 57}}
+	toks := []tokens.Token{{Epoch: 1, Revision: 42, Sig: tokens.Sig{1}}, {Epoch: 1, Revision: 57, Sig: tokens.Sig{2}}} // :_token_from binds E:R only
 	got := op.Bind(nil, &op.Statements[2], vals, keys, toks)
 	want := []any{"account/a1", "1:42", "account/a2", int64(1), int64(57)}
 	if !slices.Equal(got, want) {
