@@ -141,7 +141,7 @@ func (s *twoHolders) ready(ctx context.Context, i int) bool {
 
 // write sends one append through gateway i%n and records it.
 func (s *twoHolders) write(ctx context.Context, i int, token, intent string) string {
-	ev := check.Event{Worker: s.id, Intent: intent, Resource: "res/" + wentBackResource, Token: token}
+	ev := check.Event{Worker: s.id, Intent: intent, Resource: "res/" + wentBackResource, Token: client.Unsigned(token)}
 	s.record(ev, check.TypeInvoke, "")
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -141,9 +141,10 @@ func (w *worker) transferRound(ctx context.Context, n int) {
 	w.step()
 
 	intent := fmt.Sprintf("w%d-%d-t", w.id, n)
+	fromToken, toToken := set.Lease("res/"+from).Token(), set.Lease("res/"+to).Token()
 	roles := [2]check.Event{
-		{Worker: w.id, Intent: intent + ":from", Resource: "res/" + from, Token: set.Lease("res/" + from).Token()},
-		{Worker: w.id, Intent: intent + ":to", Resource: "res/" + to, Token: set.Lease("res/" + to).Token()},
+		{Worker: w.id, Intent: intent + ":from", Resource: "res/" + from, Token: client.Unsigned(fromToken)},
+		{Worker: w.id, Intent: intent + ":to", Resource: "res/" + to, Token: client.Unsigned(toToken)},
 	}
 	for _, ev := range roles {
 		w.record(ev, "invoke", "")
@@ -151,7 +152,7 @@ func (w *worker) transferRound(ctx context.Context, n int) {
 	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	args := map[string]any{"from": from, "to": to, "intent": intent, "worker": w.id, "amount": 1 + w.rnd.IntN(100)}
-	_, err = w.pick().Write(wctx, client.RoleTokens(map[string]string{"from": roles[0].Token, "to": roles[1].Token}),
+	_, err = w.pick().Write(wctx, client.RoleTokens(map[string]string{"from": fromToken, "to": toToken}),
 		"transfer", args, client.WithIdempotencyKey(intent))
 	typ, detail := outcome(err)
 	var stale *client.StaleTokenError
@@ -166,7 +167,7 @@ func (w *worker) transferRound(ctx context.Context, n int) {
 }
 
 func (w *worker) write(c *client.Client, token, r, intent string) {
-	ev := check.Event{Worker: w.id, Intent: intent, Resource: "res/" + r, Token: token}
+	ev := check.Event{Worker: w.id, Intent: intent, Resource: "res/" + r, Token: client.Unsigned(token)}
 	w.record(ev, "invoke", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -17,7 +17,7 @@ type Event struct {
 	Type     string    `json:"type"`   // "invoke" before sending a write; then exactly one of "ok" (200), "fail" (a definite refusal: nothing was applied), "info" (outcome unknown: timeout, connection error, 503 with outcome "unknown")
 	Intent   string    `json:"intent"` // unique id of one intended write
 	Resource string    `json:"resource"`
-	Token    string    `json:"token"`            // "E:R"
+	Token    string    `json:"token"`            // "E:R": histories are kept as evidence, and a signed token is a capability
 	Detail   string    `json:"detail,omitempty"` // e.g. the problem kind "stale-token", or an error
 }
 
