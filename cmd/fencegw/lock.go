@@ -27,10 +27,13 @@ func lockCommand() *cobra.Command {
 		Short: "run CMD holding the lock on RESOURCE, its fencing token in FENCING_TOKEN",
 		Long: `Takes the lock on RESOURCE through the gateway, runs CMD with the token in
 FENCING_TOKEN (and FENCEGW_LEASE_ID, FENCEGW_RESOURCE, FENCEGW_URL), keeps
-the lease alive, and stops CMD (SIGTERM, then SIGKILL after --grace) as soon
-as the lease is lost or its local deadline passes. CMD must still send its
-writes with the token: a paused process can outlive any local check, and
-only the fence refuses its late write.
+the lease alive, and stops CMD's process group (SIGTERM, then SIGKILL after
+--grace to what is left of it) as soon as the lease is lost or its local
+deadline passes, or when CMD exits leaving some of it running; it releases
+the lock and exits once the group is empty. A process that leaves the group
+(setsid) is not stopped. CMD must still send its writes with the token: a
+paused process can outlive any local check, and only the fence refuses its
+late write.
 
 With several resources, all are taken (in canonical order, all or none)
 before CMD starts, and CMD is stopped when any lease is lost. Their tokens
@@ -72,7 +75,7 @@ exit status: CMD's own when it finished while the lease was held;
 	showDefault(flags, "gateway", "http://127.0.0.1:8080") // FENCEGW_URL may carry credentials
 	flags.DurationVar(&o.ttl, "ttl", 10*time.Second, "lease TTL; renewed every TTL/3")
 	flags.DurationVar(&o.wait, "wait", 0, "how long to wait for the current holder")
-	flags.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lease is lost")
+	flags.DurationVar(&o.grace, "grace", 10*time.Second, "time the command's process group gets between SIGTERM and SIGKILL")
 	return cmd
 }
 
@@ -144,10 +147,12 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 			cmd.Env = append(cmd.Env, "FENCING_TOKEN_"+n+"="+lease.Token(), "FENCEGW_LEASE_ID_"+n+"="+lease.ID(), "FENCEGW_RESOURCE_"+n+"="+r)
 		}
 	}
-	// Its own process group, so that stopping it stops what it started too
-	// (a shell script's children).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	// Orphans of the command's group become ours to reap while it runs
+	// (processGroup.empty).
+	restore := becomeSubreaper()
+	defer restore()
+	g, err := startGroup(cmd)
+	if err != nil {
 		// As a shell says it: 127 no such command, 126 not runnable.
 		code := 126
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
@@ -155,25 +160,28 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 		}
 		return &exitError{code: code, err: fmt.Errorf("lock: cannot run %s: %w", command[0], err)}
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 
+	// Every case returns only once the group is empty: the locks are
+	// released, and our status reported, after the last process the
+	// command started is gone.
 	select {
-	case err := <-exited:
+	case <-g.done:
+		if !g.empty() {
+			fmt.Fprintf(os.Stderr, "fencegw lock: %s exited, leaving processes in its group: stopping them\n", command[0])
+			_ = g.stop(o.grace)
+		}
 		// A command that ends just as the process wakes from a pause
 		// may beat the keepalive to the news: the deadline decides.
 		if lost := leaseLost(set); lost != nil {
-			return &exitError{code: exitLeaseLost, err: fmt.Errorf("lock: the lease on %s was lost while %s ran (%w); it exited: %v", resource, command[0], lost, err)}
+			return &exitError{code: exitLeaseLost, err: fmt.Errorf("lock: the lease on %s was lost while %s ran (%w); it exited: %v", resource, command[0], lost, g.err)}
 		}
-		return childExit(err)
+		return childExit(g.err)
 	case <-ctx.Done():
 		// Our own SIGINT/SIGTERM: pass it on and wait for the command.
-		signalGroup(cmd, syscall.SIGTERM)
-		return childExit(stopChild(cmd, exited, o.grace))
+		return childExit(g.stop(o.grace))
 	case <-set.Done():
 		fmt.Fprintf(os.Stderr, "fencegw lock: lost %s (%v): stopping %s\n", resource, set.Err(), command[0])
-		signalGroup(cmd, syscall.SIGTERM)
-		_ = stopChild(cmd, exited, o.grace)
+		_ = g.stop(o.grace)
 		return &exitError{code: exitLeaseLost, err: fmt.Errorf("lock: lease on %s lost: %w", resource, set.Err())}
 	}
 }
@@ -192,25 +200,6 @@ func leaseLost(set *client.LeaseSet) error {
 		}
 	}
 	return nil
-}
-
-// stopChild waits up to grace for the command to exit after SIGTERM, then
-// kills it.
-func stopChild(cmd *exec.Cmd, exited <-chan error, grace time.Duration) error {
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case err := <-exited:
-		return err
-	case <-t.C:
-		signalGroup(cmd, syscall.SIGKILL)
-		return <-exited
-	}
-}
-
-// signalGroup signals the command's whole process group.
-func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
-	_ = syscall.Kill(-cmd.Process.Pid, sig)
 }
 
 // childExit turns the command's end into ours: same status.
