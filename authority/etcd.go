@@ -37,9 +37,12 @@ type Etcd struct {
 	newestRevision atomic.Int64
 
 	// keys sign and verify tokens (keys.go); nil until first needed.
-	keys       atomic.Pointer[tokens.Keyring]
-	keysMu     sync.Mutex   // one load at a time
-	keysLoaded atomic.Int64 // unix ns of the last load
+	keys     atomic.Pointer[keySet]
+	keysLock chan struct{} // one load at a time; a channel, so a wait for it can end with its ctx
+	// keysStarted is when the last load began, keysErr its error; both
+	// guarded by keysLock.
+	keysStarted time.Time
+	keysErr     error
 
 	dbSize, dbInUse atomic.Int64 // etcd's store, as ReadStoreSize last found it
 }
@@ -47,7 +50,7 @@ type Etcd struct {
 // NewEtcd returns the authority for cli, at DefaultEpoch until Resume sets
 // the epoch that etcd and PostgreSQL agree on.
 func NewEtcd(cli *clientv3.Client) *Etcd {
-	a := &Etcd{cli: cli, now: time.Now}
+	a := &Etcd{cli: cli, now: time.Now, keysLock: make(chan struct{}, 1)}
 	a.epoch.Store(tokens.DefaultEpoch)
 	return a
 }
@@ -88,7 +91,7 @@ func (a *Etcd) Validate(ctx context.Context, resource, client string, tok tokens
 		defer cancel()
 		return a.checkIssued(ctx, tok)
 	}
-	if ring := a.keys.Load(); mode != tokens.ValidateHolder && ring != nil && ring.Verify(tok, resource, client) {
+	if set := a.keys.Load(); mode != tokens.ValidateHolder && set != nil && set.ring.Verify(tok, resource, client) {
 		return a.checkEpoch(tok, true) // the common case: no etcd, no deadline to set up
 	}
 	ctx, cancel := context.WithTimeout(ctx, ValidateTimeout)
@@ -112,25 +115,39 @@ func (a *Etcd) Validate(ctx context.Context, resource, client string, tok tokens
 }
 
 // checkSigned refuses a token the gateway did not issue for resource and
-// client: unsigned, or signed for another resource or client, or by a
-// key no longer in use.
+// client (unsigned, or signed for another resource or client), and one
+// signed by a retired key. A signature no loaded key verifies may be by a
+// key rotated in since this process loaded its keys: only etcd can say
+// (keysReadSince), so if the keys cannot be read again the answer is that
+// the authority is unavailable, never a refusal a retry would contradict.
 func (a *Etcd) checkSigned(ctx context.Context, resource, client string, tok tokens.Token) error {
-	ring, err := a.keyring(ctx)
+	presented := time.Now()
+	set, err := a.keySet(ctx)
 	if err != nil {
 		return err
 	}
-	if ring.Verify(tok, resource, client) {
+	if set.ring.Verify(tok, resource, client) {
 		return nil
 	}
-	if tok.Signed() && a.reloadKeysSoon(ctx) && a.keys.Load().Verify(tok, resource, client) {
-		return nil // signed by a key rotated in since this process loaded its keys
+	if tok.Signed() && !set.retiredSigned(tok, resource, client) {
+		// A retired key is never brought back: that answer needs no etcd.
+		if set, err = a.keysReadSince(ctx, presented); err != nil {
+			return err
+		}
+		if set.ring.Verify(tok, resource, client) {
+			return nil
+		}
+	}
+	switch {
+	case !tok.Signed():
+		return &tokens.RejectedError{Presented: tok.Unsigned(), Reason: "unsigned: send the token your lease was granted with (E:R:SIGNATURE)"}
+	case set.retiredSigned(tok, resource, client):
+		return &tokens.RejectedError{Presented: tok.Unsigned(), Issued: true, Retired: true,
+			Reason: "signed by a retired key (fencegw keys retire): take a new lease"}
 	}
 	why := "not issued by this authority for " + resource
 	if client != "" {
 		why += " to client " + client
-	}
-	if !tok.Signed() {
-		why = "unsigned: send the token your lease was granted with (E:R:SIGNATURE)"
 	}
 	return &tokens.RejectedError{Presented: tok.Unsigned(), Reason: why}
 }

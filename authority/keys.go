@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -23,6 +24,12 @@ import (
 // can mint lock keys: protect etcd (TLS, authentication).
 const keysPrefix = "/fencegw/token-keys/"
 
+// retiredKeysPrefix holds the keys `fencegw keys retire` took out of
+// service. They never sign and never make a token valid: they are kept
+// only so that a token one of them signed is refused as what it is, a
+// token of a retired key (403 token-retired), not as a forgery.
+const retiredKeysPrefix = "/fencegw/retired-token-keys/"
+
 // keyIDWidth makes key IDs sort as numbers.
 const keyIDWidth = 20
 
@@ -33,48 +40,177 @@ type KeyInfo struct {
 	Revision  int64     `json:"revision"`            // etcd's revision when the key was created
 	SignAfter time.Time `json:"sign_after,omitzero"` // zero: signs from creation
 	Signing   bool      `json:"signing"`             // new tokens carry its signature
+	RetiredAt time.Time `json:"retired_at,omitzero"` // set for a retired key
+}
+
+// keySet is what a process knows of the signing keys.
+type keySet struct {
+	ring    *tokens.Keyring // the keys in service: the newest whose time has come signs, all verify
+	retired *tokens.Keyring // nil if none: only names a refusal, never accepts
+}
+
+// retiredSigned reports whether one of the retired keys signed tok for
+// resource and client.
+func (s *keySet) retiredSigned(tok tokens.Token, resource, client string) bool {
+	return s.retired != nil && s.retired.Verify(tok, resource, client)
 }
 
 // keyReloadEvery bounds the reloads a signature that no known key verifies
-// can cause: forged tokens must not buy an etcd read each.
+// can cause (keysReadSince): forged tokens must not buy an etcd read each.
 const keyReloadEvery = 250 * time.Millisecond
 
-// keyring returns the signing keys, loading them (and creating the first
-// one on a new cluster) on first use.
+// keyring returns the signing keys in service, loading them (and creating
+// the first one on a new cluster) on first use.
 func (a *Etcd) keyring(ctx context.Context) (*tokens.Keyring, error) {
-	if k := a.keys.Load(); k != nil {
-		return k, nil
+	set, err := a.keySet(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return a.ReloadKeys(ctx)
+	return set.ring, nil
+}
+
+// keySet returns the keys this process knows, loading them on first use.
+func (a *Etcd) keySet(ctx context.Context) (*keySet, error) {
+	if s := a.keys.Load(); s != nil {
+		return s, nil
+	}
+	if err := a.lockKeys(ctx); err != nil {
+		return nil, err
+	}
+	defer a.unlockKeys()
+	if s := a.keys.Load(); s != nil {
+		return s, nil // another caller loaded them while this one waited
+	}
+	return a.loadKeysLocked(ctx)
 }
 
 // ReloadKeys reads the signing keys from etcd now, creating the first key
 // if there is none. The guard calls it on each check, and a signature no
-// known key verifies makes it run at once (at most every 250 ms), so a
-// rotation reaches every replica before tokens signed with the new key
-// reach it, or on their first sight.
+// known key verifies makes the keys load again (at most every 250 ms:
+// keysReadSince), so a rotation reaches every replica before tokens signed
+// with the new key reach it, or on their first sight.
 func (a *Etcd) ReloadKeys(ctx context.Context) (*tokens.Keyring, error) {
-	a.keysMu.Lock()
-	defer a.keysMu.Unlock()
+	if err := a.lockKeys(ctx); err != nil {
+		return nil, err
+	}
+	defer a.unlockKeys()
+	set, err := a.loadKeysLocked(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return set.ring, nil
+}
+
+// keysReadSince returns the keys as a load that began at or after since
+// read them: a signature no loaded key verifies, presented at since, may
+// be by a key created just before, and only such a load can tell. If the
+// last load began earlier, it starts one, no sooner than keyReloadEvery
+// after that one began, and waits for it. So forged tokens buy at most
+// four etcd reads a second, whoever presents them; callers that queue
+// behind one load share its answer; and an answer is never older than the
+// question: with etcd away it is the load's error (unavailable), never a
+// refusal that an earlier load's keys would make.
+func (a *Etcd) keysReadSince(ctx context.Context, since time.Time) (*keySet, error) {
+	if err := a.lockKeys(ctx); err != nil {
+		return nil, err
+	}
+	defer a.unlockKeys()
+	if !a.keysStarted.Before(since) {
+		if a.keysErr != nil {
+			return nil, a.keysErr
+		}
+		return a.keys.Load(), nil
+	}
+	if wait := time.Until(a.keysStarted.Add(keyReloadEvery)); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, unavailable("wait for the signing keys' load", ctx.Err())
+		}
+	}
+	return a.loadKeysLocked(ctx)
+}
+
+// lockKeys takes the right to load the keys, or fails as unavailable when
+// ctx ends first: a load waits for etcd, and a request must not wait longer
+// than its own deadline for someone else's.
+func (a *Etcd) lockKeys(ctx context.Context) error {
+	select {
+	case a.keysLock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return unavailable("wait for the signing keys' load", ctx.Err())
+	}
+}
+
+func (a *Etcd) unlockKeys() { <-a.keysLock }
+
+// loadKeysLocked reads the keys and records the attempt; the caller holds
+// keysLock.
+func (a *Etcd) loadKeysLocked(ctx context.Context) (*keySet, error) {
+	started := time.Now() // a linearizable read sees every key created before it began
+	set, err := a.readKeys(ctx)
+	a.keysStarted, a.keysErr = started, err
+	if err != nil {
+		return nil, err
+	}
+	a.keys.Store(set)
+	return set, nil
+}
+
+// readKeys reads the keys in service and the retired ones at one
+// revision, creating the first key on a cluster that has none.
+func (a *Etcd) readKeys(ctx context.Context) (*keySet, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	resp, err := a.cli.Get(ctx, keysPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+	active, retired, err := a.readKeyKVs(ctx)
 	if err != nil {
-		return nil, unavailable("read signing keys", err)
+		return nil, err
 	}
-	if len(resp.Kvs) == 0 {
-		if _, err := a.addKey(ctx, 1, time.Time{}); err != nil {
+	if len(active) == 0 {
+		n := int64(1)
+		if len(retired) > 0 {
+			n = keyNumber(strings.TrimPrefix(string(retired[0].Key), retiredKeysPrefix)) + 1
+		}
+		if _, err := a.addKey(ctx, n, time.Time{}); err != nil {
 			return nil, err
 		}
-		if resp, err = a.cli.Get(ctx, keysPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend)); err != nil {
-			return nil, unavailable("read signing keys", err)
+		if active, retired, err = a.readKeyKVs(ctx); err != nil {
+			return nil, err
 		}
 	}
-	keys := make([]tokens.Key, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	set := &keySet{}
+	if set.ring, err = keyringOf(active, keysPrefix); err != nil {
+		return nil, err
+	}
+	if len(retired) > 0 {
+		if set.retired, err = keyringOf(retired, retiredKeysPrefix); err != nil {
+			return nil, err
+		}
+	}
+	return set, nil
+}
+
+// readKeyKVs reads both prefixes, newest first, in one transaction.
+func (a *Etcd) readKeyKVs(ctx context.Context) (active, retired []*mvccpb.KeyValue, err error) {
+	newestFirst := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend)}
+	resp, err := a.cli.Txn(ctx).Then(clientv3.OpGet(keysPrefix, newestFirst...), clientv3.OpGet(retiredKeysPrefix, newestFirst...)).Commit()
+	if err != nil {
+		return nil, nil, unavailable("read signing keys", err)
+	}
+	a.observe(resp.Header.Revision)
+	return resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs, nil
+}
+
+// keyringOf decodes the keys stored under prefix.
+func keyringOf(kvs []*mvccpb.KeyValue, prefix string) (*tokens.Keyring, error) {
+	keys := make([]tokens.Key, 0, len(kvs))
+	for _, kv := range kvs {
 		var stored storedKey
 		err := json.Unmarshal(kv.Value, &stored)
-		key := tokens.Key{SignAfter: stored.SignAfter}
+		key := tokens.Key{ID: strings.TrimPrefix(string(kv.Key), prefix), SignAfter: stored.SignAfter}
 		if err == nil {
 			key.Secret, err = base64.StdEncoding.DecodeString(stored.Secret)
 		}
@@ -83,29 +219,20 @@ func (a *Etcd) ReloadKeys(ctx context.Context) (*tokens.Keyring, error) {
 		}
 		keys = append(keys, key)
 	}
-	ring, err := tokens.NewKeyring(keys...)
-	if err != nil {
-		return nil, err
-	}
-	a.keys.Store(ring)
-	a.keysLoaded.Store(time.Now().UnixNano())
-	return ring, nil
+	return tokens.NewKeyring(keys...)
 }
 
-// reloadKeysSoon reloads the keys unless that happened less than
-// keyReloadEvery ago, and reports whether it did.
-func (a *Etcd) reloadKeysSoon(ctx context.Context) bool {
-	if time.Now().UnixNano()-a.keysLoaded.Load() < int64(keyReloadEvery) {
-		return false
-	}
-	_, err := a.ReloadKeys(ctx)
-	return err == nil
+// keyNumber reads a key ID's sequence number (0 if it is none).
+func keyNumber(id string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimLeft(id, "0"), 10, 64)
+	return n
 }
 
 // storedKey is a signing key as etcd holds it.
 type storedKey struct {
 	Secret    string    `json:"secret"` // base64, 32 random bytes
 	SignAfter time.Time `json:"sign_after"`
+	RetiredAt time.Time `json:"retired_at,omitzero"`
 }
 
 // addKey creates key number n with 32 random bytes, signing from
@@ -144,12 +271,9 @@ func (a *Etcd) RotateKey(ctx context.Context, signAfter time.Duration) (string, 
 	if err != nil {
 		return "", err
 	}
-	n := int64(1)
-	if len(infos) > 0 {
-		last, _ := strconv.ParseInt(strings.TrimLeft(infos[0].ID, "0"), 10, 64)
-		n = last + 1
-	}
-	id, err := a.addKey(ctx, n, time.Now().Add(signAfter))
+	// Keys is never empty (it creates the first), and retire never takes
+	// the newest key: the next number follows it.
+	id, err := a.addKey(ctx, keyNumber(infos[0].ID)+1, time.Now().Add(signAfter))
 	if err != nil {
 		return "", err
 	}
@@ -157,51 +281,48 @@ func (a *Etcd) RotateKey(ctx context.Context, signAfter time.Duration) (string, 
 	return id, err
 }
 
-// RetireKeys deletes every signing key but the newest keep: tokens signed
-// by them are refused from then on. Retire only after every lease granted
-// before the rotation has ended (the longest TTL, plus the writes in
-// flight). It returns the IDs it deleted.
-func (a *Etcd) RetireKeys(ctx context.Context, keep int) ([]string, error) {
-	if keep < 1 {
-		return nil, fmt.Errorf("authority: keep at least one signing key")
-	}
-	infos, err := a.Keys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var retired []string
-	for _, k := range infos[min(keep, len(infos)):] {
-		if _, err := a.cli.Delete(ctx, keysPrefix+k.ID); err != nil {
-			return retired, unavailable("retire a signing key", err)
-		}
-		retired = append(retired, k.ID)
-	}
-	_, err = a.ReloadKeys(ctx)
+// Keys lists the signing keys in service, newest first, without their
+// bytes; on a new cluster it creates the first.
+func (a *Etcd) Keys(ctx context.Context) ([]KeyInfo, error) {
+	active, _, err := a.listKeys(ctx)
+	return active, err
+}
+
+// RetiredKeys lists the retired keys, newest first, without their bytes.
+func (a *Etcd) RetiredKeys(ctx context.Context) ([]KeyInfo, error) {
+	_, retired, err := a.listKeys(ctx)
 	return retired, err
 }
 
-// Keys lists the signing keys, newest first, without their bytes; on a
-// new cluster it creates the first.
-func (a *Etcd) Keys(ctx context.Context) ([]KeyInfo, error) {
+func (a *Etcd) listKeys(ctx context.Context) (active, retired []KeyInfo, err error) {
 	if _, err := a.keyring(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	resp, err := a.cli.Get(ctx, keysPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	act, ret, err := a.readKeyKVs(ctx)
 	if err != nil {
-		return nil, unavailable("list signing keys", err)
+		return nil, nil, err
 	}
-	infos := make([]KeyInfo, len(resp.Kvs))
-	now, signer := time.Now(), len(resp.Kvs)-1
-	for i, kv := range resp.Kvs {
+	return keyInfos(act, keysPrefix, time.Now()), keyInfos(ret, retiredKeysPrefix, time.Time{}), nil
+}
+
+// keyInfos describes the keys kvs, newest first; for the keys in service
+// (now not zero), it marks the one that signs at now as Keyring.Sign
+// chooses it.
+func keyInfos(kvs []*mvccpb.KeyValue, prefix string, now time.Time) []KeyInfo {
+	infos := make([]KeyInfo, len(kvs))
+	signer := len(kvs) - 1
+	for i, kv := range kvs {
 		var stored storedKey
 		_ = json.Unmarshal(kv.Value, &stored) // a bad one fails ReloadKeys, with its name
-		infos[i] = KeyInfo{ID: strings.TrimPrefix(string(kv.Key), keysPrefix), Revision: kv.CreateRevision, SignAfter: stored.SignAfter}
+		infos[i] = KeyInfo{ID: strings.TrimPrefix(string(kv.Key), prefix), Revision: kv.CreateRevision, SignAfter: stored.SignAfter, RetiredAt: stored.RetiredAt}
 		if !now.Before(stored.SignAfter) && signer > i {
 			signer = i
 		}
 	}
-	if len(infos) > 0 {
+	if len(infos) > 0 && !now.IsZero() {
 		infos[signer].Signing = true
 	}
-	return infos, nil
+	return infos
 }

@@ -39,6 +39,10 @@ type Lease struct {
 	Resource string
 	Token    tokens.Token
 	TTL      time.Duration // as granted by etcd, measured from the grant
+
+	// signer is the key recorded as its token's signer (signers.go); ""
+	// if that key was retired before the record was made.
+	signer string
 }
 
 // LeaseID is an etcd lease ID; its text form is lower-case hex.
@@ -101,12 +105,18 @@ func ownerKey(id LeaseID) string { return ownerPrefix + id.String() }
 // client's lease.
 func (a *Etcd) checkOwner(ctx context.Context, id LeaseID, owner string) error {
 	resp, err := a.cli.Get(ctx, ownerKey(id))
-	switch {
-	case err != nil:
+	if err != nil {
 		return unavailable("read lease owner", err)
-	case len(resp.Kvs) == 0:
+	}
+	return ownerIs(resp.Kvs, id, owner)
+}
+
+// ownerIs checks the result of a read of lease id's owner key.
+func ownerIs(kvs []*mvccpb.KeyValue, id LeaseID, owner string) error {
+	switch {
+	case len(kvs) == 0:
 		return fmt.Errorf("lease %s: %w", id, ErrLeaseNotFound)
-	case string(resp.Kvs[0].Value) != owner:
+	case string(kvs[0].Value) != owner:
 		return fmt.Errorf("lease %s: %w", id, ErrNotOwner)
 	}
 	return nil
@@ -139,6 +149,7 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	if err != nil {
 		return Lease{}, err
 	}
+	signer := ring.Signer()
 	if err := a.checkHeld(ctx, opts); err != nil {
 		return Lease{}, err
 	}
@@ -149,14 +160,18 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 		return Lease{}, unavailable("grant lease", err)
 	}
 	id := LeaseID(grant.ID)
-	lease, err := a.lock(ctx, resource, id, opts)
+	lease, err := a.lock(ctx, resource, id, opts, signer)
+	if err == nil && lease.signer == "" {
+		ring, lease.signer, err = a.recordNewSigner(ctx, resource, id, signer)
+	}
 	if err != nil {
 		a.Abandon(ctx, id, opts.Owner)
 		return Lease{}, err
 	}
 	lease.TTL = time.Duration(grant.TTL) * time.Second
-	// The token is a capability: good for this resource and this owner.
-	lease.Token = ring.Sign(lease.Token, resource, opts.Owner)
+	// The token is a capability: good for this resource and this owner,
+	// signed by the key recorded with the lease.
+	lease.Token, _ = ring.SignWith(lease.signer, lease.Token, resource, opts.Owner)
 	return lease, nil
 }
 
@@ -207,7 +222,9 @@ func (a *Etcd) Abandon(ctx context.Context, id LeaseID, owner string) {
 	}()
 }
 
-func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts AcquireOptions) (Lease, error) {
+// lock creates lease id's lock key on resource, recording signer as the
+// signer of its token, and waits its turn.
+func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts AcquireOptions, signer string) (Lease, error) {
 	waitUntil := a.now().Add(opts.Wait)
 	pfx := lockKeyPrefix(resource)
 	key := pfx + id.String()
@@ -219,7 +236,8 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 	// the token is etcd's (epoch, revision) at one instant: a gateway that
 	// has not yet noticed an epoch bump still hands out the new epoch.
 	epoch := clientv3.OpGet(epochKey)
-	ops := []clientv3.Op{put, holder, recordOwner, epoch, index}
+	ops := append([]clientv3.Op{put, holder, recordOwner, epoch, index}, signerOps(resource, signer, id)...)
+	const signerRead = 7 // signerOps's last
 	tctx, cancel := bounded(ctx)
 	txn := a.cli.Txn(tctx)
 	if opts.Observer != "" {
@@ -247,6 +265,9 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 		return Lease{}, err
 	}
 	lease := Lease{ID: id, Resource: resource, Token: tokens.Token{Epoch: myEpoch, Revision: myRev}}
+	if signerInService(resp.Responses, signerRead) {
+		lease.signer = signer
+	}
 	owner := resp.Responses[1].GetResponseRange().Kvs
 	isHolder := len(owner) == 0 || owner[0].CreateRevision == myRev
 	if isHolder && opts.LockDelay == 0 {
@@ -419,24 +440,36 @@ func (a *Etcd) Holder(ctx context.Context, resource string) (tokens.Token, bool,
 	return tokens.Token{Epoch: a.epoch.Load(), Revision: resp.Kvs[0].CreateRevision}, true, nil
 }
 
-// KeepAlive renews owner's lease id once and returns its TTL. A lease that
-// is gone yields ErrLeaseNotFound: the holder has lost the lock and must
-// stop.
-func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID, owner string) (time.Duration, error) {
+// KeepAlive renews owner's lease id once: its TTL from now, and its
+// token signed again by the key that signs now, so that a holder that
+// keeps its lease across a key rotation holds a token of the newest key.
+// A lease that is gone yields ErrLeaseNotFound: the holder has lost the
+// lock and must stop.
+func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID, owner string) (Renewal, error) {
 	if err := a.Halted(); err != nil {
-		return 0, err
+		return Renewal{}, err
 	}
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	if err := a.checkOwner(ctx, id, owner); err != nil {
-		return 0, err
-	}
-	resp, err := a.cli.KeepAliveOnce(ctx, clientv3.LeaseID(id))
+	ring, err := a.keyring(ctx)
 	if err != nil {
-		return 0, leaseError("keep lease alive", err)
+		return Renewal{}, err
 	}
-	a.observe(resp.Revision)
-	return time.Duration(resp.TTL) * time.Second, nil
+	signer := ring.Signer()
+	// The owner and what re-signing needs, at one revision.
+	resp, err := a.cli.Txn(ctx).Then(append([]clientv3.Op{clientv3.OpGet(ownerKey(id))}, resignOps(id, signer)...)...).Commit()
+	if err != nil {
+		return Renewal{}, unavailable("read lease owner", err)
+	}
+	if err := ownerIs(resp.Responses[0].GetResponseRange().GetKvs(), id, owner); err != nil {
+		return Renewal{}, err
+	}
+	ka, err := a.cli.KeepAliveOnce(ctx, clientv3.LeaseID(id))
+	if err != nil {
+		return Renewal{}, leaseError("keep lease alive", err)
+	}
+	a.observe(ka.Revision)
+	return Renewal{TTL: time.Duration(ka.TTL) * time.Second, Token: resign(resp.Responses, 1, ring, signer, owner)}, nil
 }
 
 // Release revokes owner's lease id, deleting its lock key so the next

@@ -108,14 +108,22 @@ func (g *Gateway) decodeAcquire(w http.ResponseWriter, r *http.Request) (acquire
 }
 
 // handleKeepAlive serves POST /v1/leases/{id}/keepalive. 404 means the
-// lease is gone: the holder has lost the lock and must stop writing.
+// lease is gone: the holder has lost the lock and must stop writing. The
+// answer carries the lease's token signed by the newest key, so a holder
+// that keeps its lease across a key rotation writes with a token no
+// retirement of the older keys will refuse; absent when the token cannot
+// be signed again (authority.Renewal), the holder keeps the one it has.
 func (g *Gateway) handleKeepAlive(w http.ResponseWriter, r *http.Request) {
 	id, err := authority.ParseLeaseID(chi.URLParam(r, "id"))
 	if err == nil {
-		var ttl time.Duration
-		if ttl, err = g.cfg.Authority.KeepAlive(r.Context(), id, clientName(r.Context())); err == nil {
+		var renewal authority.Renewal
+		if renewal, err = g.cfg.Authority.KeepAlive(r.Context(), id, clientName(r.Context())); err == nil {
 			g.metrics.leases.WithLabelValues("renewed").Inc()
-			writeJSON(w, http.StatusOK, leaseResponse{LeaseID: id.String(), TTL: int64(ttl / time.Second)})
+			resp := leaseResponse{LeaseID: id.String(), TTL: int64(renewal.TTL / time.Second)}
+			if !renewal.Token.IsZero() {
+				resp.Token = renewal.Token.String()
+			}
+			writeJSON(w, http.StatusOK, resp)
 			return
 		}
 	}

@@ -19,8 +19,13 @@ type RejectedError struct {
 	Reason    string
 	// Issued: the authority did issue the token (its signature or its
 	// revision checks out) but does not vouch for it now (an old epoch, a
-	// holder whose lease ended). False: the authority never issued it.
+	// holder whose lease ended, a retired key). False: the authority never
+	// issued it.
 	Issued bool
+	// Retired: the token's signature is by a signing key the authority has
+	// retired. It was issued (Issued is true), and is refused for good:
+	// its holder needs a new lease, not another try.
+	Retired bool
 }
 
 func (e *RejectedError) Error() string {

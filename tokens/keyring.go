@@ -26,8 +26,10 @@ type Keyring struct {
 }
 
 // Key is one signing key: at least MinKeyLen secret bytes, used to sign
-// from SignAfter on (to verify at once).
+// from SignAfter on (to verify at once). ID names it to its owner (the
+// authority records which key signed a lease's token), never to a client.
 type Key struct {
+	ID        string
 	Secret    []byte
 	SignAfter time.Time
 }
@@ -35,6 +37,7 @@ type Key struct {
 // macKey is one key with a pool of its HMAC states: a state costs several
 // allocations to set up, and verifying runs on every write.
 type macKey struct {
+	id        string
 	signAfter time.Time
 	pool      sync.Pool // of *macState
 }
@@ -59,7 +62,7 @@ func NewKeyring(keys ...Key) (*Keyring, error) {
 			return nil, errors.New("tokens: a signing key must be at least 32 bytes")
 		}
 		secret := append([]byte(nil), key.Secret...)
-		k.keys = append(k.keys, &macKey{signAfter: key.SignAfter, pool: sync.Pool{New: func() any {
+		k.keys = append(k.keys, &macKey{id: key.ID, signAfter: key.SignAfter, pool: sync.Pool{New: func() any {
 			return &macState{h: hmac.New(sha256.New, secret), msg: make([]byte, 0, 512), sum: make([]byte, 0, sha256.Size)}
 		}}})
 	}
@@ -69,16 +72,34 @@ func NewKeyring(keys ...Key) (*Keyring, error) {
 // Sign returns t signed for resource and client ("" when the policy
 // declares no clients) with the newest key whose time has come.
 func (k *Keyring) Sign(t Token, resource, client string) Token {
+	t.Sig = k.signer().sum(t, resource, client)
+	return t
+}
+
+// Signer returns the ID of the key Sign uses now.
+func (k *Keyring) Signer() string { return k.signer().id }
+
+func (k *Keyring) signer() *macKey {
 	now := time.Now()
-	signer := k.keys[len(k.keys)-1]
 	for _, key := range k.keys {
 		if !now.Before(key.signAfter) {
-			signer = key
-			break
+			return key
 		}
 	}
-	t.Sig = signer.sum(t, resource, client)
-	return t
+	return k.keys[len(k.keys)-1]
+}
+
+// SignWith returns t signed for resource and client with the key id,
+// whether or not its time has come; false if the keyring has no such key.
+// A caller that recorded which key signs a token signs it with that one.
+func (k *Keyring) SignWith(id string, t Token, resource, client string) (Token, bool) {
+	for _, key := range k.keys {
+		if key.id == id {
+			t.Sig = key.sum(t, resource, client)
+			return t, true
+		}
+	}
+	return Token{}, false
 }
 
 // Verify reports whether t's signature is one of the keyring's for resource

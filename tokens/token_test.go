@@ -198,6 +198,20 @@ func TestSignedTokens(t *testing.T) {
 	if early := rotated.Sign(tok.Unsigned(), "account/acct-1", "billing"); !later.Verify(early, "account/acct-1", "billing") {
 		t.Error("a key not yet signing must already verify")
 	}
+	// Keys by ID: the one that signs now, and a chosen one.
+	named, _ := NewKeyring(Key{ID: "2", Secret: other.Secret, SignAfter: time.Now().Add(time.Hour)}, Key{ID: "1", Secret: key.Secret})
+	if named.Signer() != "1" {
+		t.Errorf("Signer = %q, want 1: the newer key's time has not come", named.Signer())
+	}
+	if signed, ok := named.SignWith("1", tok.Unsigned(), "account/acct-1", "billing"); !ok || signed != tok {
+		t.Errorf("SignWith(1) = %v, %t; want %v", signed, ok, tok)
+	}
+	if signed, ok := named.SignWith("2", tok.Unsigned(), "account/acct-1", "billing"); !ok || signed == tok || !named.Verify(signed, "account/acct-1", "billing") {
+		t.Errorf("SignWith(2) = %v, %t; want the newer key's signature", signed, ok)
+	}
+	if _, ok := named.SignWith("3", tok.Unsigned(), "account/acct-1", "billing"); ok {
+		t.Error("SignWith of a key the keyring lacks signed")
+	}
 }
 
 func TestRedact(t *testing.T) {

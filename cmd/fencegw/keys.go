@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,33 +29,67 @@ func keysCommand() *cobra.Command {
 	}
 	rotate := verb("rotate", "add a key that signs after --sign-after; the older keys still verify")
 	rotate.Flags().DurationVar(&o.signAfter, "sign-after", authority.DefaultSignAfter, "how long the new key waits before it signs")
-	retire := verb("retire", "delete all but the newest --keep keys: their tokens are refused from then on")
+	retire := verb("retire", "retire all but the newest --keep keys, except those live leases may hold tokens of")
+	retire.Long = `Retires every key but the newest --keep, except a key a live lease may
+still hold a token of: the key that signed the token a live lease was
+granted with, and every newer one (a keepalive may have signed the token
+again with it). Those are kept, named with the leases that hold them back
+and what is left of their TTL, and the command exits 1; the others are
+retired all the same. The key that signs now is always kept.
+
+A retired key never signs nor validates again: a token it signed is
+refused (403 token-retired). It stays in etcd, under
+/fencegw/retired-token-keys/, only so that such a refusal is named as
+what it is.
+
+--dry-run decides and prints the same (with --force, what --force would
+do), and retires nothing. --force retires the keys live leases hold back
+too: their tokens are refused from then on, except the tokens a keepalive
+has signed again under a newer key (the Go client's Lease writes with
+those; the FENCING_TOKEN fencegw lock gave a running command is the one
+granted, and is refused).`
+	retire.Example = "  fencegw keys retire --dry-run --etcd e1:2379\n  fencegw keys retire --etcd e1:2379"
 	retire.Flags().IntVar(&o.keep, "keep", 1, "how many of the newest keys to keep")
+	retire.Flags().BoolVar(&o.force, "force", false, "retire keys live leases may hold tokens of: refuses those tokens")
+	retire.Flags().BoolVar(&o.dryRun, "dry-run", false, "print what would be retired and why, retire nothing")
 	cmd := verbGroup("keys", "list, rotate or retire the keys that sign fencing tokens",
 		`The keys that sign fencing tokens live in etcd (created on first use); every
 gateway loads them from there. list shows the keys' IDs, never their bytes.
 Rotating without refusing a token:
 
   fencegw keys rotate      a new key, known to every gateway at its next
-                           authority check, signs after --sign-after (10s)
-  ... wait longer than the longest lease TTL, so that every token signed
-      by the old key has expired or been renewed under the new one ...
-  fencegw keys retire      delete all but the newest --keep (1) keys: their
-                           tokens are refused from then on`,
-		verb("list", "list the keys: IDs, revisions, when each signs"), rotate, retire)
+                           authority check, signs after --sign-after (10s);
+                           each keepalive from then on signs the lease's
+                           token again with it
+  fencegw keys retire      retire all but the newest --keep (1) keys, except
+                           those a live lease may hold a token of; run it
+                           again once those leases have ended (--dry-run
+                           says which and how long they have left)`,
+		verb("list", "list the keys: IDs, revisions, when each signs, the retired ones"), rotate, retire)
 	cmd.Example = `  fencegw keys rotate --etcd e1:2379,e2:2379,e3:2379
+  fencegw keys retire --dry-run --etcd e1:2379,e2:2379,e3:2379
   fencegw keys list --json`
 	o.cfg.bindBackends(cmd, cmd.PersistentFlags(), backends{etcd: true})
-	cmd.PersistentFlags().BoolVar(&o.asJSON, "json", false, "print the keys as one JSON document")
+	cmd.PersistentFlags().BoolVar(&o.asJSON, "json", false, "print one JSON document on stdout, and nothing else")
 	return cmd
 }
 
 // keysOptions are the flags of `fencegw keys` and its verbs.
 type keysOptions struct {
-	cfg       serveConfig
-	signAfter time.Duration
-	keep      int
-	asJSON    bool
+	cfg           serveConfig
+	signAfter     time.Duration
+	keep          int
+	force, dryRun bool
+	asJSON        bool
+}
+
+// keysDoc is the --json document: the keys after the command, and for
+// retire its decisions.
+type keysDoc struct {
+	Keys        []authority.KeyInfo       `json:"keys"`
+	RetiredKeys []authority.KeyInfo       `json:"retired_keys"`
+	DryRun      bool                      `json:"dry_run,omitempty"`
+	Retirement  []authority.KeyRetirement `json:"retirement,omitzero"`
 }
 
 // runKeys serves `fencegw keys list|rotate|retire`.
@@ -75,35 +110,99 @@ func runKeys(ctx context.Context, o keysOptions, action string, out io.Writer) e
 	}
 	defer cli.Close()
 	auth := authority.NewEtcd(cli)
+	note := func(format string, args ...any) {
+		if !o.asJSON { // --json: the document is the whole answer
+			fmt.Fprintf(os.Stderr, format, args...)
+		}
+	}
+	doc := keysDoc{DryRun: o.dryRun}
+	var kept error // a key kept for a live lease: reported after the keys are shown
 	switch action {
 	case "rotate":
 		id, err := auth.RotateKey(ctx, o.signAfter)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "keys: key %s signs from %s on; retire the old ones once every lease granted before then has ended\n", id, time.Now().Add(o.signAfter).UTC().Format(time.RFC3339))
+		note("keys: key %s signs from %s on; keepalives sign their leases' tokens with it from then; retire the old ones once their leases have ended (keys retire --dry-run says)\n",
+			id, time.Now().Add(o.signAfter).UTC().Format(time.RFC3339))
 	case "retire":
-		retired, err := auth.RetireKeys(ctx, o.keep)
-		if err != nil {
+		doc.Retirement, err = auth.RetireKeys(ctx, authority.RetireOptions{Keep: o.keep, Force: o.force, DryRun: o.dryRun})
+		if err != nil && !errors.Is(err, authority.ErrKeyInUse) {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "keys: retired %d key(s): tokens they signed are refused from now on\n", len(retired))
+		kept = err
+		if doc.Retirement == nil {
+			doc.Retirement = []authority.KeyRetirement{}
+		}
 	}
-	infos, err := auth.Keys(ctx)
-	if err != nil {
+	if doc.Keys, err = auth.Keys(ctx); err != nil {
+		return err
+	}
+	if doc.RetiredKeys, err = auth.RetiredKeys(ctx); err != nil {
 		return err
 	}
 	if o.asJSON {
-		return json.NewEncoder(out).Encode(map[string]any{"keys": infos})
+		if err := json.NewEncoder(out).Encode(doc); err != nil {
+			return err
+		}
+		return kept
 	}
+	if action == "retire" {
+		printRetirement(out, doc.Retirement, o.dryRun)
+	}
+	if err := printKeys(out, doc.Keys, doc.RetiredKeys); err != nil {
+		return err
+	}
+	return kept
+}
+
+// printRetirement prints retire's decisions, key by key, with the leases
+// that held a key back.
+func printRetirement(out io.Writer, plan []authority.KeyRetirement, dryRun bool) {
+	if len(plan) == 0 {
+		fmt.Fprintln(out, "nothing to retire: every key is among the newest --keep, or signs now")
+	}
+	for _, d := range plan {
+		verb := "kept"
+		if d.Retired {
+			verb = "retired"
+		}
+		if dryRun {
+			verb = "would be " + verb
+		}
+		fmt.Fprintf(out, "%s %s: %s\n", verb, d.ID, d.Reason)
+		for _, l := range d.Leases {
+			line := "  lease " + l.ID
+			if l.Resource != "" {
+				line += " on " + l.Resource + ", granted under key " + l.SignedBy
+			} else {
+				line += ", granted before signers were recorded: it may hold any key's token"
+			}
+			if l.TTLSeconds > 0 {
+				line += fmt.Sprintf(", %ds left unless renewed", l.TTLSeconds)
+			}
+			fmt.Fprintln(out, line)
+		}
+		if more := d.LiveLeases - len(d.Leases); more > 0 {
+			fmt.Fprintf(out, "  and %d more\n", more)
+		}
+	}
+	fmt.Fprintln(out)
+}
+
+// printKeys prints the keys in service, then the retired ones.
+func printKeys(out io.Writer, keys, retired []authority.KeyInfo) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCREATED AT REVISION\tSIGNS AFTER\tSIGNING")
-	for _, k := range infos {
-		after := "-"
+	fmt.Fprintln(tw, "ID\tCREATED AT REVISION\tSIGNS AFTER\tSIGNING\tRETIRED AT")
+	for _, k := range append(keys, retired...) {
+		after, at := "-", "-"
 		if !k.SignAfter.IsZero() {
 			after = k.SignAfter.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%t\n", k.ID, k.Revision, after, k.Signing)
+		if !k.RetiredAt.IsZero() {
+			at = k.RetiredAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%t\t%s\n", k.ID, k.Revision, after, k.Signing, at)
 	}
 	return tw.Flush()
 }

@@ -41,6 +41,12 @@ are in FENCING_TOKEN_1, FENCING_TOKEN_2, ... (with FENCEGW_RESOURCE_n and
 FENCEGW_LEASE_ID_n), numbered in the order given here, for a write such as
 Fencing-Token: from="$FENCING_TOKEN_1", to="$FENCING_TOKEN_2".
 
+The token in FENCING_TOKEN is the one granted, for the whole run: the
+environment of a running command cannot change. Keepalives bring it
+signed again after a key rotation, but the command keeps the first, and
+stays valid because fencegw keys retire keeps the key that signed it
+while the lease lives (unless forced).
+
 Where the gateway's policy declares clients, the client's bearer token is
 read from FENCEGW_BEARER_TOKEN (never a flag: every user of the machine
 can read a command line).

@@ -1,0 +1,151 @@
+package authority
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// Which key signed a lease's token is recorded with the lease, attached
+// to it so that the record ends with the lease: `fencegw keys retire`
+// keeps every key a live lease may hold a token of (retire.go), and a
+// keepalive can sign the lease's token again under the newest key.
+//
+// The record names the key that signed the token the lease was granted
+// with. Keys only get newer, and a keepalive signs only with a key at
+// least as new, so every token of the lease carries a key no older than
+// the recorded one: retire keeps that key and every newer one while the
+// lease lives.
+const (
+	// signedByPrefix indexes a lease under its key:
+	// /fencegw/signed-by/<key id>/<lease id> holds the resource. Retire
+	// compares the indexes of the keys it retires, and only those: grants
+	// under newer keys do not make it start again.
+	signedByPrefix = "/fencegw/signed-by/"
+	// leaseTokenPrefix holds, per lease, what a keepalive needs to sign its
+	// token again (leaseToken). The transaction that creates the lock key
+	// creates it too, so its create revision is the token's revision.
+	leaseTokenPrefix = "/fencegw/lease-tokens/"
+)
+
+func signedByKey(keyID string, id LeaseID) string { return signedByPrefix + keyID + "/" + id.String() }
+
+func leaseTokenKey(id LeaseID) string { return leaseTokenPrefix + id.String() }
+
+// leaseToken is a lease's record of its token.
+type leaseToken struct {
+	Resource string `json:"resource"`
+	Key      string `json:"key"` // the ID of the key that signed the token granted
+}
+
+// errKeysChanged ends a grant whose signing key was retired twice over
+// while it was being recorded: etcd is answering, but the keys move.
+var errKeysChanged = errors.New("the signing keys changed while the grant was recorded; try again")
+
+// signerOps are the operations, for the transaction that creates a
+// lease's lock key, that record keyID as the signer of its token, and a
+// read of whether keyID is still in service at that revision: if it is,
+// any retirement of it comes later and finds the record.
+func signerOps(resource, keyID string, id LeaseID) []clientv3.Op {
+	lease := clientv3.WithLease(clientv3.LeaseID(id))
+	return []clientv3.Op{
+		clientv3.OpPut(signedByKey(keyID, id), resource, lease),
+		clientv3.OpPut(leaseTokenKey(id), leaseTokenValue(resource, keyID), lease),
+		clientv3.OpGet(keysPrefix+keyID, clientv3.WithCountOnly()),
+	}
+}
+
+func leaseTokenValue(resource, keyID string) string {
+	b, _ := json.Marshal(leaseToken{Resource: resource, Key: keyID}) // two strings: cannot fail
+	return string(b)
+}
+
+// signerInService reads the last of signerOps's results, at index i of a
+// transaction's responses.
+func signerInService(resps []*etcdserverpb.ResponseOp, i int) bool {
+	return resps[i].GetResponseRange().GetCount() > 0
+}
+
+// recordNewSigner runs when the key this process meant to sign a grant
+// with (old) was retired before the grant was recorded: this process's
+// keys are out of date. It reloads them and records the key that signs
+// now instead, if that one is still in service.
+func (a *Etcd) recordNewSigner(ctx context.Context, resource string, id LeaseID, old string) (*tokens.Keyring, string, error) {
+	ring, err := a.ReloadKeys(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	signer := ring.Signer()
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	lease := clientv3.WithLease(clientv3.LeaseID(id))
+	resp, err := a.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(keysPrefix+signer), ">", 0)).
+		Then(clientv3.OpDelete(signedByKey(old, id)),
+			clientv3.OpPut(signedByKey(signer, id), resource, lease),
+			clientv3.OpPut(leaseTokenKey(id), leaseTokenValue(resource, signer), lease)).
+		Commit()
+	switch {
+	case err != nil:
+		return nil, "", unavailable("record the signing key", err)
+	case !resp.Succeeded:
+		return nil, "", unavailable("record the signing key", errKeysChanged)
+	}
+	return ring, signer, nil
+}
+
+// Renewal is a lease renewed.
+type Renewal struct {
+	TTL time.Duration // from the renewal
+	// Token is the lease's token signed by the key that signs now; zero
+	// if it cannot be signed again (see resign), and then the token the
+	// holder has stays its token.
+	Token tokens.Token
+}
+
+// resignOps are the reads, for a keepalive's transaction, that resign
+// needs: the lease's token record, the epoch key, and whether signer is
+// in service.
+func resignOps(id LeaseID, signer string) []clientv3.Op {
+	return []clientv3.Op{
+		clientv3.OpGet(leaseTokenKey(id)),
+		clientv3.OpGet(epochKey),
+		clientv3.OpGet(keysPrefix+signer, clientv3.WithCountOnly()),
+	}
+}
+
+// resign signs the token of owner's lease again with signer, from the
+// results of resignOps (resps, from index i). It does not when the lease
+// has no record (granted before records were kept), when signer is older
+// than the key that signed its grant (this process's keys are behind, or
+// its clock: the record would no longer bound the keys the holder's
+// tokens carry) or is not in service, or when the epoch changed since the
+// grant: the token's epoch is then not the current one, and no signature
+// makes it current.
+func resign(resps []*etcdserverpb.ResponseOp, i int, ring *tokens.Keyring, signer, owner string) tokens.Token {
+	rec := resps[i].GetResponseRange().GetKvs()
+	if len(rec) == 0 || !signerInService(resps, i+2) {
+		return tokens.Token{}
+	}
+	var lt leaseToken
+	if json.Unmarshal(rec[0].Value, &lt) != nil || signer < lt.Key {
+		return tokens.Token{}
+	}
+	revision := rec[0].CreateRevision
+	epochKVs := resps[i+1].GetResponseRange().GetKvs()
+	if len(epochKVs) > 0 && epochKVs[0].ModRevision >= revision {
+		return tokens.Token{}
+	}
+	epoch, err := epochOf(epochKVs)
+	if err != nil {
+		return tokens.Token{}
+	}
+	tok, _ := ring.SignWith(signer, tokens.Token{Epoch: epoch, Revision: revision}, lt.Resource, owner)
+	return tok
+}
