@@ -31,6 +31,10 @@ var (
 	// went back in time; the gateway refuses writes and leases until an
 	// operator runs `fencegw epoch bump`.
 	ErrAuthorityHalted = errors.New("client: token authority halted")
+	// ErrTokenRetired (token-retired, 403, also ErrTokenRejected): the
+	// token was signed by a key since retired (fencegw keys retire); it
+	// will never write again: take a new lease.
+	ErrTokenRetired = fmt.Errorf("client: token signed by a retired key: %w", ErrTokenRejected)
 
 	// ErrLeaseLost: the gateway no longer knows the lease (lease-not-found,
 	// 404): it expired, was released or revoked. Another holder may have
@@ -54,6 +58,7 @@ var kindErrors = map[string]error{
 	"token-required":       ErrTokenRequired,
 	"bad-request":          ErrBadRequest,
 	"token-rejected":       ErrTokenRejected,
+	"token-retired":        ErrTokenRetired,
 	"unknown-operation":    ErrUnknownOperation,
 	"unauthorized":         ErrUnauthorized,
 	"forbidden":            ErrForbidden,

@@ -52,6 +52,12 @@ func newGateway(t *testing.T, policyYAML string) string {
 // startGateway migrates the database at dbURL and serves a gateway on it
 // and etcd; stop shuts the server and its pool.
 func startGateway(dbURL string, etcd *clientv3.Client, policyYAML string) (srv *httptest.Server, stop func(), err error) {
+	return startGatewayOn(dbURL, authority.NewEtcd(etcd), policyYAML)
+}
+
+// startGatewayOn is startGateway with the gateway's authority given, for a
+// test that acts on it (rotates its keys).
+func startGatewayOn(dbURL string, auth *authority.Etcd, policyYAML string) (srv *httptest.Server, stop func(), err error) {
 	if err := schema.Up(dbURL, schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")); err != nil {
 		return nil, nil, err
 	}
@@ -68,7 +74,7 @@ func startGateway(dbURL string, etcd *clientv3.Client, policyYAML string) (srv *
 		return nil, nil, err
 	}
 	gw, err := gateway.New(gateway.Config{
-		Pool: pool, Authority: authority.NewEtcd(etcd), Policy: pol, SchemaVersion: version,
+		Pool: pool, Authority: auth, Policy: pol, SchemaVersion: version,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

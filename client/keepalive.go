@@ -56,7 +56,8 @@ func (l *Lease) nextRetry(retry time.Duration) time.Duration {
 	return min(2*retry, maxRetry, max(l.ttl/3, minRetry))
 }
 
-// renew sends one keepalive and moves the deadline.
+// renew sends one keepalive, moves the deadline and adopts the token the
+// gateway signed again.
 func (l *Lease) renew(ctx context.Context) error {
 	sent := l.clock.Now()
 	var resp leaseResponse
@@ -67,5 +68,6 @@ func (l *Lease) renew(ctx context.Context) error {
 		return fmt.Errorf("%w: the keepalive answer has ttl %d", ErrUnexpectedResponse, resp.TTL)
 	}
 	l.extend(sent, time.Duration(resp.TTL)*time.Second)
+	l.resigned(resp.Token)
 	return nil
 }

@@ -26,7 +26,6 @@ type Lease struct {
 	clock    Clock
 	id       string
 	resource string
-	token    string
 	margin   time.Duration
 
 	ctx     context.Context // cancelled, with the reason as cause, when the lease ends
@@ -34,6 +33,7 @@ type Lease struct {
 	stopped chan struct{} // closed when the keepalive goroutine has returned
 
 	mu       sync.Mutex
+	token    string        // as granted, or as the last keepalive signed it again
 	ttl      time.Duration // as last granted
 	deadline time.Time
 	expiry   Timer // ends the lease at the deadline
@@ -63,8 +63,26 @@ func (l *Lease) Resource() string { return l.resource }
 
 // Token returns the fencing token, text form E:R:SIGNATURE: a capability
 // for this lease's resource and client. Keep it out of logs; Unsigned
-// gives its place in the order.
-func (l *Lease) Token() string { return l.token }
+// gives its place in the order. A keepalive may bring the same E:R signed
+// by a newer signing key (after a key rotation): Token returns that one
+// from then on, and the lease's writes send it, so that retiring the old
+// key refuses none of them. Read it for each write rather than once.
+func (l *Lease) Token() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.token
+}
+
+// resigned adopts token, a keepalive's, if it is the lease's token signed
+// again: the same place in the order. Anything else is not this lease's
+// token, and the one it has stays.
+func (l *Lease) resigned(token string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if token != "" && Unsigned(token) == Unsigned(l.token) && token != Unsigned(token) {
+		l.token = token
+	}
+}
 
 // Deadline returns the local deadline: when the last successful acquire or
 // keepalive request was sent, plus the TTL the gateway granted, minus the

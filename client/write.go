@@ -76,7 +76,7 @@ func (l *Lease) Write(ctx context.Context, operation string, args any, opts ...W
 	if err := l.Err(); err != nil {
 		return nil, fmt.Errorf("write %s: not sent: %w", operation, err)
 	}
-	return l.c.Write(ctx, l.token, operation, args, opts...)
+	return l.c.Write(ctx, l.Token(), operation, args, opts...)
 }
 
 // Write sends operation with args (a value encoding/json makes an object

@@ -49,14 +49,24 @@ func (g *Gateway) validate(ctx context.Context, resource, client string, tok tok
 // key (fence.SettlesKey) is stored as the key's outcome, after any attempt
 // in flight with the key has ended; if that attempt (or an earlier one)
 // completed, its answer is replayed instead, whoever asks: retrying a
-// completed write is harmless. An attempt that was not applied for a
-// reason that may pass (PostgreSQL or etcd unavailable, a lock wait run
-// out, a halted authority) settles nothing: settle waits for an attempt in
-// flight and replays it, or says the key's outcome is unknown, since an
-// earlier attempt may still be on its way (queued in this replica or
-// another). Every other failure is answered as it is.
+// completed write is harmless. A token the authority does not know it
+// issued (a forgery, or one of a key deleted outright) settles nothing,
+// since storing that refusal would let whoever guesses a key spoil it;
+// but the key's stored answer, if it has one, is still replayed, as it is
+// for every refusal of the authority: a write applied before its key was
+// retired or its epoch bumped stays applied, and its retry must say so. An
+// attempt that was not applied for a reason that may pass (PostgreSQL or
+// etcd unavailable, a lock wait run out, a halted authority) settles
+// nothing: settle waits for an attempt in flight and replays it, or says
+// the key's outcome is unknown, since an earlier attempt may still be on
+// its way (queued in this replica or another). Every other failure is
+// answered as it is.
 func (g *Gateway) settle(ctx context.Context, key *fence.Key, err error, scope problemScope) (fence.Response, error) {
-	var refusal *fence.Response
+	var (
+		refusal   *fence.Response
+		finalAsIs bool // with nothing stored, err is answered as it is
+		rejected  *tokens.RejectedError
+	)
 	switch outcome := fence.OutcomeOf(err); {
 	case outcome == fence.Refused && fence.SettlesKey(err):
 		// The bytes this request answers (writeProblem names the same
@@ -64,6 +74,8 @@ func (g *Gateway) settle(ctx context.Context, key *fence.Key, err error, scope p
 		p := problemFor(g.mapSQLError(err), scope)
 		p.Instance = instanceOf(ctx)
 		refusal = &fence.Response{Status: p.Status, Body: renderProblem(p)}
+	case errors.As(err, &rejected):
+		finalAsIs = true
 	case outcome == fence.NotApplied && !unmappedSQLError(err), errors.Is(err, authority.ErrUnavailable):
 	default:
 		return fence.Response{}, err
@@ -74,10 +86,10 @@ func (g *Gateway) settle(ctx context.Context, key *fence.Key, err error, scope p
 		return fence.Response{}, serr
 	case ok && resp.Replayed:
 		return resp, nil
-	case refusal == nil:
+	case refusal == nil && !finalAsIs:
 		return fence.Response{}, fmt.Errorf("%w (%w)", err, fence.ErrKeyInFlight)
 	}
-	return fence.Response{}, err // stored as the key's outcome: answered like any refusal
+	return fence.Response{}, err // stored as the key's outcome, or not to be: answered like any refusal
 }
 
 // unmappedSQLError reports whether err is an SQLSTATE of the policy's

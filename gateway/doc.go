@@ -34,7 +34,9 @@
 // A keyed write that is refused for good (stale, rejected, precondition,
 // constraint) has the refusal stored as its key's outcome (fence.Store
 // Settle), so no earlier attempt with the key can still apply after the
-// client was told it did not.
+// client was told it did not. A token the authority refuses is answered
+// with the key's stored outcome if it has one, whatever became of the
+// token's key or epoch since.
 //
 // # Problems
 //

@@ -97,7 +97,7 @@ func operationPath(pol *policy.Policy, op *policy.Operation) obj {
 			"description": fmt.Sprintf("One token per role, as an RFC 8941 dictionary: %s", exampleRoles(roles)),
 			"schema":      obj{"type": "string", "maxLength": 4096}, "example": exampleRoles(roles)}
 	}
-	kinds := []string{"bad-request", "token-rejected", "unknown-operation", "stale-token", "precondition-failed", "constraint",
+	kinds := []string{"bad-request", "token-rejected", "token-retired", "unknown-operation", "stale-token", "precondition-failed", "constraint",
 		"too-large", "unsupported-encoding", "idempotency-mismatch", "token-required", "internal", "unavailable", "authority-halted"}
 	if pol.AuthRequired() {
 		kinds = append(kinds, "unauthorized", "forbidden")
@@ -200,7 +200,7 @@ func batchPath(pol *policy.Policy) obj {
 		"responses": withSQLErrors(pol, withProblems(obj{
 			"200": obj{"description": "Every write applied.", "content": obj{"application/json": obj{"schema": obj{
 				"type": "object", "properties": obj{"writes": obj{"type": "array", "items": obj{"$ref": "#/components/schemas/Result"}}}}}}},
-		}, authProblems(pol, "bad-request", "token-rejected", "unknown-operation", "stale-token", "precondition-failed", "constraint", "forbidden",
+		}, authProblems(pol, "bad-request", "token-rejected", "token-retired", "unknown-operation", "stale-token", "precondition-failed", "constraint", "forbidden",
 			"too-large", "unsupported-media-type", "unsupported-encoding", "idempotency-mismatch", "token-required", "internal", "unavailable", "authority-halted")...)),
 	}
 }
@@ -244,7 +244,9 @@ func keepAlivePath(pol *policy.Policy) obj {
 		"security":    security(pol),
 		"parameters":  []any{obj{"$ref": "#/components/parameters/LeaseID"}},
 		"responses": withProblems(obj{
-			"200": obj{"description": "Renewed.", "content": obj{"application/json": obj{"schema": obj{"type": "object", "properties": obj{"lease_id": obj{"type": "string"}, "ttl": obj{"type": "integer"}}}}}},
+			"200": obj{"description": "Renewed.", "content": obj{"application/json": obj{"schema": obj{"type": "object", "required": []string{"lease_id", "ttl"}, "properties": obj{
+				"lease_id": obj{"type": "string"}, "ttl": obj{"type": "integer"},
+				"token": obj{"type": "string", "pattern": tokenPattern, "description": "The lease's token, same E:R, signed by the newest signing key: send it from now on, so that retiring the older keys refuses none of your writes. Absent when the gateway cannot sign it again (the epoch changed since the grant); keep the token you have."}}}}}},
 		}, authProblems(pol, "bad-request", "lease-not-found", "unavailable", "internal")...),
 	}
 }

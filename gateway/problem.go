@@ -120,6 +120,9 @@ func problemFor(err error, scope problemScope) Problem {
 		p.PresentedToken, p.CurrentToken = stale.Presented.Unsigned().String(), stale.Current.Unsigned().String()
 	case errors.Is(err, ErrTokenRequired):
 		p.set("token-required")
+	case errors.As(err, &rejected) && rejected.Retired:
+		p.set("token-retired")
+		p.PresentedToken = rejected.Presented.Unsigned().String()
 	case errors.As(err, &rejected):
 		p.set("token-rejected")
 		p.PresentedToken = rejected.Presented.Unsigned().String()

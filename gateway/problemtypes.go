@@ -17,6 +17,7 @@ var problemTypes = []problemType{
 	{"bad-request", http.StatusBadRequest, "Bad request", "malformed token, bad JSON, unknown, missing or mistyped argument, argument out of bounds, unknown or repeated role, two roles on one resource, one resource under two tokens in a batch, more than 100 writes in a batch"},
 	{"unauthorized", http.StatusUnauthorized, "Unauthorized", "no or unknown bearer token (the policy declares clients)"},
 	{"token-rejected", http.StatusForbidden, "Token rejected by the authority", "a token the gateway did not issue for this resource and client, of another epoch, not the live holder's (validation: holder), or a revision in the future (validation: revision)"},
+	{"token-retired", http.StatusForbidden, "Token signed by a retired key", "a token the gateway issued, signed by a key since retired (fencegw keys retire): refused for good, take a new lease"},
 	{"forbidden", http.StatusForbidden, "Forbidden", "the client may not call the operation"},
 	{"unknown-operation", http.StatusNotFound, "Unknown operation", "no such operation in the policy"},
 	{"lease-not-found", http.StatusNotFound, "Lease not found", "the lease expired, was released, never was, or is another client's"},
@@ -42,12 +43,14 @@ var problemTypes = []problemType{
 // row's own refusal; token-rejected is the same decision taken by the
 // authority before the transaction (under validation holder, a holder
 // whose lease ended is refused so; an unissued token, from another epoch
-// or resource or forged, claims a turn nobody gave). Every other refusal
+// or resource or forged, claims a turn nobody gave), and so is
+// token-retired (a token whose key was retired: its turn is over for the
+// authority, as for an old epoch's). Every other refusal
 // is about the request itself (malformed, unauthenticated, no such path
 // or operation, too large), the gateway's limits, or the application's
 // rules (precondition-failed, constraint): none says a holder wrote out
 // of turn. The audit records these kinds, and the status page charts them.
-var fenceRefusals = map[string]bool{"stale-token": true, "token-rejected": true}
+var fenceRefusals = map[string]bool{"stale-token": true, "token-rejected": true, "token-retired": true}
 
 // problemTypeOf returns the table's entry for kind; an unknown kind is a
 // programming error, answered as internal.
