@@ -23,13 +23,13 @@
 // # Signing keys
 //
 // A token is signed for its resource and client by a key kept in etcd
-// (keys.go); a rotated key is loaded by every replica before it signs.
-// Each lease records which key signed its grant (signers.go); a keepalive
-// signs its token again with the newest key; RetireKeys (retire.go) keeps
-// every key a live lease may hold a token of. A retired key is kept aside
-// only to name the refusal of its tokens. A signature no loaded key
-// verifies is checked against etcd, and is unavailable, not refused, when
-// etcd cannot be asked.
+// (keys.go, loaded by keyload.go); a rotated key is loaded by every
+// replica before it signs. Each lease records which key signed its grant
+// (signers.go), a keepalive signs its token again with the newest key
+// (renew.go), and RetireKeys (retire.go) keeps every key a live lease may
+// hold a token of. A retired key is kept aside only to name the refusal of
+// its tokens. A signature no loaded key verifies is checked against etcd,
+// and is unavailable, not refused, when etcd cannot be asked.
 //
 // # Epochs and rollback
 //

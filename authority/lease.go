@@ -440,38 +440,6 @@ func (a *Etcd) Holder(ctx context.Context, resource string) (tokens.Token, bool,
 	return tokens.Token{Epoch: a.epoch.Load(), Revision: resp.Kvs[0].CreateRevision}, true, nil
 }
 
-// KeepAlive renews owner's lease id once: its TTL from now, and its
-// token signed again by the key that signs now, so that a holder that
-// keeps its lease across a key rotation holds a token of the newest key.
-// A lease that is gone yields ErrLeaseNotFound: the holder has lost the
-// lock and must stop.
-func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID, owner string) (Renewal, error) {
-	if err := a.Halted(); err != nil {
-		return Renewal{}, err
-	}
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	ring, err := a.keyring(ctx)
-	if err != nil {
-		return Renewal{}, err
-	}
-	signer := ring.Signer()
-	// The owner and what re-signing needs, at one revision.
-	resp, err := a.cli.Txn(ctx).Then(append([]clientv3.Op{clientv3.OpGet(ownerKey(id))}, resignOps(id, signer)...)...).Commit()
-	if err != nil {
-		return Renewal{}, unavailable("read lease owner", err)
-	}
-	if err := ownerIs(resp.Responses[0].GetResponseRange().GetKvs(), id, owner); err != nil {
-		return Renewal{}, err
-	}
-	ka, err := a.cli.KeepAliveOnce(ctx, clientv3.LeaseID(id))
-	if err != nil {
-		return Renewal{}, leaseError("keep lease alive", err)
-	}
-	a.observe(ka.Revision)
-	return Renewal{TTL: time.Duration(ka.TTL) * time.Second, Token: resign(resp.Responses, 1, ring, signer, owner)}, nil
-}
-
 // Release revokes owner's lease id, deleting its lock key so the next
 // waiter runs.
 func (a *Etcd) Release(ctx context.Context, id LeaseID, owner string) error {

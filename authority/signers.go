@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -98,54 +97,4 @@ func (a *Etcd) recordNewSigner(ctx context.Context, resource string, id LeaseID,
 		return nil, "", unavailable("record the signing key", errKeysChanged)
 	}
 	return ring, signer, nil
-}
-
-// Renewal is a lease renewed.
-type Renewal struct {
-	TTL time.Duration // from the renewal
-	// Token is the lease's token signed by the key that signs now; zero
-	// if it cannot be signed again (see resign), and then the token the
-	// holder has stays its token.
-	Token tokens.Token
-}
-
-// resignOps are the reads, for a keepalive's transaction, that resign
-// needs: the lease's token record, the epoch key, and whether signer is
-// in service.
-func resignOps(id LeaseID, signer string) []clientv3.Op {
-	return []clientv3.Op{
-		clientv3.OpGet(leaseTokenKey(id)),
-		clientv3.OpGet(epochKey),
-		clientv3.OpGet(keysPrefix+signer, clientv3.WithCountOnly()),
-	}
-}
-
-// resign signs the token of owner's lease again with signer, from the
-// results of resignOps (resps, from index i). It does not when the lease
-// has no record (granted before records were kept), when signer is older
-// than the key that signed its grant (this process's keys are behind, or
-// its clock: the record would no longer bound the keys the holder's
-// tokens carry) or is not in service, or when the epoch changed since the
-// grant: the token's epoch is then not the current one, and no signature
-// makes it current.
-func resign(resps []*etcdserverpb.ResponseOp, i int, ring *tokens.Keyring, signer, owner string) tokens.Token {
-	rec := resps[i].GetResponseRange().GetKvs()
-	if len(rec) == 0 || !signerInService(resps, i+2) {
-		return tokens.Token{}
-	}
-	var lt leaseToken
-	if json.Unmarshal(rec[0].Value, &lt) != nil || signer < lt.Key {
-		return tokens.Token{}
-	}
-	revision := rec[0].CreateRevision
-	epochKVs := resps[i+1].GetResponseRange().GetKvs()
-	if len(epochKVs) > 0 && epochKVs[0].ModRevision >= revision {
-		return tokens.Token{}
-	}
-	epoch, err := epochOf(epochKVs)
-	if err != nil {
-		return tokens.Token{}
-	}
-	tok, _ := ring.SignWith(signer, tokens.Token{Epoch: epoch, Revision: revision}, lt.Resource, owner)
-	return tok
 }

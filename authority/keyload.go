@@ -1,0 +1,205 @@
+package authority
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// Loading the signing keys: once on first use, at each guard check, and
+// when a signature no loaded key verifies needs etcd's word (keys.go holds
+// what they are and how they rotate).
+
+// keySet is what a process knows of the signing keys.
+type keySet struct {
+	ring    *tokens.Keyring // the keys in service: the newest whose time has come signs, all verify
+	retired *tokens.Keyring // nil if none: only names a refusal, never accepts
+}
+
+// retiredSigned reports whether one of the retired keys signed tok for
+// resource and client.
+func (s *keySet) retiredSigned(tok tokens.Token, resource, client string) bool {
+	return s.retired != nil && s.retired.Verify(tok, resource, client)
+}
+
+// keyReloadEvery bounds the reloads a signature that no known key verifies
+// can cause (keysReadSince): forged tokens must not buy an etcd read each.
+const keyReloadEvery = 250 * time.Millisecond
+
+// keyring returns the signing keys in service, loading them (and creating
+// the first one on a new cluster) on first use.
+func (a *Etcd) keyring(ctx context.Context) (*tokens.Keyring, error) {
+	set, err := a.keySet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return set.ring, nil
+}
+
+// keySet returns the keys this process knows, loading them on first use.
+func (a *Etcd) keySet(ctx context.Context) (*keySet, error) {
+	if s := a.keys.Load(); s != nil {
+		return s, nil
+	}
+	if err := a.lockKeys(ctx); err != nil {
+		return nil, err
+	}
+	defer a.unlockKeys()
+	if s := a.keys.Load(); s != nil {
+		return s, nil // another caller loaded them while this one waited
+	}
+	return a.loadKeysLocked(ctx)
+}
+
+// ReloadKeys reads the signing keys from etcd now, creating the first key
+// if there is none. The guard calls it on each check, and a signature no
+// known key verifies makes the keys load again (at most every 250 ms:
+// keysReadSince), so a rotation reaches every replica before tokens signed
+// with the new key reach it, or on their first sight.
+func (a *Etcd) ReloadKeys(ctx context.Context) (*tokens.Keyring, error) {
+	if err := a.lockKeys(ctx); err != nil {
+		return nil, err
+	}
+	defer a.unlockKeys()
+	set, err := a.loadKeysLocked(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return set.ring, nil
+}
+
+// keysReadSince returns the keys as a load that began at or after since
+// read them: a signature no loaded key verifies, presented at since, may
+// be by a key created just before, and only such a load can tell. If the
+// last load began earlier, it starts one, no sooner than keyReloadEvery
+// after that one began, and waits for it. So forged tokens buy at most
+// four etcd reads a second, whoever presents them; callers that queue
+// behind one load share its answer; and an answer is never older than the
+// question: with etcd away it is the load's error (unavailable), never a
+// refusal that an earlier load's keys would make.
+func (a *Etcd) keysReadSince(ctx context.Context, since time.Time) (*keySet, error) {
+	if err := a.lockKeys(ctx); err != nil {
+		return nil, err
+	}
+	defer a.unlockKeys()
+	if !a.keysStarted.Before(since) {
+		if a.keysErr != nil {
+			return nil, a.keysErr
+		}
+		return a.keys.Load(), nil
+	}
+	if wait := time.Until(a.keysStarted.Add(keyReloadEvery)); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, unavailable("wait for the signing keys' load", ctx.Err())
+		}
+	}
+	return a.loadKeysLocked(ctx)
+}
+
+// lockKeys takes the right to load the keys, or fails as unavailable when
+// ctx ends first: a load waits for etcd, and a request must not wait longer
+// than its own deadline for someone else's.
+func (a *Etcd) lockKeys(ctx context.Context) error {
+	select {
+	case a.keysLock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return unavailable("wait for the signing keys' load", ctx.Err())
+	}
+}
+
+func (a *Etcd) unlockKeys() { <-a.keysLock }
+
+// loadKeysLocked reads the keys and records the attempt; the caller holds
+// keysLock.
+func (a *Etcd) loadKeysLocked(ctx context.Context) (*keySet, error) {
+	started := time.Now() // a linearizable read sees every key created before it began
+	set, err := a.readKeys(ctx)
+	a.keysStarted, a.keysErr = started, err
+	if err != nil {
+		return nil, err
+	}
+	a.keys.Store(set)
+	return set, nil
+}
+
+// readKeys reads the keys in service and the retired ones at one
+// revision, creating the first key on a cluster that has none.
+func (a *Etcd) readKeys(ctx context.Context) (*keySet, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	active, retired, err := a.readKeyKVs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(active) == 0 {
+		n := int64(1)
+		if len(retired) > 0 {
+			n = keyNumber(strings.TrimPrefix(string(retired[0].Key), retiredKeysPrefix)) + 1
+		}
+		if _, err := a.addKey(ctx, n, time.Time{}); err != nil {
+			return nil, err
+		}
+		if active, retired, err = a.readKeyKVs(ctx); err != nil {
+			return nil, err
+		}
+	}
+	set := &keySet{}
+	if set.ring, err = keyringOf(active, keysPrefix); err != nil {
+		return nil, err
+	}
+	if len(retired) > 0 {
+		if set.retired, err = keyringOf(retired, retiredKeysPrefix); err != nil {
+			return nil, err
+		}
+	}
+	return set, nil
+}
+
+// readKeyKVs reads both prefixes, newest first, in one transaction.
+func (a *Etcd) readKeyKVs(ctx context.Context) (active, retired []*mvccpb.KeyValue, err error) {
+	newestFirst := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend)}
+	resp, err := a.cli.Txn(ctx).Then(clientv3.OpGet(keysPrefix, newestFirst...), clientv3.OpGet(retiredKeysPrefix, newestFirst...)).Commit()
+	if err != nil {
+		return nil, nil, unavailable("read signing keys", err)
+	}
+	a.observe(resp.Header.Revision)
+	return resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs, nil
+}
+
+// keyringOf decodes the keys stored under prefix.
+func keyringOf(kvs []*mvccpb.KeyValue, prefix string) (*tokens.Keyring, error) {
+	keys := make([]tokens.Key, 0, len(kvs))
+	for _, kv := range kvs {
+		var stored storedKey
+		err := json.Unmarshal(kv.Value, &stored)
+		key := tokens.Key{ID: strings.TrimPrefix(string(kv.Key), prefix), SignAfter: stored.SignAfter}
+		if err == nil {
+			key.Secret, err = base64.StdEncoding.DecodeString(stored.Secret)
+		}
+		if err != nil || len(key.Secret) < tokens.MinKeyLen {
+			return nil, fmt.Errorf("authority: etcd key %s does not hold a signing key", kv.Key)
+		}
+		keys = append(keys, key)
+	}
+	return tokens.NewKeyring(keys...)
+}
+
+// keyNumber reads a key ID's sequence number (0 if it is none).
+func keyNumber(id string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimLeft(id, "0"), 10, 64)
+	return n
+}
