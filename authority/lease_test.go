@@ -53,25 +53,24 @@ func TestMutualExclusionAndFIFO(t *testing.T) {
 	}
 	waitForContenders := func(n int64) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
+		if !testenv.WaitFor(10*time.Second, func() bool {
 			resp, err := cli.Get(t.Context(), "/fencegw/locks/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-			if err == nil && resp.Count >= n {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+			return err == nil && resp.Count >= n
+		}) {
+			t.Fatalf("fewer than %d contenders queued", n)
 		}
-		t.Fatalf("fewer than %d contenders queued", n)
 	}
 	queue("B")
 	waitForContenders(2)
 	queue("C")
 	waitForContenders(3)
 
+	// Both wait in line (waitForContenders saw their keys): a grant now,
+	// or at any instant before the release, would be a second holder.
 	select {
 	case g := <-granted:
 		t.Fatalf("%s was granted while A held the lock", g)
-	case <-time.After(200 * time.Millisecond):
+	default:
 	}
 	if err := a.Release(t.Context(), holder.ID, ""); err != nil {
 		t.Fatal(err)
@@ -83,7 +82,7 @@ func TestMutualExclusionAndFIFO(t *testing.T) {
 	select {
 	case g := <-granted:
 		t.Fatalf("%s was granted while B held the lock", g)
-	case <-time.After(200 * time.Millisecond):
+	default:
 	}
 	if b.Token.Compare(holder.Token) <= 0 {
 		t.Fatalf("B's token %s is not newer than A's %s", b.Token, holder.Token)
@@ -361,19 +360,11 @@ func TestLockDelayAfterExpiryNotRelease(t *testing.T) {
 	if _, err := a.Acquire(t.Context(), "delay/expired", opts(time.Second, 0)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !testenv.WaitFor(10*time.Second, func() bool {
 		st, err := a.Observe(t.Context(), "delay/expired")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Holder == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the lease never expired")
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil && st.Holder == nil
+	}) {
+		t.Fatal("the lease never expired")
 	}
 	_, err = a.Acquire(t.Context(), "delay/expired", opts(5*time.Second, 0))
 	if !errors.Is(err, authority.ErrLocked) || !strings.Contains(err.Error(), "lock-delay") {

@@ -205,7 +205,12 @@ func TestASlowWriteKeepsItsConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntilBlocked(t, h)
-	time.Sleep(300 * time.Millisecond) // well past the body deadline, inside PostgreSQL
+	waitOrFail(t, "the write to wait in PostgreSQL past its body deadline", func() bool {
+		var past bool
+		_ = h.pool.QueryRow(t.Context(), `SELECT coalesce(bool_or(clock_timestamp() - query_start > interval '300 ms'), false)
+			FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%fencegw.fence%'`).Scan(&past)
+		return past
+	})
 	unblock()
 	if status := readStatus(t, conn); status != http.StatusOK {
 		t.Fatalf("a write slower than the body deadline: %d, want 200", status)

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/fencegw/fencegw/gateway"
 )
 
 // TestConcurrentWritersOneResource has 32 writers, each with its own real
@@ -31,7 +32,7 @@ func TestConcurrentWritersOneResource(t *testing.T) {
 			if tc.guarded {
 				installGuard(t, h)
 			}
-			hammerOneResource(t, h)
+			hammerOneResource(t, h, tc.coalesce)
 			if tc.coalesce {
 				sum, count := batchSizes(t, h)
 				if sum <= count {
@@ -43,7 +44,12 @@ func TestConcurrentWritersOneResource(t *testing.T) {
 	}
 }
 
-func hammerOneResource(t *testing.T, h *harness) {
+// hammerOneResource starts every writer while the resource's fence row is
+// held, and lets them go once each has its first write waiting (in
+// PostgreSQL, or coalescing: queued behind the one that is): they then
+// contend, in an order the scheduler picks, and a coalesced run certainly
+// has batches of several writes, whatever the machine's speed.
+func hammerOneResource(t *testing.T, h *harness, coalesce bool) {
 	const (
 		account, resource = "acct-31", "account/acct-31"
 		writers           = 32
@@ -55,6 +61,10 @@ func hammerOneResource(t *testing.T, h *harness) {
 		toks[i] = l.Token
 		h.release(l)
 	}
+	if r := h.write("credit", toks[0], debit(account, 1)); r.Status != http.StatusOK { // the fence row exists from here on
+		t.Fatalf("first credit: %d %s", r.Status, r.Body)
+	}
+	unblock := blockFence(t, h, resource)
 
 	var (
 		wg       sync.WaitGroup
@@ -64,9 +74,6 @@ func hammerOneResource(t *testing.T, h *harness) {
 	)
 	for i := range writers {
 		wg.Go(func() {
-			// Older tokens start a little earlier, so the run interleaves
-			// many holders instead of the newest one winning at once.
-			time.Sleep(time.Duration(i) * 3 * time.Millisecond)
 			for range writesEach {
 				r := h.write("credit", toks[i], debit(account, 1))
 				mu.Lock()
@@ -82,14 +89,22 @@ func hammerOneResource(t *testing.T, h *harness) {
 			}
 		})
 	}
+	waitOrFail(t, "every writer's first write to wait", func() bool {
+		if coalesce {
+			return h.lockWaiters("%fencegw.fence%") == 1 && gateway.QueuedWrites(h.gw, resource) == writers-1
+		}
+		// In PostgreSQL, or waiting for one of the pool's connections.
+		return strings.Contains(metricsText(t, h.base), fmt.Sprintf("fencegw_writes_in_flight %d\n", writers))
+	})
+	unblock()
 	wg.Wait()
 
-	total := 0
+	total := 1 // the first credit
 	for _, n := range accepted {
 		total += n
 	}
-	if total+refused != writers*writesEach {
-		t.Fatalf("accepted %d + refused %d != %d requests", total, refused, writers*writesEach)
+	if total+refused != writers*writesEach+1 {
+		t.Fatalf("accepted %d + refused %d != %d requests", total, refused, writers*writesEach+1)
 	}
 	highest := toks[writers-1]
 	if accepted[highest] != writesEach {
