@@ -93,10 +93,7 @@ func (a *admission) leave() { <-a.slots }
 // unauthenticated write queues like any other before it is refused.
 func (g *Gateway) gateWrites(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		op, isWrite := strings.CutPrefix(r.URL.Path, "/v1/ops/")
-		if r.URL.Path == "/v1/batch" {
-			op, isWrite = policy.BatchName, true
-		}
+		op, isWrite := gatedCall(r.URL.Path)
 		if r.Method != http.MethodPost || !isWrite || g.refusedUnread(r, op) {
 			next.ServeHTTP(w, r)
 			return
@@ -116,6 +113,22 @@ func (g *Gateway) gateWrites(next http.Handler) http.Handler {
 	})
 }
 
+// gatedCall names the operation of a call that passes the gate: a write,
+// a batch, a read or a check, each of which holds a PostgreSQL connection
+// while it runs.
+func gatedCall(path string) (op string, gated bool) {
+	switch path {
+	case "/v1/batch":
+		return policy.BatchName, true
+	case "/v1/fences/check":
+		return checkOperation, true
+	}
+	if op, gated = strings.CutPrefix(path, "/v1/ops/"); gated {
+		return op, true
+	}
+	return strings.CutPrefix(path, "/v1/reads/")
+}
+
 // refusedUnread reports whether a write to op will be refused before its
 // body is read (no such operation, no credentials, no token), so the gate
 // need neither wait for the body nor give a turn: the refusal comes at
@@ -126,8 +139,11 @@ func (g *Gateway) refusedUnread(r *http.Request, op string) bool {
 	if g.cfg.Policy.AuthRequired() && r.Header.Get("Authorization") == "" {
 		return true
 	}
-	if op == policy.BatchName {
+	switch op {
+	case policy.BatchName:
 		return false
+	case checkOperation:
+		return len(r.Header.Values(TokenHeader)) == 0
 	}
 	_, known := g.cfg.Policy.Operations[op]
 	return !known || len(r.Header.Values(TokenHeader)) == 0
@@ -137,7 +153,9 @@ func (g *Gateway) refusedUnread(r *http.Request, op string) bool {
 // operation when the policy has one by that name.
 func (g *Gateway) refuseAtTheGate(w http.ResponseWriter, r *http.Request, op string, err error) {
 	p := g.writeProblem(w, r, err, problemScope{Operation: clip.String(op, 64), Keyed: len(r.Header.Values(IdempotencyHeader)) > 0})
-	if _, known := g.metrics.ops[op]; known {
+	if o, known := g.cfg.Policy.Operations[op]; op == checkOperation || (known && o.Read) {
+		g.metrics.reads.WithLabelValues(op, p.Kind()).Inc()
+	} else if _, known := g.metrics.ops[op]; known {
 		g.metrics.writes.WithLabelValues(op, p.Kind()).Inc()
 	}
 }

@@ -21,17 +21,26 @@ func (g *Gateway) apply(ctx context.Context, req *fence.Request, scope *problemS
 }
 
 func (g *Gateway) validateAndApply(ctx context.Context, req *fence.Request, scope *problemScope) (fence.Response, error) {
+	if err := g.validateAll(ctx, req, scope); err != nil {
+		return fence.Response{}, err
+	}
+	return g.store.Apply(ctx, req)
+}
+
+// validateAll asks the authority about every token of req, each under its
+// resource kind's validation, and names the first it refuses in scope.
+func (g *Gateway) validateAll(ctx context.Context, req *fence.Request, scope *problemScope) error {
 	client := clientName(ctx)
 	for wi := range req.Writes {
 		w := &req.Writes[wi]
 		for i, role := range w.Operation.Roles {
 			if err := g.validate(ctx, w.Keys[i], client, w.Tokens[i], role.Resource.Validation); err != nil {
 				scope.Resource, scope.Role, scope.Presented = w.Keys[i], role.Name, w.Tokens[i].Unsigned()
-				return fence.Response{}, req.InWrite(wi, err)
+				return req.InWrite(wi, err)
 			}
 		}
 	}
-	return g.store.Apply(ctx, req)
+	return nil
 }
 
 // validate asks the authority about one token presented by client.

@@ -146,7 +146,13 @@ func New(cfg Config) (*Gateway, error) {
 		func() float64 { return float64(cfg.Authority.NewestRevision()) },
 		func() float64 { return float64(cfg.Authority.Epoch()) },
 	)
-	g.metrics.forOperations(append(cfg.Policy.OperationNames(), policy.BatchName))
+	writes := []string{policy.BatchName}
+	for _, name := range cfg.Policy.OperationNames() {
+		if !cfg.Policy.Operations[name].Read {
+			writes = append(writes, name)
+		}
+	}
+	g.metrics.forOperations(writes)
 	g.metrics.registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_db_size_bytes",
@@ -252,6 +258,8 @@ func (g *Gateway) Handler() http.Handler {
 		r.Use(g.authenticate)
 		v1(r, http.MethodPost, "/ops/{operation}", g.handleWrite)
 		v1(r, http.MethodPost, "/batch", g.handleBatch)
+		v1(r, http.MethodPost, "/reads/{operation}", g.handleRead)
+		v1(r, http.MethodPost, "/fences/check", g.handleCheck)
 		v1(r, http.MethodGet, "/openapi.json", g.handleOpenAPI)
 		v1(r.With(g.limitLeaseCalls), http.MethodPost, "/leases", g.handleAcquire)
 		v1(r.With(g.limitLeaseCalls), http.MethodGet, "/leases", g.handleObserve)

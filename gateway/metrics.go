@@ -9,16 +9,18 @@ import (
 // metrics are registered on a registry of the gateway's own, so several
 // gateways can live in one process (tests, dev mode).
 type metrics struct {
-	registry   *prometheus.Registry
-	writes     *prometheus.CounterVec
-	rejections *prometheus.CounterVec
-	latency    *prometheus.HistogramVec
-	leases     *prometheus.CounterVec
-	batchSize  prometheus.Histogram
-	waiting    prometheus.Gauge
-	waited     prometheus.Histogram
-	leaseWait  prometheus.Histogram
-	leaseHold  prometheus.Histogram
+	registry    *prometheus.Registry
+	writes      *prometheus.CounterVec
+	reads       *prometheus.CounterVec
+	readLatency prometheus.Histogram
+	rejections  *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	leases      *prometheus.CounterVec
+	batchSize   prometheus.Histogram
+	waiting     prometheus.Gauge
+	waited      prometheus.Histogram
+	leaseWait   prometheus.Histogram
+	leaseHold   prometheus.Histogram
 	// auditDropped counts refusals not recorded: the audit queue was full.
 	auditDropped prometheus.Counter
 	ops          map[string]opMetrics // per policy operation, resolved once
@@ -46,6 +48,15 @@ func newMetrics(revision, epoch func() float64) *metrics {
 			Name: "fencegw_writes_total",
 			Help: "Fenced write requests by operation and outcome (ok or the problem type).",
 		}, []string{"operation", "outcome"}),
+		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fencegw_reads_total",
+			Help: "Fenced reads (POST /v1/reads) by operation and outcome (ok or the problem type); unknown operations under (unknown).",
+		}, []string{"operation", "outcome"}),
+		readLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "fencegw_read_duration_seconds",
+			Help:    "Time to handle a fenced read, answered or refused.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fencegw_rejections_total",
 			Help: "Refused requests by problem type.",
@@ -88,7 +99,7 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		Name: "fencegw_audit_dropped_total",
 		Help: "Refusals not recorded in fencegw.rejections because the audit queue was full (they are still logged and counted in fencegw_rejections_total).",
 	})
-	m.registry.MustRegister(m.writes, m.rejections, m.latency, m.leases, m.batchSize, m.waiting, m.waited, m.leaseWait, m.leaseHold, m.auditDropped,
+	m.registry.MustRegister(m.writes, m.reads, m.readLatency, m.rejections, m.latency, m.leases, m.batchSize, m.waiting, m.waited, m.leaseWait, m.leaseHold, m.auditDropped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_revision",
 			Help: "The newest etcd revision this gateway has seen.",

@@ -26,46 +26,16 @@ func (g *Gateway) handleWrite(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) write(r *http.Request, scope *problemScope) (fence.Response, error) {
-	op, ok := g.cfg.Policy.Operations[scope.Operation]
-	if !ok {
-		return fence.Response{}, fmt.Errorf("%w: %q is not in the policy", ErrUnknownOperation, clip.String(scope.Operation, 64))
-	}
-	if err := authorize(r.Context(), op.Name); err != nil {
-		return fence.Response{}, err
-	}
-	field, sent, err := readTokenField(r)
-	switch {
-	case err != nil:
-		return fence.Response{}, err
-	case !sent && op.Named():
-		return fence.Response{}, fmt.Errorf("%w: send one token per role of %s: %s: %s", ErrTokenRequired, op.Name, TokenHeader, exampleField(op))
-	case !sent:
-		return fence.Response{}, fmt.Errorf("%w: send the token of your lease as %s: E:R", ErrTokenRequired, TokenHeader)
-	}
 	lone := new(loneWrite)
-	toks, err := tokensFor(lone.toks[:], op, field)
+	op, err := g.call(r, scope, lone, false)
 	if err != nil {
 		return fence.Response{}, err
-	}
-	if !op.Named() {
-		scope.Presented = toks[0].Unsigned()
 	}
 	key, once, err := idempotencyKey(r)
 	if err != nil {
 		return fence.Response{}, err
 	}
-	body, err := g.readBody(r)
-	if err != nil {
-		return fence.Response{}, err
-	}
-	lone.w[0], err = decodeWrite(op, body, toks, lone.keys[:0])
-	if err != nil {
-		return fence.Response{}, err
-	}
 	wr := &lone.w[0]
-	if !op.Named() {
-		scope.Resource = wr.Keys[0]
-	}
 	var k *fence.Key
 	if once {
 		k = &fence.Key{Client: clientName(r.Context()), Scope: op.Name, Key: key, Fingerprint: op.Fingerprint(wr.Args), Retention: g.retention}
@@ -80,6 +50,53 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (fence.Response, e
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)
 	defer cancel()
 	return g.apply(ctx, req, scope)
+}
+
+// call reads a call of the operation r names into lone.w[0]: the
+// operation, the client's right to call it, its tokens and arguments, and
+// the resource of each of its roles. read says which kind of operation
+// the endpoint serves; the other kind is named as such.
+func (g *Gateway) call(r *http.Request, scope *problemScope, lone *loneWrite, read bool) (*policy.Operation, error) {
+	op, ok := g.cfg.Policy.Operations[scope.Operation]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: %q is not in the policy", ErrUnknownOperation, clip.String(scope.Operation, 64))
+	case op.Read && !read:
+		return nil, fmt.Errorf("%w: %s is a read: POST /v1/reads/%s", ErrUnknownOperation, op.Name, op.Name)
+	case !op.Read && read:
+		return nil, fmt.Errorf("%w: %s is a write: POST /v1/ops/%s", ErrUnknownOperation, op.Name, op.Name)
+	}
+	if err := authorize(r.Context(), op.Name); err != nil {
+		return nil, err
+	}
+	field, sent, err := readTokenField(r)
+	switch {
+	case err != nil:
+		return nil, err
+	case !sent && op.Named():
+		return nil, fmt.Errorf("%w: send one token per role of %s: %s: %s", ErrTokenRequired, op.Name, TokenHeader, exampleField(op))
+	case !sent:
+		return nil, fmt.Errorf("%w: send the token of your lease as %s: E:R", ErrTokenRequired, TokenHeader)
+	}
+	toks, err := tokensFor(lone.toks[:], op, field)
+	if err != nil {
+		return nil, err
+	}
+	if !op.Named() {
+		scope.Presented = toks[0].Unsigned()
+	}
+	body, err := g.readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	lone.w[0], err = decodeWrite(op, body, toks, lone.keys[:0])
+	if err != nil {
+		return nil, err
+	}
+	if !op.Named() {
+		scope.Resource = lone.w[0].Keys[0]
+	}
+	return op, nil
 }
 
 // loneWrite holds what a write of POST /v1/ops needs beyond its arguments,

@@ -116,6 +116,13 @@ func compileOperation(ps *problems, p *Policy, name string, fo fileOperation) *O
 		ps.add(entry, "%q is reserved: it names POST /v1/batch in metrics and idempotency keys", BatchName)
 	}
 	op := &Operation{Name: name, argIndex: map[string]int{}}
+	switch fo.Kind {
+	case "", "write":
+	case "read":
+		op.Read = true
+	default:
+		ps.add(entry+".kind", "%q: want write (the default) or read", fo.Kind)
+	}
 	for _, an := range sortedKeys(fo.Args) {
 		a, ok := compileArg(ps, entry+".args."+an, an, fo.Args[an])
 		if ok {
@@ -301,6 +308,10 @@ func compileStatement(ps *problems, entry string, op *Operation, index int, fs f
 		st.binds = append(st.binds, b)
 	}
 	st.params = sc.params
+	if op.Read && sc.firstWord != "SELECT" {
+		ps.add(entry+".sql", "a read's statements are SELECTs, not %s: a read must not write", sc.firstWord)
+		ok = false
+	}
 	if fs.ExpectRows != nil {
 		if *fs.ExpectRows < 0 || *fs.ExpectRows > maxExpectRows {
 			ps.add(entry+".expect_rows", "want 0 to %d", maxExpectRows)

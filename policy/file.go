@@ -35,6 +35,7 @@ type fileResource struct {
 }
 
 type fileOperation struct {
+	Kind       string             `yaml:"kind"` // "write" (the default) or "read"
 	Resource   string             `yaml:"resource"`
 	Resources  map[string]string  `yaml:"resources"` // role -> key template over the arguments
 	Args       map[string]fileArg `yaml:"args"`

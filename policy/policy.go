@@ -57,9 +57,14 @@ type Resource struct {
 	GroupCommit *bool
 }
 
-// Operation is a named, parameterised write that clients may call.
+// Operation is a named, parameterised write that clients may call, or a
+// read: SELECTs run under the fence without advancing it.
 type Operation struct {
 	Name string
+	// Read: the operation's statements only read (SELECT), in a read-only
+	// transaction that checks its tokens against the fences and leaves them
+	// as they are (POST /v1/reads/{operation}).
+	Read bool
 	// Roles are the resources the operation is fenced on, one token each:
 	// one role named "" for an operation that names one resource, or the
 	// named roles of a multi-resource operation (e.g. a transfer's from

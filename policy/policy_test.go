@@ -44,6 +44,24 @@ func mustParse(t *testing.T, src string) *Policy {
 	return p
 }
 
+func TestReadOperation(t *testing.T) {
+	p := mustParse(t, goodPolicy+`  balance:
+    kind: read
+    resource: account
+    args:
+      account: {type: string, max_length: 8}
+    statements:
+      - sql: SELECT b FROM a WHERE id = :account
+        expect_rows: 1
+`)
+	if !p.Operations["balance"].Read || p.Operations["debit"].Read {
+		t.Fatalf("Read: balance %v, debit %v; want true, false", p.Operations["balance"].Read, p.Operations["debit"].Read)
+	}
+	if got := p.Operations["balance"].Statements[0].Kind; got != Rows {
+		t.Errorf("a read's statement kind = %v, want Rows", got)
+	}
+}
+
 func TestParseGood(t *testing.T) {
 	p := mustParse(t, goodPolicy)
 	debit := p.Operations["debit"]
@@ -96,6 +114,8 @@ func TestParseErrorsNameTheEntry(t *testing.T) {
 		{"negative expect", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account', expect_rows: -1}]\n"), "operations.debit.statements[0].expect_rows", "want 0"},
 		{"bad op name", "resources:\n  account:\n    key: \"account/{account}\"\noperations:\n  Debit-Now:\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n", "operations.Debit-Now", "lower-case"},
 		{"coalesce not a boolean", "resources:\n  a:\n    key: a\n    coalesce: sometimes\noperations: {}\n", "", "sometimes"},
+		{"a read that writes", op("    kind: read\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'SELECT 1 FROM t WHERE id = :account'}, {sql: 'UPDATE t SET n = 1 WHERE id = :account'}]\n"), "operations.debit.statements[1].sql", "a read's statements are SELECTs, not UPDATE"},
+		{"bad kind", op("    kind: delete\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n"), "operations.debit.kind", "want write (the default) or read"},
 		{"two documents", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n---\nx: 1\n"), "", "more than one YAML document"},
 	}
 	for _, tt := range tests {

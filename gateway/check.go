@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/internal/clip"
+	"github.com/fencegw/fencegw/policy"
+)
+
+// checkOperation names checks in metrics and problems.
+const checkOperation = "check"
+
+// CheckResult is the answer of POST /v1/fences/check: every token current.
+type CheckResult struct {
+	Fences []ReadFence `json:"fences"`
+}
+
+// handleCheck serves POST /v1/fences/check: is my token still current?
+// The tokens of the Fencing-Token header, one per resource of the body,
+// are validated as a write's would be (the resource kind's validation) and
+// held to their fences in a read-only transaction, without advancing them:
+// 200 when every one is current, 409 stale-token naming the first that is
+// not. Nothing is written either way.
+func (g *Gateway) handleCheck(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	scope := problemScope{Operation: checkOperation}
+	res, err := g.check(r, &scope)
+	if err != nil {
+		p := g.writeProblem(w, r, err, scope)
+		g.countRead(checkOperation, p.Kind(), start)
+		return
+	}
+	e := accessOf(r.Context())
+	e.operation, e.resource, e.outcome = checkOperation, scope.Resource, "ok"
+	g.countRead(checkOperation, "ok", start)
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (g *Gateway) check(r *http.Request, scope *problemScope) (CheckResult, error) {
+	body, err := g.readBody(r)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	roles, err := decodeCheckRequest(body)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	op, keys, err := g.checkOperation(roles)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	if !op.Named() {
+		scope.Resource = keys[0]
+	}
+	field, sent, err := readTokenField(r)
+	switch {
+	case err != nil:
+		return CheckResult{}, err
+	case !sent:
+		return CheckResult{}, fmt.Errorf("%w: send the token (or, for resources, one per role) to check as %s", ErrTokenRequired, TokenHeader)
+	}
+	toks, err := tokensFor(nil, op, field)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	if !op.Named() {
+		scope.Presented = toks[0].Unsigned()
+	}
+	req, err := fence.NewRequest([]fence.Write{{Operation: op, Keys: keys, Tokens: toks}}, nil)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), g.writeTTL)
+	defer cancel()
+	if err := g.validateAll(ctx, req, scope); err != nil {
+		return CheckResult{}, err
+	}
+	res, err := g.store.Read(ctx, req)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	out := CheckResult{Fences: make([]ReadFence, len(op.Roles))}
+	for i, role := range op.Roles {
+		f, _ := res.Fence(keys[i])
+		out.Fences[i] = ReadFence{Role: role.Name, Resource: keys[i], Token: toks[i].Unsigned(), Fence: f}
+	}
+	return out, nil
+}
+
+// checkOperation is a read without statements over roles' resources, each
+// under the policy resource kind whose key produces it: its compare mode
+// and validation are a write's. roles are sorted, as an operation's are.
+func (g *Gateway) checkOperation(roles []checkRole) (*policy.Operation, []string, error) {
+	op := &policy.Operation{Name: checkOperation, Read: true}
+	keys := make([]string, len(roles))
+	for i, cr := range roles {
+		kind := g.cfg.Policy.ResourceFor(cr.resource)
+		if kind == nil {
+			return nil, nil, badRequest("check: no resource of the policy is named like %q", clip.String(cr.resource, 128))
+		}
+		op.Roles = append(op.Roles, policy.Role{Name: cr.role, Resource: kind})
+		keys[i] = cr.resource
+	}
+	return op, keys, nil
+}

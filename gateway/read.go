@@ -1,0 +1,111 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// ReadResult is the JSON answer of a read: as a write's Result, with the
+// fence each token was held to as the read saw it.
+type ReadResult struct {
+	Operation  string            `json:"operation"`
+	Resource   string            `json:"resource,omitempty"`
+	Token      tokens.Token      `json:"token,omitzero"`
+	Fence      tokens.Token      `json:"fence,omitzero"` // absent: the resource was never written
+	Fences     []ReadFence       `json:"fences,omitempty"`
+	Statements []StatementResult `json:"statements"`
+}
+
+// ReadFence is one role's token and fence in a ReadResult or a check.
+type ReadFence struct {
+	Role     string       `json:"role,omitempty"`
+	Resource string       `json:"resource"`
+	Token    tokens.Token `json:"token"`
+	Fence    tokens.Token `json:"fence,omitzero"`
+}
+
+// handleRead serves POST /v1/reads/{operation}: a policy operation of kind
+// read, with the same body and Fencing-Token header as a write, run under
+// the fence without advancing it (fence.Store.Read). A token older than
+// its fence is 409 stale-token, as for a write: the holder learns at read
+// time that a successor has written.
+func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	name := chi.URLParam(r, "operation")
+	scope := problemScope{Operation: name}
+	res, err := g.read(r, &scope)
+	if err != nil {
+		p := g.writeProblem(w, r, err, scope)
+		g.countRead(name, p.Kind(), start)
+		return
+	}
+	e := accessOf(r.Context())
+	e.operation, e.resource, e.outcome = name, scope.Resource, "ok"
+	if !scope.Presented.IsZero() {
+		e.token = scope.Presented.String()
+	}
+	g.countRead(name, "ok", start)
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (g *Gateway) read(r *http.Request, scope *problemScope) (ReadResult, error) {
+	lone := new(loneWrite)
+	op, err := g.call(r, scope, lone, true)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	req, err := fence.NewRequest(lone.w[:], nil)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), g.writeTTL)
+	defer cancel()
+	if err := g.validateAll(ctx, req, scope); err != nil {
+		return ReadResult{}, err
+	}
+	res, err := g.store.Read(ctx, req)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	wr := &req.Writes[0]
+	out := ReadResult{Operation: op.Name, Statements: statementResults(res.Results[0])}
+	if !op.Named() {
+		out.Resource, out.Token = wr.Keys[0], wr.Tokens[0].Unsigned()
+		out.Fence, _ = res.Fence(wr.Keys[0])
+		return out, nil
+	}
+	for i, role := range op.Roles {
+		f, _ := res.Fence(wr.Keys[i])
+		out.Fences = append(out.Fences, ReadFence{Role: role.Name, Resource: wr.Keys[i], Token: wr.Tokens[i].Unsigned(), Fence: f})
+	}
+	return out, nil
+}
+
+// statementResults is one write's results as the API shows them.
+func statementResults(res fence.Result) []StatementResult {
+	out := make([]StatementResult, len(res.Statements))
+	for i, st := range res.Statements {
+		out[i] = StatementResult{RowsAffected: st.RowsAffected}
+		if len(st.Rows) > 0 {
+			out[i].Rows = json.RawMessage(st.Rows)
+		}
+	}
+	return out
+}
+
+// countRead counts a read of operation name by its outcome, apart from
+// the writes.
+func (g *Gateway) countRead(name, outcome string, start time.Time) {
+	if op, known := g.cfg.Policy.Operations[name]; (!known || !op.Read) && name != checkOperation { // unknown names would grow the label set without bound
+		name = "(unknown)"
+	}
+	g.metrics.reads.WithLabelValues(name, outcome).Inc()
+	g.metrics.readLatency.Observe(time.Since(start).Seconds())
+}
