@@ -30,8 +30,13 @@ const tokenPattern = `^[1-9][0-9]{0,18}:[1-9][0-9]{0,18}(:[A-Za-z0-9_-]{22})?$`
 func OpenAPI(pol *policy.Policy, version string) ([]byte, error) {
 	paths := obj{}
 	for _, name := range pol.OperationNames() {
-		paths["/v1/ops/"+name] = obj{"post": operationPath(pol, pol.Operations[name])}
+		if op := pol.Operations[name]; op.Read {
+			paths["/v1/reads/"+name] = obj{"post": readPath(pol, op)}
+		} else {
+			paths["/v1/ops/"+name] = obj{"post": operationPath(pol, op)}
+		}
 	}
+	paths["/v1/fences/check"] = obj{"post": checkPath(pol)}
 	paths["/v1/batch"] = obj{"post": batchPath(pol)}
 	paths["/v1/leases"] = obj{"post": acquirePath(pol), "get": observePath(pol)}
 	paths["/v1/leases/{id}/keepalive"] = obj{"post": keepAlivePath(pol)}
@@ -82,21 +87,7 @@ func security(pol *policy.Policy) []any {
 }
 
 func operationPath(pol *policy.Policy, op *policy.Operation) obj {
-	props, required := obj{}, []string{}
-	for _, a := range op.Args {
-		props[a.Name] = argSchema(a)
-		required = append(required, a.Name)
-	}
-	token := obj{"$ref": "#/components/parameters/FencingToken"}
-	if op.Named() {
-		var roles []string
-		for _, r := range op.Roles {
-			roles = append(roles, r.Name)
-		}
-		token = obj{"name": TokenHeader, "in": "header", "required": true,
-			"description": fmt.Sprintf("One token per role, as an RFC 8941 dictionary: %s", exampleRoles(roles)),
-			"schema":      obj{"type": "string", "maxLength": 4096}, "example": exampleRoles(roles)}
-	}
+	props, required, token := argsAndToken(op)
 	kinds := []string{"bad-request", "token-rejected", "token-retired", "unknown-operation", "stale-token", "precondition-failed", "constraint",
 		"too-large", "unsupported-encoding", "idempotency-mismatch", "token-required", "internal", "unavailable", "authority-halted"}
 	if pol.AuthRequired() {
@@ -116,6 +107,27 @@ func operationPath(pol *policy.Policy, op *policy.Operation) obj {
 				"content": obj{"application/json": obj{"schema": obj{"$ref": "#/components/schemas/Result"}}}},
 		}, kinds...)),
 	}
+}
+
+// argsAndToken are op's request body properties, the required ones, and
+// its Fencing-Token parameter: one token, or a dictionary of its roles'.
+func argsAndToken(op *policy.Operation) (props obj, required []string, token obj) {
+	props, required = obj{}, []string{}
+	for _, a := range op.Args {
+		props[a.Name] = argSchema(a)
+		required = append(required, a.Name)
+	}
+	token = obj{"$ref": "#/components/parameters/FencingToken"}
+	if op.Named() {
+		var roles []string
+		for _, r := range op.Roles {
+			roles = append(roles, r.Name)
+		}
+		token = obj{"name": TokenHeader, "in": "header", "required": true,
+			"description": fmt.Sprintf("One token per role, as an RFC 8941 dictionary: %s", exampleRoles(roles)),
+			"schema":      obj{"type": "string", "maxLength": 4096}, "example": exampleRoles(roles)}
+	}
+	return props, required, token
 }
 
 func rolesText(op *policy.Operation) string {
@@ -188,7 +200,7 @@ func batchPath(pol *policy.Policy) obj {
 			"properties": obj{"writes": obj{"type": "array", "minItems": 1, "maxItems": 100, "items": obj{
 				"type": "object", "required": []string{"operation", "args", "token"}, "additionalProperties": false,
 				"properties": obj{
-					"operation": obj{"type": "string", "enum": pol.OperationNames()},
+					"operation": obj{"type": "string", "enum": writeNames(pol)},
 					"args":      obj{"type": "object", "description": "The operation's arguments, as its own path takes them."},
 					"token": obj{"oneOf": []any{
 						obj{"type": "string", "pattern": tokenPattern},
@@ -360,6 +372,7 @@ func schemas(pol *policy.Policy) obj {
 				"rows":          obj{"type": "array", "items": obj{"type": "object"}},
 			}}},
 		}},
+		"ReadResult": readResultSchema(),
 		"Lease": obj{"type": "object", "required": []string{"lease_id", "resource", "token", "ttl"}, "properties": obj{
 			"lease_id": obj{"type": "string"}, "resource": obj{"type": "string"},
 			"token": obj{"type": "string", "pattern": tokenPattern}, "ttl": obj{"type": "integer"}}},

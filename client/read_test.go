@@ -1,0 +1,59 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/client"
+)
+
+// TestReadAndCheck: a holder reads and checks while its token is current;
+// once a successor has written, both say it is stale, before the holder
+// acts on what it read.
+func TestReadAndCheck(t *testing.T) {
+	pol := strings.Replace(demoPolicy(t), "\noperations:\n", "\noperations:\n"+`  balance:
+    kind: read
+    resource: account
+    args:
+      account: {type: string, max_length: 64, pattern: "acct-[0-9]+"}
+    statements:
+      - sql: SELECT balance_cents FROM demo.accounts WHERE id = :account
+`, 1)
+	c := client.New(newGateway(t, pol))
+	ctx := context.Background()
+	a, err := c.Acquire(ctx, "account/acct-55", client.AcquireOptions{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Read(ctx, "balance", map[string]string{"account": "acct-55"})
+	if err != nil || !strings.Contains(string(res.Statements[0].Rows), "1000") {
+		t.Fatalf("read: %+v %v, want the balance", res, err)
+	}
+	if err := a.Check(ctx); err != nil {
+		t.Fatalf("check while current: %v", err)
+	}
+	stale := a.Token()
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Acquire(ctx, "account/acct-55", client.AcquireOptions{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release(ctx)
+	if _, err := b.Write(ctx, "credit", map[string]any{"account": "acct-55", "amount_cents": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(ctx, stale, "balance", map[string]string{"account": "acct-55"}); !errors.Is(err, client.ErrStaleToken) {
+		t.Fatalf("read with A's token after B wrote: %v, want ErrStaleToken", err)
+	}
+	if err := c.Check(ctx, stale, "account/acct-55"); !errors.Is(err, client.ErrStaleToken) {
+		t.Fatalf("check of A's token after B wrote: %v, want ErrStaleToken", err)
+	}
+	if err := b.Check(ctx); err != nil {
+		t.Fatalf("B's check: %v", err)
+	}
+}
