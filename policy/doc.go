@@ -1,8 +1,58 @@
-// Package policy loads the policy file (resources, operations and their
-// typed arguments and SQL), validates it, and compiles it into the form the
-// gateway executes: numbered SQL, argument decoders and resource templates.
-// The file's JSON Schema (JSONSchema, policy.schema.json) serves editors and
-// Check, which `fencegw policy check` runs; the gateway compiles with Parse.
-// Builtin parameters bind a write's resource and token; :_token binds E:R,
-// never the signature (a capability) that the token came with.
+// Package policy reads the policy file, the one place that says what
+// clients may ask of the database: which resources exist and how their
+// fences compare tokens, which operations may be called with which typed
+// arguments and which SQL, who the clients are, and which tables the guard
+// protects. It compiles the file into the immutable *Policy the gateway
+// executes, and knows neither HTTP nor PostgreSQL's wire.
+//
+// # Loading (file.go, compile.go, errors.go, yamlerrors.go)
+//
+// Load and Parse read YAML strictly (unknown keys, two documents and
+// duplicate keys are errors) and compile every section; every problem is
+// reported at once, each naming its entry (operations.debit.statements[0].sql)
+// in an *Error. The file's JSON Schema (policy.schema.json, JSONSchema)
+// serves editors and Check (`fencegw policy check`), which reports the
+// same problems with the schema's words; a test holds the schema to the
+// file's Go structs.
+//
+// # Resources and their keys (policy.go, template.go)
+//
+// A Resource is a kind of lockable thing: a key Template ("account/{account}")
+// over an operation's arguments, a Compare mode (Monotonic: token >= fence;
+// Strict: token > fence), a token Validation, a lock-delay, and whether its
+// writes coalesce and group-commit. ResourceFor finds the kind of a
+// concrete resource name. Invariant: the client never names the resource
+// of a write; its arguments do, through the template, so a holder of
+// account/acct-1 cannot write account/acct-2 with its token.
+//
+// # Operations, arguments and SQL (args.go, jsonargs.go, sqlscan.go)
+//
+// An Operation has Roles (one resource, or named roles of several: a
+// transfer's from and to), typed Args, and 1 to 16 Statements, each one SQL
+// statement with :name parameters, compiled to $n and wrapped so that
+// expect_rows is checked inside the database (a check in Go would come
+// after an implicit commit). A write's statements run in the transaction
+// that advances its fences; a read's (kind: read) are SELECTs only, checked
+// here. DecodeArgs reads a request body as strictly as the file (each
+// argument once, typed, bounded); Bind lays out a statement's parameters:
+// arguments, and the builtins :_resource, :_epoch, :_revision and :_token
+// of each role. :_token binds E:R, never the signature, a capability. A
+// Fingerprint identifies a call's arguments for idempotency keys.
+//
+// # Clients (clients.go)
+//
+// Without clients every caller is one client. With them, a caller proves
+// who it is and may call only its operations; its name scopes idempotency
+// keys, lease limits and token signatures.
+//
+// # Application errors (sqlerrors.go)
+//
+// sql_errors map an SQLSTATE a statement raises to a problem of the
+// application's choosing (4xx only); the PT class (PT409) maps itself.
+// fencegw's own problem types are reserved.
+//
+// # Guarded tables (guarded.go)
+//
+// The tables whose rows belong to a resource, and the columns that name
+// it, for the guard triggers of package guard.
 package policy
