@@ -1,7 +1,6 @@
 package fence
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -224,26 +223,4 @@ func (c *committer) stuck(now time.Time) bool {
 		}
 	}
 	return false
-}
-
-// take removes from the head of the line the units of one transaction:
-// one, or with group commit as many as fit in maxGroup writes, in
-// canonical order. c.mu is held.
-func (c *committer) take() []*unit {
-	units, n := []*unit{c.queue[0]}, len(c.queue[0].batch)
-	i := 1
-	for ; !units[0].alone && i < len(c.queue); i++ {
-		u := c.queue[i]
-		if u.alone || n+len(u.batch) > maxGroup {
-			break
-		}
-		units, n = append(units, u), n+len(u.batch)
-	}
-	c.queue[0] = nil
-	c.queue = c.queue[i:]
-	if len(c.queue) == 0 {
-		c.queue = nil // let the backing array go
-	}
-	slices.SortFunc(units, func(a, b *unit) int { return cmp.Compare(a.resource, b.resource) })
-	return units
 }

@@ -60,6 +60,9 @@
 //
 // # Coalescing and group commit
 //
+// The rule of which writes share a transaction is stated at the top of
+// groupcommit.go, beside the code that applies it (take, run).
+//
 // Requests of one resource whose kind coalesces queue behind the
 // resource's unit in flight; when it commits, they become its next unit:
 // one transaction, arrival order kept, one COMMIT, no answer before it. A

@@ -1,9 +1,34 @@
+// The group-commit rule: which writes share a transaction, and how one
+// transaction answers them all.
+//
+//   - A unit is one resource's work that must commit before the resource's
+//     next: a lone write that found its resource idle, or the writes that
+//     queued behind its previous unit (coalescing, coalesce.go). A
+//     resource has at most one unit in flight.
+//   - A transaction takes the unit at the head of the committer's line
+//     and, with group commit on, every unit behind it up to maxGroup
+//     writes, stopping at the first unit whose resource says group_commit:
+//     false (take). Nothing waits for a group to fill: a group is what
+//     queued while the previous transaction was in flight.
+//   - Its units run in canonical order (by resource), so fence rows are
+//     locked in one order by every transaction; a unit's writes keep their
+//     arrival order.
+//   - Every write runs in its own savepoint, once one has failed (tx.go);
+//     no write is answered before the one COMMIT; a write that met another
+//     transaction in a deadlock or serialization failure, and those behind
+//     it on its resources, run again alone after it; a lost COMMIT has the
+//     refusals decided inside it decided again alone; work deferred to the
+//     COMMIT is judged under no write's fence, and a guarded row it writes
+//     sends every write to run alone.
+
 package fence
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -133,4 +158,26 @@ func (s *Store) WaitingForConnection() int {
 		n += len(u.batch)
 	}
 	return n
+}
+
+// take removes from the head of the line the units of one transaction:
+// one, or with group commit as many as fit in maxGroup writes, in
+// canonical order. c.mu is held.
+func (c *committer) take() []*unit {
+	units, n := []*unit{c.queue[0]}, len(c.queue[0].batch)
+	i := 1
+	for ; !units[0].alone && i < len(c.queue); i++ {
+		u := c.queue[i]
+		if u.alone || n+len(u.batch) > maxGroup {
+			break
+		}
+		units, n = append(units, u), n+len(u.batch)
+	}
+	c.queue[0] = nil
+	c.queue = c.queue[i:]
+	if len(c.queue) == 0 {
+		c.queue = nil // let the backing array go
+	}
+	slices.SortFunc(units, func(a, b *unit) int { return cmp.Compare(a.resource, b.resource) })
+	return units
 }
