@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,12 @@ type Cell struct {
 	Pgbench *Path `json:"pgbench,omitempty"`
 	// PgbenchRatio is gateway throughput over pgbench's.
 	PgbenchRatio float64 `json:"gateway_over_pgbench,omitempty"`
+	// Ceiling is the batched ceiling (ceiling.go): pgbench running the
+	// fenced statement grouped as the gateway grouped it; nil when
+	// pgbench did not run.
+	Ceiling *Ceiling `json:"ceiling,omitempty"`
+	// CeilingRatio is gateway throughput over the ceiling's.
+	CeilingRatio float64 `json:"gateway_over_ceiling,omitempty"`
 	// Overhead is what the gateway adds to one client's write, the
 	// paths taking turns; measured in 1-client cells only.
 	Overhead *Overhead `json:"overhead,omitempty"`
@@ -41,7 +48,8 @@ type Cell struct {
 func (c *Cell) Valid() bool {
 	pgbenchOK := c.Pgbench == nil || (c.Pgbench.Writes > 0 && c.Pgbench.ErrorCount() == 0)
 	overheadOK := c.Overhead == nil || (c.Overhead.PerPath > 0 && len(c.Overhead.Errors) == 0)
-	return c.Direct.Writes > 0 && c.Gateway.Writes > 0 && c.Direct.ErrorCount() == 0 && c.Gateway.ErrorCount() == 0 && pgbenchOK && overheadOK
+	ceilingOK := c.Ceiling == nil || c.Ceiling.WritesPerSec > 0
+	return c.Direct.Writes > 0 && c.Gateway.Writes > 0 && c.Direct.ErrorCount() == 0 && c.Gateway.ErrorCount() == 0 && pgbenchOK && overheadOK && ceilingOK
 }
 
 // runCell measures one cell. Both paths write with the token of one real
@@ -91,10 +99,22 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 	if err != nil {
 		return cell, err
 	}
+	groupSize := 1.0
 	viaGateway := func() error {
+		sum0, count0, err := batchTotals(ctx, hc, base)
+		if err != nil {
+			return err
+		}
 		lc := newLeanClient(addr, e.work.op.Name, signed, n)
 		defer lc.close()
 		cell.Gateway = drive(ctx, n, d, e.cfg.window(), lc.write)
+		sum1, count1, err := batchTotals(ctx, hc, base)
+		if err != nil {
+			return err
+		}
+		if count1 > count0 {
+			groupSize = (sum1 - sum0) / (count1 - count0)
+		}
 		if e.cfg.GatewayURL != "" { // only the load generator's allocations were seen
 			cell.Gateway.AllocsPerWrite, cell.Gateway.BytesPerWrite = 0, 0
 		}
@@ -130,6 +150,16 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 		cell.Pgbench = &p
 		if p.TxPerSec > 0 {
 			cell.PgbenchRatio = cell.Gateway.TxPerSec / p.TxPerSec
+		}
+		transactions := cmp.Or(e.cfg.WriteTransactions, groupTransactions())
+		if e.cfg.NoGroupCommit {
+			transactions = cmp.Or(e.cfg.WriteTransactions, size)
+		}
+		if cell.Ceiling, err = e.runCeiling(ctx, d, tok, groupSize, min(transactions, n)); err != nil {
+			return cell, err
+		}
+		if cell.Ceiling.WritesPerSec > 0 {
+			cell.CeilingRatio = cell.Gateway.TxPerSec / cell.Ceiling.WritesPerSec
 		}
 	}
 	return cell, nil

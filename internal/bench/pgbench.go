@@ -63,13 +63,18 @@ func pgbenchScript(d Dist, tok tokens.Token) string {
 // pgbench counts no finer), each transaction logged so that the warmup
 // can be cut off and the latencies are exact.
 func runPgbench(ctx context.Context, bin, dbURL string, clients int, d Dist, tok tokens.Token, w window) (Path, error) {
+	return runPgbenchScript(ctx, bin, dbURL, clients, pgbenchScript(d, tok), w)
+}
+
+// runPgbenchScript runs text, a pgbench script, as runPgbench does.
+func runPgbenchScript(ctx context.Context, bin, dbURL string, clients int, text string, w window) (Path, error) {
 	dir, err := os.MkdirTemp("", "fencegw-pgbench-")
 	if err != nil {
 		return Path{}, err
 	}
 	defer os.RemoveAll(dir)
 	script := filepath.Join(dir, "write.sql")
-	if err := os.WriteFile(script, []byte(pgbenchScript(d, tok)), 0o600); err != nil {
+	if err := os.WriteFile(script, []byte(text), 0o600); err != nil {
 		return Path{}, err
 	}
 	secs := int(math.Ceil((w.warmup + w.duration).Seconds()))

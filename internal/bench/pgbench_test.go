@@ -48,3 +48,21 @@ func TestPgbenchScript(t *testing.T) {
 		}
 	}
 }
+
+// TestCeilingScript: k writes in one transaction, each drawing its own
+// account, each the yardstick's fenced statement.
+func TestCeilingScript(t *testing.T) {
+	s := ceilingScript(Uniform, tokens.Token{Epoch: 7, Revision: 42}, 3)
+	if !strings.HasPrefix(s, "BEGIN;\n") || !strings.HasSuffix(s, "COMMIT;\n") {
+		t.Fatalf("not one transaction:\n%s", s)
+	}
+	for i := range 3 {
+		id := ":id" + string(rune('0'+i))
+		if !strings.Contains(s, `\set id`+string(rune('0'+i))+" random(1, 10000)") || !strings.Contains(s, "fencegw.fence('acct/' || "+id+", 7, 42, false)") {
+			t.Errorf("write %d missing or not drawing its own account:\n%s", i, s)
+		}
+	}
+	if n := strings.Count(s, "UPDATE bench.accounts"); n != 3 {
+		t.Errorf("%d writes, want 3:\n%s", n, s)
+	}
+}

@@ -89,18 +89,23 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  gateway     %s\n", where)
 	fmt.Fprintf(&b, "  direct      the gateway's executor on pgx, same SQL, no HTTP\n")
 	fmt.Fprintf(&b, "  pgbench     %s\n", r.Pgbench)
+	fmt.Fprintf(&b, "  ceiling     pgbench, the same statement k to a transaction (k: the gateway's mean group in the cell) on its write transactions' count of connections, or twice it: the better\n")
 	fmt.Fprintf(&b, "  pgx pool    pool column: min(4×GOMAXPROCS, clients) unless --pool-max-conns; GOMAXPROCS %d\n", r.GOMAXPROCS)
 	fmt.Fprintf(&b, "  PostgreSQL  %s, fsync %s, synchronous_commit %s\n\n", r.Server.Version, r.Server.Fsync, r.Server.SynchronousCommit)
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "clients\tdist   \tpool\tdirect tx/s\tgateway tx/s\tratio\tpgbench tx/s\tgw/pgb\tdirect p50/p99/p999 ms\tgateway p50/p99/p999 ms\tpgbench p50/p99/p999 ms\terrors\t")
+	fmt.Fprintln(tw, "clients\tdist   \tpool\tdirect tx/s\tgateway tx/s\tratio\tpgbench tx/s\tgw/pgb\tceiling w/s (k×conns)\tgw/ceil\tdirect p50/p99/p999 ms\tgateway p50/p99/p999 ms\tpgbench p50/p99/p999 ms\terrors\t")
 	for _, c := range r.Cells {
-		pgb, ratio, lat := "-", "-", "-"
+		pgb, ratio, lat, ceil, ceilRatio := "-", "-", "-", "-", "-"
 		if c.Pgbench != nil {
 			pgb, ratio, lat = fmt.Sprintf("%.0f", c.Pgbench.TxPerSec), fmt.Sprintf("%.2f", c.PgbenchRatio), percentiles(c.Pgbench.Latency)
 		}
-		fmt.Fprintf(tw, "%d\t%-7s\t%d\t%.0f\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Clients, c.Dist, c.PoolMaxConns,
-			c.Direct.TxPerSec, c.Gateway.TxPerSec, c.Ratio, pgb, ratio, percentiles(c.Direct.Latency), percentiles(c.Gateway.Latency), lat, errorCell(c))
+		if c.Ceiling != nil {
+			ceil = fmt.Sprintf("%.0f (%d×%d)", c.Ceiling.WritesPerSec, c.Ceiling.GroupSize, c.Ceiling.Connections)
+			ceilRatio = fmt.Sprintf("%.2f", c.CeilingRatio)
+		}
+		fmt.Fprintf(tw, "%d\t%-7s\t%d\t%.0f\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Clients, c.Dist, c.PoolMaxConns,
+			c.Direct.TxPerSec, c.Gateway.TxPerSec, c.Ratio, pgb, ratio, ceil, ceilRatio, percentiles(c.Direct.Latency), percentiles(c.Gateway.Latency), lat, errorCell(c))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -68,6 +68,13 @@ func TestRunWritesWhatItCounts(t *testing.T) {
 			acknowledged += p.Writes + p.WarmupWrites
 		}
 		// pgbench ships with the server binaries the suite needs anyway.
+		if ce := c.Ceiling; ce == nil || ce.WritesPerSec <= 0 || ce.GroupSize < 1 || len(ce.Sweep) != 2 || c.CeilingRatio <= 0 {
+			t.Errorf("%d×%s: the batched ceiling %+v (ratio %v), want writes", c.Clients, c.Dist, ce, c.CeilingRatio)
+		} else {
+			for _, s := range ce.Sweep {
+				acknowledged += s.Writes
+			}
+		}
 		if pg := c.Pgbench; pg == nil || pg.Writes == 0 || pg.ErrorCount() != 0 || c.PgbenchRatio <= 0 {
 			t.Errorf("%d×%s: the pgbench yardstick %+v (ratio %v), want writes and no errors (report: %s)", c.Clients, c.Dist, pg, c.PgbenchRatio, rep.Pgbench)
 		} else {

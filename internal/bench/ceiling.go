@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// The batched ceiling is the second yardstick. pgbench's one write per
+// transaction is what clients that commit every write get from PostgreSQL;
+// the gateway groups writes (coalescing, group commit), so what it could
+// at best reach on this machine is PostgreSQL running the same fenced
+// statement grouped as the gateway grouped it: k writes to a transaction,
+// k the mean group size the gateway achieved in the cell, on as many
+// connections as the gateway ran write transactions at once (and twice as
+// many: the better of the two is the ceiling). Nothing the gateway does
+// can beat that: it sends those statements, plus HTTP, JSON and its own
+// bookkeeping, on the same two cores. So gateway_over_ceiling says how
+// much of the machine's limit for this workload the gateway's CPU per
+// write leaves.
+
+// Ceiling is a cell's batched ceiling.
+type Ceiling struct {
+	// GroupSize is k: writes to a transaction, the gateway's mean group
+	// in the cell, rounded.
+	GroupSize int `json:"group_size"`
+	// Connections is the run kept: the gateway's write transactions, or
+	// twice as many.
+	Connections  int     `json:"connections"`
+	WritesPerSec float64 `json:"writes_per_sec"`
+	Sweep        []Sweep `json:"sweep"`
+}
+
+// Sweep is one run of the ceiling's sweep.
+type Sweep struct {
+	Connections  int     `json:"connections"`
+	WritesPerSec float64 `json:"writes_per_sec"`
+	// Writes is every write it committed, the warmup's included.
+	Writes int64 `json:"writes"`
+	Errors       int64   `json:"errors,omitempty"`
+}
+
+// groupTransactions is the gateway's default bound on its write
+// transactions in flight with group commit (fence.groupTransactions).
+func groupTransactions() int { return max(2, runtime.GOMAXPROCS(0)) }
+
+// ceilingScript is pgbenchScript k times over in one transaction.
+func ceilingScript(d Dist, tok tokens.Token, k int) string {
+	var b strings.Builder
+	b.WriteString("BEGIN;\n")
+	for i := range k {
+		one := pgbenchScript(d, tok)
+		// Each write draws its own account: :id becomes :idN.
+		one = strings.ReplaceAll(one, ":id", ":id"+strconv.Itoa(i))
+		one = strings.ReplaceAll(one, `\set id `, `\set id`+strconv.Itoa(i)+" ")
+		b.WriteString(one)
+	}
+	b.WriteString("COMMIT;\n")
+	return b.String()
+}
+
+// runCeiling measures the ceiling of a cell whose gateway grouped writes
+// groupSize to a transaction on average, on transactions connections and
+// twice as many.
+func (e *env) runCeiling(ctx context.Context, d Dist, tok tokens.Token, groupSize float64, transactions int) (*Ceiling, error) {
+	k := max(1, int(math.Round(groupSize)))
+	c := &Ceiling{GroupSize: k}
+	for _, conns := range []int{transactions, 2 * transactions} {
+		p, err := runPgbenchScript(ctx, e.pgbench, libpqURL(e.cfg.DatabaseURL), conns, ceilingScript(d, tok, k), e.cfg.window())
+		if err != nil {
+			return nil, err
+		}
+		s := Sweep{Connections: conns, WritesPerSec: p.TxPerSec * float64(k), Writes: (p.Writes + p.WarmupWrites) * int64(k), Errors: p.ErrorCount()}
+		c.Sweep = append(c.Sweep, s)
+		if s.Errors == 0 && s.WritesPerSec > c.WritesPerSec {
+			c.Connections, c.WritesPerSec = conns, s.WritesPerSec
+		}
+	}
+	return c, nil
+}
+
+// batchTotals reads the gateway's fencegw_coalesced_batch_size sum and
+// count from its /metrics: their growth over a run is how many writes
+// went in how many transactions.
+func batchTotals(ctx context.Context, hc *http.Client, base string) (sum, count float64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench: the gateway's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "fencegw_coalesced_batch_size_sum":
+			sum, _ = strconv.ParseFloat(value, 64)
+		case "fencegw_coalesced_batch_size_count":
+			count, _ = strconv.ParseFloat(value, 64)
+		}
+	}
+	return sum, count, sc.Err()
+}
