@@ -44,7 +44,7 @@ type Sweep struct {
 	WritesPerSec float64 `json:"writes_per_sec"`
 	// Writes is every write it committed, the warmup's included.
 	Writes int64 `json:"writes"`
-	Errors       int64   `json:"errors,omitempty"`
+	Errors int64 `json:"errors,omitempty"`
 }
 
 // groupTransactions is the gateway's default bound on its write
