@@ -112,6 +112,16 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	// The series a dashboard or an alert watches exist from the start, at
+	// 0: a rate over a series that appears only with its first event reads
+	// "no data" until then, and an alert on it cannot tell quiet from
+	// broken.
+	for _, event := range []string{"granted", "locked", "renewed", "renew_failed", "released"} {
+		m.leases.WithLabelValues(event)
+	}
+	for _, reason := range []string{"stale-token", "token-rejected", "token-retired"} {
+		m.rejections.WithLabelValues(reason)
+	}
 	return m
 }
 

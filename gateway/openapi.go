@@ -71,6 +71,9 @@ func OpenAPI(pol *policy.Policy, version string) ([]byte, error) {
 			"version":     version,
 			"description": "Fenced writes to PostgreSQL: every write carries the fencing token of a lease on its resource, and is applied only if the token is not older than the resource's fence. Errors are RFC 9457 problem documents (application/problem+json).",
 		},
+		// Relative to where the document is served (OpenAPI 3.1 §4.8.5):
+		// the gateway that serves it, whatever its address.
+		"servers":    []any{obj{"url": "/", "description": "the gateway serving this document"}},
 		"paths":      paths,
 		"components": components,
 	}

@@ -49,6 +49,9 @@ func TestOpenAPIDocument(t *testing.T) {
 	if doc.OpenAPI != "3.1.0" {
 		t.Errorf("openapi %q, want 3.1.0", doc.OpenAPI)
 	}
+	if len(doc.Servers) != 1 || doc.Servers[0].URL != "/" {
+		t.Errorf("servers %+v, want the gateway serving the document", doc.Servers)
+	}
 	debit := doc.Paths.Find("/v1/ops/debit")
 	if debit == nil || debit.Post == nil {
 		t.Fatal("no POST /v1/ops/debit")

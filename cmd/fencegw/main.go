@@ -79,9 +79,9 @@ its resource. Tokens are etcd revisions, issued by its lease API.`,
   fencegw completion bash > /etc/bash_completion.d/fencegw`,
 		Version: buildinfo.Read().String(),
 		// Unknown words are usage errors of ours (exit 2), not cobra's.
-		Args: func(_ *cobra.Command, args []string) error {
+		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+				return fmt.Errorf("%w: unknown command %q%s", errUsage, args[0], didYouMean(cmd, args[0]))
 			}
 			return nil
 		},
@@ -169,7 +169,20 @@ func needVerb(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: %s: want one of %q", errUsage, commandName(cmd), verbs)
 	}
-	return fmt.Errorf("%w: %s: unknown %q, want one of %q", errUsage, commandName(cmd), args[0], verbs)
+	return fmt.Errorf("%w: %s: unknown %q%s; want one of %q", errUsage, commandName(cmd), args[0], didYouMean(cmd, args[0]), verbs)
+}
+
+// didYouMean is ", did you mean …?" naming cmd's subcommands spelled like
+// word (cobra's suggestions: a prefix, or within two edits), or "".
+func didYouMean(cmd *cobra.Command, word string) string {
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	s := cmd.SuggestionsFor(word)
+	if len(s) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
 }
 
 // verbGroup is a command that only holds subcommands (`fencegw epoch
