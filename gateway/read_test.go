@@ -110,4 +110,3 @@ func TestFencedReadOfSeveralResources(t *testing.T) {
 		t.Fatalf("read with to's token stale: %d %s, want 409 naming role to", r.Status, r.Body)
 	}
 }
-
