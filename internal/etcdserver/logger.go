@@ -10,11 +10,19 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// benignErrors are error-level etcd messages that need no action here. The
-// storage version monitor can run before the first commit reaches the
-// backend read buffer ("missing term information") and simply retries.
-var benignErrors = map[string]bool{
+// benign are warnings and errors of etcd that need no action from whoever
+// reads this process's log. The storage version monitor can run before the
+// first commit reaches the backend read buffer ("missing term
+// information") and simply retries. The others describe how this
+// in-process, single-member, loopback-only server is set up on purpose
+// (one port for HTTP and gRPC, simple tokens for its unused
+// authentication): told to a newcomer running `fencegw dev`, they read as
+// faults.
+var benign = map[string]bool{
 	"failed to update storage version": true,
+	"Failed to detect schema version":  true,
+	"Running http and grpc server on single port. This is not recommended for production.": true,
+	"simple token is not cryptographically signed":                                         true,
 }
 
 // newLogger builds etcd's logger, muted once closing is set: shutting down
@@ -52,7 +60,7 @@ func (c *filterCore) With(fields []zapcore.Field) zapcore.Core {
 }
 
 func (c *filterCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if c.Enabled(e.Level) && !benignErrors[e.Message] {
+	if c.Enabled(e.Level) && !benign[e.Message] {
 		return ce.AddCore(e, c)
 	}
 	return ce

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,4 +40,39 @@ func TestEtcdLogsInTheProcesssShape(t *testing.T) {
 	if dec.More() {
 		t.Errorf("more lines than the warning: %q", buf.String())
 	}
+}
+
+// TestStartUpSaysNothingToActOn: a server started with a logger writes no
+// warning about its own, deliberate set-up (the newcomer's `fencegw dev`).
+func TestStartUpSaysNothingToActOn(t *testing.T) {
+	var buf syncBuffer
+	s, err := StartLogged(t.Context(), "", slog.New(slog.NewTextHandler(&buf, nil))) // a directory of its own, as dev starts it
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := newClient(t, s)
+	put(t, cli, "k", "v") // past start-up: the first commit
+	cli.Close()
+	s.Close()
+	if out := buf.String(); out != "" {
+		t.Errorf("start-up logged:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for etcd's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
