@@ -51,9 +51,17 @@ Where the gateway's policy declares clients, the client's bearer token is
 read from FENCEGW_BEARER_TOKEN (never a flag: every user of the machine
 can read a command line).
 
+A lease kept alive proves that lock lives, not that CMD works: with
+--heartbeat-file (CMD touches the file; unchanged for --heartbeat-timeout,
+or gone, it is judged wedged) or --health-cmd (a shell command run every
+--health-interval; a failure, or no answer within --health-timeout), CMD
+is stopped as on a lost lease and the lock released, so the next holder
+takes over within that bound.
+
 exit status: CMD's own when it finished while the lease was held;
   3 the lease was lost and CMD was stopped; 4 the resource stayed locked;
-  5 the gateway could not be reached or refused; 2 usage.`,
+  5 the gateway could not be reached or refused; 6 CMD stopped proving it
+  works (heartbeat or health command) and was stopped; 2 usage.`,
 		Example: `  fencegw lock account/42 -- ./settle.sh
   fencegw lock --ttl 30s --wait 1m account/1 account/2 -- ./transfer.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -69,7 +77,7 @@ exit status: CMD's own when it finished while the lease was held;
 				return fmt.Errorf("%w: lock: --ttl must be positive and at most %s, --wait 0 to %s, --grace not negative",
 					errUsage, authority.MaxTTL, authority.MaxWait)
 			}
-			return nil
+			return o.live.check()
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
@@ -82,6 +90,11 @@ exit status: CMD's own when it finished while the lease was held;
 	flags.DurationVar(&o.ttl, "ttl", 10*time.Second, "lease TTL; renewed every TTL/3")
 	flags.DurationVar(&o.wait, "wait", 0, "how long to wait for the current holder")
 	flags.DurationVar(&o.grace, "grace", 10*time.Second, "time the command's process group gets between SIGTERM and SIGKILL")
+	flags.StringVar(&o.live.heartbeatFile, "heartbeat-file", "", "renew only while the job touches this file (it must exist at start): unchanged for --heartbeat-timeout, or gone, and the job is stopped as on a lost lease (exit 6)")
+	flags.DurationVar(&o.live.heartbeatTimeout, "heartbeat-timeout", 0, "how long the heartbeat file may go unchanged")
+	flags.StringVar(&o.live.healthCmd, "health-cmd", "", "renew only while this shell command succeeds, run every --health-interval: a failure, or no answer within --health-timeout, and the job is stopped as on a lost lease (exit 6)")
+	flags.DurationVar(&o.live.healthInterval, "health-interval", 10*time.Second, "how often the health command runs")
+	flags.DurationVar(&o.live.healthTimeout, "health-timeout", 5*time.Second, "how long one run of the health command may take")
 	return cmd
 }
 
@@ -89,6 +102,7 @@ exit status: CMD's own when it finished while the lease was held;
 type lockOptions struct {
 	gateway          string
 	ttl, wait, grace time.Duration
+	live             liveness
 }
 
 // Exit statuses of `fencegw lock` other than the command's own.
@@ -96,6 +110,7 @@ const (
 	exitLeaseLost   = 3
 	exitLocked      = 4
 	exitUnavailable = 5
+	exitWedged      = 6 // the job stopped proving it works (liveness)
 )
 
 // exitError carries an exit status out of runLock.
@@ -167,6 +182,10 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 		return &exitError{code: code, err: fmt.Errorf("lock: cannot run %s: %w", command[0], err)}
 	}
 
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	wedged := o.live.watch(watchCtx)
+
 	// Every case returns only once the group is empty: the locks are
 	// released, and our status reported, after the last process the
 	// command started is gone.
@@ -189,6 +208,13 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 		fmt.Fprintf(os.Stderr, "fencegw lock: lost %s (%v): stopping %s\n", resource, set.Err(), command[0])
 		_ = g.stop(o.grace)
 		return &exitError{code: exitLeaseLost, err: fmt.Errorf("lock: lease on %s lost: %w", resource, set.Err())}
+	case err := <-wedged:
+		// Stop it as on a lost lease, then release (deferred): the next
+		// holder takes over at once, and nothing of this job is left to
+		// write.
+		fmt.Fprintf(os.Stderr, "fencegw lock: %v: stopping %s and releasing %s\n", err, command[0], resource)
+		_ = g.stop(o.grace)
+		return &exitError{code: exitWedged, err: err}
 	}
 }
 
