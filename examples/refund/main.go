@@ -24,14 +24,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/examples/internal/psp"
 )
 
 // config is what a run does.
@@ -82,13 +81,13 @@ func main() {
 		cfg.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	}
 	if *pspListen != "" {
-		if err := servePSP(ctx, *pspListen, *pspSlow); err != nil {
+		if err := psp.Serve(ctx, *pspListen, *pspSlow, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "refund: provider:", err)
 			os.Exit(2)
 		}
 		return
 	}
-	rep, err := refundOnce(ctx, cfg, client.New(cfg.Gateway, client.WithBearerToken(cfg.Bearer)), newProvider(cfg.PSP, cfg.PSPTimeout))
+	rep, err := refundOnce(ctx, cfg, client.New(cfg.Gateway, client.WithBearerToken(cfg.Bearer)), psp.NewClient(cfg.PSP, cfg.PSPTimeout))
 	if err != nil {
 		rep.Outcome, rep.Error = outcome(err), err.Error()
 	}
@@ -112,45 +111,6 @@ func outcome(err error) string {
 		return p.Kind()
 	}
 	return "error"
-}
-
-// servePSP serves a fake payment provider on addr until ctx ends, its
-// first refund answer delayed by slow. It runs as a process of its own so
-// that pausing a worker (Ctrl-Z) does not pause its provider.
-func servePSP(ctx context.Context, addr string, slow time.Duration) error {
-	p := newFakePSP()
-	p.Stall = func(ctx context.Context, n int) {
-		if n != 1 || slow <= 0 {
-			return
-		}
-		t := time.NewTimer(slow)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	// Requests' contexts end with ctx, so a stalled answer does not hold
-	// up the shutdown.
-	srv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	fmt.Fprintf(os.Stderr, "fake payment provider on http://%s; first answer after %s; Ctrl-C stops it\n", ln.Addr(), slow)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err = srv.Shutdown(shutdown)
-	st := p.Stats()
-	fmt.Fprintf(os.Stderr, "provider: %d refund(s) made, %d POST /refunds, %d GET /refunds/{key}\n", st.Charges, st.Posts, st.Gets)
-	return err
 }
 
 func envOr(name, def string) string {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/examples/internal/psp"
 )
 
 // Outcomes of a run that did its job.
@@ -32,7 +33,7 @@ type intent struct {
 // key, record the provider's answer under the fence. Any step may be the
 // last one of a run; the next run resumes from the intent's state. On
 // error, rep holds what the run got before it (the token, once granted).
-func refundOnce(ctx context.Context, cfg config, c *client.Client, p *provider) (rep report, err error) {
+func refundOnce(ctx context.Context, cfg config, c *client.Client, p *psp.Client) (rep report, err error) {
 	rep = report{Intent: cfg.Intent}
 	resource := "refund/" + cfg.Intent
 	lease, err := c.Acquire(ctx, resource, client.AcquireOptions{TTL: cfg.TTL, Wait: cfg.Wait})
@@ -64,7 +65,7 @@ func refundOnce(ctx context.Context, cfg config, c *client.Client, p *provider) 
 	// runs under ctx, not lease.Context(): abandoning it when the lease
 	// ends would not undo a refund the provider may already have made.
 	cfg.logf("%s: claimed (%s); asking the provider to refund %d cents", resource, in.Status, in.AmountCents)
-	ref, queried, err := p.refund(ctx, cfg.Intent, in.AmountCents)
+	ref, queried, err := p.Refund(ctx, psp.Request{IdempotencyKey: cfg.Intent, Reference: cfg.Intent, AmountCents: in.AmountCents})
 	rep.Queried = queried
 	if err != nil {
 		return rep, err

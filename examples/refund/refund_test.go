@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/examples/internal/psp"
 	"github.com/fencegw/fencegw/internal/testenv"
 	"github.com/fencegw/fencegw/internal/testgw"
 )
@@ -30,12 +31,12 @@ func startGateway(t *testing.T) *testgw.Gateway {
 }
 
 // startPSP serves a fake provider for the test and returns it and its URL.
-func startPSP(t *testing.T) (*fakePSP, string) {
+func startPSP(t *testing.T) (*psp.Fake, string) {
 	t.Helper()
-	psp := newFakePSP()
-	srv := httptest.NewServer(psp.Handler())
+	fake := psp.NewFake()
+	srv := httptest.NewServer(fake.Handler())
 	t.Cleanup(srv.Close)
-	return psp, srv.URL
+	return fake, srv.URL
 }
 
 // testConfig is a run on intent 8842 at the test's timings.
@@ -90,16 +91,16 @@ func checkRecorded(t *testing.T, s intentState, pspRef, token string) {
 // TestRefund: one worker claims, has the provider refund once, records.
 func TestRefund(t *testing.T) {
 	gw := startGateway(t)
-	psp, pspURL := startPSP(t)
+	fake, pspURL := startPSP(t)
 	cfg := testConfig(t, gw.URL, pspURL)
-	rep, err := refundOnce(t.Context(), cfg, client.New(gw.URL), newProvider(pspURL, cfg.PSPTimeout))
+	rep, err := refundOnce(t.Context(), cfg, client.New(gw.URL), psp.NewClient(pspURL, cfg.PSPTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Outcome != outcomeRefunded || rep.PSPRef == "" || rep.Queried {
 		t.Errorf("report %+v: want refunded, with a provider reference, not queried", rep)
 	}
-	if got, want := psp.Stats(), (pspStats{Charges: 1, Posts: 1}); got != want {
+	if got, want := fake.Stats(), (psp.Stats{Charges: 1, Posts: 1}); got != want {
 		t.Errorf("provider: %+v, want %+v", got, want)
 	}
 	checkRecorded(t, readState(t, gw.Pool), rep.PSPRef, rep.Token)
@@ -109,9 +110,9 @@ func TestRefund(t *testing.T) {
 // and returns the recorded reference without asking the provider.
 func TestAlreadyDone(t *testing.T) {
 	gw := startGateway(t)
-	psp, pspURL := startPSP(t)
+	fake, pspURL := startPSP(t)
 	cfg := testConfig(t, gw.URL, pspURL)
-	c, p := client.New(gw.URL), newProvider(pspURL, cfg.PSPTimeout)
+	c, p := client.New(gw.URL), psp.NewClient(pspURL, cfg.PSPTimeout)
 	first, err := refundOnce(t.Context(), cfg, c, p)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +124,7 @@ func TestAlreadyDone(t *testing.T) {
 	if second.Outcome != outcomeAlreadyDone || second.PSPRef != first.PSPRef {
 		t.Errorf("second run: %+v; want already-done with %q", second, first.PSPRef)
 	}
-	if got, want := psp.Stats(), (pspStats{Charges: 1, Posts: 1}); got != want {
+	if got, want := fake.Stats(), (psp.Stats{Charges: 1, Posts: 1}); got != want {
 		t.Errorf("provider: %+v, want %+v: the second run must not call it", got, want)
 	}
 	checkRecorded(t, readState(t, gw.Pool), first.PSPRef, first.Token)
@@ -134,8 +135,8 @@ func TestAlreadyDone(t *testing.T) {
 // refund again, and records that.
 func TestProviderTimeoutQueries(t *testing.T) {
 	gw := startGateway(t)
-	psp, pspURL := startPSP(t)
-	psp.Stall = func(ctx context.Context, n int) {
+	fake, pspURL := startPSP(t)
+	fake.Stall = func(ctx context.Context, n int) {
 		if n == 1 { // answer only once the worker has given up
 			select {
 			case <-ctx.Done():
@@ -145,14 +146,14 @@ func TestProviderTimeoutQueries(t *testing.T) {
 	}
 	cfg := testConfig(t, gw.URL, pspURL)
 	cfg.PSPTimeout = time.Second
-	rep, err := refundOnce(t.Context(), cfg, client.New(gw.URL), newProvider(pspURL, cfg.PSPTimeout))
+	rep, err := refundOnce(t.Context(), cfg, client.New(gw.URL), psp.NewClient(pspURL, cfg.PSPTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Outcome != outcomeRefunded || !rep.Queried {
 		t.Errorf("report %+v: want refunded, queried", rep)
 	}
-	if got, want := psp.Stats(), (pspStats{Charges: 1, Posts: 1, Gets: 1}); got != want {
+	if got, want := fake.Stats(), (psp.Stats{Charges: 1, Posts: 1, Gets: 1}); got != want {
 		t.Errorf("provider: %+v, want %+v", got, want)
 	}
 	checkRecorded(t, readState(t, gw.Pool), rep.PSPRef, rep.Token)

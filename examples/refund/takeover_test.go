@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/examples/internal/psp"
 	"github.com/fencegw/fencegw/internal/testenv"
 )
 
@@ -23,10 +24,10 @@ import (
 // nothing of it written.
 func TestTakeover(t *testing.T) {
 	gw := startGateway(t)
-	psp, pspURL := startPSP(t)
+	fake, pspURL := startPSP(t)
 	arrived := make(chan struct{}) // A's refund request reached the provider
 	answer := make(chan struct{})  // closed: the provider may answer A
-	psp.Stall = func(ctx context.Context, n int) {
+	fake.Stall = func(ctx context.Context, n int) {
 		if n == 1 {
 			close(arrived)
 			select {
@@ -56,7 +57,7 @@ func TestTakeover(t *testing.T) {
 	doneA, exitedA := make(chan result, 1), make(chan struct{})
 	go func() {
 		defer close(exitedA)
-		rep, err := refundOnce(t.Context(), cfgA, clientA, newProvider(pspURL, eventTimeout))
+		rep, err := refundOnce(t.Context(), cfgA, clientA, psp.NewClient(pspURL, eventTimeout))
 		doneA <- result{rep, err}
 	}()
 	var wake sync.Once
@@ -76,14 +77,14 @@ func TestTakeover(t *testing.T) {
 
 	cfgB := testConfig(t, gw.URL, pspURL)
 	cfgB.Log = func(format string, args ...any) { t.Logf("B: "+format, args...) }
-	repB, err := refundOnce(t.Context(), cfgB, client.New(gw.URL), newProvider(pspURL, eventTimeout))
+	repB, err := refundOnce(t.Context(), cfgB, client.New(gw.URL), psp.NewClient(pspURL, eventTimeout))
 	if err != nil {
 		t.Fatalf("B: %v", err)
 	}
 	if repB.Outcome != outcomeRefunded {
 		t.Fatalf("B: %+v, want refunded", repB)
 	}
-	if got, want := psp.Stats(), (pspStats{Charges: 1, Posts: 2}); got != want {
+	if got, want := fake.Stats(), (psp.Stats{Charges: 1, Posts: 2}); got != want {
 		t.Errorf("provider after B: %+v, want %+v: B asked for A's refund, not a new one", got, want)
 	}
 	before := readState(t, gw.Pool)
@@ -102,7 +103,7 @@ func TestTakeover(t *testing.T) {
 	if a.rep.PSPRef != repB.PSPRef {
 		t.Errorf("A got provider refund %q, B %q: want one refund", a.rep.PSPRef, repB.PSPRef)
 	}
-	if got, want := psp.Stats(), (pspStats{Charges: 1, Posts: 2}); got != want {
+	if got, want := fake.Stats(), (psp.Stats{Charges: 1, Posts: 2}); got != want {
 		t.Errorf("provider after A: %+v, want %+v", got, want)
 	}
 	if after := readState(t, gw.Pool); after != before {
