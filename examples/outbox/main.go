@@ -67,7 +67,10 @@ func main() {
 		_ = fs.Parse(args)
 		var in intentState
 		if in, err = request(ctx, newClient(), r); err == nil {
-			fmt.Printf("request %s: %s, %d cents, message %d on queue %s %s\n", in.Intent, in.Status, in.AmountCents, in.MessageID, in.Queue, in.PSPRef)
+			fmt.Printf("request %s: %s, %d cents, message %d on queue %s\n", in.Intent, in.Status, in.AmountCents, in.MessageID, in.Queue)
+			if in.PSPRef != "" {
+				fmt.Printf("request %s: refunded already, provider refund %s\n", in.Intent, in.PSPRef)
+			}
 		}
 	case "dispatch", "sweep":
 		token := fs.String("token", os.Getenv("FENCING_TOKEN"), "fencing token of the lock on outbox/QUEUE (FENCING_TOKEN)")

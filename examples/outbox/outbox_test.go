@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -140,12 +139,4 @@ func checkOneChargeEach(t *testing.T, fake *psp.Fake, ds map[string]delivery, in
 			t.Errorf("intent %s: provider refunds %v, recorded %+v; want one refund, recorded", id, refs, d)
 		}
 	}
-}
-
-func describe(ds map[string]delivery) string {
-	var b strings.Builder
-	for id, d := range ds {
-		fmt.Fprintf(&b, "%s: %+v\n", id, d)
-	}
-	return b.String()
 }
