@@ -17,8 +17,12 @@ import (
 const maxSends = 3
 
 var (
+	// ErrNoRefund: a lookup found no refund under the key; nothing was
+	// refunded under it.
 	ErrNoRefund = errors.New("psp: the provider has no refund under this key")
-	ErrRefused  = errors.New("psp: the provider refused the request")
+	// ErrRefused: the provider answered no (a 4xx): nothing was refunded,
+	// and sending the same request again gets the same answer.
+	ErrRefused = errors.New("psp: the provider refused the request")
 	// ErrOutcomeUnknown: a request without an idempotency key went
 	// unanswered. It may have been carried out, and the provider cannot be
 	// asked which: sending it again may refund twice.
