@@ -20,7 +20,7 @@ var (
 	// ErrNoRefund: a lookup found no refund under the key; nothing was
 	// refunded under it.
 	ErrNoRefund = errors.New("psp: the provider has no refund under this key")
-	// ErrRefused: the provider answered no (a 4xx): nothing was refunded,
+	// ErrRefused: the provider answered no (a 4xx): this request refunded nothing,
 	// and sending the same request again gets the same answer.
 	ErrRefused = errors.New("psp: the provider refused the request")
 	// ErrOutcomeUnknown: a request without an idempotency key went
