@@ -186,14 +186,18 @@ func policySheet(addr string, cfg serveConfig, dbNote, guarded string) string {
 	fmt.Fprintf(&b, "  gateway       http://%s\n  DATABASE_URL  %s   (%s)\n  etcd          %s   (in-process)\n  policy        %s\n  guarded       %s\n\n",
 		addr, cfg.DatabaseURL, dbNote, strings.Join(cfg.EtcdEndpoints, ","), cfg.PolicyPath, guarded)
 	if pol, err := policy.Load(cfg.PolicyPath); err == nil {
-		b.WriteString("Operations (POST /v1/ops/NAME, with a lease's token on each resource):\n")
+		b.WriteString("Operations (POST /v1/ops/NAME, reads POST /v1/reads/NAME, with a lease's token on each resource):\n")
 		for _, name := range pol.OperationNames() {
 			op := pol.Operations[name]
 			keys := make([]string, len(op.Roles))
 			for i, r := range op.Roles {
 				keys[i] = strings.TrimPrefix(r.Name+": ", ": ") + r.Key.String()
 			}
-			fmt.Fprintf(&b, "  %-20s %s\n", name, strings.Join(keys, ", "))
+			kind := ""
+			if op.Read {
+				kind = "  (read)"
+			}
+			fmt.Fprintf(&b, "  %-20s %s%s\n", name, strings.Join(keys, ", "), kind)
 		}
 	}
 	fmt.Fprintf(&b, "\nHealth and metrics: http://%s/readyz  http://%s/metrics\n\n", addr, addr)
