@@ -1,9 +1,7 @@
 package schema
 
 import (
-	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
 	"io"
@@ -17,19 +15,9 @@ import (
 	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
-	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
-
-//go:embed migrations/*.sql
-var embedded embed.FS
-
-// GatewayTable is the version table of the gateway's own migrations; an
-// application's migrations keep theirs elsewhere, so both can be applied to
-// one database independently.
-const GatewayTable = "fencegw_schema_migrations"
 
 var (
 	// ErrDirty means a migration failed halfway and the version is marked
@@ -42,16 +30,14 @@ var (
 // VersionSchema holds the version tables.
 const VersionSchema = "public"
 
-// Source is a set of migrations and the table that records their version.
+// Source is a set of migrations and the table that records their version,
+// and the definitions of functions applied after them (definitions.go).
 type Source struct {
 	FS    fs.FS
 	Table string
-}
-
-// Gateway returns the embedded migrations of the gateway's own schema.
-func Gateway() Source {
-	sub, _ := fs.Sub(embedded, "migrations")
-	return Source{FS: sub, Table: GatewayTable}
+	// Definitions are folders of *.sql files, each the current definition
+	// of one function: the file NAME.sql defines fencegw.NAME.
+	Definitions []fs.FS
 }
 
 // Dir returns an application's migration folder with its version table.
@@ -78,9 +64,12 @@ func Latest(src Source) (uint, error) {
 
 // Migrator applies one Source to one database.
 type Migrator struct {
-	m   *migrate.Migrate
-	db  *sql.DB
-	src source.Driver
+	m    *migrate.Migrate
+	db   *sql.DB
+	src  source.Driver
+	cfg  *pgx.ConnConfig // for the definitions, applied apart from golang-migrate
+	defs []fs.FS
+	out  io.Writer // where Report sends the definitions applied; nil: nowhere
 }
 
 // Open connects to databaseURL (URL or key=value form) for src.
@@ -112,12 +101,13 @@ func Open(databaseURL string, src Source) (*Migrator, error) {
 		db.Close()
 		return nil, fmt.Errorf("schema: %w", err)
 	}
-	return &Migrator{m: m, db: db, src: source}, nil
+	return &Migrator{m: m, db: db, src: source, cfg: cfg, defs: src.Definitions}, nil
 }
 
 // Report makes m print each migration it runs to w, one line each:
-// "ran 3/u idempotency" (u: up, d: down).
-func (m *Migrator) Report(w io.Writer) { m.m.Log = migrationLog{w} }
+// "ran 3/u idempotency" (u: up, d: down), and each definition it applies:
+// "defined fencegw.fence".
+func (m *Migrator) Report(w io.Writer) { m.m.Log, m.out = migrationLog{w}, w }
 
 // migrationLog is golang-migrate's Logger, terse: it then logs one line
 // per migration run, the migration first. The time it adds counts from
@@ -133,9 +123,19 @@ func (l migrationLog) Printf(format string, v ...any) {
 }
 func (l migrationLog) Verbose() bool { return false }
 
-// Up applies every pending migration; applying none is not an error.
+// Up applies every pending migration, then every definition the database
+// does not hold as its file makes it; applying none is not an error.
 func (m *Migrator) Up() error {
-	return m.run("up", m.m.Up())
+	// A set of definitions that cannot be read is refused before anything
+	// is migrated.
+	defs, err := loadDefinitions(m.defs)
+	if err != nil {
+		return err
+	}
+	if err := m.run("up", m.m.Up()); err != nil {
+		return err
+	}
+	return m.define(defs)
 }
 
 // Up applies every pending migration of each source, in order, on
@@ -155,55 +155,6 @@ func Up(databaseURL string, srcs ...Source) error {
 		}
 	}
 	return nil
-}
-
-// Down reverts n migrations. More than are applied is refused before any
-// is undone: a slip of the finger (10 for 1) would otherwise drop every
-// table of the schema, the fences included, before saying so.
-func (m *Migrator) Down(n int) error {
-	if n < 1 {
-		return fmt.Errorf("schema: down: want a number of migrations >= 1, got %d", n)
-	}
-	applied, dirty, err := m.applied()
-	if err != nil {
-		return err
-	}
-	if !dirty && n > applied {
-		return fmt.Errorf("schema: down: %d migrations are applied, fewer than the %d asked to undo; nothing was undone (`down %d` undoes them all)", applied, n, applied)
-	}
-	return m.run("down", m.m.Steps(-n))
-}
-
-// applied counts the migrations applied, walking the source back from the
-// recorded version. A dirty version is left to Steps, which refuses it
-// with its repair instructions; a recorded version the folder lacks is
-// named (a wrong --dir or --table, or an older binary).
-func (m *Migrator) applied() (n int, dirty bool, err error) {
-	v, dirty, err := m.Version()
-	if errors.Is(err, ErrNoVersion) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	if dirty {
-		return 0, true, nil
-	}
-	r, _, err := m.src.ReadUp(v)
-	if err != nil {
-		return 0, false, fmt.Errorf("schema: down: the recorded version %d has no migration in this folder (check --dir and --table)", v)
-	}
-	r.Close()
-	for n = 1; ; n++ {
-		prev, err := m.src.Prev(v)
-		if errors.Is(err, os.ErrNotExist) {
-			return n, false, nil // no migration before v
-		}
-		if err != nil {
-			return 0, false, fmt.Errorf("schema: reading the migrations: %w", err)
-		}
-		v = prev
-	}
 }
 
 // Force sets the recorded version without running anything and clears the
@@ -259,21 +210,4 @@ func (m *Migrator) run(op string, err error) error {
 func (m *Migrator) Close() error {
 	srcErr, dbErr := m.m.Close()
 	return errors.Join(srcErr, dbErr, m.db.Close())
-}
-
-// Applied reads the recorded version of src's table through q, for readiness
-// checks that must not open a migrator per probe.
-func Applied(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, table string) (version uint, dirty bool, err error) {
-	var v int64
-	err = q.QueryRow(ctx, "SELECT version, dirty FROM "+pgx.Identifier{VersionSchema, table}.Sanitize()+" LIMIT 1").Scan(&v, &dirty)
-	var pgErr *pgconn.PgError
-	if errors.Is(err, pgx.ErrNoRows) || (errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UndefinedTable) {
-		return 0, false, ErrNoVersion
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("schema: read version: %w", err)
-	}
-	return uint(v), dirty, nil
 }
