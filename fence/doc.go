@@ -17,10 +17,10 @@
 // # The write path
 //
 // Every request has one shape: its fences, then each write's statements.
-// A fence is ONE conditional statement, fencegw.fence (migrations 0001 and
-// 0005): an upsert of the resource's fence row that succeeds only if the
-// token is not older than the fence (strictly newer on a strict resource)
-// and otherwise raises SQLSTATE FG409, which aborts the transaction. Fences
+// A fence is ONE conditional statement, fencegw.fence (sql/fence.sql): an
+// upsert of the resource's fence row that succeeds only if the token is
+// not older than the fence (strictly newer on a strict resource) and
+// otherwise raises SQLSTATE FG409, which aborts the transaction. Fences
 // are advanced first, in canonical order, so two requests never lock each
 // other's fence rows in opposite orders: transfers in opposite directions
 // cannot deadlock on fences. The statement's row lock serialises writers
@@ -88,4 +88,13 @@
 // keep the bounded audit of refused writes and expire idempotency keys.
 // Fences, Rejections and Bypasses are `fencegw inspect`'s queries, and
 // CheckPolicy asks PostgreSQL to plan every statement of a policy.
+//
+// # The functions it calls
+//
+// The SQL functions on fencegw.* that this package calls (fence,
+// stamp_unfenced, claim_key, settle_key, and expect_rows, which the
+// policy's statements call) are defined in sql/, one file each, as they
+// are now: Definitions hands them to package schema, which applies them
+// after the gateway's migrations whenever the database holds something
+// else. The migrations change tables only.
 package fence

@@ -31,7 +31,7 @@ func storedResponse(ctx context.Context, db DB, k *Key) (Response, error) {
 
 // settleSQL waits for an attempt in flight with the key and stores a
 // refusal as the key's outcome, or returns the key's earlier one
-// (migration 0004).
+// (sql/settle_key.sql).
 const settleSQL = "SELECT replayed, status, response FROM fencegw.settle_key($1, $2, $3, $4, $5, $6, $7)"
 
 // Settle decides the answer to a keyed request that was refused before it

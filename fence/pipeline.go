@@ -10,14 +10,14 @@ import (
 )
 
 // fenceSQL advances one fence with ONE conditional upsert or raises FG409,
-// which aborts the transaction (migrations 0001 and 0005). The last
-// argument starts the write's set of fenced resources that guard triggers
-// check rows against.
+// which aborts the transaction (sql/fence.sql). The last argument starts
+// the write's set of fenced resources that guard triggers check rows
+// against.
 const fenceSQL = "SELECT fencegw.fence($1, $2, $3, $4, $5)"
 
 // unfencedSQL stands in for fenceSQL in unsafe mode: one result, like the
-// fence, and the same stamp for the guard triggers (migration 0007), but
-// no check.
+// fence, and the same stamp for the guard triggers, but no check
+// (sql/stamp_unfenced.sql).
 const unfencedSQL = "SELECT fencegw.stamp_unfenced($1, $2, $3, $4)"
 
 // scopeSQL narrows the guard triggers' list, in a batch, to the resources

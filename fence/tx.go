@@ -38,7 +38,7 @@ type pending struct {
 
 // claimSQL reserves a request's idempotency key for the transaction, or
 // raises FG208 (completed: replay it) or FG422 (another request's key);
-// see migration 0002.
+// see sql/claim_key.sql.
 const claimSQL = "SELECT fencegw.claim_key($1, $2, $3, $4, $5)"
 
 // storeSQL stores a keyed request's answer, in its transaction.

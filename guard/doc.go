@@ -1,7 +1,8 @@
 // Package guard puts fencegw's guard triggers on the tables a policy lists
 // (policy.GuardedTable), checks them and takes them off. The trigger
-// functions themselves come with the gateway's schema (migration 0003): a
-// guarded row may be written only inside a gateway write fenced on the
-// row's resource, or after SELECT fencegw.bypass('why') in the same
-// transaction, which is logged in fencegw.bypass_log.
+// functions themselves are defined in sql/ (guard_row.sql and the others),
+// which package schema applies with the gateway's schema: a guarded row
+// may be written only inside a gateway write fenced on the row's resource,
+// or after SELECT fencegw.bypass('why') in the same transaction, which is
+// logged in fencegw.bypass_log.
 package guard

@@ -27,9 +27,12 @@ func migrateCommand() *cobra.Command {
 	}
 	cmd := verbGroup("migrate", "apply schema migrations: up | down N | version | force N",
 		`Without --dir it applies the gateway's own schema, embedded in the binary.
+Up then applies the gateway's functions (fence/sql, guard/sql) that the
+database does not hold as this binary defines them.
 With --dir it applies an application's migration folder (NNNN_title.up.sql /
 .down.sql), recording its version in --table, apart from the gateway's.
-Each migration run is printed, then the version reached.`,
+Each migration run is printed, then each function defined, then the version
+reached.`,
 		verb("up", "apply every migration not yet applied", noArgs),
 		verb("down N", "undo the newest N migrations", migrationCount(1)),
 		verb("version", "print the version applied", noArgs),

@@ -1,1 +1,1 @@
-DROP FUNCTION IF EXISTS fencegw.settle_key(text, text, text, bytea, interval, int, bytea);
+-- Version 4 holds no table change: see its up migration.

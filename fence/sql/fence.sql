@@ -1,0 +1,59 @@
+-- fencegw.fence advances the fence of p_resource to (p_epoch, p_token) with
+-- ONE conditional statement, or raises SQLSTATE FG409 when the token is
+-- older than the fence (or equal, in strict mode). Raising aborts the
+-- whole transaction, so nothing of the operation that follows can commit.
+-- The row lock taken by the upsert serialises writers of one resource.
+--
+-- It stamps the fence row with the transaction's ID (xact; updated_at holds
+-- its start time, which does not repeat in a restored copy as IDs do): the
+-- guard triggers let a row through only if this very transaction advanced
+-- its resource's fence, a mark no role without rights on fencegw can forge.
+--
+-- fencegw.resource lists the resources the write may touch, one per line
+-- (resource keys contain no control characters): an operation with roles
+-- or an atomic batch advances several fences. p_first starts a write's
+-- list: the first fence of each write replaces what an earlier write of
+-- the same transaction left (a coalesced batch runs many writes, each in
+-- its own savepoint), the others add to it.
+--
+-- Called by package fence (fence/pipeline.go). Before schema version 5 it
+-- took four arguments; that signature is gone.
+DROP FUNCTION IF EXISTS fencegw.fence(text, bigint, bigint, boolean);
+
+CREATE OR REPLACE FUNCTION fencegw.fence(p_resource text, p_epoch bigint, p_token bigint, p_strict boolean, p_first boolean DEFAULT true)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_writes bigint;
+    v_epoch  bigint;
+    v_token  bigint;
+BEGIN
+    -- Guard triggers read this to tell which rows the write may touch.
+    IF p_first THEN
+        PERFORM set_config('fencegw.resource', p_resource, true);
+    ELSE
+        PERFORM set_config('fencegw.resource', current_setting('fencegw.resource') || E'\n' || p_resource, true);
+    END IF;
+
+    INSERT INTO fencegw.fences AS f (resource, epoch, token, xact)
+    VALUES (p_resource, p_epoch, p_token, pg_current_xact_id())
+    ON CONFLICT (resource) DO UPDATE
+       SET epoch = EXCLUDED.epoch, token = EXCLUDED.token,
+           writes = f.writes + 1, updated_at = now(), xact = EXCLUDED.xact
+     WHERE (f.epoch, f.token) < (EXCLUDED.epoch, EXCLUDED.token)
+        OR (NOT p_strict AND (f.epoch, f.token) = (EXCLUDED.epoch, EXCLUDED.token))
+    RETURNING f.writes INTO v_writes;
+
+    IF NOT FOUND THEN
+        -- The upsert locked the conflicting row even though it did not
+        -- update it, so this read sees the fence that refused us.
+        SELECT f.epoch, f.token INTO v_epoch, v_token
+          FROM fencegw.fences f WHERE f.resource = p_resource;
+        RAISE EXCEPTION USING
+            ERRCODE = 'FG409',
+            MESSAGE = format('fencegw: stale token %s:%s for %s', p_epoch, p_token, p_resource),
+            DETAIL  = format('%s:%s', v_epoch, v_token);
+    END IF;
+    RETURN v_writes;
+END
+$$;
