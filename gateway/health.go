@@ -74,11 +74,16 @@ func (rd *readiness) check(ctx context.Context, g *Gateway) (bool, map[string]st
 		checks[name], ok = what, false
 		g.log.Warn("readiness check failed", "check", name, "error", err)
 	}
-	if v, dirty, err := schema.Applied(ctx, g.cfg.Pool, schema.GatewayTable); err != nil {
+	if st, err := schema.ReadState(ctx, g.cfg.Pool, schema.Gateway()); err != nil {
 		fail("postgres", "unreachable or refusing queries (see the gateway's log)", err)
-	} else if dirty || v != g.cfg.SchemaVersion {
+	} else if st.Dirty || st.Version != g.cfg.SchemaVersion {
 		checks["postgres"] = "ok"
 		checks["schema"], ok = "not this gateway's version: run `fencegw migrate up`", false
+	} else if differ := st.DefinitionsDiffer(); differ != "" {
+		// A function replaced or dropped since start-up: the gateway's
+		// writes would run someone else's fence, or fail.
+		checks["postgres"] = "ok"
+		checks["schema"], ok = differ, false
 	} else {
 		checks["postgres"], checks["schema"] = "ok", "ok"
 	}

@@ -70,7 +70,12 @@ func define(ctx context.Context, conn *pgx.Conn, defs []definition) (applied []s
 				return fmt.Errorf("schema: define: create %s: %w", definitionsTable, err)
 			}
 		}
-		stale, err := notHeld(ctx, tx, defs)
+		names, sums := namesAndSums(defs)
+		rows, err := tx.Query(ctx, notHeldSQL, names, sums)
+		if err != nil {
+			return fmt.Errorf("schema: define: %w", err)
+		}
+		stale, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
 			return fmt.Errorf("schema: define: %w", err)
 		}

@@ -1,15 +1,12 @@
 package schema
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"regexp"
 	"strings"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // A definition is the current SQL of one function, kept beside the Go that
@@ -95,25 +92,14 @@ var notHeldSQL = `SELECT f.name FROM unnest($1::text[], $2::text[]) AS f(name, f
 		WHERE d.name = f.name AND d.file_sha256 = f.file_sha256 AND d.sql_sha256 = ` + heldSum("f.name") + `)
 	ORDER BY f.name`
 
-// definitionsTable is DefinitionsTable, quoted and qualified.
+// definitionsTable is DefinitionsTable, qualified.
 var definitionsTable = VersionSchema + "." + DefinitionsTable
 
-// notHeld returns the names of defs the database does not hold as their
-// files make them.
-func notHeld(ctx context.Context, q querier, defs []definition) ([]string, error) {
-	names, sums := make([]string, len(defs)), make([]string, len(defs))
+// namesAndSums are the arguments of notHeldSQL.
+func namesAndSums(defs []definition) (names, sums []string) {
+	names, sums = make([]string, len(defs)), make([]string, len(defs))
 	for i, d := range defs {
 		names[i], sums[i] = d.name, d.sum
 	}
-	rows, err := q.Query(ctx, notHeldSQL, names, sums)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
-}
-
-// querier is what reads the definitions: a connection, a pool or a
-// transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	return names, sums
 }

@@ -50,7 +50,8 @@ func openMigrated(ctx context.Context, url, cmd string) (*pgx.Conn, error) {
 // awaitSchema is checkSchema once PostgreSQL answers: while it cannot be
 // reached (restarting, failing over, not up yet) it is asked again until
 // ctx ends, so a gateway started in that window waits for it, as it waits
-// for etcd, instead of exiting. A schema that is wrong fails at once.
+// for etcd, instead of exiting. A schema that is wrong, or functions the
+// database holds otherwise than this binary defines them, fail at once.
 func awaitSchema(ctx context.Context, pool *pgxpool.Pool, cmd string) (uint, error) {
 	switch err := retryWhile(ctx, unreachable, func() error { return pool.Ping(ctx) }); {
 	case err != nil && unreachable(err):
@@ -58,7 +59,17 @@ func awaitSchema(ctx context.Context, pool *pgxpool.Pool, cmd string) (uint, err
 	case err != nil:
 		return 0, fmt.Errorf("%s: database: %w", cmd, err)
 	}
-	return checkSchema(ctx, pool, cmd)
+	st, err := checkSchema(ctx, pool, cmd)
+	if err != nil {
+		return 0, err
+	}
+	// The gateway's writes run its functions: someone else's fence is no
+	// fence. The one-shot commands do not ask, so inspect still works on
+	// such a database.
+	if differ := st.DefinitionsDiffer(); differ != "" {
+		return 0, fmt.Errorf("%s: %s", cmd, differ)
+	}
+	return st.Version, nil
 }
 
 // retryWhile calls f again while its error is transient, until ctx ends,
@@ -98,24 +109,26 @@ func unreachable(err error) bool {
 }
 
 // checkSchema refuses to go on unless the gateway's schema is exactly the
-// version this binary was built with, and returns that version.
+// version this binary was built with, and returns what the database holds
+// of it: that version, and the functions it holds otherwise than this
+// binary defines them.
 func checkSchema(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}, cmd string) (uint, error) {
+}, cmd string) (schema.State, error) {
 	want, err := schema.Latest(schema.Gateway())
 	if err != nil {
-		return 0, err
+		return schema.State{}, err
 	}
-	v, dirty, err := schema.Applied(ctx, q, schema.GatewayTable)
+	st, err := schema.ReadState(ctx, q, schema.Gateway())
 	switch {
 	case errors.Is(err, schema.ErrNoVersion):
-		return 0, fmt.Errorf("%s: the database has no fencegw schema: run `fencegw migrate up` first", cmd)
+		return st, fmt.Errorf("%s: the database has no fencegw schema: run `fencegw migrate up` first", cmd)
 	case err != nil:
-		return 0, fmt.Errorf("%s: %w", cmd, err)
-	case dirty:
-		return 0, fmt.Errorf("%s: the fencegw schema is dirty at version %d: a migration failed halfway; see `fencegw migrate version`", cmd, v)
-	case v != want:
-		return 0, fmt.Errorf("%s: the fencegw schema is at version %d, this binary needs %d: run `fencegw migrate up` with this binary", cmd, v, want)
+		return st, fmt.Errorf("%s: %w", cmd, err)
+	case st.Dirty:
+		return st, fmt.Errorf("%s: the fencegw schema is dirty at version %d: a migration failed halfway; see `fencegw migrate version`", cmd, st.Version)
+	case st.Version != want:
+		return st, fmt.Errorf("%s: the fencegw schema is at version %d, this binary needs %d: run `fencegw migrate up` with this binary", cmd, st.Version, want)
 	}
-	return want, nil
+	return st, nil
 }
