@@ -61,6 +61,10 @@ func ReadState(ctx context.Context, q rowQuerier, src Source) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
+	if len(defs) == 0 {
+		version, dirty, err := Applied(ctx, q, src.Table)
+		return State{Version: version, Dirty: dirty}, err
+	}
 	names, sums := namesAndSums(defs)
 	var st State
 	var v int64
