@@ -57,3 +57,26 @@ func TestReadAndCheck(t *testing.T) {
 		t.Fatalf("B's check: %v", err)
 	}
 }
+
+// TestWriteWithADeadline: the context's deadline travels with the write
+// when asked, and a write past it is refused as deadline-passed.
+func TestWriteWithADeadline(t *testing.T) {
+	c := client.New(newGateway(t, demoPolicy(t)))
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "account/acct-69", client.AcquireOptions{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	args := map[string]any{"account": "acct-69", "amount_cents": 1}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := l.Write(wctx, "credit", args, client.WithContextDeadline()); err != nil {
+		t.Fatalf("a write within its context's deadline: %v", err)
+	}
+	_, err = l.Write(ctx, "credit", args, client.WithNotAfter(time.Now().Add(-time.Second)))
+	var p *client.ProblemError
+	if !errors.As(err, &p) || !strings.HasSuffix(p.Type, "deadline-passed") {
+		t.Fatalf("a write past its deadline: %v, want deadline-passed", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Header names of the write API.
@@ -53,7 +54,27 @@ type StatementResult struct {
 type WriteOption func(*writeOptions)
 
 type writeOptions struct {
-	key string
+	key             string
+	notAfter        time.Time
+	contextDeadline bool
+}
+
+// NotAfterHeader carries a write's business deadline.
+const NotAfterHeader = "Fencing-Not-After"
+
+// WithNotAfter makes the write apply only if it reaches PostgreSQL by t,
+// by the database's clock: a write prepared for a window (a cut-off, a
+// job's slot) must not land after it, however long it was delayed. Past
+// t it is refused with a *ProblemError of type deadline-passed, and
+// nothing is written.
+func WithNotAfter(t time.Time) WriteOption {
+	return func(o *writeOptions) { o.notAfter = t }
+}
+
+// WithContextDeadline is WithNotAfter with the deadline of the write's
+// ctx, if it has one.
+func WithContextDeadline() WriteOption {
+	return func(o *writeOptions) { o.contextDeadline = true }
 }
 
 // WithIdempotencyKey sends key as the write's Idempotency-Key instead of a
@@ -109,6 +130,12 @@ func (c *Client) Write(ctx context.Context, token, operation string, args any, o
 		h.Set(TokenHeader, token)
 	}
 	h.Set(IdempotencyHeader, `"`+o.key+`"`) // an RFC 8941 string
+	if d, ok := ctx.Deadline(); ok && o.contextDeadline && (o.notAfter.IsZero() || d.Before(o.notAfter)) {
+		o.notAfter = d
+	}
+	if !o.notAfter.IsZero() {
+		h.Set(NotAfterHeader, o.notAfter.UTC().Format(time.RFC3339Nano))
+	}
 	var res Result
 	got, err := c.do(ctx, call{method: "POST", path: "/v1/ops/" + url.PathEscape(operation), header: h, body: args, want: 200, out: &res})
 	if err != nil {

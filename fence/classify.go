@@ -20,6 +20,7 @@ import (
 const (
 	sqlstateStale        = "FG409"
 	sqlstatePrecondition = "FG412"
+	sqlstateDeadline     = "FG410" // not_after: the business deadline passed
 	sqlstateGuard        = "FG403" // a guard trigger (package guard)
 	sqlstateReplay       = "FG208" // claim_key: the key completed before
 	sqlstateMismatch     = "FG422" // claim_key, settle_key: another request's key
@@ -104,6 +105,8 @@ func classify(err error, committing bool, req *Request, at failedAt) error {
 		return inWrite(req, failedAt{-1, f.write}, &StaleTokenError{
 			Role: w.Operation.Roles[f.role].Name, Resource: f.resource, Presented: f.token.Unsigned(), Current: current,
 		})
+	case pgErr.Code == sqlstateDeadline:
+		return &DeadlineError{NotAfter: req.NotAfter, At: pgErr.Detail}
 	case pgErr.Code == sqlstatePrecondition:
 		return inWrite(req, at, &PreconditionError{Operation: opName(req, at), Message: pgErr.Message})
 	case pgErr.Code == sqlstateGuard:

@@ -3,6 +3,7 @@ package fence
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -37,6 +38,19 @@ type StaleTokenError struct {
 
 func (e *StaleTokenError) Error() string {
 	return fmt.Sprintf("fence: stale token %s for %s: the fence is at %s", e.Presented, e.Resource, e.Current)
+}
+
+// DeadlineError is a request that reached PostgreSQL after its business
+// deadline (Request.NotAfter), by the database's clock: nothing was
+// written.
+type DeadlineError struct {
+	NotAfter time.Time
+	At       string // the database's clock when it refused, as it said it
+}
+
+func (e *DeadlineError) Error() string {
+	return fmt.Sprintf("fence: the request's deadline %s had passed when it reached PostgreSQL (%s by its clock); nothing was written",
+		e.NotAfter.UTC().Format(time.RFC3339Nano), e.At)
 }
 
 // PreconditionError is a statement that did not affect the number of rows

@@ -23,7 +23,7 @@ const (
 	// Applied: the request committed.
 	Applied Outcome = iota
 	// Refused: nothing was written, and the refusal is final: a stale
-	// token, a failed precondition, a constraint, an argument PostgreSQL
+	// token, a business deadline passed, a failed precondition, a constraint, an argument PostgreSQL
 	// refused, an application's refusal the policy maps (sql_errors, the
 	// PT class), a token the authority refused, an idempotency key reused
 	// for another request, contradicting fences.
@@ -58,6 +58,7 @@ func OutcomeOf(err error) Outcome {
 		precond  *PreconditionError
 		constr   *ConstraintError
 		mismatch *KeyMismatchError
+		deadline *DeadlineError
 		sqlErr   *SQLError
 	)
 	switch {
@@ -65,7 +66,7 @@ func OutcomeOf(err error) Outcome {
 		return Applied
 	case errors.Is(err, ErrOutcomeUnknown), errors.Is(err, ErrKeyInFlight):
 		return Unknown
-	case errors.As(err, &stale), errors.As(err, &precond), errors.As(err, &constr), errors.As(err, &mismatch),
+	case errors.As(err, &stale), errors.As(err, &precond), errors.As(err, &constr), errors.As(err, &mismatch), errors.As(err, &deadline),
 		errors.Is(err, ErrValue), errors.Is(err, ErrConflict), errors.Is(err, tokens.ErrRejected):
 		return Refused
 	case errors.As(err, &sqlErr):
@@ -101,13 +102,14 @@ func SettlesKey(err error) bool {
 // the policy maps.
 func judgedOnRows(err error) bool {
 	var (
-		stale   *StaleTokenError
-		precond *PreconditionError
-		constr  *ConstraintError
-		sqlErr  *SQLError
+		stale    *StaleTokenError
+		precond  *PreconditionError
+		constr   *ConstraintError
+		deadline *DeadlineError
+		sqlErr   *SQLError
 	)
 	switch {
-	case errors.As(err, &stale), errors.As(err, &precond), errors.As(err, &constr), errors.Is(err, ErrValue):
+	case errors.As(err, &stale), errors.As(err, &precond), errors.As(err, &constr), errors.As(err, &deadline), errors.Is(err, ErrValue):
 		return true
 	case errors.As(err, &sqlErr):
 		return sqlErr.Mapped

@@ -26,6 +26,10 @@ const unfencedSQL = "SELECT fencegw.stamp_unfenced($1, $2, $3, $4)"
 // and cannot widen: a row passes only if its fence was stamped too.
 const scopeSQL = "SELECT set_config('fencegw.resource', $1, true)"
 
+// notAfterSQL refuses the request, after its fences, if the database's
+// clock is past its business deadline (fence/sql/not_after.sql).
+const notAfterSQL = "SELECT fencegw.not_after($1)"
+
 // unscopeSQL ends the last request's scope before the COMMIT of a
 // transaction of several requests: work deferred to the COMMIT (a deferred
 // constraint trigger) cannot be told apart by request, and must not pass
@@ -53,6 +57,11 @@ func (s *Store) queueRequest(b *pgx.Batch, req *Request) {
 		}
 		args = append(args, f.resource, f.token.Epoch, f.token.Revision, f.strict, i == 0)
 		next(fenceSQL, start)
+	}
+	if !req.NotAfter.IsZero() {
+		start := len(args)
+		args = append(args, req.NotAfter)
+		next(notAfterSQL, start)
 	}
 	batched := len(req.Writes) > 1
 	for wi := range req.Writes {
@@ -85,7 +94,7 @@ func (s *Store) queueRequest(b *pgx.Batch, req *Request) {
 // fence, one per write's scope when there are several and one for the
 // scope after them, and its statements'.
 func (r *Request) params() int {
-	n := 5 * len(r.fences)
+	n := 5*len(r.fences) + 1 // the deadline's, when there is one
 	if len(r.Writes) > 1 {
 		n++
 	}
@@ -106,6 +115,11 @@ func readRequest(br pgx.BatchResults, req *Request) ([]Result, failedAt, error) 
 	for i := range req.fences {
 		if _, err := br.Exec(); err != nil {
 			return nil, failedAt{fence: i, write: -1}, err
+		}
+	}
+	if !req.NotAfter.IsZero() {
+		if _, err := br.Exec(); err != nil {
+			return nil, nowhere, err
 		}
 	}
 	results := req.result[:]

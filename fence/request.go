@@ -37,6 +37,10 @@ type Request struct {
 	// Batch says the writes came as a batch (NewBatch), whose answer
 	// lists them even when there is one.
 	Batch bool
+	// NotAfter, if set, is the request's business deadline: PostgreSQL
+	// refuses it (*DeadlineError) if its clock is past NotAfter when the
+	// request's fences are advanced, whatever the gateway's clock says.
+	NotAfter time.Time
 
 	// fences are every write's fences, one per resource, in canonical
 	// order (by resource key): every transaction locks fence rows in that

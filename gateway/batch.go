@@ -34,6 +34,10 @@ func (g *Gateway) batch(r *http.Request, scope *problemScope) (fence.Response, e
 	if err != nil {
 		return fence.Response{}, err
 	}
+	deadline, err := notAfter(r)
+	if err != nil {
+		return fence.Response{}, err
+	}
 	body, err := g.readBody(r)
 	if err != nil {
 		return fence.Response{}, err
@@ -61,6 +65,7 @@ func (g *Gateway) batch(r *http.Request, scope *problemScope) (fence.Response, e
 	if err != nil {
 		return fence.Response{}, err
 	}
+	req.NotAfter = deadline
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)
 	defer cancel()
 	return g.apply(ctx, req, scope)
@@ -69,8 +74,11 @@ func (g *Gateway) batch(r *http.Request, scope *problemScope) (fence.Response, e
 // batchWrite checks one write of a batch as POST /v1/ops would.
 func (g *Gateway) batchWrite(ctx context.Context, item policy.BatchItem) (fence.Write, error) {
 	op, ok := g.cfg.Policy.Operations[item.Operation]
-	if !ok {
+	switch {
+	case !ok:
 		return fence.Write{}, fmt.Errorf("%w: %q is not in the policy", ErrUnknownOperation, clip.String(item.Operation, 64))
+	case op.Read:
+		return fence.Write{}, fmt.Errorf("%w: %s is a read: a batch takes writes (POST /v1/reads/%s)", ErrUnknownOperation, op.Name, op.Name)
 	}
 	if err := authorize(ctx, op.Name); err != nil {
 		return fence.Write{}, err

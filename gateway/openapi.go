@@ -91,7 +91,7 @@ func security(pol *policy.Policy) []any {
 
 func operationPath(pol *policy.Policy, op *policy.Operation) obj {
 	props, required, token := argsAndToken(op)
-	kinds := []string{"bad-request", "token-rejected", "token-retired", "unknown-operation", "stale-token", "precondition-failed", "constraint",
+	kinds := []string{"bad-request", "token-rejected", "token-retired", "unknown-operation", "stale-token", "deadline-passed", "precondition-failed", "constraint",
 		"too-large", "unsupported-encoding", "idempotency-mismatch", "token-required", "internal", "unavailable", "authority-halted"}
 	if pol.AuthRequired() {
 		kinds = append(kinds, "unauthorized", "forbidden")
@@ -100,7 +100,7 @@ func operationPath(pol *policy.Policy, op *policy.Operation) obj {
 		"operationId": op.Name,
 		"summary":     "The " + op.Name + " operation, fenced on " + rolesText(op) + ".",
 		"security":    security(pol),
-		"parameters":  []any{token, obj{"$ref": "#/components/parameters/IdempotencyKey"}},
+		"parameters":  []any{token, obj{"$ref": "#/components/parameters/IdempotencyKey"}, obj{"$ref": "#/components/parameters/NotAfter"}},
 		"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": obj{
 			"type": "object", "properties": props, "required": required, "additionalProperties": false,
 		}}}},
@@ -197,7 +197,7 @@ func batchPath(pol *policy.Policy) obj {
 		"operationId": "batch",
 		"summary":     "Up to 100 writes in one transaction, all or nothing.",
 		"security":    security(pol),
-		"parameters":  []any{obj{"$ref": "#/components/parameters/IdempotencyKey"}},
+		"parameters":  []any{obj{"$ref": "#/components/parameters/IdempotencyKey"}, obj{"$ref": "#/components/parameters/NotAfter"}},
 		"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": obj{
 			"type": "object", "required": []string{"writes"}, "additionalProperties": false,
 			"properties": obj{"writes": obj{"type": "array", "minItems": 1, "maxItems": 100, "items": obj{
@@ -215,7 +215,7 @@ func batchPath(pol *policy.Policy) obj {
 		"responses": withSQLErrors(pol, withProblems(obj{
 			"200": obj{"description": "Every write applied.", "content": obj{"application/json": obj{"schema": obj{
 				"type": "object", "properties": obj{"writes": obj{"type": "array", "items": obj{"$ref": "#/components/schemas/Result"}}}}}}},
-		}, authProblems(pol, "bad-request", "token-rejected", "token-retired", "unknown-operation", "stale-token", "precondition-failed", "constraint", "forbidden",
+		}, authProblems(pol, "bad-request", "token-rejected", "token-retired", "unknown-operation", "stale-token", "deadline-passed", "precondition-failed", "constraint", "forbidden",
 			"too-large", "unsupported-media-type", "unsupported-encoding", "idempotency-mismatch", "token-required", "internal", "unavailable", "authority-halted")...)),
 	}
 }
@@ -334,6 +334,9 @@ func parameters() obj {
 		"IdempotencyKey": obj{"name": IdempotencyHeader, "in": "header", "required": false,
 			"description": "Makes a retry safe: a completed request with the same key is answered with its stored response. An RFC 8941 string of 1 to 255 printable ASCII characters, without quotes or backslashes inside.",
 			"schema":      obj{"type": "string", "pattern": `^("[ !#-\[\]-~]{1,255}"|[ !#-\[\]-~]{1,255})$`}, "example": `"order-7-debit"`},
+		"NotAfter": obj{"name": NotAfterHeader, "in": "header", "required": false,
+			"description": "The write's business deadline, RFC 3339: it applies only if PostgreSQL's clock has not passed it when its fences are advanced; otherwise 409 deadline-passed, nothing written. At most a year ahead.",
+			"schema":      obj{"type": "string", "format": "date-time"}, "example": "2026-12-01T17:00:00Z"},
 		"LeaseID": obj{"name": "id", "in": "path", "required": true, "description": "As the lease was granted: lower-case hex without leading zeros.", "schema": obj{"type": "string", "pattern": "^[1-9a-f][0-9a-f]{0,15}$"}},
 	}
 }

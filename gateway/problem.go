@@ -105,6 +105,7 @@ func problemFor(err error, scope problemScope) Problem {
 		mismatch *fence.KeyMismatchError
 		inBatch  *fence.WriteError
 		app      *applicationError
+		deadline *fence.DeadlineError
 	)
 	if errors.As(err, &inBatch) {
 		p.Index = &inBatch.Index
@@ -118,6 +119,9 @@ func problemFor(err error, scope problemScope) Problem {
 		p.set("stale-token")
 		p.Resource, p.Role = stale.Resource, stale.Role
 		p.PresentedToken, p.CurrentToken = stale.Presented.Unsigned().String(), stale.Current.Unsigned().String()
+	case errors.As(err, &deadline):
+		p.set("deadline-passed")
+		p.Detail = deadlineDetail(deadline.NotAfter, deadline.At)
 	case errors.Is(err, ErrTokenRequired):
 		p.set("token-required")
 	case errors.As(err, &rejected) && rejected.Retired:

@@ -24,6 +24,7 @@ var problemTypes = []problemType{
 	{"not-found", http.StatusNotFound, "No such endpoint", "no such path"},
 	{"method-not-allowed", http.StatusMethodNotAllowed, "Method not allowed", "the path does not take the method; Allow lists those it does"},
 	{"stale-token", http.StatusConflict, "Stale fencing token", "the token is older than the resource's fence (or equal, on a strict resource): a newer holder has written"},
+	{"deadline-passed", http.StatusConflict, "Business deadline passed", "the write's Fencing-Not-After had passed by the database's clock when it reached PostgreSQL: nothing was written; it will not apply later"},
 	{"precondition-failed", http.StatusConflict, "Operation precondition failed", "a statement's expect_rows was not met (e.g. an insufficient balance)"},
 	{"constraint", http.StatusConflict, "Constraint violated", "a PostgreSQL constraint refused the write"},
 	{"locked", http.StatusConflict, "Resource is locked", "the lease wait ended with another holder (current_token names it, when there is one to name)"},

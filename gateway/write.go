@@ -35,6 +35,10 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (fence.Response, e
 	if err != nil {
 		return fence.Response{}, err
 	}
+	deadline, err := notAfter(r)
+	if err != nil {
+		return fence.Response{}, err
+	}
 	wr := &lone.w[0]
 	var k *fence.Key
 	if once {
@@ -45,6 +49,7 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (fence.Response, e
 	if err != nil {
 		return fence.Response{}, err
 	}
+	req.NotAfter = deadline
 	// From here on the write runs to completion or its own deadline, not
 	// the client's: a disconnect must not leave its outcome to chance.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)

@@ -85,7 +85,7 @@ func retryClass(code string) bool {
 // bad-request mean what an application may mean too. A gateway test
 // (TestOwnKindsAreReserved) holds this list to the gateway's table of
 // problem types.
-var reservedKinds = []string{"stale-token", "token-rejected", "token-retired", "token-required", "authority-halted", "unavailable",
+var reservedKinds = []string{"stale-token", "deadline-passed", "token-rejected", "token-retired", "token-required", "authority-halted", "unavailable",
 	"internal", "locked", "lease-not-found", "idempotency-mismatch", "too-many-leases", "unauthorized",
 	"unknown-operation", "not-found", "method-not-allowed", "too-large", "unsupported-media-type", "unsupported-encoding"}
 
