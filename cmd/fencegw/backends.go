@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/fencegw/fencegw/authority"
@@ -13,25 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jackc/pgx/v5"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/schema"
 )
-
-// dialEtcd is the etcd client of the one-shot commands (dev, epoch,
-// inspect): etcd's own client log is noise on a terminal.
-func dialEtcd(endpoints []string) (*clientv3.Client, error) {
-	return authority.Dial(endpoints)
-}
-
-// etcdError names the endpoints in an error that says etcd could not be
-// asked, and the command that asked.
-func etcdError(cmd string, endpoints []string, err error) error {
-	if errors.Is(err, authority.ErrUnavailable) {
-		return fmt.Errorf("%s: etcd at %s: %w", cmd, strings.Join(endpoints, ","), err)
-	}
-	return err
-}
 
 // openMigrated connects to a database whose gateway schema is exactly this
 // binary's, or says how to get there; cmd names the command in errors.

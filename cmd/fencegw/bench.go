@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/internal/bench"
 	"github.com/fencegw/fencegw/internal/etcdserver"
@@ -50,6 +51,7 @@ BENCHMARKS.md.`,
 	fs.StringVar(&cfg.GatewayURL, "gateway", "", "drive this running gateway (loopback only) instead of one in process; needs --database-url and --etcd, the gateway's")
 	fs.StringVar(&cfg.Dir, "bench", "testdata/bench", "folder with the bench's policy.yaml and migrations/")
 	fs.Var((*endpoints)(&cfg.EtcdEndpoints), "etcd", "comma-separated endpoints of a running etcd for the in-process gateway (default: an embedded one, whose background work then counts in the process's allocations and RSS)")
+	bindEtcdAccess(cmd, fs, &o.etcdAccess, false) // never from the environment: the embedded etcd would not want them
 	fs.IntVar(&cfg.WriteTransactions, "max-write-transactions", 0, "the in-process gateway's transactions of coalescing resources in flight at once (0: its default)")
 	fs.BoolVar(&cfg.NoGroupCommit, "no-group-commit", false, "turn group commit across resources off in the in-process gateway, whatever the policy says")
 	fs.BoolVar(&cfg.NoCoalesce, "no-coalesce", false, "turn hot-key coalescing off in the in-process gateway, whatever the policy says")
@@ -67,6 +69,7 @@ type benchOptions struct {
 	clients, dists string
 	cpuProfile     string
 	asJSON         bool
+	etcdAccess     etcdAccess // TLS and user of --etcd
 }
 
 // runBench serves `fencegw bench`: the same fenced writes direct through
@@ -83,6 +86,19 @@ func runBench(ctx context.Context, o benchOptions, out io.Writer) error {
 	}
 	if cfg.GatewayURL != "" && (cfg.DatabaseURL == "" || len(cfg.EtcdEndpoints) == 0) {
 		return fmt.Errorf("%w: --gateway needs --database-url and --etcd: the gateway's database, for the direct path, and its etcd, whose keys sign each account's token", errUsage)
+	}
+	if o.etcdAccess.set() && len(cfg.EtcdEndpoints) == 0 {
+		return fmt.Errorf("%w: --etcd-cacert, --etcd-cert, --etcd-key, --etcd-user and --etcd-password-file are for --etcd: the embedded etcd takes none", errUsage)
+	}
+	if len(cfg.EtcdEndpoints) > 0 {
+		ecfg := serveConfig{EtcdEndpoints: cfg.EtcdEndpoints, EtcdAccess: o.etcdAccess}
+		if _, err := ecfg.EtcdAccess.clientConfig(ecfg.EtcdEndpoints, "bench"); err != nil {
+			return err // its files, before anything starts
+		}
+		cfg.DialEtcd = func(ctx context.Context) (*clientv3.Client, error) {
+			cli, err := dialEtcd(ctx, ecfg, "bench")
+			return cli, etcdError("bench", ecfg, err)
+		}
 	}
 	if err := cfg.CheckLoad(); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)

@@ -21,6 +21,7 @@ type serveConfig struct {
 	Listen          string
 	DatabaseURL     string
 	EtcdEndpoints   []string
+	EtcdAccess      etcdAccess // TLS and user
 	PolicyPath      string
 	MaxBodyBytes    int64
 	WriteTimeout    time.Duration
@@ -119,9 +120,10 @@ func (c *serveConfig) bindBackends(cmd *cobra.Command, fs *pflag.FlagSet, which 
 		bindDatabaseURL(fs, &c.DatabaseURL)
 	}
 	if which.etcd {
-		c.EtcdEndpoints = splitList(envOr("127.0.0.1:2379", "FENCEGW_ETCD", "FENCEGW_ETCD_ENDPOINTS"))
-		fs.Var((*endpoints)(&c.EtcdEndpoints), "etcd", "comma-separated etcd endpoints (FENCEGW_ETCD, FENCEGW_ETCD_ENDPOINTS)")
+		c.EtcdEndpoints = splitList(envOr("127.0.0.1:2379", "FENCEGW_ETCD", "FENCEGW_ETCD_ENDPOINTS", "ETCDCTL_ENDPOINTS"))
+		fs.Var((*endpoints)(&c.EtcdEndpoints), "etcd", "comma-separated etcd endpoints, HOST:PORT or URLs (FENCEGW_ETCD, FENCEGW_ETCD_ENDPOINTS, ETCDCTL_ENDPOINTS)")
 		showDefault(fs, "etcd", "127.0.0.1:2379")
+		bindEtcdAccess(cmd, fs, &c.EtcdAccess, true)
 	}
 	if which.policy {
 		fs.StringVar(&c.PolicyPath, "policy", envOr("", "FENCEGW_POLICY"), "policy file (FENCEGW_POLICY)")
@@ -206,7 +208,10 @@ func logLevel(s string) slog.Leveler {
 // rule, still read after it.
 var envAliases = map[string][]string{
 	"database-url": {"DATABASE_URL"},
-	"etcd":         {"FENCEGW_ETCD_ENDPOINTS"},
+	"etcd":         {"FENCEGW_ETCD_ENDPOINTS", etcdctlEnv["etcd"]},
+	"etcd-cacert":  {etcdctlEnv["etcd-cacert"]},
+	"etcd-cert":    {etcdctlEnv["etcd-cert"]},
+	"etcd-key":     {etcdctlEnv["etcd-key"]},
 }
 
 // envExempt are flags no environment variable sets: turning the fence off

@@ -216,7 +216,7 @@ func adoptDevEtcd(ctx context.Context, dbURL string, etcd []string, adopt bool, 
 		return err
 	}
 	defer pool.Close()
-	cli, err := dialEtcd(etcd)
+	cli, err := authority.Dial(etcd) // dev's own etcd: plaintext, whatever the environment says
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func epochCommand() *cobra.Command {
 			Example: "  fencegw epoch " + name + " --database-url \"$DATABASE_URL\" --etcd e1:2379,e2:2379,e3:2379",
 			Args:    noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return etcdError("epoch", cfg.EtcdEndpoints, runEpoch(cmd.Context(), cfg, name == "bump", cmd.OutOrStdout()))
+				return etcdError("epoch", cfg, runEpoch(cmd.Context(), cfg, name == "bump", cmd.OutOrStdout()))
 			},
 		}
 	}
@@ -54,9 +54,9 @@ func runEpoch(ctx context.Context, cfg serveConfig, bump bool, out io.Writer) er
 		return fmt.Errorf("epoch: database: %w", err)
 	}
 	defer pool.Close()
-	cli, err := dialEtcd(cfg.EtcdEndpoints)
+	cli, err := dialEtcd(ctx, cfg, "epoch")
 	if err != nil {
-		return fmt.Errorf("epoch: etcd: %w", err)
+		return err
 	}
 	defer cli.Close()
 	auth := authority.NewEtcd(cli)

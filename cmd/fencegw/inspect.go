@@ -33,7 +33,7 @@ a bypass has no resource).`,
   fencegw inspect --json | jq .rejections`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return etcdError("inspect", o.cfg.EtcdEndpoints, runInspect(cmd.Context(), o, cmd.OutOrStdout()))
+			return etcdError("inspect", o.cfg, runInspect(cmd.Context(), o, cmd.OutOrStdout()))
 		},
 	}
 	fs := cmd.Flags()
@@ -93,9 +93,9 @@ func runInspect(ctx context.Context, o inspectOptions, out io.Writer) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	cli, err := dialEtcd(cfg.EtcdEndpoints)
+	cli, err := dialEtcd(ctx, cfg, "inspect")
 	if err != nil {
-		return fmt.Errorf("inspect: etcd: %w", err)
+		return err
 	}
 	defer cli.Close()
 

@@ -23,7 +23,7 @@ func keysCommand() *cobra.Command {
 			Example: "  fencegw keys " + name + " --etcd e1:2379,e2:2379,e3:2379",
 			Args:    noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return etcdError("keys", o.cfg.EtcdEndpoints, runKeys(cmd.Context(), o, name, cmd.OutOrStdout()))
+				return etcdError("keys", o.cfg, runKeys(cmd.Context(), o, name, cmd.OutOrStdout()))
 			},
 		}
 	}
@@ -104,9 +104,9 @@ func runKeys(ctx context.Context, o keysOptions, action string, out io.Writer) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cli, err := dialEtcd(o.cfg.EtcdEndpoints)
+	cli, err := dialEtcd(ctx, o.cfg, "keys")
 	if err != nil {
-		return fmt.Errorf("keys: etcd: %w", err)
+		return err
 	}
 	defer cli.Close()
 	auth := authority.NewEtcd(cli)

@@ -41,7 +41,9 @@ func serveCommand() *cobra.Command {
 /livez and /readyz. Every flag can also be set by an environment variable,
 FENCEGW_ and the flag's name in capitals (--max-body: FENCEGW_MAX_BODY);
 the command line wins. --database-url also reads DATABASE_URL, --etcd also
-FENCEGW_ETCD_ENDPOINTS. --unsafe-no-fence has no variable.`,
+FENCEGW_ETCD_ENDPOINTS, then etcdctl's ETCDCTL_ENDPOINTS; --etcd-cacert,
+--etcd-cert and --etcd-key also ETCDCTL_CACERT, ETCDCTL_CERT and
+ETCDCTL_KEY. --unsafe-no-fence has no variable.`,
 		Example: `  fencegw serve --database-url postgres://fencegw@db/app --etcd e1:2379,e2:2379,e3:2379 \
       --policy policy.yaml --listen 0.0.0.0:8080`,
 		Args: noArgs,
@@ -97,18 +99,11 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return err
 	}
 	warnUnguarded(startCtx, pool, pol, log)
-	cli, err := authority.Dial(cfg.EtcdEndpoints)
+	cli, auth, err := waitEtcd(startCtx, cfg, log, cmd)
 	if err != nil {
-		return fmt.Errorf("%s: etcd: %w", cmd, err)
+		return err
 	}
 	defer cli.Close()
-	auth := authority.NewEtcd(cli)
-	stopWaiting = sayWaiting(log, "etcd", strings.Join(cfg.EtcdEndpoints, ","))
-	err = retryWhile(startCtx, etcdUnavailable, func() error { _, err := auth.Revision(startCtx); return err })
-	stopWaiting()
-	if err != nil {
-		return fmt.Errorf("%s: etcd at %s: %w", cmd, strings.Join(cfg.EtcdEndpoints, ","), err)
-	}
 
 	gw, err := gateway.New(gateway.Config{
 		Pool: pool, Authority: auth, Policy: pol, Logger: log,

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // ErrConfig is wrapped by every error of Config.Check.
@@ -26,6 +29,9 @@ type Config struct {
 	// GatewayURL, the running gateway's etcd, whose signing keys give each
 	// account its token.
 	EtcdEndpoints []string
+	// DialEtcd, if set, is the client of EtcdEndpoints, with whatever TLS
+	// and user they want; nil dials them in plaintext.
+	DialEtcd func(context.Context) (*clientv3.Client, error)
 	// EtcdInProcess says that etcd runs in this process, so that its
 	// background work counts in the allocation and RSS figures.
 	EtcdInProcess bool

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
@@ -68,11 +67,11 @@ func setup(ctx context.Context, cfg Config) (*env, error) {
 		return nil, err
 	}
 	e := &env{cfg: cfg, work: work, pol: pol, schemaVersion: version}
-	e.etcd, err = clientv3.New(clientv3.Config{
-		Endpoints: cfg.EtcdEndpoints, DialTimeout: 5 * time.Second, Context: ctx,
-		Logger: zap.NewNop(), // it reports every retry at info level
-	})
-	if err != nil {
+	dial := cfg.DialEtcd
+	if dial == nil {
+		dial = func(context.Context) (*clientv3.Client, error) { return authority.Dial(cfg.EtcdEndpoints) }
+	}
+	if e.etcd, err = dial(ctx); err != nil {
 		return nil, fmt.Errorf("bench: etcd: %w", err)
 	}
 	e.auth = authority.NewEtcd(e.etcd)

@@ -2,20 +2,46 @@ package etcdserver
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strconv"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
 
+// Options configures StartWith. The zero value is Start's server.
+type Options struct {
+	// Dir holds the data; "" is a temporary directory removed by Close.
+	Dir string
+	// Log receives etcd's errors and warnings; nil writes them to stderr
+	// in etcd's own shape.
+	Log *slog.Logger
+	// TLS, if set, serves clients over TLS only (https:// endpoints).
+	TLS *TLS
+}
+
+// TLS is how the server meets its clients: its certificate and, with
+// ClientCertAuth, the CA their certificates must be signed by.
+type TLS struct {
+	CertFile, KeyFile string
+	// CAFile verifies client certificates.
+	CAFile string
+	// ClientCertAuth refuses a client without a certificate CAFile verifies.
+	ClientCertAuth bool
+}
+
 // newConfig describes a fresh single-member cluster on 127.0.0.1. Every
 // Start gets its own name and ports so several servers can share a process.
-func newConfig(name, dataDir string, lg *zap.Logger) (*embed.Config, error) {
+func newConfig(name, dataDir string, lg *zap.Logger, tls *TLS) (*embed.Config, error) {
 	clientURL, err := freeURL()
 	if err != nil {
 		return nil, fmt.Errorf("new config: client url: %w", err)
+	}
+	if tls != nil {
+		clientURL.Scheme = "https"
 	}
 	peerURL, err := freeURL()
 	if err != nil {
@@ -44,6 +70,12 @@ func newConfig(name, dataDir string, lg *zap.Logger) (*embed.Config, error) {
 	cfg.AutoCompactionMode, cfg.AutoCompactionRetention = "periodic", "5m"
 	cfg.LogLevel = "error"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
+	if tls != nil {
+		cfg.ClientTLSInfo = transport.TLSInfo{
+			CertFile: tls.CertFile, KeyFile: tls.KeyFile,
+			TrustedCAFile: tls.CAFile, ClientCertAuth: tls.ClientCertAuth,
+		}
+	}
 	return cfg, nil
 }
 

@@ -45,11 +45,17 @@ func Start(ctx context.Context, dir string) (*Server, error) {
 
 // StartLogged is Start with etcd's errors and warnings written through
 // log, in the process's own log shape (nil: as Start).
-func StartLogged(ctx context.Context, dir string, log *slog.Logger) (_ *Server, err error) {
+func StartLogged(ctx context.Context, dir string, log *slog.Logger) (*Server, error) {
+	return StartWith(ctx, Options{Dir: dir, Log: log})
+}
+
+// StartWith runs a single-member etcd as opts say and returns once it
+// serves requests. ctx bounds startup only.
+func StartWith(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("etcdserver start: %w", err)
 	}
-	s := &Server{dir: dir}
+	s := &Server{dir: opts.Dir}
 	if s.dir == "" {
 		if s.dir, err = os.MkdirTemp("", "fencegw-etcd-"); err != nil {
 			return nil, fmt.Errorf("etcdserver start: %w", err)
@@ -62,13 +68,13 @@ func StartLogged(ctx context.Context, dir string, log *slog.Logger) (_ *Server, 
 		}
 	}()
 
-	lg, err := newLogger(&s.closing, log)
+	lg, err := newLogger(&s.closing, opts.Log)
 	if err != nil {
 		return nil, fmt.Errorf("etcdserver start: %w", err)
 	}
 	name := fmt.Sprintf("fencegw-%d-%d", os.Getpid(), seq.Add(1))
 	for attempt := 1; ; attempt++ {
-		cfg, err := newConfig(name, s.dir, lg)
+		cfg, err := newConfig(name, s.dir, lg, opts.TLS)
 		if err != nil {
 			return nil, fmt.Errorf("etcdserver start: %w", err)
 		}
@@ -103,7 +109,8 @@ func addrInUse(err error) bool {
 	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
 }
 
-// Endpoints returns the client URLs, e.g. http://127.0.0.1:PORT.
+// Endpoints returns the client URLs, e.g. http://127.0.0.1:PORT
+// (https:// with TLS).
 func (s *Server) Endpoints() []string {
 	return append([]string(nil), s.endpoints...)
 }

@@ -44,6 +44,19 @@ func PrivateEtcd(t testing.TB) (*etcdserver.Server, *clientv3.Client) {
 	return srv, newClient(t, srv.Endpoints())
 }
 
+// PrivateEtcdWith starts an etcd of the test's own as opts say (TLS,
+// client certificates), closed when the test ends. The test makes its
+// clients: they need what opts asked for.
+func PrivateEtcdWith(t testing.TB, opts etcdserver.Options) *etcdserver.Server {
+	t.Helper()
+	srv, err := etcdserver.StartWith(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("testenv: private etcd: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
 func newClient(t testing.TB, endpoints []string) *clientv3.Client {
 	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{

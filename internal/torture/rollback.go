@@ -105,6 +105,7 @@ func (n *nemesis) rollback(ctx context.Context, path string) {
 	n.log.Info("torture: gateways halted after the etcd restore", "after", time.Since(restored).Round(time.Millisecond).String())
 	// What the README tells an operator to do.
 	cmd := exec.CommandContext(ctx, n.bin, "epoch", "bump", "--database-url", n.dbURL, "--etcd", strings.Join(endpoints(n.etcd), ","))
+	cmd.Env = ownEtcdEnv()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		n.log.Error("fencegw epoch bump failed", "error", err, "output", string(out))
 		return

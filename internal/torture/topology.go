@@ -39,6 +39,20 @@ func newGateway(bin, dir string, i int, dbURL string, etcd []string, policy stri
 	return &gatewayProc{args: append([]string{bin}, args...), log: filepath.Join(dir, fmt.Sprintf("gateway-%d.log", i)), addr: addr}, nil
 }
 
+// ownEtcdEnv is this process's environment without what would point a
+// child's etcd client elsewhere, or give it TLS and a user that the
+// torture's own plaintext cluster does not want (FENCEGW_ETCD*, ETCDCTL_*,
+// an operator's): the children talk to that cluster only.
+func ownEtcdEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FENCEGW_ETCD") && !strings.HasPrefix(kv, "ETCDCTL_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 func (g *gatewayProc) url() string { return "http://" + g.addr }
 
 // start launches the process and waits until /readyz answers 200.
@@ -49,6 +63,7 @@ func (g *gatewayProc) start(ctx context.Context) error {
 	}
 	g.cmd = exec.Command(g.args[0], g.args[1:]...)
 	g.cmd.Stdout, g.cmd.Stderr = out, out
+	g.cmd.Env = ownEtcdEnv()
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := g.cmd.Start(); err != nil {
 		out.Close()
