@@ -99,6 +99,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return err
 	}
 	warnUnguarded(startCtx, pool, pol, log)
+	warnPlaintextPostgres(startCtx, pool, log)
 	cli, auth, err := waitEtcd(startCtx, cfg, log, cmd)
 	if err != nil {
 		return err

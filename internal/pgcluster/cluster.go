@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -29,6 +30,8 @@ type Options struct {
 	Settings map[string]string
 	// Log receives initdb and server output; nil writes Dir/postgres.log.
 	Log io.Writer
+	// TLS, if set, turns ssl on with these files; Settings still win.
+	TLS *TLS
 }
 
 // Cluster is a running PostgreSQL server owned by this process.
@@ -89,6 +92,14 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		if err := c.initdb(ctx, binDir); err != nil {
 			return nil, fmt.Errorf("pgcluster start: %w", err)
 		}
+	}
+	if opts.TLS != nil {
+		settings, err := c.installTLS(opts.TLS)
+		if err != nil {
+			return nil, fmt.Errorf("pgcluster start: %w", err)
+		}
+		maps.Copy(settings, opts.Settings)
+		opts.Settings = settings
 	}
 	if err := c.startServer(ctx, binDir, opts); err != nil {
 		return nil, fmt.Errorf("pgcluster start: %w", err)
