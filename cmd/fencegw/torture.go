@@ -59,6 +59,7 @@ PASS covers fewer faults than asked.`,
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", cfg.FaultEvery, "how often the nemesis acts")
 	fs.BoolVar(&cfg.KillGateways, "kill-gateways", cfg.KillGateways, "let the nemesis SIGKILL and restart gateways")
 	fs.BoolVar(&cfg.EtcdFaults, "etcd-faults", cfg.EtcdFaults, "let the nemesis kill the etcd leader or a follower, or freeze a member")
+	fs.BoolVar(&cfg.EtcdTLS, "etcd-tls", false, "run the etcd cluster as production etcd runs: TLS, and client certificates required; the gateways and epoch bump connect with one")
 	fs.BoolVar(&cfg.RestartPostgres, "restart-postgres", cfg.RestartPostgres, "let the nemesis restart PostgreSQL (at most twice)")
 	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "control run: gateways with fencing OFF; the checker must find violations")
 	fs.IntVar(&cfg.Burst, "burst", cfg.Burst, "each lease sends 1 to this many writes at once")

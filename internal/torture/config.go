@@ -20,6 +20,10 @@ type Config struct {
 	RestartPostgres bool
 	EtcdFaults      bool // kill the leader, kill a follower, freeze a member
 	SlowNetwork     bool // hold the gateways' PostgreSQL traffic for up to two TTLs
+	// EtcdTLS runs the cluster with TLS and client certificate
+	// authentication; the gateways and epoch bump connect with a client
+	// certificate.
+	EtcdTLS bool
 	// UnsafeNoFence runs the gateways with fencing off: the control run,
 	// whose checker must find violations.
 	UnsafeNoFence bool

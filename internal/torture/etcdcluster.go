@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
 
 	"github.com/fencegw/fencegw/internal/pgcluster"
 )
@@ -30,6 +30,9 @@ func MemberMain(args []string) int {
 	clientURL := fs.String("client", "", "client URL")
 	peerURL := fs.String("peer", "", "peer URL")
 	cluster := fs.String("cluster", "", "initial cluster: name=peerURL,...")
+	cert := fs.String("cert", "", "with --key and --ca: serve clients TLS only, and only those with a certificate --ca signed")
+	key := fs.String("key", "", "the key of --cert")
+	ca := fs.String("ca", "", "the CA of client certificates")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -48,6 +51,9 @@ func MemberMain(args []string) int {
 	// about a second, and a 1 s lease TTL is allowed.
 	cfg.TickMs, cfg.ElectionMs = 50, 500
 	cfg.LogLevel = "error"
+	if *cert != "" {
+		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: *cert, KeyFile: *key, TrustedCAFile: *ca, ClientCertAuth: true}
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "torture-etcd:", err)
@@ -72,12 +78,14 @@ type etcdMember struct {
 	cluster         string // the initial cluster, name=peerURL,...
 	args            []string
 	log             string
+	tls             *etcdTLS // nil: plaintext
 	cmd             *exec.Cmd
 	done            chan struct{}
 }
 
-// startCluster starts three members and waits until they have a leader.
-func startCluster(ctx context.Context, bin, dir string) ([]*etcdMember, error) {
+// startCluster starts three members, serving tls unless it is nil, and
+// waits until they have a leader.
+func startCluster(ctx context.Context, bin, dir string, tls *etcdTLS) ([]*etcdMember, error) {
 	var members []*etcdMember
 	var peers []string
 	for i := range 3 {
@@ -87,9 +95,9 @@ func startCluster(ctx context.Context, bin, dir string) ([]*etcdMember, error) {
 			return nil, err
 		}
 		name := fmt.Sprintf("etcd%d", i)
-		m := &etcdMember{name: name, clientURL: fmt.Sprintf("http://127.0.0.1:%d", cp), log: filepath.Join(dir, name+".log"),
-			dir: filepath.Join(dir, name), peerURL: fmt.Sprintf("http://127.0.0.1:%d", pp)}
-		m.args = []string{bin, "torture-etcd", "--name", name, "--dir", m.dir, "--client", m.clientURL, "--peer", m.peerURL}
+		m := &etcdMember{name: name, clientURL: fmt.Sprintf("%s://127.0.0.1:%d", tls.scheme(), cp), log: filepath.Join(dir, name+".log"),
+			dir: filepath.Join(dir, name), peerURL: fmt.Sprintf("http://127.0.0.1:%d", pp), tls: tls}
+		m.args = append([]string{bin, "torture-etcd", "--name", name, "--dir", m.dir, "--client", m.clientURL, "--peer", m.peerURL}, tls.memberArgs()...)
 		peers = append(peers, fmt.Sprintf("%s=http://127.0.0.1:%d", name, pp))
 		members = append(members, m)
 	}
@@ -156,7 +164,9 @@ func stopCluster(members []*etcdMember) {
 
 // leader returns the index of the current leader, waiting up to d for one.
 func leader(ctx context.Context, members []*etcdMember, d time.Duration) (int, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints(members), DialTimeout: time.Second, Logger: zap.NewNop()})
+	cfg := clientConfig(members, endpoints(members)...)
+	cfg.DialTimeout = time.Second
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return -1, err
 	}

@@ -10,11 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
 )
@@ -104,7 +102,7 @@ func (n *nemesis) rollback(ctx context.Context, path string) {
 	n.mu.Unlock()
 	n.log.Info("torture: gateways halted after the etcd restore", "after", time.Since(restored).Round(time.Millisecond).String())
 	// What the README tells an operator to do.
-	cmd := exec.CommandContext(ctx, n.bin, "epoch", "bump", "--database-url", n.dbURL, "--etcd", strings.Join(endpoints(n.etcd), ","))
+	cmd := exec.CommandContext(ctx, n.bin, append([]string{"epoch", "bump", "--database-url", n.dbURL}, etcdFlags(n.etcd)...)...)
 	cmd.Env = ownEtcdEnv()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		n.log.Error("fencegw epoch bump failed", "error", err, "output", string(out))
@@ -152,7 +150,7 @@ func saveSnapshot(ctx context.Context, members []*etcdMember, path string) error
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, err = snapshot.NewV3(zap.NewNop()).Save(ctx, clientv3.Config{Endpoints: []string{members[i].clientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}, path)
+	_, err = snapshot.NewV3(zap.NewNop()).Save(ctx, clientConfig(members, members[i].clientURL), path)
 	return err
 }
 

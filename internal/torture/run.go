@@ -47,7 +47,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 
 	setupCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	etcd, err := startCluster(setupCtx, bin, dir)
+	var etcdTLS *etcdTLS
+	if cfg.EtcdTLS {
+		if etcdTLS, err = newEtcdTLS(dir); err != nil {
+			return check.Report{}, err
+		}
+	}
+	etcd, err := startCluster(setupCtx, bin, dir, etcdTLS)
 	if err != nil {
 		return check.Report{}, err
 	}
@@ -91,7 +97,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	}()
 	var urls []string
 	for i := range cfg.Gateways {
-		g, err := newGateway(bin, dir, i, gatewayDB, endpoints(etcd), policy, cfg.UnsafeNoFence)
+		g, err := newGateway(bin, dir, i, gatewayDB, etcdFlags(etcd), policy, cfg.UnsafeNoFence)
 		if err != nil {
 			return check.Report{}, err
 		}

@@ -25,14 +25,16 @@ type gatewayProc struct {
 	done chan struct{}
 }
 
-func newGateway(bin, dir string, i int, dbURL string, etcd []string, policy string, unsafe bool) (*gatewayProc, error) {
+// newGateway is gateway i, serving dbURL with policy, reaching etcd with
+// flags (etcdFlags').
+func newGateway(bin, dir string, i int, dbURL string, flags []string, policy string, unsafe bool) (*gatewayProc, error) {
 	port, err := pgcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	args := []string{"serve", "--listen", addr, "--database-url", dbURL, "--etcd", strings.Join(etcd, ","),
-		"--policy", policy, "--log-format", "text", "--authority-check", "1s", "--shutdown-delay", "0s", "--shutdown-timeout", "3s"}
+	args := append([]string{"serve", "--listen", addr, "--database-url", dbURL}, flags...)
+	args = append(args, "--policy", policy, "--log-format", "text", "--authority-check", "1s", "--shutdown-delay", "0s", "--shutdown-timeout", "3s")
 	if unsafe {
 		args = append(args, "--unsafe-no-fence")
 	}
@@ -40,9 +42,9 @@ func newGateway(bin, dir string, i int, dbURL string, etcd []string, policy stri
 }
 
 // ownEtcdEnv is this process's environment without what would point a
-// child's etcd client elsewhere, or give it TLS and a user that the
-// torture's own plaintext cluster does not want (FENCEGW_ETCD*, ETCDCTL_*,
-// an operator's): the children talk to that cluster only.
+// child's etcd client elsewhere, or give it TLS files and a user that the
+// torture's own cluster does not want (FENCEGW_ETCD*, ETCDCTL_*, an
+// operator's): the children talk to that cluster only, as etcdFlags say.
 func ownEtcdEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {

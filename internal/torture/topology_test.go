@@ -7,7 +7,7 @@ import (
 )
 
 // TestOwnEtcdEnv: the gateways and `epoch bump` the torture starts talk
-// to its own plaintext etcd cluster, whatever etcd an operator's
+// to its own etcd cluster, whatever etcd an operator's
 // environment points at: without this, ETCDCTL_CACERT in the shell that
 // runs the torture turns TLS on in every gateway, and none starts.
 func TestOwnEtcdEnv(t *testing.T) {
