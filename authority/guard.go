@@ -148,6 +148,40 @@ func (g *Guard) Run(ctx context.Context, every time.Duration) {
 // etcd's current cluster, identity and revision) and then in etcd; an epoch
 // or identity key someone else wrote is replaced. Every token of an
 // older epoch is stale from then on. Gateways resume at their next check.
+// BumpPlan is what Bump would do, read without writing anything.
+type BumpPlan struct {
+	From, To int64 // the epoch now (the higher of etcd's and PostgreSQL's), and the next
+	// Foreign: etcd holds epoch or identity keys fencegw did not write,
+	// which the bump would delete first.
+	Foreign bool
+	// Identify: etcd's data has no identity yet, which the bump would
+	// give it.
+	Identify bool
+	Etcd     tokens.View
+	Recorded tokens.Record
+}
+
+// PlanBump says what Bump would do now, writing nothing (`fencegw epoch
+// bump --dry-run`).
+func PlanBump(ctx context.Context, auth *Etcd, records RecordStore) (BumpPlan, error) {
+	var p BumpPlan
+	view, err := auth.View(ctx)
+	switch {
+	case errors.Is(err, ErrForeignKey):
+		p.Foreign = true
+	case err != nil:
+		return p, err
+	default:
+		p.Etcd, p.Identify = view, view.Identity == ""
+	}
+	if p.Recorded, err = records.Load(ctx); err != nil {
+		return p, err
+	}
+	p.From = max(p.Etcd.Epoch, p.Recorded.Epoch)
+	p.To = p.From + 1
+	return p, nil
+}
+
 func Bump(ctx context.Context, auth *Etcd, records RecordStore) (int64, error) {
 	view, err := auth.identifiedView(ctx)
 	if errors.Is(err, ErrForeignKey) {

@@ -62,6 +62,8 @@ type inspection struct {
 	LocksTruncated bool                 `json:"locks_truncated,omitempty"`
 	Rejections     []fence.RejectionRow `json:"rejections"`
 	Bypasses       []fence.BypassRow    `json:"bypasses"`
+	// EtcdError says why etcd's part (epoch, revision, locks) is missing.
+	EtcdError string `json:"etcd_error,omitempty"`
 }
 
 type lockRow struct {
@@ -93,31 +95,39 @@ func runInspect(ctx context.Context, o inspectOptions, out io.Writer) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	cli, err := dialEtcd(ctx, cfg, "inspect")
+	in, err := inspectDatabase(ctx, conn, prefix, limit)
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
-
-	in, err := inspect(ctx, conn, authority.NewEtcd(cli), prefix, limit)
-	if err != nil {
-		return err
+	// etcd's part gets a few seconds of its own: an etcd that is away
+	// must not hold back what PostgreSQL already said.
+	ectx, ecancel := context.WithTimeout(ctx, inspectEtcdTimeout)
+	defer ecancel()
+	etcdErr := inspectEtcd(ectx, cfg, in, prefix, limit)
+	if etcdErr != nil {
+		in.EtcdError = etcdErr.Error()
 	}
 	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(in)
+		err = enc.Encode(in)
+	} else {
+		err = in.writeText(out)
 	}
-	return in.writeText(out)
+	if err == nil && etcdErr != nil {
+		// What was shown stands; the status says it is not all of it.
+		return fmt.Errorf("inspect: etcd's part is missing: %w", etcdErr)
+	}
+	return err
 }
 
-// inspect gathers what PostgreSQL and etcd say, read-only.
-func inspect(ctx context.Context, conn *pgx.Conn, auth *authority.Etcd, prefix string, limit int) (*inspection, error) {
-	view, err := auth.View(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("inspect: %w", err)
-	}
-	in := &inspection{Epoch: view.Epoch, Revision: view.Revision}
+// inspectEtcdTimeout bounds inspect's questions to etcd.
+const inspectEtcdTimeout = 5 * time.Second
+
+// inspectDatabase gathers what PostgreSQL says, read-only.
+func inspectDatabase(ctx context.Context, conn *pgx.Conn, prefix string, limit int) (*inspection, error) {
+	in := &inspection{Locks: []lockRow{}} // [] in JSON when none, as the other lists
+	var err error
 	if in.Fences, err = fence.Fences(ctx, conn, prefix, limit); err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
@@ -127,13 +137,28 @@ func inspect(ctx context.Context, conn *pgx.Conn, auth *authority.Etcd, prefix s
 	if in.Bypasses, err = fence.Bypasses(ctx, conn, limit); err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
+	return in, nil
+}
 
+// inspectEtcd adds what etcd says to in, read-only: the epoch, its
+// revision, the locks held.
+func inspectEtcd(ctx context.Context, cfg serveConfig, in *inspection, prefix string, limit int) error {
+	cli, err := dialEtcd(ctx, cfg, "inspect")
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	auth := authority.NewEtcd(cli)
+	view, err := auth.View(ctx)
+	if err != nil {
+		return err
+	}
+	in.Epoch, in.Revision = view.Epoch, view.Revision
 	locks, truncated, err := auth.ObserveAll(ctx, prefix, limit)
 	if err != nil {
-		return nil, fmt.Errorf("inspect: %w", err)
+		return err
 	}
 	in.LocksTruncated = truncated
-	in.Locks = make([]lockRow, 0, len(locks)) // [] in JSON when none, as the other lists
 	for _, st := range locks {
 		h := st.Holder
 		in.Locks = append(in.Locks, lockRow{
@@ -141,12 +166,16 @@ func inspect(ctx context.Context, conn *pgx.Conn, auth *authority.Etcd, prefix s
 			TTL: int64(h.TTL / time.Second), Value: h.Value, Waiters: st.Waiting,
 		})
 	}
-	return in, nil
+	return nil
 }
 
 func (in *inspection) writeText(out io.Writer) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "epoch %d, etcd revision %d\n", in.Epoch, in.Revision)
+	if in.EtcdError != "" {
+		fmt.Fprintf(tw, "etcd: unavailable, its part (epoch, locks) not shown: %s\n", in.EtcdError)
+	} else {
+		fmt.Fprintf(tw, "epoch %d, etcd revision %d\n", in.Epoch, in.Revision)
+	}
 	fmt.Fprintf(tw, "\nfences, most recently advanced first (%d):\n", len(in.Fences))
 	fmt.Fprintln(tw, "  RESOURCE\tTOKEN\tWRITES\tUPDATED")
 	for _, f := range in.Fences {
@@ -155,6 +184,9 @@ func (in *inspection) writeText(out io.Writer) error {
 	more := ""
 	if in.LocksTruncated {
 		more = ", more not shown"
+	}
+	if in.EtcdError != "" {
+		more = ", etcd unavailable"
 	}
 	fmt.Fprintf(tw, "\nlocks held (%d%s):\n", len(in.Locks), more)
 	fmt.Fprintln(tw, "  RESOURCE\tHOLDER\tLEASE\tTTL LEFT\tWAITERS\tVALUE")

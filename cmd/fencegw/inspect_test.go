@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -116,4 +117,74 @@ func TestInspect(t *testing.T) {
 			t.Errorf("inspect %q: %v, want a usage error", args, err)
 		}
 	}
+}
+
+// TestInspectWithEtcdAway: an etcd that does not answer costs inspect a
+// few seconds, not its whole budget; what PostgreSQL said is shown, etcd's
+// part is said to be missing, and the status is not 0.
+func TestInspectWithEtcdAway(t *testing.T) {
+	dbURL := migrated(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT fencegw.fence('away/a', 1, 5, false)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	ln := listenNowhere(t) // accepts, never answers: an etcd that is away, not refused
+	for _, asJSON := range []bool{false, true} {
+		var out bytes.Buffer
+		start := time.Now()
+		args := []string{"inspect", "--database-url", dbURL, "--etcd", ln, "--resource", "away/"}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		err := execute(ctx, &out, args...)
+		if took := time.Since(start); err == nil || took > 20*time.Second {
+			t.Fatalf("inspect with etcd away: %v after %s, want an error well before its 30 s", err, took)
+		}
+		if asJSON {
+			var in struct {
+				Fences    []struct{ Resource string } `json:"fences"`
+				EtcdError string                      `json:"etcd_error"`
+			}
+			if jerr := json.Unmarshal(out.Bytes(), &in); jerr != nil || len(in.Fences) != 1 || in.EtcdError == "" {
+				t.Fatalf("--json with etcd away: %v %s", jerr, out.String())
+			}
+		} else if s := out.String(); !strings.Contains(s, "away/a") || !strings.Contains(s, "etcd: unavailable") {
+			t.Fatalf("inspect with etcd away said:\n%s", s)
+		}
+	}
+}
+
+// listenNowhere is a TCP address that accepts connections and never
+// answers on them, until the test ends.
+func listenNowhere(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
 }
