@@ -34,6 +34,7 @@ const keyIDWidth = 20
 // the authority.
 type KeyInfo struct {
 	ID        string    `json:"id"`
+	Created   time.Time `json:"created,omitzero"`    // zero for a key made before fencegw recorded it
 	Revision  int64     `json:"revision"`            // etcd's revision when the key was created
 	SignAfter time.Time `json:"sign_after,omitzero"` // zero: signs from creation
 	Signing   bool      `json:"signing"`             // new tokens carry its signature
@@ -43,6 +44,7 @@ type KeyInfo struct {
 // storedKey is a signing key as etcd holds it.
 type storedKey struct {
 	Secret    string    `json:"secret"` // base64, 32 random bytes
+	CreatedAt time.Time `json:"created_at,omitzero"`
 	SignAfter time.Time `json:"sign_after"`
 	RetiredAt time.Time `json:"retired_at,omitzero"`
 }
@@ -54,7 +56,7 @@ func (a *Etcd) addKey(ctx context.Context, n int64, signAfter time.Time) (string
 	if _, err := rand.Read(secret); err != nil {
 		return "", err
 	}
-	value, err := json.Marshal(storedKey{Secret: base64.StdEncoding.EncodeToString(secret), SignAfter: signAfter.UTC()})
+	value, err := json.Marshal(storedKey{Secret: base64.StdEncoding.EncodeToString(secret), CreatedAt: time.Now().UTC(), SignAfter: signAfter.UTC()})
 	if err != nil {
 		return "", err
 	}
@@ -128,7 +130,7 @@ func keyInfos(kvs []*mvccpb.KeyValue, prefix string, now time.Time) []KeyInfo {
 	for i, kv := range kvs {
 		var stored storedKey
 		_ = json.Unmarshal(kv.Value, &stored) // a bad one fails ReloadKeys, with its name
-		infos[i] = KeyInfo{ID: strings.TrimPrefix(string(kv.Key), prefix), Revision: kv.CreateRevision, SignAfter: stored.SignAfter, RetiredAt: stored.RetiredAt}
+		infos[i] = KeyInfo{ID: strings.TrimPrefix(string(kv.Key), prefix), Created: stored.CreatedAt, Revision: kv.CreateRevision, SignAfter: stored.SignAfter, RetiredAt: stored.RetiredAt}
 		if !now.Before(stored.SignAfter) && signer > i {
 			signer = i
 		}

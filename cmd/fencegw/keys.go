@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -193,16 +194,24 @@ func printRetirement(out io.Writer, plan []authority.KeyRetirement, dryRun bool)
 // printKeys prints the keys in service, then the retired ones.
 func printKeys(out io.Writer, keys, retired []authority.KeyInfo) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCREATED AT REVISION\tSIGNS AFTER\tSIGNING\tRETIRED AT")
+	fmt.Fprintln(tw, "ID\tCREATED\tSIGNS AFTER\tSIGNING\tRETIRED AT\tETCD REVISION")
+	date := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
 	for _, k := range append(keys, retired...) {
-		after, at := "-", "-"
-		if !k.SignAfter.IsZero() {
-			after = k.SignAfter.UTC().Format(time.RFC3339)
-		}
-		if !k.RetiredAt.IsZero() {
-			at = k.RetiredAt.UTC().Format(time.RFC3339)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%t\t%s\n", k.ID, k.Revision, after, k.Signing, at)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%d\n", keyNumberText(k.ID), date(k.Created), date(k.SignAfter), k.Signing, date(k.RetiredAt), k.Revision)
 	}
 	return tw.Flush()
+}
+
+// keyNumberText is a key ID as people read it: its number, without the
+// zeros that make IDs sort in etcd (the JSON keeps the ID).
+func keyNumberText(id string) string {
+	if t := strings.TrimLeft(id, "0"); t != "" {
+		return t
+	}
+	return id
 }

@@ -52,6 +52,13 @@ func TestKeysCommand(t *testing.T) {
 	}
 	if keys := list("--sign-after", "1h", "rotate"); len(keys) != 2 || keys[0].Signing || !keys[1].Signing {
 		t.Fatalf("after rotate = %+v, want the new key not signing yet", keys)
+	} else if keys[0].Created.IsZero() || time.Since(keys[0].Created) > time.Hour {
+		t.Errorf("the new key's creation date = %v, want it recorded", keys[0].Created)
+	}
+	var text bytes.Buffer
+	if err := execute(t.Context(), &text, "keys", "--etcd", etcd, "list"); err != nil || !strings.Contains(text.String(), "CREATED") ||
+		!strings.Contains(text.String(), time.Now().UTC().Format("2006-01-02")) {
+		t.Errorf("keys list said %q (%v), want ids and dates", text.String(), err)
 	}
 	if keys := list("retire"); len(keys) != 2 {
 		t.Fatalf("after retire = %+v, want both: the older one signs until the newer one's time comes", keys)
