@@ -42,7 +42,8 @@
 // # Lock-delay and observation
 //
 // After a lease expires (not on release), the lock can be withheld for a
-// resource's lock delay, so a slow holder gets time to stop. Observe shows
+// resource's lock delay, so a slow holder gets time to stop. etcd's lease
+// expiry alone decides when it ends (lockdelay.go). Observe shows
 // a resource's holder and waiters, for leader election; ObserveAll every
 // resource's holder and how many wait, for inspect and the status page.
 package authority

@@ -29,7 +29,10 @@ type Etcd struct {
 	mu         sync.Mutex
 	haltReason *tokens.HaltedError
 
-	now func() time.Time // the clock lock-delay is measured on
+	// now is the wall clock of hold-time records (holdtime.go), which the
+	// replica that granted a lease reads again at its end. Lock-delay and
+	// waits read no wall clock: tests set now to show it.
+	now func() time.Time
 
 	// newestRevision is the highest revision any etcd response has shown
 	// this process. It only grows, so a token at or below it was certainly

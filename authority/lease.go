@@ -102,13 +102,17 @@ func ownerKey(id LeaseID) string { return ownerPrefix + id.String() }
 
 // checkOwner reports ErrLeaseNotFound for a lease fencegw does not know
 // (expired, released, or never its own) and ErrNotOwner for another
-// client's lease.
-func (a *Etcd) checkOwner(ctx context.Context, id LeaseID, owner string) error {
-	resp, err := a.cli.Get(ctx, ownerKey(id))
+// client's lease. In the same read it returns the lease's lock-delay
+// record, nil if it has none (lockdelay.go).
+func (a *Etcd) checkOwner(ctx context.Context, id LeaseID, owner string) (*delayRecord, error) {
+	resp, err := a.cli.Txn(ctx).Then(clientv3.OpGet(ownerKey(id)), clientv3.OpGet(delayIndexKey(id))).Commit()
 	if err != nil {
-		return unavailable("read lease owner", err)
+		return nil, unavailable("read lease owner", err)
 	}
-	return ownerIs(resp.Kvs, id, owner)
+	if err := ownerIs(resp.Responses[0].GetResponseRange().Kvs, id, owner); err != nil {
+		return nil, err
+	}
+	return delayOf(resp.Responses[1].GetResponseRange().Kvs), nil
 }
 
 // ownerIs checks the result of a read of lease id's owner key.
@@ -191,7 +195,9 @@ func (a *Etcd) Abandon(ctx context.Context, id LeaseID, owner string) {
 	revoke := func(ctx context.Context) bool {
 		cctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 		defer cancel()
-		_ = a.forgetLastHolder(cctx, id) // best effort: a lock-delay not owed
+		if resp, err := a.cli.Get(cctx, delayIndexKey(id)); err == nil {
+			_ = a.dropLastHolder(cctx, delayOf(resp.Kvs)) // best effort: a lock-delay not owed
+		}
 		_, err := a.cli.Revoke(cctx, clientv3.LeaseID(id))
 		return err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound)
 	}
@@ -210,7 +216,7 @@ func (a *Etcd) Abandon(ctx context.Context, id LeaseID, owner string) {
 			// with its clock set back could reissue the ID to someone else.
 			// Without its owner key the lease holds no lock either.
 			rctx, cancel := context.WithTimeout(cctx, cleanupTimeout)
-			err := a.checkOwner(rctx, id, owner)
+			_, err := a.checkOwner(rctx, id, owner)
 			cancel()
 			switch {
 			case errors.Is(err, ErrLeaseNotFound), errors.Is(err, ErrNotOwner):
@@ -225,7 +231,9 @@ func (a *Etcd) Abandon(ctx context.Context, id LeaseID, owner string) {
 // lock creates lease id's lock key on resource, recording signer as the
 // signer of its token, and waits its turn.
 func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts AcquireOptions, signer string) (Lease, error) {
-	waitUntil := a.now().Add(opts.Wait)
+	// The wait is the client's, measured on this process's monotonic
+	// clock; no wall clock decides anything here.
+	waitUntil := time.Now().Add(opts.Wait)
 	pfx := lockKeyPrefix(resource)
 	key := pfx + id.String()
 	put := clientv3.OpPut(key, opts.Value, clientv3.WithLease(clientv3.LeaseID(id)))
@@ -303,7 +311,7 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 		}
 	}
 	if opts.LockDelay > 0 {
-		if err := a.honourLockDelay(ctx, resource, id, opts.LockDelay, waitUntil); err != nil {
+		if err := a.honourLockDelay(ctx, resource, id, waitUntil); err != nil {
 			return Lease{}, err
 		}
 	}
@@ -311,8 +319,14 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 	// whether it expired while waiting (then our key is gone too).
 	kctx, cancel := bounded(ctx)
 	defer cancel()
-	if _, err := a.cli.KeepAliveOnce(kctx, clientv3.LeaseID(id)); err != nil {
+	refreshed, err := a.cli.KeepAliveOnce(kctx, clientv3.LeaseID(id))
+	if err != nil {
 		return Lease{}, leaseError("refresh lease", err)
+	}
+	if opts.LockDelay > 0 {
+		if err := a.recordLastHolder(kctx, resource, id, refreshed.TTL, opts.LockDelay); err != nil {
+			return Lease{}, err
+		}
 	}
 	if opts.Observer != "" {
 		// Held from now. Only if the key is still there: a lease that
@@ -445,13 +459,14 @@ func (a *Etcd) Holder(ctx context.Context, resource string) (tokens.Token, bool,
 func (a *Etcd) Release(ctx context.Context, id LeaseID, owner string) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	if err := a.checkOwner(ctx, id, owner); err != nil {
+	delay, err := a.checkOwner(ctx, id, owner)
+	if err != nil {
 		return err
 	}
 	// The last-holder record goes first: the holder said it is done, so if
 	// the revoke then fails and the lease runs out instead, no lock-delay
 	// is owed. The other order could delay a successor after a release.
-	if err := a.forgetLastHolder(ctx, id); err != nil {
+	if err := a.dropLastHolder(ctx, delay); err != nil {
 		return err
 	}
 	resp, err := a.cli.Revoke(ctx, clientv3.LeaseID(id))

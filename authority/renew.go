@@ -27,8 +27,10 @@ func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID, owner string) (Renewal
 		return Renewal{}, err
 	}
 	signer := ring.Signer()
-	// The owner and what re-signing needs, at one revision.
-	resp, err := a.cli.Txn(ctx).Then(append([]clientv3.Op{clientv3.OpGet(ownerKey(id))}, resignOps(id, signer)...)...).Commit()
+	// The owner, its lock-delay record and what re-signing needs, at one
+	// revision.
+	ops := append([]clientv3.Op{clientv3.OpGet(ownerKey(id)), clientv3.OpGet(delayIndexKey(id))}, resignOps(id, signer)...)
+	resp, err := a.cli.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
 		return Renewal{}, unavailable("read lease owner", err)
 	}
@@ -40,7 +42,11 @@ func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID, owner string) (Renewal
 		return Renewal{}, leaseError("keep lease alive", err)
 	}
 	a.observe(ka.Revision)
-	return Renewal{TTL: time.Duration(ka.TTL) * time.Second, Token: resign(resp.Responses, 1, ring, signer, owner)}, nil
+	// After the holder's: the delay lease must end after it, by the delay.
+	if err := a.renewDelay(ctx, id, delayOf(resp.Responses[1].GetResponseRange().GetKvs())); err != nil {
+		return Renewal{}, err
+	}
+	return Renewal{TTL: time.Duration(ka.TTL) * time.Second, Token: resign(resp.Responses, 2, ring, signer, owner)}, nil
 }
 
 // Renewal is a lease renewed.

@@ -43,6 +43,12 @@ func authorize(ctx context.Context, op string) error {
 	return nil
 }
 
+// clientOf is the authenticated caller; nil when authentication is off.
+func clientOf(ctx context.Context) *policy.Client {
+	c, _ := ctx.Value(clientKey{}).(*policy.Client)
+	return c
+}
+
 // clientName names the authenticated caller; "" when authentication is off.
 func clientName(ctx context.Context) string {
 	if c, _ := ctx.Value(clientKey{}).(*policy.Client); c != nil {

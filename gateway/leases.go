@@ -42,6 +42,13 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scope.Resource = req.Resource
+	// Only names the policy knows, and only the caller's: each lease is
+	// lock keys and a queue in etcd.
+	kind, err := g.cfg.Policy.Lease(clientOf(r.Context()), req.Resource)
+	if err != nil {
+		g.writeProblem(w, r, err, scope)
+		return
+	}
 	ttl := time.Duration(defaultLeaseTTL) * time.Second
 	if req.TTL != nil {
 		ttl = time.Duration(*req.TTL) * time.Second
@@ -53,10 +60,7 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	opts := authority.AcquireOptions{
 		TTL: ttl, Wait: wait, Value: req.Value, Owner: clientName(r.Context()),
 		MaxHeld:  cmp.Or(g.cfg.MaxLeasesPerClient, DefaultMaxLeasesPerClient),
-		Observer: g.replicas.self.Name,
-	}
-	if res := g.cfg.Policy.ResourceFor(req.Resource); res != nil {
-		opts.LockDelay = res.LockDelay
+		Observer: g.replicas.self.Name, LockDelay: kind.LockDelay(),
 	}
 	if wait > 0 && g.stopWaits.Err() != nil {
 		g.writeProblem(w, r, ErrShuttingDown, scope)

@@ -72,25 +72,25 @@ func TestLeaseRequestsValidated(t *testing.T) {
 		kind                     string
 		contentType              string // "" sends application/json
 	}{
-		{"unknown field", "POST", "/v1/leases", `{"resource": "r", "ttl": 5, "owner": "me"}`, 400, "bad-request", ""},
-		{"a key twice", "POST", "/v1/leases", `{"resource": "a", "resource": "b"}`, 400, "bad-request", ""},
+		{"unknown field", "POST", "/v1/leases", `{"resource": "job/r", "ttl": 5, "owner": "me"}`, 400, "bad-request", ""},
+		{"a key twice", "POST", "/v1/leases", `{"resource": "job/a", "resource": "job/b"}`, 400, "bad-request", ""},
 		{"a key in capitals", "POST", "/v1/leases", `{"RESOURCE": "r"}`, 400, "bad-request", ""},
 		{"invalid UTF-8", "POST", "/v1/leases", "{\"resource\": \"r\xff\"}", 400, "bad-request", ""},
-		{"a lone surrogate", "POST", "/v1/leases", `{"resource": "r\ud800"}`, 400, "bad-request", ""},
-		{"a zero-width space", "POST", "/v1/leases", `{"resource": "r\u200b"}`, 400, "bad-request", ""},
-		{"a space around", "POST", "/v1/leases", `{"resource": " r"}`, 400, "bad-request", ""},
-		{"text/plain", "POST", "/v1/leases", `{"resource": "r"}`, 415, "unsupported-media-type", "text/plain"},
-		{"a form", "POST", "/v1/leases", `{"resource": "r"}`, 415, "unsupported-media-type", "application/x-www-form-urlencoded"},
+		{"a lone surrogate", "POST", "/v1/leases", `{"resource": "job/r\ud800"}`, 400, "bad-request", ""},
+		{"a zero-width space", "POST", "/v1/leases", `{"resource": "job/r\u200b"}`, 400, "bad-request", ""},
+		{"a space around", "POST", "/v1/leases", `{"resource": " job/r"}`, 400, "bad-request", ""},
+		{"text/plain", "POST", "/v1/leases", `{"resource": "job/r"}`, 415, "unsupported-media-type", "text/plain"},
+		{"a form", "POST", "/v1/leases", `{"resource": "job/r"}`, 415, "unsupported-media-type", "application/x-www-form-urlencoded"},
 		{"a batch as text", "POST", "/v1/batch", `{"writes": []}`, 415, "unsupported-media-type", "text/plain;charset=UTF-8"},
-		{"ttl zero", "POST", "/v1/leases", `{"resource": "r", "ttl": 0}`, 400, "bad-request", ""},
-		{"ttl too long", "POST", "/v1/leases", `{"resource": "r", "ttl": 86400}`, 400, "bad-request", ""},
-		{"ttl not integer", "POST", "/v1/leases", `{"resource": "r", "ttl": 1.5}`, 400, "bad-request", ""},
-		{"wait negative", "POST", "/v1/leases", `{"resource": "r", "wait": -1}`, 400, "bad-request", ""},
-		{"wait too long", "POST", "/v1/leases", `{"resource": "r", "wait": 3600}`, 400, "bad-request", ""},
+		{"ttl zero", "POST", "/v1/leases", `{"resource": "job/r", "ttl": 0}`, 400, "bad-request", ""},
+		{"ttl too long", "POST", "/v1/leases", `{"resource": "job/r", "ttl": 86400}`, 400, "bad-request", ""},
+		{"ttl not integer", "POST", "/v1/leases", `{"resource": "job/r", "ttl": 1.5}`, 400, "bad-request", ""},
+		{"wait negative", "POST", "/v1/leases", `{"resource": "job/r", "wait": -1}`, 400, "bad-request", ""},
+		{"wait too long", "POST", "/v1/leases", `{"resource": "job/r", "wait": 3600}`, 400, "bad-request", ""},
 		{"no resource", "POST", "/v1/leases", `{"ttl": 5}`, 400, "bad-request", ""},
 		{"resource with newline", "POST", "/v1/leases", `{"resource": "a\nb"}`, 400, "bad-request", ""},
 		{"not JSON", "POST", "/v1/leases", `resource=r`, 400, "bad-request", ""},
-		{"trailing data", "POST", "/v1/leases", `{"resource": "r"} {}`, 400, "bad-request", ""},
+		{"trailing data", "POST", "/v1/leases", `{"resource": "job/r"} {}`, 400, "bad-request", ""},
 		{"observe two resources", "GET", "/v1/leases?resource=a&resource=b", ``, 400, "bad-request", ""},
 		{"observe with another parameter", "GET", "/v1/leases?resource=a&limit=5", ``, 400, "bad-request", ""},
 		{"observe nothing", "GET", "/v1/leases", ``, 400, "bad-request", ""},
@@ -99,8 +99,8 @@ func TestLeaseRequestsValidated(t *testing.T) {
 		{"negative lease id", "DELETE", "/v1/leases/-5", ``, 400, "bad-request", ""},
 		{"lease id in capitals", "POST", "/v1/leases/ABC/keepalive", ``, 400, "bad-request", ""},
 		{"lease id with a leading zero", "DELETE", "/v1/leases/0abc", ``, 400, "bad-request", ""},
-		{"latin-1 body", "POST", "/v1/leases", `{"resource": "r"}`, 415, "unsupported-media-type", "application/json; charset=iso-8859-1"},
-		{"broken media type", "POST", "/v1/leases", `{"resource": "r"}`, 415, "unsupported-media-type", "application/json; charset"},
+		{"latin-1 body", "POST", "/v1/leases", `{"resource": "job/r"}`, 415, "unsupported-media-type", "application/json; charset=iso-8859-1"},
+		{"broken media type", "POST", "/v1/leases", `{"resource": "job/r"}`, 415, "unsupported-media-type", "application/json; charset"},
 		{"unknown path", "GET", "/v2/nothing", ``, 404, "not-found", ""},
 		{"wrong method", "GET", "/v1/ops/debit", ``, 405, "method-not-allowed", ""},
 	}
@@ -117,7 +117,7 @@ func TestLeaseRequestsValidated(t *testing.T) {
 		})
 	}
 	state := h.state()
-	for path, body := range map[string]string{"/v1/leases": `{"resource": "r"}`, "/v1/batch": batchBody(batchWrite("credit", debit("acct-1", 1), `"1:1"`))} {
+	for path, body := range map[string]string{"/v1/leases": `{"resource": "job/r"}`, "/v1/batch": batchBody(batchWrite("credit", debit("acct-1", 1), `"1:1"`))} {
 		two := http.Header{"Content-Type": {"application/json", "text/plain"}}
 		if r := h.do(http.MethodPost, path, two, body); r.Status != http.StatusUnsupportedMediaType {
 			t.Errorf("%s with two Content-Types: %d %s, want 415", path, r.Status, r.Body)
@@ -127,23 +127,23 @@ func TestLeaseRequestsValidated(t *testing.T) {
 		t.Error("a request refused for its Content-Type changed the database")
 	}
 	// None of the refused requests took a lock.
-	for _, resource := range []string{"r", "a", "b", "r\u200b", " r"} {
+	for _, resource := range []string{"job/r", "job/a", "job/b", "job/r\u200b", " job/r"} {
 		l, r := h.acquire(resource, 5, 0)
 		if r.Status == http.StatusCreated {
 			h.release(l)
-		} else if resource == "r" || resource == "a" || resource == "b" {
+		} else if resource == "job/r" || resource == "job/a" || resource == "job/b" {
 			t.Errorf("%q after the refused requests: %d %s, want it free", resource, r.Status, r.Body)
 		}
 	}
 }
 
-// TestObserveLeaderElection: a lease on leader/<name> with a value is
+// TestObserveLeaderElection: a lease on job/<name> with a value is
 // leader election; GET /v1/leases shows the leader, its value and TTL, and
 // the candidates in line, from any replica.
 func TestObserveLeaderElection(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	replica := newHarness(t, demoPolicy(t, "monotonic")) // a second gateway on the same etcd
-	const resource = "leader/billing-scheduler"
+	const resource = "job/billing-leader"
 	r := h.do(http.MethodPost, "/v1/leases", nil, `{"resource": "`+resource+`", "ttl": 10, "value": "10.0.0.7:8080"}`)
 	if r.Status != http.StatusCreated {
 		t.Fatalf("acquire: %d %s", r.Status, r.Body)
@@ -204,8 +204,8 @@ func TestObserveLeaderElection(t *testing.T) {
 	}
 }
 
-// TestLockDelayFromPolicy: the policy's lock_delay applies to leases whose
-// name matches the resource's key template.
+// TestLockDelayFromPolicy: the policy's lock_delay applies to leases of
+// the resource's names.
 func TestLockDelayFromPolicy(t *testing.T) {
 	pol := strings.Replace(demoPolicy(t, "monotonic"), "compare: monotonic", "compare: monotonic\n    lock_delay: 30s", 1)
 	h := newHarness(t, pol)
@@ -221,7 +221,7 @@ func TestLockDelayFromPolicy(t *testing.T) {
 	if r.Status != http.StatusConflict || r.Problem.Kind() != "locked" || !strings.Contains(r.Problem.Detail, "lock-delay") {
 		t.Fatalf("acquire after expiry: %d %s, want 409 locked in lock-delay", r.Status, r.Body)
 	}
-	other := h.mustAcquire("leader/no-template-matches", 1, 0) // no lock-delay outside the policy's resources
+	other := h.mustAcquire("job/no-lock-delay", 1, 0) // a lock-only lease: no lock-delay
 	h.release(other)
 }
 
@@ -230,7 +230,7 @@ func TestLockDelayFromPolicy(t *testing.T) {
 func TestFIFOAcrossReplicas(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	replica := newHarness(t, demoPolicy(t, "monotonic"))
-	const resource = "fifo/http"
+	const resource = "job/fifo-http"
 	first := h.mustAcquire(resource, 10, 0)
 
 	type grant struct {
@@ -285,13 +285,13 @@ func TestLeaseLimits(t *testing.T) {
 	few := h.sibling(func(c *gateway.Config) { c.MaxLeasesPerClient, c.MaxLeaseRequests = 3, 2 })
 	var held []lease
 	for i := range 3 {
-		held = append(held, few.mustAcquire(fmt.Sprintf("limit/%d", i), 10, 0))
+		held = append(held, few.mustAcquire(fmt.Sprintf("job/limit-%d", i), 10, 0))
 	}
-	if _, r := few.acquire("limit/3", 10, 0); r.Status != http.StatusTooManyRequests || r.Problem.Kind() != "too-many-leases" {
+	if _, r := few.acquire("job/limit-3", 10, 0); r.Status != http.StatusTooManyRequests || r.Problem.Kind() != "too-many-leases" {
 		t.Fatalf("a fourth lease: %d %s, want 429 too-many-leases", r.Status, r.Body)
 	}
 	few.release(held[0])
-	l := few.mustAcquire("limit/3", 10, 0) // a place was given back
+	l := few.mustAcquire("job/limit-3", 10, 0) // a place was given back
 	few.release(l)
 
 	// Two calls waiting for held locks fill a gateway's places. (Its
@@ -305,21 +305,21 @@ func TestLeaseLimits(t *testing.T) {
 	waiting := make(chan response, 2)
 	for _, i := range []int{1, 2} {
 		go func() {
-			_, r := calls.acquire(fmt.Sprintf("limit/%d", i), 10, 30)
+			_, r := calls.acquire(fmt.Sprintf("job/limit-%d", i), 10, 30)
 			waiting <- r
 		}()
 	}
 	waitOrFail(t, "two calls to wait for their locks", func() bool {
 		for _, i := range []int{1, 2} {
 			var st struct{ Waiting int }
-			decodeJSON(t, h.do(http.MethodGet, fmt.Sprintf("/v1/leases?resource=limit/%d", i), nil, "").Body, &st)
+			decodeJSON(t, h.do(http.MethodGet, fmt.Sprintf("/v1/leases?resource=job/limit-%d", i), nil, "").Body, &st)
 			if st.Waiting != 1 {
 				return false
 			}
 		}
 		return true
 	})
-	if _, r := calls.acquire("limit/9", 10, 0); r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "unavailable" || r.Header.Get("Retry-After") == "" {
+	if _, r := calls.acquire("job/limit-9", 10, 0); r.Status != http.StatusServiceUnavailable || r.Problem.Kind() != "unavailable" || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("a third lease call beside two waiting: %d %s, want 503 with Retry-After", r.Status, r.Body)
 	} else if m := accessLine(t, lines, r.Header.Get(gateway.RequestIDHeader)); m["route"] != "/v1/leases" {
 		// Refused by middleware before its handler: still its route.

@@ -228,7 +228,7 @@ func acquirePath(pol *policy.Policy) obj {
 		"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": obj{
 			"type": "object", "required": []string{"resource"}, "additionalProperties": false,
 			"properties": obj{
-				"resource": obj{"type": "string", "minLength": 1, "maxLength": tokens.MaxResourceLen, "description": "At most " + strconv.Itoa(tokens.MaxResourceLen) + " bytes of UTF-8, no control characters, no space at either end."},
+				"resource": obj{"type": "string", "minLength": 1, "maxLength": tokens.MaxResourceLen, "description": "At most " + strconv.Itoa(tokens.MaxResourceLen) + " bytes of UTF-8, no control characters, no space at either end; a name the policy's keys produce (an operation's key from values it accepts, or a lock-only entry of leases:), else 400; and the caller's (its operations write it, or its leases: lists the entry), else 403."},
 				"ttl":      obj{"type": "integer", "minimum": int64(authority.MinTTL.Seconds()), "maximum": int64(authority.MaxTTL.Seconds()), "default": 10, "description": "Seconds; count them from when the request was sent."},
 				"wait":     obj{"type": "number", "minimum": 0, "maximum": authority.MaxWait.Seconds(), "default": 0, "description": "Seconds to wait for earlier holders."},
 				"value":    obj{"type": "string", "maxLength": 4096, "description": "Shown to observers (leader election)."},
@@ -236,8 +236,16 @@ func acquirePath(pol *policy.Policy) obj {
 		}}}},
 		"responses": withProblems(obj{
 			"201": obj{"description": "Granted.", "content": obj{"application/json": obj{"schema": obj{"$ref": "#/components/schemas/Lease"}}}},
-		}, authProblems(pol, "bad-request", "unsupported-media-type", "unsupported-encoding", "locked", "lease-not-found", "too-many-leases", "too-large", "unavailable", "authority-halted", "internal")...),
+		}, leaseProblems(pol)...),
 	}
+}
+
+func leaseProblems(pol *policy.Policy) []string {
+	kinds := authProblems(pol, "bad-request", "unsupported-media-type", "unsupported-encoding", "locked", "lease-not-found", "too-many-leases", "too-large", "unavailable", "authority-halted", "internal")
+	if pol.AuthRequired() {
+		kinds = append(kinds, "forbidden") // a name outside the caller's scope
+	}
+	return kinds
 }
 
 func observePath(pol *policy.Policy) obj {

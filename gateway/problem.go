@@ -132,7 +132,7 @@ func problemFor(err error, scope problemScope) Problem {
 		p.PresentedToken = rejected.Presented.Unsigned().String()
 	case errors.Is(err, ErrUnauthorized):
 		p.set("unauthorized")
-	case errors.Is(err, ErrForbidden):
+	case errors.Is(err, ErrForbidden), errors.Is(err, policy.ErrLeaseNotAllowed):
 		p.set("forbidden")
 	case errors.Is(err, ErrUnknownOperation):
 		p.set("unknown-operation")
@@ -168,7 +168,7 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.Is(err, ErrBadRequest), errors.Is(err, tokens.ErrMalformed), errors.Is(err, policy.ErrBadArgs),
 		errors.Is(err, fence.ErrConflict), errors.Is(err, fence.ErrValue),
 		errors.Is(err, tokens.ErrBadResource), errors.Is(err, authority.ErrBadTTL), errors.Is(err, authority.ErrBadValue),
-		errors.Is(err, authority.ErrBadLeaseID):
+		errors.Is(err, authority.ErrBadLeaseID), errors.Is(err, policy.ErrUnknownLease):
 		p.set("bad-request")
 	case errors.Is(err, tokens.ErrHalted):
 		p.set("authority-halted")

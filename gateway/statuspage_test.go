@@ -62,7 +62,7 @@ func testStatusPageShowsRefusals(t *testing.T, browser context.Context) {
 	}
 
 	// Names and values clients chose, shaped as markup: shown as text.
-	const hostile = `account/<script>window.pwned=1</script><img src=x onerror="window.pwned=2">`
+	const hostile = `job/<script>window.pwned=1</script><img src=x onerror="window.pwned=2">`
 	const hostileValue = `<b>bold</b><img src=x onerror="window.pwned=3">`
 	const bypassWhy = `backfill for ticket OPS-12 <i>by hand</i>`
 	defer h.release(acquireWithValue(t, h, hostile, hostileValue))

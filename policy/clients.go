@@ -13,6 +13,19 @@ type Client struct {
 	Name       string
 	operations map[string]bool
 	any        bool
+	leases     map[string]bool // lock-only lease entries it may take (leases.go)
+	anyLease   bool
+}
+
+// mayLease reports whether c may take the lock-only lease entry name.
+func (c *Client) mayLease(name string) bool { return c.anyLease || c.leases[name] }
+
+// leaseNames lists the lock-only entries c may lease, for Describe.
+func (c *Client) leaseNames() string {
+	if c.anyLease {
+		return "*"
+	}
+	return strings.Join(sortedKeys(c.leases), ", ")
 }
 
 // MayCall reports whether c may call the named operation.
@@ -39,15 +52,26 @@ func (p *Policy) AuthRequired() bool { return len(p.clients) > 0 }
 type fileClient struct {
 	TokenSHA256 string   `yaml:"token_sha256"`
 	Operations  []string `yaml:"operations"`
+	Leases      []string `yaml:"leases"` // lock-only lease entries, or "*"
 }
 
 // compileClients checks clients against the declared operations, so an
 // operation with its own problems is not reported again as unknown.
-func compileClients(ps *problems, p *Policy, clients map[string]fileClient, declared map[string]fileOperation) {
+func compileClients(ps *problems, p *Policy, clients map[string]fileClient, declared map[string]fileOperation, leases map[string]string) {
 	p.clients = map[[32]byte]*Client{}
 	for _, name := range sortedKeys(clients) {
 		fc, entry := clients[name], "clients."+name
-		c := &Client{Name: name, operations: map[string]bool{}}
+		c := &Client{Name: name, operations: map[string]bool{}, leases: map[string]bool{}}
+		for _, l := range fc.Leases {
+			switch {
+			case l == "*":
+				c.anyLease = true
+			case !hasKey(leases, l):
+				ps.add(entry+".leases", "unknown lock-only lease %q: declare it under leases:", l)
+			default:
+				c.leases[l] = true
+			}
+		}
 		if !validName(name) {
 			ps.add(entry, "client names are lower-case letters, digits and '_', starting with a letter")
 		}

@@ -43,7 +43,8 @@ func compile(file string, doc *fileDoc) (*Policy, error) {
 			p.Operations[name] = op
 		}
 	}
-	compileClients(&ps, p, doc.Clients, doc.Operations)
+	compileLeases(&ps, p, doc.Leases)
+	compileClients(&ps, p, doc.Clients, doc.Operations, doc.Leases)
 	compileGuarded(&ps, p, doc.Guarded)
 	compileSQLErrors(&ps, p, doc.SQLErrors)
 	if len(ps) > 0 {
@@ -417,6 +418,9 @@ func (p *Policy) Describe() string {
 			fmt.Fprintf(&b, "  statement %d (params %s):\n    %s\n", i, strings.Join(st.params, ", "), strings.ReplaceAll(st.SQL, "\n", "\n    "))
 		}
 	}
+	for _, l := range p.lockOnly {
+		fmt.Fprintf(&b, "\nlock-only lease %s: key %q\n", l.name, l.key)
+	}
 	p.describeGuarded(&b)
 	b.WriteString(p.describeSQLErrors())
 	if !p.AuthRequired() {
@@ -428,6 +432,9 @@ func (p *Policy) Describe() string {
 			ops = strings.Join(sortedKeys(c.operations), ", ")
 		}
 		fmt.Fprintf(&b, "\nclient %s may call: %s\n", c.Name, ops)
+		if leases := c.leaseNames(); leases != "" {
+			fmt.Fprintf(&b, "client %s may also lease: %s\n", c.Name, leases)
+		}
 	}
 	return b.String()
 }

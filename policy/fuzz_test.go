@@ -146,6 +146,7 @@ func FuzzSchemaCheck(f *testing.F) {
 		strings.Replace(schemaBase, "amount: {type: integer, min: 1}", "amount: &a {type: integer, min: 1}\n      n: {<<: *a}", 1),
 		strings.Replace(schemaBase, "P0001:", "23514:", 1),
 		strings.Replace(schemaBase, `key: "account/{account}"`, "key: !!binary /w==", 1), // not UTF-8
+		schemaBase + "leases: {election: 'election/{group}', n: 1, bad: 'x/{'}\n",
 	} {
 		f.Add([]byte(seed))
 	}

@@ -36,6 +36,8 @@ type Policy struct {
 	Operations map[string]*Operation
 	Guarded    []*GuardedTable      // sorted by table
 	clients    map[[32]byte]*Client // by SHA-256 of the bearer token
+	writers    []writer             // what lease names operations write (leases.go)
+	lockOnly   []lockOnly           // leases:, sorted by name
 	sqlErrors  map[string]SQLErrorMapping
 	digest     [32]byte // SHA-256 of the file
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// tokenResource is the lock whose lease lends each cell its token. Its name
-// matches no resource of the bench policy, so no lock-delay applies.
+// tokenResource is the lock whose lease lends each cell its token: a
+// lock-only name of the bench policy (leases:), so no lock-delay applies.
 const tokenResource = "bench/token"
 
 // leaseTTL is short: the client keeps the lease alive while a cell runs.

@@ -1,0 +1,152 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fencegw/fencegw/internal/clip"
+)
+
+// Lease names. A lease is taken on a name, and the policy says which
+// names exist: those some operation writes under (a role's key rendered
+// from arguments the operation accepts: "account/acct-7" for debit's
+// "account/{account}" with account matching acct-[0-9]+), and those of
+// the lock-only entries under leases:, for locks that fence no write (a
+// leader election, a job that must not run twice). A client may lease the
+// names the operations it may call write, and the lock-only entries its
+// own leases: lists. Any other name would let a client make lock keys and
+// queues in etcd that the policy never meant.
+
+var (
+	// ErrUnknownLease: no key in the policy produces the name.
+	ErrUnknownLease = errors.New("policy: unknown lease name")
+	// ErrLeaseNotAllowed: the name is the policy's, not the client's to lease.
+	ErrLeaseNotAllowed = errors.New("policy: lease not allowed")
+)
+
+// LeaseKind is what a lease name is to the policy: a resource some
+// operation writes, or a lock-only name.
+type LeaseKind struct {
+	Resource *Resource // nil for a lock-only name
+	LockOnly string    // the leases: entry; "" for a resource
+}
+
+// LockDelay is how long the lock stays ungranted after a holder's lease
+// expired: the resource's lock_delay; none for a lock-only name.
+func (k LeaseKind) LockDelay() time.Duration {
+	if k.Resource == nil {
+		return 0
+	}
+	return k.Resource.LockDelay
+}
+
+// writer is one role of one operation, and what its key renders.
+type writer struct {
+	op      *Operation
+	role    Role
+	matcher *keyMatcher
+}
+
+// lockOnly is an entry of leases:.
+type lockOnly struct {
+	name    string
+	key     *Template
+	matcher *keyMatcher
+}
+
+// Lease says what name is, and whether client c may lease it (c nil:
+// authentication is off, and any name of the policy may be leased). It
+// returns an error wrapping ErrUnknownLease or ErrLeaseNotAllowed, naming
+// why.
+func (p *Policy) Lease(c *Client, name string) (LeaseKind, error) {
+	var kinds []string
+	for _, w := range p.writers {
+		if _, ok := w.matcher.match(name); ok {
+			if c == nil || c.MayCall(w.op.Name) {
+				return LeaseKind{Resource: w.role.Resource}, nil
+			}
+			kinds = appendNew(kinds, "a "+w.role.Resource.Name)
+		}
+	}
+	for _, l := range p.lockOnly {
+		if _, ok := l.matcher.match(name); ok {
+			if c == nil || c.mayLease(l.name) {
+				return LeaseKind{LockOnly: l.name}, nil
+			}
+			kinds = appendNew(kinds, "the lock-only lease "+l.name)
+		}
+	}
+	shown := clip.String(name, 64)
+	if len(kinds) > 0 {
+		return LeaseKind{}, fmt.Errorf("%w: client %s may not lease %q: it is %s, and none of the operations the client may call writes one, nor does its leases: list it",
+			ErrLeaseNotAllowed, c.Name, shown, strings.Join(kinds, " or "))
+	}
+	return LeaseKind{}, fmt.Errorf("%w: %q is not a name the policy's keys produce (%s) from values their operations accept; a lock that fences no write needs an entry under leases:",
+		ErrUnknownLease, shown, p.leaseKeys())
+}
+
+// leaseKeys lists the keys lease names come from, for messages.
+func (p *Policy) leaseKeys() string {
+	var keys []string
+	for _, w := range p.writers {
+		keys = appendNew(keys, w.role.Resource.Key.String())
+	}
+	for _, l := range p.lockOnly {
+		keys = appendNew(keys, l.key.String())
+	}
+	if len(keys) > 8 {
+		keys = append(keys[:8], "…")
+	}
+	return strings.Join(keys, ", ")
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+// compileLeases builds the matchers of lease names: every role of every
+// operation, in resource, operation and role order (the first allowed
+// match decides a name's kind, and so its lock-delay), then the lock-only
+// entries. It runs after the operations and resources are compiled.
+func compileLeases(ps *problems, p *Policy, entries map[string]string) {
+	for _, name := range sortedKeys(p.Operations) {
+		op := p.Operations[name]
+		for _, role := range op.Roles {
+			p.writers = append(p.writers, writer{op: op, role: role, matcher: roleMatcher(op, role)})
+		}
+	}
+	slices.SortStableFunc(p.writers, func(a, b writer) int { return strings.Compare(a.role.Resource.Name, b.role.Resource.Name) })
+	for _, name := range sortedKeys(entries) {
+		entry := "leases." + name
+		if !validName(name) {
+			ps.add(entry, "lock-only lease names are lower-case letters, digits and '_', starting with a letter")
+			continue
+		}
+		t, err := parseTemplate(entries[name])
+		if err != nil {
+			ps.add(entry, "%v", err)
+			continue
+		}
+		if r := p.shapeOf(t); r != nil {
+			ps.add(entry, "%q has the shape of resource %s's key: its names are fenced resources, leased by the clients that may call the operations writing them", t, r.Name)
+			continue
+		}
+		p.lockOnly = append(p.lockOnly, lockOnly{name: name, key: t, matcher: placeholderMatcher(t)})
+	}
+}
+
+// shapeOf returns the resource whose key has t's shape, if any.
+func (p *Policy) shapeOf(t *Template) *Resource {
+	for _, name := range sortedKeys(p.Resources) {
+		if r := p.Resources[name]; r.Key.sameShape(t) {
+			return r
+		}
+	}
+	return nil
+}
