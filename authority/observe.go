@@ -28,6 +28,9 @@ type Contender struct {
 	Token tokens.Token
 	TTL   time.Duration // remaining, as etcd reports it; 0 if just expired
 	Value string        // set by the holder at acquisition, e.g. a leader's address
+	// Owner is the client the lease was granted to ("" when
+	// authentication is off); ObserveAll's holders only.
+	Owner string
 }
 
 // LockState is what a resource's lock looks like at one etcd revision.
@@ -208,7 +211,7 @@ func (a *Etcd) observeHolders(ctx context.Context, out []LockState, keyPrefixes 
 }
 
 // observeHolder fills st's holder, the oldest of the keys under keyPrefix
-// at st's revision, and counts the others as waiting. Sorted, etcd reads
+// at st's revision, with its owner, and counts the others as waiting. Sorted, etcd reads
 // every key of the range whatever the limit, so without their values;
 // the holder's is read after.
 func (a *Etcd) observeHolder(ctx context.Context, st *LockState, keyPrefix string, epochs func(rev int64) int64) error {
@@ -221,14 +224,23 @@ func (a *Etcd) observeHolder(ctx context.Context, st *LockState, keyPrefix strin
 		// The walk found a key here at this very revision.
 		return fmt.Errorf("authority: observe lock %s: no key at revision %d", st.Resource, st.Revision)
 	}
-	holder, err := a.cli.Get(ctx, string(resp.Kvs[0].Key), clientv3.WithRev(st.Revision))
+	// The holder's key and its owner, in one read. A keys-only read
+	// carries no lease ID: the key's last part names it.
+	key := string(resp.Kvs[0].Key)
+	id, _ := ParseLeaseID(strings.TrimPrefix(key, keyPrefix))
+	owner := ownerKey(id)
+	holder, err := a.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithRev(st.Revision)), clientv3.OpGet(owner, clientv3.WithRev(st.Revision))).Commit()
 	if err != nil {
 		return unavailable("observe lock", err)
 	}
-	if len(holder.Kvs) == 0 {
+	kvs := holder.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
 		return fmt.Errorf("authority: observe lock %s: its holder's key is gone at revision %d", st.Resource, st.Revision)
 	}
-	c := a.contender(ctx, holder.Kvs[0], epochs, true)
+	c := a.contender(ctx, kvs[0], epochs, true)
+	if owners := holder.Responses[1].GetResponseRange().Kvs; len(owners) > 0 {
+		c.Owner = string(owners[0].Value)
+	}
 	st.Holder, st.Waiting = &c, max(resp.Count-1, 0)
 	return nil
 }

@@ -16,6 +16,9 @@ const MaxRejections = 10000
 type Rejection struct {
 	Resource, Operation, Reason string
 	Presented, Current          string // tokens, "" when not known
+	// Who was refused: the client's name ("anonymous" without one), the
+	// request's id, and its remote address.
+	Client, RequestID, RemoteAddr string
 	// Suppressed counts the refusals of the same client and reason this
 	// row stands for besides itself, not recorded one by one.
 	Suppressed int64
@@ -26,17 +29,17 @@ func (s *Store) RecordRejections(ctx context.Context, rs []Rejection) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	cols := make([][]string, 5)
+	cols := make([][]string, 8)
 	suppressed := make([]int64, len(rs))
 	for i, r := range rs {
-		for c, v := range []string{r.Resource, r.Operation, r.Reason, r.Presented, r.Current} {
+		for c, v := range []string{r.Resource, r.Operation, r.Reason, r.Presented, r.Current, r.Client, r.RequestID, r.RemoteAddr} {
 			cols[c] = append(cols[c], v)
 		}
 		suppressed[i] = r.Suppressed
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO fencegw.rejections (resource, operation, reason, presented, current, suppressed)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])`,
-		cols[0], cols[1], cols[2], cols[3], cols[4], suppressed)
+	_, err := s.pool.Exec(ctx, `INSERT INTO fencegw.rejections (resource, operation, reason, presented, current, client, request_id, remote_addr, suppressed)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[])`,
+		cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], suppressed)
 	return err
 }
 

@@ -30,6 +30,11 @@ type RejectionRow struct {
 	// Suppressed refusals of the same client and reason stand behind
 	// this row (a flood past the audit's rate).
 	Suppressed int64 `json:"suppressed,omitempty"`
+	// Client ("anonymous" without one), RequestID and RemoteAddr say who
+	// was refused; empty in rows recorded before they were.
+	Client     string `json:"client,omitempty"`
+	RequestID  string `json:"request_id,omitempty"`
+	RemoteAddr string `json:"remote_addr,omitempty"`
 }
 
 // BypassRow is one declared bypass of the guard triggers.
@@ -57,7 +62,8 @@ func Fences(ctx context.Context, db DB, prefix string, limit int) ([]FenceRow, e
 // Rejections returns the newest refused writes of resources starting with
 // prefix, at most limit.
 func Rejections(ctx context.Context, db DB, prefix string, limit int) ([]RejectionRow, error) {
-	rows, err := db.Query(ctx, `SELECT at, resource, operation, reason, coalesce(presented, ''), coalesce(current, ''), suppressed
+	rows, err := db.Query(ctx, `SELECT at, resource, operation, reason, coalesce(presented, ''), coalesce(current, ''), suppressed,
+		coalesce(client, ''), coalesce(request_id, ''), coalesce(remote_addr, '')
 		FROM fencegw.rejections WHERE resource LIKE $1 ORDER BY id DESC LIMIT $2`, likePrefix(prefix), limit)
 	if err != nil {
 		return nil, fmt.Errorf("fence: rejections: %w", err)

@@ -41,6 +41,8 @@ func (ids *requestIDs) next() string {
 // log line reports.
 type accessEntry struct {
 	id        string
+	client    string // the policy's name of the caller, or anonymous
+	remote    string // the client's address (remoteAddr)
 	route     string // the route's pattern, named by the handler (routeNamed)
 	status    int
 	operation string
@@ -90,7 +92,8 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // logAccess gives every request an id and writes one log line per
-// request once it is answered: method, route, status, duration, and what
+// request once it is answered: who (the client, or anonymous, and its
+// address), method, route, status, duration, and what
 // the handler learnt (operation, resource, presented token, outcome, the
 // cause of a refusal). Refusals log at the level their problem deserves;
 // the rest at info, so --log-level warn turns the access log off. routes
@@ -99,7 +102,7 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 func (g *Gateway) logAccess(routes chi.Routes, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		a := &accessState{entry: accessEntry{id: g.requestIDs.next(), level: slog.LevelInfo}}
+		a := &accessState{entry: accessEntry{id: g.requestIDs.next(), client: anonymous, remote: g.remoteAddr(r), level: slog.LevelInfo}}
 		e := &a.entry
 		a.header[0] = e.id
 		w.Header()[RequestIDHeader] = a.header[:]
@@ -126,9 +129,9 @@ func (g *Gateway) logAccess(routes chi.Routes, next http.Handler) http.Handler {
 		}
 		// Room for every attribute on the stack: the line needs no
 		// allocation of its own beyond the duration's text.
-		var room [10]slog.Attr
+		var room [12]slog.Attr
 		attrs := append(room[:0],
-			slog.String("request_id", e.id),
+			slog.String("request_id", e.id), slog.String("client", e.client), slog.String("remote_addr", e.remote),
 			slog.String("method", r.Method), slog.String("route", route),
 			slog.Int("status", cmp.Or(e.status, http.StatusOK)), slog.String("duration", time.Since(start).String()),
 		)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"sync"
@@ -157,8 +158,10 @@ func (g *Gateway) audit(ctx context.Context, p Problem) {
 	if !fenceRefusals[p.Kind()] {
 		return
 	}
+	e := accessOf(ctx)
 	g.auditor.add(clientName(ctx), fence.Rejection{
 		Resource: p.Resource, Operation: p.refusedOperation(), Reason: p.Kind(), Presented: p.PresentedToken, Current: p.CurrentToken,
+		Client: cmp.Or(clientName(ctx), anonymous), RequestID: e.id, RemoteAddr: e.remote,
 	})
 }
 

@@ -11,6 +11,10 @@ import (
 
 type clientKey struct{}
 
+// anonymous names a caller the policy does not: authentication is off, or
+// it failed. The policy reserves the name.
+const anonymous = policy.Anonymous
+
 // authenticate admits a request only with the bearer token of a client the
 // policy declares. A policy without clients turns authentication off (for
 // local development); serve logs a warning then.
@@ -30,6 +34,7 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 			g.writeProblem(w, r, fmt.Errorf("%w: unknown bearer token", ErrUnauthorized), problemScope{})
 			return
 		}
+		accessOf(r.Context()).client = c.Name
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientKey{}, c)))
 	})
 }

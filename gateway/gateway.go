@@ -10,6 +10,7 @@ import (
 	"github.com/fencegw/fencegw/internal/buildinfo"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,10 @@ type Config struct {
 	// resources in flight at once (fence.Config.MaxTransactions); 0: the
 	// default.
 	MaxWriteTransactions int
+	// TrustedProxies are the proxies whose X-Forwarded-For or Forwarded
+	// headers name a request's client address in the access log and the
+	// audit; any other peer is named by its own address (remoteaddr.go).
+	TrustedProxies []netip.Prefix
 	// UnsafeNoFence turns the fence check off. Only `fencegw torture`'s
 	// control runs set it, to prove their checker can fail.
 	UnsafeNoFence bool

@@ -90,6 +90,7 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	if r.Context().Err() != nil {
 		// The client left while waiting: nobody will ever learn this lease
 		// ID, so hand the lock on now instead of at the TTL.
+		g.metrics.clientGone.Inc()
 		g.cfg.Authority.Abandon(context.WithoutCancel(r.Context()), lease.ID, opts.Owner)
 		return
 	}

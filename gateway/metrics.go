@@ -13,7 +13,10 @@ type metrics struct {
 	writes      *prometheus.CounterVec
 	reads       *prometheus.CounterVec
 	readLatency prometheus.Histogram
-	rejections  *prometheus.CounterVec
+	rejections  *prometheus.CounterVec // the fence's and the authority's refusals only (fenceRefusals)
+	problems    *prometheus.CounterVec // every other problem answered, but 404 and 405
+	unrouted    *prometheus.CounterVec // 404 and 405
+	clientGone  prometheus.Counter     // requests whose client hung up before the answer
 	latency     *prometheus.HistogramVec
 	leases      *prometheus.CounterVec
 	batchSize   prometheus.Histogram
@@ -59,8 +62,20 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fencegw_rejections_total",
-			Help: "Refused requests by problem type.",
+			Help: "Writes the fence or the authority refused, by problem type: stale-token, token-rejected.",
 		}, []string{"reason"}),
+		problems: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fencegw_problems_total",
+			Help: "Problems answered other than the fence's refusals, 404s and 405s, by problem type: requests refused for what they are, limits, outages.",
+		}, []string{"kind"}),
+		unrouted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fencegw_unrouted_total",
+			Help: "Requests for no endpoint (not-found) or with a method the endpoint does not take (method-not-allowed).",
+		}, []string{"kind"}),
+		clientGone: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fencegw_client_gone_total",
+			Help: "Requests whose client hung up before they were answered (a lease wait given up, a call abandoned).",
+		}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "fencegw_write_duration_seconds",
 			Help:    "Time to handle a fenced write request, accepted or not.",
@@ -99,7 +114,7 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		Name: "fencegw_audit_dropped_total",
 		Help: "Refusals not recorded in fencegw.rejections because the audit queue was full (they are still logged and counted in fencegw_rejections_total).",
 	})
-	m.registry.MustRegister(m.writes, m.reads, m.readLatency, m.rejections, m.latency, m.leases, m.batchSize, m.waiting, m.waited, m.leaseWait, m.leaseHold, m.auditDropped,
+	m.registry.MustRegister(m.writes, m.reads, m.readLatency, m.rejections, m.problems, m.unrouted, m.clientGone, m.latency, m.leases, m.batchSize, m.waiting, m.waited, m.leaseWait, m.leaseHold, m.auditDropped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_revision",
 			Help: "The newest etcd revision this gateway has seen.",
@@ -123,6 +138,22 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		m.rejections.WithLabelValues(reason)
 	}
 	return m
+}
+
+// countProblem counts a problem answered, of kind, in the one metric it
+// belongs to; gone says its client hung up first. A refusal of the fence
+// is one whoever is left to hear it.
+func (m *metrics) countProblem(kind string, gone bool) {
+	switch {
+	case fenceRefusals[kind]:
+		m.rejections.WithLabelValues(kind).Inc()
+	case gone:
+		m.clientGone.Inc()
+	case kind == "not-found", kind == "method-not-allowed":
+		m.unrouted.WithLabelValues(kind).Inc()
+	default:
+		m.problems.WithLabelValues(kind).Inc()
+	}
 }
 
 // buildInfoGauge is fencegw_build_info: 1, labelled with what the binary is,

@@ -250,12 +250,13 @@ func (p *Problem) setCustom(status int, kind, title string) {
 func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, err error, scope problemScope) Problem {
 	err = g.mapSQLError(err)
 	p := problemFor(err, scope)
-	g.metrics.rejections.WithLabelValues(p.Kind()).Inc()
+	gone := errors.Is(err, context.Canceled) && r.Context().Err() != nil
+	g.metrics.countProblem(p.Kind(), gone)
 	level := slog.LevelInfo
 	switch {
 	case errors.Is(err, ErrOverloaded):
 		level = slog.LevelWarn // floods come exactly when the gateway is busiest
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+	case gone:
 		// The client went away (a lease wait given up): its business.
 	case p.Status >= 500:
 		level = slog.LevelError

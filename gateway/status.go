@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,9 +64,11 @@ type statusSources struct {
 type lockStatus struct {
 	Resource string       `json:"resource"`
 	Holder   tokens.Token `json:"holder_token"`
-	TTL      int64        `json:"ttl"` // seconds left when etcd was read
-	Waiters  int64        `json:"waiters"`
-	Value    string       `json:"value,omitempty"` // clipped to statusValueBytes bytes
+	// HolderClient is the client holding it, or anonymous.
+	HolderClient string `json:"holder_client"`
+	TTL          int64  `json:"ttl"` // seconds left when etcd was read
+	Waiters      int64  `json:"waiters"`
+	Value        string `json:"value,omitempty"` // clipped to statusValueBytes bytes
 }
 
 type rateView struct {
@@ -175,7 +178,7 @@ func (g *Gateway) statusFromEtcd(ctx context.Context, v *statusView) {
 	for _, st := range locks {
 		h := st.Holder
 		v.Locks = append(v.Locks, lockStatus{
-			Resource: st.Resource, Holder: h.Token.Unsigned(), TTL: int64(h.TTL / time.Second),
+			Resource: st.Resource, Holder: h.Token.Unsigned(), HolderClient: cmp.Or(h.Owner, anonymous), TTL: int64(h.TTL / time.Second),
 			Waiters: st.Waiting, Value: clip.String(h.Value, statusValueBytes),
 		})
 	}

@@ -70,11 +70,12 @@ func testStatusPageShowsRefusals(t *testing.T, browser context.Context) {
 		t.Fatal(err)
 	}
 
-	page.waitFor("the refusal in refused writes", rowWith("rejections", map[string]string{
+	page.waitFor("the refusal in refused writes, and who", rowWith("rejections", map[string]string{
 		"resource": "account/acct-91", "operation": "debit", "reason": "stale-token", "presented": old.Plain, "current": held.Plain,
+		"client": "anonymous", "remote": "127.0.0.1",
 	}))
 	page.waitFor("the lock held, with its waiter", rowWith("locks", map[string]string{
-		"resource": "account/acct-91", "holder": held.Plain, "waiters": "1",
+		"resource": "account/acct-91", "holder": held.Plain, "waiters": "1", "client": "anonymous",
 	}))
 	page.waitFor("the fence advanced", rowWith("fences", map[string]string{"resource": "account/acct-91", "token": held.Plain, "writes": "1"}))
 	page.waitFor("the hostile lock, as text", rowWith("locks", map[string]string{"resource": hostile, "value": hostileValue}))
@@ -116,6 +117,22 @@ func testStatusPageAsksForToken(t *testing.T, browser context.Context) {
 	if kept := evaluate[string](page, `sessionStorage.getItem("fencegw.status.bearer")`); kept != "billing-secret" {
 		t.Fatalf("sessionStorage holds %q, want the token given", kept)
 	}
+
+	// Who holds a lock and who was refused: the client's name.
+	billing := http.Header{"Authorization": {"Bearer billing-secret"}}
+	r := h.do(http.MethodPost, "/v1/leases", billing, `{"resource": "account/acct-94", "ttl": 300}`)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("lease as billing: %d %s", r.Status, r.Body)
+	}
+	billing.Set(gateway.TokenHeader, "1:1")
+	if r = h.do(http.MethodPost, "/v1/ops/debit", billing, debit("acct-94", 1)); r.Status != http.StatusForbidden {
+		t.Fatalf("a write with an unissued token: %d %s, want 403", r.Status, r.Body)
+	}
+	page.waitFor("the holder's client", rowWith("locks", map[string]string{"resource": "account/acct-94", "client": "billing"}))
+	page.waitFor("the refused client", rowWith("rejections", map[string]string{
+		"resource": "account/acct-94", "reason": "token-rejected", "client": "billing", "remote": "127.0.0.1",
+		"request": r.Header.Get(gateway.RequestIDHeader),
+	}))
 	page.noExceptions()
 }
 

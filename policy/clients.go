@@ -7,6 +7,10 @@ import (
 	"strings"
 )
 
+// Anonymous is the name the gateway gives a caller that is no client of
+// the policy (authentication off, or failed); no client may be called so.
+const Anonymous = "anonymous"
+
 // Client is a caller known by the SHA-256 of its bearer token, and the
 // operations it may call. The token itself never appears in the policy.
 type Client struct {
@@ -74,6 +78,9 @@ func compileClients(ps *problems, p *Policy, clients map[string]fileClient, decl
 		}
 		if !validName(name) {
 			ps.add(entry, "client names are lower-case letters, digits and '_', starting with a letter")
+		}
+		if name == Anonymous {
+			ps.add(entry, "%q is reserved: the access log and the audit name callers without a client so", Anonymous)
 		}
 		var sum [32]byte
 		if b, err := hex.DecodeString(fc.TokenSHA256); err != nil || len(b) != len(sum) {

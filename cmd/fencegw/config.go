@@ -35,6 +35,7 @@ type serveConfig struct {
 	LogFormat       string
 	LogLevel        string
 	DebugListen     string // pprof, off when empty
+	TrustedProxies  cidrs  // --trusted-proxies, read by trustedProxies
 
 	IdempotencyRetention time.Duration
 	AuthorityCheck       time.Duration
@@ -80,6 +81,7 @@ func (c *serveConfig) bind(cmd *cobra.Command, d flagDefaults) {
 	fs.StringVar(&c.DebugListen, "debug-listen", "", "serve Go's profiler (/debug/pprof/) on this address, apart from the API; off by default")
 	fs.StringVar(&c.LogFormat, "log-format", d.logFormat, "log format: json or text")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
+	bindTrustedProxies(fs, &c.TrustedProxies)
 	completeWords(cmd, "log-format", "json", "text")
 	completeWords(cmd, "log-level", "debug", "info", "warn", "error")
 }
@@ -161,6 +163,9 @@ func (c *serveConfig) check() error {
 
 // checkValues refuses flag values out of range: the checks dev shares.
 func (c *serveConfig) checkValues() error {
+	if _, err := trustedProxies(c.TrustedProxies); err != nil {
+		return err
+	}
 	switch {
 	case c.MaxInFlight < 0 || c.WriteTxs < 0:
 		return fmt.Errorf("%w: --max-in-flight and --max-write-transactions must not be negative", errUsage)

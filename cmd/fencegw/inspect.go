@@ -194,9 +194,9 @@ func (in *inspection) writeText(out io.Writer) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%ds\t%d\t%s\n", oneLine(l.Resource), l.Holder, l.LeaseID, l.TTL, l.Waiters, oneLine(l.Value))
 	}
 	fmt.Fprintf(tw, "\nrefused writes, newest first (%d):\n", len(in.Rejections))
-	fmt.Fprintln(tw, "  AT\tRESOURCE\tOPERATION\tREASON\tPRESENTED\tCURRENT")
+	fmt.Fprintln(tw, "  AT\tCLIENT\tRESOURCE\tOPERATION\tREASON\tPRESENTED\tCURRENT\tREMOTE\tREQUEST")
 	for _, r := range in.Rejections {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", r.At.UTC().Format(time.RFC3339), r.Resource, r.Operation, r.Reason, r.Presented, r.Current)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.At.UTC().Format(time.RFC3339), r.Client, r.Resource, r.Operation, r.Reason, r.Presented, r.Current, r.RemoteAddr, r.RequestID)
 	}
 	fmt.Fprintf(tw, "\nbypasses of the guard triggers, newest first (%d):\n", len(in.Bypasses))
 	fmt.Fprintln(tw, "  AT\tBY\tTXID\tWHY")

@@ -106,12 +106,16 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	defer cli.Close()
 
+	proxies, err := trustedProxies(cfg.TrustedProxies)
+	if err != nil {
+		return err
+	}
 	gw, err := gateway.New(gateway.Config{
 		Pool: pool, Authority: auth, Policy: pol, Logger: log,
 		MaxBodyBytes: cfg.MaxBodyBytes, WriteTimeout: cfg.WriteTimeout, MaxInFlight: cfg.MaxInFlight, SchemaVersion: want,
 		MaxLeasesPerClient: cfg.MaxLeases, MaxLeaseRequests: cfg.MaxLeaseCalls,
 		IdempotencyRetention: cfg.IdempotencyRetention, UnsafeNoFence: cfg.UnsafeNoFence,
-		NoGroupCommit: !cfg.GroupCommit, MaxWriteTransactions: cfg.WriteTxs,
+		NoGroupCommit: !cfg.GroupCommit, MaxWriteTransactions: cfg.WriteTxs, TrustedProxies: proxies,
 	})
 	if err != nil {
 		return err

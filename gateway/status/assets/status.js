@@ -105,6 +105,7 @@
     fill("locks", v.locks, v.sources.etcd, (l) => [
       cell(l.resource, "resource"),
       cell(l.holder_token, "holder"),
+      cell(l.holder_client, "client"),
       ttlCell(l.ttl),
       cell(String(l.waiters), "waiters"),
       cell(l.value || "", "value"),
@@ -117,12 +118,15 @@
     ]);
     fill("rejections", v.rejections, v.sources.postgres, (r) => [
       whenCell(r.at),
+      cell(r.client || "", "client"),
       cell(r.resource, "resource"),
       cell(r.operation, "operation"),
       cell(r.reason, "reason"),
       cell(r.presented || "", "presented"),
       cell(r.current || "", "current"),
       cell(r.suppressed ? "+" + r.suppressed : "", "suppressed"),
+      cell(r.remote_addr || "", "remote"),
+      cell(r.request_id || "", "request"),
     ]);
     fill("bypasses", v.bypasses, v.sources.postgres, (b) => [
       whenCell(b.at),
