@@ -6,10 +6,23 @@ import (
 	"time"
 )
 
-// MaxRejections bounds the rejection audit (fencegw.rejections), per
-// reason: a flood of one kind of refusal (forged tokens) cannot push out
-// the evidence of another (a stale holder's write).
-const MaxRejections = 10000
+// The rejection audit (fencegw.rejections) is trimmed per reason and per
+// client, so that a flood — forged tokens from one client, or from the
+// anonymous class, over any number of resources — pushes out only its own
+// rows: never another client's, nor another kind of refusal (a stale
+// holder's write). Each (reason, client) keeps its newest MaxRejections
+// rows and, for FirstsKeptFor, the first FirstRejectionsKept of each hour,
+// so the start of an incident outlives the flood that follows it. The
+// table stays bounded however many names clients ever had: per reason,
+// only the MaxAuditClients clients refused most recently keep rows. With
+// the two reasons audited (stale-token, token-rejected), that is at most
+// 2 × 256 × (1,000 + 10 × 168) = 1,372,160 rows.
+const (
+	MaxRejections       = 1000
+	FirstRejectionsKept = 10
+	FirstsKeptFor       = 7 * 24 * time.Hour
+	MaxAuditClients     = 256
+)
 
 // Rejection is a refused write worth a durable record: a holder acted on
 // a lock it no longer had, or on a token nobody issued.
@@ -47,8 +60,8 @@ func (s *Store) RecordRejections(ctx context.Context, rs []Rejection) error {
 const janitorEvery = time.Minute
 
 // RunJanitor deletes idempotency keys older than retention and trims the
-// rejection audit to its newest MaxRejections rows of each reason, once a minute, until
-// ctx ends. Several replicas may run it; the deletes are idempotent.
+// rejection audit (see MaxRejections), once a minute, until ctx ends.
+// Several replicas may run it; the deletes are idempotent.
 func (s *Store) RunJanitor(ctx context.Context, retention time.Duration, log *slog.Logger) {
 	t := time.NewTicker(janitorEvery)
 	defer t.Stop()
@@ -67,9 +80,28 @@ func (s *Store) Sweep(ctx context.Context, retention time.Duration, log *slog.Lo
 	if _, err := s.pool.Exec(ctx, "DELETE FROM fencegw.idempotency_keys WHERE created_at < now() - $1::interval", retention); err != nil && ctx.Err() == nil {
 		log.Warn("janitor: expiring idempotency keys failed", "error", err)
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM fencegw.rejections WHERE id IN (
-		SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY reason ORDER BY id DESC) AS n FROM fencegw.rejections) r
-		 WHERE n > $1)`, MaxRejections); err != nil && ctx.Err() == nil {
+	if _, err := s.pool.Exec(ctx, trimRejections, MaxRejections, FirstRejectionsKept, FirstsKeptFor, MaxAuditClients); err != nil && ctx.Err() == nil {
 		log.Warn("janitor: trimming rejections failed", "error", err)
 	}
 }
+
+// trimRejections deletes what the audit does not keep: the rows of a
+// (reason, client) past its newest $1, unless among the first $2 of their
+// hour within $3; and every row of a client past the $4 refused most
+// recently, per reason. Rows recorded before clients were (client NULL)
+// are one client.
+const trimRejections = `
+WITH r AS (
+    SELECT id, at, reason,
+           row_number() OVER (PARTITION BY reason, client ORDER BY id DESC) AS newest,
+           row_number() OVER (PARTITION BY reason, client, date_trunc('hour', at) ORDER BY id) AS nth_in_hour,
+           max(id) OVER (PARTITION BY reason, client) AS client_last
+      FROM fencegw.rejections
+), ranked AS (
+    SELECT id, at, newest, nth_in_hour, dense_rank() OVER (PARTITION BY reason ORDER BY client_last DESC) AS client_rank
+      FROM r
+)
+DELETE FROM fencegw.rejections WHERE id IN (
+    SELECT id FROM ranked
+     WHERE client_rank > $4
+        OR (newest > $1 AND NOT (nth_in_hour <= $2 AND at > now() - $3::interval)))`

@@ -11,7 +11,8 @@ import (
 )
 
 // TestJanitorExpiresKeysAndTrimsAudit: keys past their retention go, fresh
-// ones stay; the rejection audit keeps only its newest rows of each reason.
+// ones stay; the rejection audit keeps only its newest rows of each reason
+// (and the first of the hour).
 func TestJanitorExpiresKeysAndTrimsAudit(t *testing.T) {
 	h := newDB(t)
 	_, err := h.pool.Exec(t.Context(), `
@@ -27,7 +28,7 @@ func TestJanitorExpiresKeysAndTrimsAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = h.pool.Exec(t.Context(), `INSERT INTO fencegw.rejections (resource, operation, reason)
-		SELECT 'r', 'debit', 'token-rejected' FROM generate_series(1, $1 + 5)`, fence.MaxRejections)
+		SELECT 'r', 'debit', 'token-rejected' FROM generate_series(1, $1 + 50)`, fence.MaxRejections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,10 +40,10 @@ func TestJanitorExpiresKeysAndTrimsAudit(t *testing.T) {
 	var keys, audit int
 	swept := testenv.WaitFor(10*time.Second, func() bool {
 		err := h.pool.QueryRow(t.Context(), "SELECT (SELECT count(*) FROM fencegw.idempotency_keys), (SELECT count(*) FROM fencegw.rejections)").Scan(&keys, &audit)
-		return err == nil && keys == 1 && audit == fence.MaxRejections+1
+		return err == nil && keys == 1 && audit == fence.MaxRejections+fence.FirstRejectionsKept+1
 	})
 	if !swept {
-		t.Fatalf("after the janitor: %d keys, %d rejections; want 1 and %d", keys, audit, fence.MaxRejections+1)
+		t.Fatalf("after the janitor: %d keys, %d rejections; want 1 and %d", keys, audit, fence.MaxRejections+fence.FirstRejectionsKept+1)
 	}
 	var stale int
 	if err := h.pool.QueryRow(t.Context(), "SELECT count(*) FROM fencegw.rejections WHERE reason = 'stale-token' AND presented = '1:2'").Scan(&stale); err != nil || stale != 1 {

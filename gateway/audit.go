@@ -13,23 +13,25 @@ import (
 	"github.com/fencegw/fencegw/fence"
 )
 
-// Audit limits. Each client may have this many refusals of one kind
-// recorded per second, in bursts of auditBurst; past that, one row per
-// resource and flush stands for the rest (fence.Rejection.Suppressed), for
-// at most auditMaxSummaries resources a flush, the rest under resource
-// "*". A flood thus costs a bounded number of rows a second, off the
-// request path; it cannot hide another resource's refusal in its own
-// summary, nor push out a stale holder's evidence (the janitor trims each
-// reason apart).
+// Audit limits, per client (the anonymous class is one) and kind of
+// refusal. A client may have auditRate refusals of one kind recorded per
+// second, in bursts of auditBurst (the first refusals after a quiet spell
+// are all recorded); past that, one row per resource and flush stands for
+// the rest (fence.Rejection.Suppressed), for at most auditClientSummaries
+// resources a flush, the rest in one row under resource "*". A client's
+// flood, over any number of resources, thus costs at most 10 + 10 + 1 rows
+// a second of each kind, off the request path; it cannot hide another
+// resource's refusal in its own summary, nor take another client's place
+// (the janitor trims each client's rows apart: fence.MaxRejections).
 const (
-	auditRate         = rate.Limit(10)
-	auditBurst        = 50
-	auditQueue        = 4096        // refusals waiting for the flusher; more are dropped, and counted
-	auditBatch        = 256         // rows per insert
-	auditEvery        = time.Second // how often summaries of suppressed refusals are written
-	auditTimeout      = 5 * time.Second
-	auditMaxLimits    = 10_000 // clients × reasons remembered; then forgotten all at once
-	auditMaxSummaries = 100    // summary rows a flush
+	auditRate            = rate.Limit(10)
+	auditBurst           = 50
+	auditQueue           = 4096        // refusals waiting for the flusher; more are dropped, and counted
+	auditBatch           = 256         // rows per insert
+	auditEvery           = time.Second // how often summaries of suppressed refusals are written
+	auditTimeout         = 5 * time.Second
+	auditMaxLimits       = 10_000 // clients × reasons remembered; then forgotten all at once
+	auditClientSummaries = 10     // summary rows of one client and kind a flush, besides "*"
 )
 
 // allResources is the resource of a summary that stands for refusals of
@@ -55,12 +57,13 @@ type auditor struct {
 	mu         sync.Mutex
 	limits     map[auditKey]*rate.Limiter
 	suppressed map[summaryKey]*fence.Rejection // the newest refusal past the rate, with the count
+	summarized map[auditKey]int                // resources in suppressed, per client and kind
 }
 
 func newAuditor(store *fence.Store, log *slog.Logger, dropped prometheus.Counter) *auditor {
 	return &auditor{
 		store: store, log: log, queue: make(chan fence.Rejection, auditQueue), dropped: dropped,
-		limits: map[auditKey]*rate.Limiter{}, suppressed: map[summaryKey]*fence.Rejection{},
+		limits: map[auditKey]*rate.Limiter{}, suppressed: map[summaryKey]*fence.Rejection{}, summarized: map[auditKey]int{},
 	}
 }
 
@@ -80,12 +83,14 @@ func (a *auditor) add(client string, r fence.Rejection) {
 	}
 	if !lim.Allow() {
 		sk := summaryKey{k, r.Resource}
-		if a.suppressed[sk] == nil && len(a.suppressed) >= auditMaxSummaries {
+		if a.suppressed[sk] == nil && a.summarized[k] >= auditClientSummaries {
 			sk.resource, r.Resource = allResources, allResources
 		}
 		n := int64(1)
 		if s := a.suppressed[sk]; s != nil {
 			n += s.Suppressed + 1
+		} else if sk.resource != allResources {
+			a.summarized[k]++
 		}
 		r.Suppressed = n - 1
 		a.suppressed[sk] = &r
@@ -136,6 +141,7 @@ func (a *auditor) summaries(batch []fence.Rejection) []fence.Rejection {
 		batch = append(batch, *r) // the newest suppressed refusal, standing for the others too
 		delete(a.suppressed, k)
 	}
+	clear(a.summarized)
 	return batch
 }
 
