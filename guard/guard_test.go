@@ -201,7 +201,7 @@ func TestInstallRefusesWhatCannotWork(t *testing.T) {
 		{"demo.parent", "id", "inheritance"},
 		{"demo.child", "id", "inheritance"},
 	} {
-		text := policyText(t) + "  " + tc.table + ":\n    resource: account\n    columns: {account: " + tc.column + "}\n"
+		text := strings.Replace(policyText(t), "guarded_tables:\n", "guarded_tables:\n  "+tc.table+":\n    resource: account\n    columns: {account: "+tc.column+"}\n", 1)
 		pol, err := policy.Parse("p.yaml", []byte(text))
 		if err != nil {
 			t.Fatal(err)
