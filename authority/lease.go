@@ -85,6 +85,9 @@ type AcquireOptions struct {
 	// Observer names the replica that measures the lock's hold time when
 	// the lease ends (WatchHoldTimes); empty: not measured.
 	Observer string
+	// MaxHold bounds the hold, renewals and all (holdbound.go); 0: none.
+	// TTL may not exceed it.
+	MaxHold time.Duration
 }
 
 // clientsPrefix indexes each lease under its owner, so that the leases of
@@ -149,6 +152,9 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	if wait < 0 || wait > MaxWait {
 		return Lease{}, fmt.Errorf("%w: wait %s, want 0 to %s", ErrBadTTL, wait, MaxWait)
 	}
+	if opts.MaxHold > 0 && ttl > opts.MaxHold {
+		return Lease{}, fmt.Errorf("%w: %s, longer than the resource's max_hold %s", ErrBadTTL, ttl, opts.MaxHold)
+	}
 	ring, err := a.keyring(ctx) // before the lock: a lock without a signed token is no use
 	if err != nil {
 		return Lease{}, err
@@ -167,6 +173,10 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	lease, err := a.lock(ctx, resource, id, opts, signer)
 	if err == nil && lease.signer == "" {
 		ring, lease.signer, err = a.recordNewSigner(ctx, resource, id, signer)
+	}
+	if err == nil {
+		// From the grant: a wait in line is no hold.
+		err = a.recordHold(ctx, id, time.Duration(grant.TTL)*time.Second, opts.MaxHold)
 	}
 	if err != nil {
 		a.Abandon(ctx, id, opts.Owner)

@@ -3,6 +3,8 @@ package authority
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -30,6 +32,7 @@ func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID, owner string) (Renewal
 	// The owner, its lock-delay record and what re-signing needs, at one
 	// revision.
 	ops := append([]clientv3.Op{clientv3.OpGet(ownerKey(id)), clientv3.OpGet(delayIndexKey(id))}, resignOps(id, signer)...)
+	ops = append(ops, clientv3.OpGet(holdKey(id)))
 	resp, err := a.cli.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
 		return Renewal{}, unavailable("read lease owner", err)
@@ -37,11 +40,23 @@ func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID, owner string) (Renewal
 	if err := ownerIs(resp.Responses[0].GetResponseRange().GetKvs(), id, owner); err != nil {
 		return Renewal{}, err
 	}
+	now := a.now()
+	if pastMaxHold(resp.Responses[len(ops)-1].GetResponseRange().GetKvs(), now) {
+		// Cut off: the next holder need not wait out the TTL either.
+		if _, err := a.cli.Revoke(ctx, clientv3.LeaseID(id)); err != nil {
+			return Renewal{}, leaseError("revoke a lease held too long", err)
+		}
+		return Renewal{}, fmt.Errorf("lease %s: %w: revoked (%w)", id, ErrHeldTooLong, ErrLeaseNotFound)
+	}
 	ka, err := a.cli.KeepAliveOnce(ctx, clientv3.LeaseID(id))
 	if err != nil {
 		return Renewal{}, leaseError("keep lease alive", err)
 	}
 	a.observe(ka.Revision)
+	// For the reaper: renewed through us, not only by an election.
+	if _, err := a.cli.Put(ctx, renewedKey(id), strconv.FormatInt(now.UnixMilli(), 10), clientv3.WithLease(clientv3.LeaseID(id))); err != nil {
+		return Renewal{}, unavailable("record the renewal", err)
+	}
 	// After the holder's: the delay lease must end after it, by the delay.
 	if err := a.renewDelay(ctx, id, delayOf(resp.Responses[1].GetResponseRange().GetKvs())); err != nil {
 		return Renewal{}, err

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
 )
 
@@ -180,5 +181,15 @@ func (g *Gateway) RunAudit(ctx context.Context) { g.auditor.Run(ctx) }
 func (g *Gateway) RunHoldTimes(ctx context.Context) {
 	g.cfg.Authority.WatchHoldTimes(ctx, g.replicas.self.Name, func(d time.Duration) {
 		g.metrics.leaseHold.Observe(d.Seconds())
+	})
+}
+
+// RunReaper revokes, until ctx ends, the leases nobody renews any more and
+// the holds past their resource's max_hold (authority.Etcd.RunReaper),
+// each logged with why.
+func (g *Gateway) RunReaper(ctx context.Context) {
+	g.cfg.Authority.RunReaper(ctx, func(id authority.LeaseID, why string) {
+		g.metrics.leases.WithLabelValues("reaped").Inc()
+		g.log.Info("lease revoked", "lease", id.String(), "why", why)
 	})
 }

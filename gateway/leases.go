@@ -60,7 +60,7 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	opts := authority.AcquireOptions{
 		TTL: ttl, Wait: wait, Value: req.Value, Owner: clientName(r.Context()),
 		MaxHeld:  cmp.Or(g.cfg.MaxLeasesPerClient, DefaultMaxLeasesPerClient),
-		Observer: g.replicas.self.Name, LockDelay: kind.LockDelay(),
+		Observer: g.replicas.self.Name, LockDelay: kind.LockDelay(), MaxHold: kind.MaxHold(),
 	}
 	if wait > 0 && g.stopWaits.Err() != nil {
 		g.writeProblem(w, r, ErrShuttingDown, scope)

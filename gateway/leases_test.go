@@ -334,3 +334,43 @@ func TestLeaseLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxHoldOverHTTP: a holder that keeps renewing is refused once it has
+// held its resource for the resource's max_hold: 404, saying why, and the
+// next holder, waiting all along, gets the lock; a TTL longer than the
+// bound is a bad request.
+func TestMaxHoldOverHTTP(t *testing.T) {
+	h := newHarness(t, strings.Replace(demoPolicy(t, "monotonic"), "compare: monotonic", "compare: monotonic\n    max_hold: 2s", 1))
+	if _, r := h.acquire("account/acct-70", 5, 0); r.Status != http.StatusBadRequest || !strings.Contains(r.Problem.Detail, "max_hold") {
+		t.Fatalf("a TTL past max_hold: %d %s, want 400 naming max_hold", r.Status, r.Body)
+	}
+	l := h.mustAcquire("account/acct-70", 1, 0)
+	type grant struct {
+		l lease
+		r response
+	}
+	next := make(chan grant, 1)
+	go func() {
+		l, r := h.acquire("account/acct-70", 1, 30)
+		next <- grant{l, r}
+	}()
+	var last response
+	if !testenv.WaitFor(20*time.Second, func() bool {
+		last = h.do(http.MethodPost, "/v1/leases/"+l.ID+"/keepalive", nil, "")
+		return last.Status != http.StatusOK
+	}) {
+		t.Fatal("the holder kept renewing past its max_hold")
+	}
+	if last.Status != http.StatusNotFound || !strings.Contains(last.Problem.Detail, "max_hold") {
+		t.Fatalf("a keepalive past max_hold: %d %s, want 404 saying why", last.Status, last.Body)
+	}
+	g := <-next
+	if g.r.Status != http.StatusCreated {
+		t.Fatalf("the next holder: %d %s", g.r.Status, g.r.Body)
+	}
+	n := g.l
+	defer h.release(n)
+	if mustToken(t, n.Token).Compare(mustToken(t, l.Token)) <= 0 {
+		t.Fatalf("the next holder's token %s is not newer than %s", n.Token, l.Token)
+	}
+}

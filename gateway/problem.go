@@ -148,6 +148,9 @@ func problemFor(err error, scope problemScope) Problem {
 		if !locked.Holder.IsZero() {
 			p.CurrentToken = locked.Holder.Unsigned().String()
 		}
+	case errors.Is(err, authority.ErrHeldTooLong):
+		p.set("lease-not-found")
+		p.Detail = "the lease was held past its resource's max_hold and is revoked: stop writing; take a new lease to go on"
 	case errors.Is(err, authority.ErrLeaseNotFound), errors.Is(err, authority.ErrNotOwner):
 		// Another client's lease is answered like an unknown one: whether
 		// a lease ID exists is none of the asker's business.

@@ -21,6 +21,8 @@ const (
 	maxNameLength          = 63
 	maxExpectRows    int64 = 1 << 31
 	maxLockDelay           = 5 * time.Minute
+	minMaxHold             = time.Second
+	maxMaxHold             = 7 * 24 * time.Hour
 )
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -94,6 +96,13 @@ func compileResource(ps *problems, name string, fr fileResource) *Resource {
 			ok = false
 		}
 		r.LockDelay = d
+	}
+	if fr.MaxHold != "" {
+		d, err := time.ParseDuration(fr.MaxHold)
+		if err != nil || d < minMaxHold || d > maxMaxHold {
+			ps.add(entry+".max_hold", "%q: want a duration from %s to %s, e.g. 10m", fr.MaxHold, minMaxHold, maxMaxHold)
+		}
+		r.MaxHold = d
 	}
 	t, err := parseTemplate(fr.Key)
 	if err != nil {
@@ -398,7 +407,7 @@ func (p *Policy) Describe() string {
 		if r.GroupCommit != nil {
 			group = fmt.Sprint(*r.GroupCommit)
 		}
-		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s, validation %s, lock-delay %s, coalesce %t, group commit %s\n", r.Name, r.Key, r.Compare, r.Validation, r.LockDelay, r.Coalesce, group)
+		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s, validation %s, lock-delay %s, max hold %s, coalesce %t, group commit %s\n", r.Name, r.Key, r.Compare, r.Validation, r.LockDelay, maxHoldText(r.MaxHold), r.Coalesce, group)
 	}
 	for _, name := range sortedKeys(p.Operations) {
 		op := p.Operations[name]
@@ -437,4 +446,11 @@ func (p *Policy) Describe() string {
 		}
 	}
 	return b.String()
+}
+
+func maxHoldText(d time.Duration) string {
+	if d == 0 {
+		return "none"
+	}
+	return d.String()
 }

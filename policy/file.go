@@ -30,6 +30,7 @@ type fileResource struct {
 	Compare    string `yaml:"compare"`
 	Validation string `yaml:"validation"`
 	LockDelay  string `yaml:"lock_delay"`
+	MaxHold    string `yaml:"max_hold"`
 	Coalesce   *bool  `yaml:"coalesce"` // nil: on
 	// GroupCommit nil: the gateway's setting.
 	GroupCommit *bool `yaml:"group_commit"`

@@ -43,6 +43,15 @@ func (k LeaseKind) LockDelay() time.Duration {
 	return k.Resource.LockDelay
 }
 
+// MaxHold bounds how long one lease may hold the lock: the resource's
+// max_hold; none (0) for a lock-only name.
+func (k LeaseKind) MaxHold() time.Duration {
+	if k.Resource == nil {
+		return 0
+	}
+	return k.Resource.MaxHold
+}
+
 // writer is one role of one operation, and what its key renders.
 type writer struct {
 	op      *Operation

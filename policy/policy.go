@@ -49,6 +49,10 @@ type Resource struct {
 	Compare    Compare
 	Validation tokens.Validation
 	LockDelay  time.Duration // after an expired (not released) lease
+	// MaxHold bounds how long one lease may hold the lock, renewals and
+	// all: a keepalive past it is refused and the lease revoked, so a
+	// holder wedged while its sidecar renews is cut off. 0: no bound.
+	MaxHold time.Duration
 	// Coalesce queues writes that arrive while one is in flight and runs
 	// them together, each in its own savepoint, under one commit. On by
 	// default: a lone write runs as if it were off.

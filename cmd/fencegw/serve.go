@@ -159,6 +159,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		func(ctx context.Context) { gw.RunReplicaCheck(ctx, cfg.AuthorityCheck) },
 		gw.RunAudit,
 		gw.RunHoldTimes,
+		gw.RunReaper,
 		gw.RunStatusRates,
 	)
 	defer stopBackground()
