@@ -86,6 +86,9 @@ type Config struct {
 	// UnsafeNoFence turns the fence check off. Only `fencegw torture`'s
 	// control runs set it, to prove their checker can fail.
 	UnsafeNoFence bool
+	// Collectors are served on /metrics beside the gateway's own: what
+	// its host measures around it (reloads of TLS and JWKS files).
+	Collectors []prometheus.Collector
 }
 
 // Lease limits' defaults.
@@ -204,6 +207,11 @@ func New(cfg Config) (*Gateway, error) {
 		perClient = max(1, calls/4)
 	}
 	g.leaseCalls = newCallLimit(calls, perClient)
+	for _, c := range cfg.Collectors {
+		if err := g.metrics.registry.Register(c); err != nil {
+			return nil, fmt.Errorf("gateway: Config.Collectors: %w", err)
+		}
+	}
 	return g, nil
 }
 

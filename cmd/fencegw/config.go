@@ -36,6 +36,7 @@ type serveConfig struct {
 	LogLevel        string
 	DebugListen     string // pprof, off when empty
 	TrustedProxies  cidrs  // --trusted-proxies, read by trustedProxies
+	TLS             tlsFlags
 
 	IdempotencyRetention time.Duration
 	AuthorityCheck       time.Duration
@@ -79,6 +80,7 @@ func (c *serveConfig) bind(cmd *cobra.Command, d flagDefaults) {
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", d.shutdownDelay, "on SIGTERM, how long /readyz answers 503 while the listener still serves, so load balancers stop sending before it closes; a second SIGTERM cuts it short")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "after the delay, how long shutdown waits for requests in flight")
 	fs.StringVar(&c.DebugListen, "debug-listen", "", "serve Go's profiler (/debug/pprof/) on this address, apart from the API; off by default")
+	c.TLS.bind(cmd)
 	fs.StringVar(&c.LogFormat, "log-format", d.logFormat, "log format: json or text")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	bindTrustedProxies(fs, &c.TrustedProxies)
@@ -182,7 +184,7 @@ func (c *serveConfig) checkValues() error {
 	case c.WriteTimeout <= 0 || c.ShutdownTimeout <= 0 || c.IdempotencyRetention <= 0 || c.AuthorityCheck <= 0:
 		return fmt.Errorf("%w: timeouts must be positive", errUsage)
 	}
-	return nil
+	return c.TLS.check()
 }
 
 func (c *serveConfig) logger() *slog.Logger {

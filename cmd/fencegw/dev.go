@@ -147,7 +147,7 @@ func installDemoGuard(ctx context.Context, cfg serveConfig) (string, error) {
 }
 
 func cheatSheet(addr string, cfg serveConfig, dbNote, guarded string) string {
-	base := "http://" + addr
+	base := cfg.TLS.scheme() + "://" + addr
 	r := strings.NewReplacer("{base}", base, "{db}", cfg.DatabaseURL, "{dbnote}", dbNote,
 		"{etcd}", strings.Join(cfg.EtcdEndpoints, ","), "{policy}", cfg.PolicyPath, "{guarded}", guarded)
 	return r.Replace(`
@@ -182,9 +182,10 @@ Health and metrics: {base}/readyz  {base}/metrics
 // what is serving, and the policy's operations with their resources.
 func policySheet(addr string, cfg serveConfig, dbNote, guarded string) string {
 	var b strings.Builder
+	base := cfg.TLS.scheme() + "://" + addr
 	fmt.Fprintf(&b, "\nfencegw dev is ready. Ctrl-C stops everything it started.\n\n")
-	fmt.Fprintf(&b, "  gateway       http://%s\n  DATABASE_URL  %s   (%s)\n  etcd          %s   (in-process)\n  policy        %s\n  guarded       %s\n\n",
-		addr, cfg.DatabaseURL, dbNote, strings.Join(cfg.EtcdEndpoints, ","), cfg.PolicyPath, guarded)
+	fmt.Fprintf(&b, "  gateway       %s\n  DATABASE_URL  %s   (%s)\n  etcd          %s   (in-process)\n  policy        %s\n  guarded       %s\n\n",
+		base, cfg.DatabaseURL, dbNote, strings.Join(cfg.EtcdEndpoints, ","), cfg.PolicyPath, guarded)
 	if pol, err := policy.Load(cfg.PolicyPath); err == nil {
 		b.WriteString("Operations (POST /v1/ops/NAME, reads POST /v1/reads/NAME, with a lease's token on each resource):\n")
 		for _, name := range pol.OperationNames() {
@@ -200,7 +201,7 @@ func policySheet(addr string, cfg serveConfig, dbNote, guarded string) string {
 			fmt.Fprintf(&b, "  %-20s %s%s\n", name, strings.Join(keys, ", "), kind)
 		}
 	}
-	fmt.Fprintf(&b, "\nHealth and metrics: http://%s/readyz  http://%s/metrics\n\n", addr, addr)
+	fmt.Fprintf(&b, "\nHealth and metrics: %s/readyz  %s/metrics\n\n", base, base)
 	return b.String()
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/fencegw/fencegw/fence"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/fencegw/fencegw/gateway"
@@ -81,6 +82,13 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if !pol.AuthRequired() {
 		log.Warn("the policy declares no clients: any caller may call any operation; declare clients before exposing the gateway")
 	}
+	// Credential files first: a fault in one is found before waiting for
+	// backends.
+	reloadFailures := newReloadFailures()
+	tlsServer, err := cfg.TLS.server(log, reloadFailures)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
 	startCtx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	pool, err := openPool(startCtx, cfg)
@@ -116,6 +124,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		MaxLeasesPerClient: cfg.MaxLeases, MaxLeaseRequests: cfg.MaxLeaseCalls,
 		IdempotencyRetention: cfg.IdempotencyRetention, UnsafeNoFence: cfg.UnsafeNoFence,
 		NoGroupCommit: !cfg.GroupCommit, MaxWriteTransactions: cfg.WriteTxs, TrustedProxies: proxies,
+		Collectors: []prometheus.Collector{reloadFailures},
 	})
 	if err != nil {
 		return err
@@ -144,7 +153,13 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	if tlsServer != nil {
+		// ServeTLS answers plain HTTP with a 400 that says to use HTTPS.
+		srv.TLSConfig = tlsServer.Config()
+		go func() { served <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { served <- srv.Serve(ln) }()
+	}
 	if cfg.DebugListen != "" {
 		stopDebug, err := serveDebug(cfg.DebugListen, log)
 		if err != nil {
@@ -152,6 +167,19 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 			return fmt.Errorf("%s: --debug-listen: %w", cmd, err)
 		}
 		defer stopDebug()
+	}
+	if cfg.TLS.OpsListen != "" {
+		stopOps, err := serveOps(cfg.TLS.OpsListen, gw.OpsHandler(), log, cfg.TLS.opsBound)
+		if err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("%s: %w", cmd, err)
+		}
+		// Stopped after the API: probes see /readyz fail while it drains.
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+			defer cancel()
+			_ = stopOps(stopCtx)
+		}()
 	}
 	stopBackground := runBackground(ctx,
 		func(ctx context.Context) { gw.Store().RunJanitor(ctx, cfg.IdempotencyRetention, log) },
@@ -165,7 +193,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	defer stopBackground()
 	gw.SetReady(true)
 	addr := ln.Addr().String()
-	log.Info("fencegw serving", "addr", addr, "policy", cfg.PolicyPath, "operations", len(pol.Operations), "etcd", cfg.EtcdEndpoints)
+	log.Info("fencegw serving", "addr", addr, "scheme", cfg.TLS.scheme(), "policy", cfg.PolicyPath, "operations", len(pol.Operations), "etcd", cfg.EtcdEndpoints)
 	if onReady != nil {
 		onReady(addr)
 	}
