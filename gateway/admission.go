@@ -136,7 +136,7 @@ func gatedCall(path string) (op string, gated bool) {
 // body that would be thrown away. Each condition is one the handlers
 // check first; a request that meets none is read and queued as usual.
 func (g *Gateway) refusedUnread(r *http.Request, op string) bool {
-	if g.cfg.Policy.AuthRequired() && r.Header.Get("Authorization") == "" {
+	if g.cfg.Policy.AuthRequired() && r.Header.Get("Authorization") == "" && (r.TLS == nil || len(r.TLS.PeerCertificates) == 0) {
 		return true
 	}
 	switch op {

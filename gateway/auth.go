@@ -15,28 +15,85 @@ type clientKey struct{}
 // it failed. The policy reserves the name.
 const anonymous = policy.Anonymous
 
-// authenticate admits a request only with the bearer token of a client the
-// policy declares. A policy without clients turns authentication off (for
-// local development); serve logs a warning then.
+// maxBearerBytes bounds the credential of an Authorization header: a
+// bearer token is tens of bytes, a Kubernetes service account token about
+// one kilobyte.
+const maxBearerBytes = 8 << 10
+
+// authenticate admits a request only from a client the policy declares,
+// proved by its bearer token or its client certificate (identify). A
+// policy without clients turns authentication off (for local
+// development); serve logs a warning then.
 func (g *Gateway) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.cfg.Policy.AuthRequired() {
 			next.ServeHTTP(w, r)
 			return
 		}
-		scheme, bearer, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !strings.EqualFold(scheme, "Bearer") || bearer == "" {
-			g.writeProblem(w, r, fmt.Errorf("%w: send Authorization: Bearer TOKEN", ErrUnauthorized), problemScope{})
-			return
-		}
-		c, ok := g.cfg.Policy.Authenticate(strings.TrimSpace(bearer))
-		if !ok {
-			g.writeProblem(w, r, fmt.Errorf("%w: unknown bearer token", ErrUnauthorized), problemScope{})
+		c, err := g.identify(r)
+		if err != nil {
+			g.writeProblem(w, r, err, problemScope{})
 			return
 		}
 		accessOf(r.Context()).client = c.Name
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientKey{}, c)))
 	})
+}
+
+// identify returns the client r proves to be: the one its bearer
+// credential names, or its client certificate. A request that carries
+// both must name one client with both; a certificate that names no client
+// leaves it to the bearer credential (mTLS as transport only). Errors wrap
+// ErrUnauthorized and quote no credential.
+func (g *Gateway) identify(r *http.Request) (*policy.Client, error) {
+	pol := g.cfg.Policy
+	var byCert *policy.Client
+	cert := clientCert(r.Context())
+	if cert != nil {
+		c, err := pol.ClientByCertificate(cert)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnauthorized, err)
+		}
+		byCert = c
+	}
+	header := r.Header.Get("Authorization")
+	if header == "" {
+		switch {
+		case byCert != nil:
+			return byCert, nil
+		case cert != nil:
+			return nil, fmt.Errorf("%w: the client certificate names no client of the policy, and no Authorization header came with it", ErrUnauthorized)
+		case pol.UsesCertificates():
+			return nil, fmt.Errorf("%w: send Authorization: Bearer TOKEN, or a client certificate", ErrUnauthorized)
+		}
+		return nil, fmt.Errorf("%w: send Authorization: Bearer TOKEN", ErrUnauthorized)
+	}
+	c, err := g.byBearer(header)
+	if err != nil {
+		return nil, err
+	}
+	if byCert != nil && byCert != c {
+		return nil, fmt.Errorf("%w: the client certificate and the bearer credential name different clients", ErrUnauthorized)
+	}
+	return c, nil
+}
+
+// byBearer returns the client whose credential an Authorization header
+// carries.
+func (g *Gateway) byBearer(header string) (*policy.Client, error) {
+	scheme, bearer, _ := strings.Cut(header, " ")
+	bearer = strings.TrimSpace(bearer)
+	switch {
+	case !strings.EqualFold(scheme, "Bearer") || bearer == "":
+		return nil, fmt.Errorf("%w: send Authorization: Bearer TOKEN", ErrUnauthorized)
+	case len(bearer) > maxBearerBytes:
+		return nil, fmt.Errorf("%w: the bearer credential is longer than %d bytes", ErrUnauthorized, maxBearerBytes)
+	}
+	c, ok := g.cfg.Policy.Authenticate(bearer)
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown bearer token", ErrUnauthorized)
+	}
+	return c, nil
 }
 
 // authorize checks that the authenticated caller may call op.

@@ -11,6 +11,15 @@
 // /livez, /readyz and /metrics are for operators, and so is /status, a
 // page for people (embedded in the binary) that polls GET /v1/status.
 //
+// # Who is calling
+//
+// A client proves who it is by a bearer token or a client certificate
+// (identify); either way it is one policy client, whose name binds its
+// tokens and whose operations it may call. With Config.ClientCAs, every
+// request's certificate is checked on every route, against the CAs in
+// force, before anything else (checkClientCert); OpsHandler serves health
+// and metrics apart, for a listener without TLS.
+//
 // # The write path
 //
 // A write is authenticated and authorised (when the policy declares

@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"github.com/fencegw/fencegw/authority"
@@ -86,6 +87,15 @@ type Config struct {
 	// UnsafeNoFence turns the fence check off. Only `fencegw torture`'s
 	// control runs set it, to prove their checker can fail.
 	UnsafeNoFence bool
+	// ClientCAs, if set, returns the CAs in force that client
+	// certificates must chain to: every request that comes with one, on
+	// any route, is refused (401) unless it is valid, for client
+	// authentication and issued by one of them (tlsfiles.VerifyClient).
+	// A policy's client may then be known by its certificate.
+	ClientCAs func() *x509.CertPool
+	// RequireClientCert refuses, with ClientCAs, every request that comes
+	// without a client certificate.
+	RequireClientCert bool
 	// Collectors are served on /metrics beside the gateway's own: what
 	// its host measures around it (reloads of TLS and JWKS files).
 	Collectors []prometheus.Collector
@@ -254,6 +264,7 @@ func (g *Gateway) Handler() http.Handler {
 	// HEAD wherever GET is served (RFC 9110), e.g. a load balancer's
 	// HEAD /readyz.
 	r.Use(middleware.GetHead)
+	r.Use(g.checkClientCert)
 	// Every route is registered with its whole pattern named for the
 	// access log (routeNamed).
 	get := func(pattern string, h http.Handler) {

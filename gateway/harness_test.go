@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -36,6 +37,8 @@ type harness struct {
 	// policy is the YAML the gateway serves; gateways on other pools
 	// (wrappedGateway) serve it too.
 	policy string
+	// client sends the requests; nil: http.DefaultClient.
+	client *http.Client
 }
 
 // demoPolicy returns the demo policy text with the account resource in the
@@ -139,7 +142,7 @@ func (h *harness) send(method, path string, header http.Header, body io.Reader) 
 	for k, vs := range header {
 		req.Header[k] = vs
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := cmp.Or(h.client, http.DefaultClient).Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}

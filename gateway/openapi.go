@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -61,8 +62,7 @@ func OpenAPI(pol *policy.Policy, version string) ([]byte, error) {
 		"parameters": parameters(),
 	}
 	if pol.AuthRequired() {
-		components["securitySchemes"] = obj{"bearer": obj{"type": "http", "scheme": "bearer",
-			"description": "A client's token; the policy holds its SHA-256 (clients)."}}
+		components["securitySchemes"] = securitySchemes(pol)
 	}
 	doc := obj{
 		"openapi": "3.1.0",
@@ -80,13 +80,31 @@ func OpenAPI(pol *policy.Policy, version string) ([]byte, error) {
 	return json.MarshalIndent(doc, "", "  ")
 }
 
-// security is what every /v1 call needs: a bearer token when the policy
-// declares clients.
+// security is what every /v1 call needs when the policy declares
+// clients: one of the ways its clients prove who they are.
 func security(pol *policy.Policy) []any {
-	if !pol.AuthRequired() {
-		return []any{}
+	alternatives := []any{}
+	for _, name := range slices.Sorted(maps.Keys(securitySchemes(pol))) {
+		alternatives = append(alternatives, obj{name: []any{}})
 	}
-	return []any{obj{"bearer": []any{}}}
+	return alternatives
+}
+
+// securitySchemes are the ways the policy's clients prove who they are.
+func securitySchemes(pol *policy.Policy) obj {
+	schemes := obj{}
+	if !pol.AuthRequired() {
+		return schemes
+	}
+	if pol.UsesTokens() {
+		schemes["bearer"] = obj{"type": "http", "scheme": "bearer",
+			"description": "A client's token; the policy holds its SHA-256 (clients)."}
+	}
+	if pol.UsesCertificates() {
+		schemes["mutualTLS"] = obj{"type": "mutualTLS",
+			"description": "A client certificate for client authentication, issued by a CA of the gateway's --tls-client-ca-file; the policy names the client by one of its URI SANs (a SPIFFE ID), DNS SANs, or its CN."}
+	}
+	return schemes
 }
 
 func operationPath(pol *policy.Policy, op *policy.Operation) obj {

@@ -151,3 +151,27 @@ func withoutInfo(t *testing.T, b []byte) []byte {
 	out, _ := json.Marshal(m)
 	return out
 }
+
+// TestOpenAPISecuritySchemes: the document declares the ways the
+// policy's clients prove who they are, and every /v1 call accepts any of
+// them; a policy without clients declares none.
+func TestOpenAPISecuritySchemes(t *testing.T) {
+	doc, _ := loadOpenAPI(t, certificatePolicy(t))
+	schemes := doc.Components.SecuritySchemes
+	if len(schemes) != 2 || schemes["bearer"] == nil || schemes["mutualTLS"] == nil || schemes["mutualTLS"].Value.Type != "mutualTLS" {
+		t.Fatalf("security schemes %v, want bearer and mutualTLS", schemes)
+	}
+	for _, p := range []string{"/v1/ops/debit", "/v1/leases", "/v1/status"} {
+		item := doc.Paths.Find(p)
+		op := item.Post
+		if op == nil {
+			op = item.Get
+		}
+		if op.Security == nil || len(*op.Security) != 2 {
+			t.Errorf("%s: security %v, want either scheme", p, op.Security)
+		}
+	}
+	if doc, _ := loadOpenAPI(t, demoPolicy(t, "monotonic")); len(doc.Components.SecuritySchemes) != 0 {
+		t.Errorf("a policy without clients declares %v", doc.Components.SecuritySchemes)
+	}
+}

@@ -224,7 +224,7 @@ const keyInFlightDetail = "; an earlier attempt with this Idempotency-Key may st
 
 // goPackages are the prefixes Go errors carry ("fence: stale token …"):
 // they name fencegw's packages, which mean nothing to a client.
-var goPackages = []string{"gateway", "fence", "policy", "tokens", "authority"}
+var goPackages = []string{"gateway", "fence", "policy", "tokens", "authority", "tlsfiles", "jwtauth"}
 
 // publicDetail is an error's text without its Go package prefixes, at its
 // start and after each ": ".

@@ -15,7 +15,7 @@ type problemType struct {
 
 var problemTypes = []problemType{
 	{"bad-request", http.StatusBadRequest, "Bad request", "malformed token, bad JSON, unknown, missing or mistyped argument, argument out of bounds, unknown or repeated role, two roles on one resource, one resource under two tokens in a batch, more than 100 writes in a batch"},
-	{"unauthorized", http.StatusUnauthorized, "Unauthorized", "no or unknown bearer token (the policy declares clients)"},
+	{"unauthorized", http.StatusUnauthorized, "Unauthorized", "no credential, or one that failed a check (the detail names it): an unknown bearer token, a client certificate that is not valid or names no client, a JWT that is not (the policy declares clients, or the gateway asks for client certificates)"},
 	{"token-rejected", http.StatusForbidden, "Token rejected by the authority", "a token the gateway did not issue for this resource and client, of another epoch, not the live holder's (validation: holder), or a revision in the future (validation: revision)"},
 	{"token-retired", http.StatusForbidden, "Token signed by a retired key", "a token the gateway issued, signed by a key since retired (fencegw keys retire): refused for good, take a new lease"},
 	{"forbidden", http.StatusForbidden, "Forbidden", "the client may not call the operation"},

@@ -3,7 +3,6 @@ package policy
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"slices"
 	"strings"
 )
 
@@ -11,14 +10,18 @@ import (
 // the policy (authentication off, or failed); no client may be called so.
 const Anonymous = "anonymous"
 
-// Client is a caller known by the SHA-256 of its bearer token, and the
-// operations it may call. The token itself never appears in the policy.
+// Client is a caller, known by the SHA-256 of its bearer token, by its
+// client certificate or by its JWT (identity.go), and the operations it
+// may call. The token itself never appears in the policy.
 type Client struct {
 	Name       string
 	operations map[string]bool
 	any        bool
 	leases     map[string]bool // lock-only lease entries it may take (leases.go)
 	anyLease   bool
+	token      bool // known by a bearer token
+	// certificate is how its certificate names it, e.g. "uri spiffe://…".
+	certificate string
 }
 
 // mayLease reports whether c may take the lock-only lease entry name.
@@ -43,29 +46,31 @@ func (c *Client) MayCallEvery() bool { return c.any }
 // Authenticate returns the client whose token is bearer. With no clients
 // in the policy, authentication is off and it returns (nil, true).
 func (p *Policy) Authenticate(bearer string) (*Client, bool) {
-	if len(p.clients) == 0 {
+	if !p.AuthRequired() {
 		return nil, true
 	}
-	c, ok := p.clients[sha256.Sum256([]byte(bearer))]
+	c, ok := p.clients.byToken[sha256.Sum256([]byte(bearer))]
 	return c, ok
 }
 
 // AuthRequired reports whether the policy declares clients.
-func (p *Policy) AuthRequired() bool { return len(p.clients) > 0 }
+func (p *Policy) AuthRequired() bool { return len(p.clients.all) > 0 }
 
 type fileClient struct {
-	TokenSHA256 string   `yaml:"token_sha256"`
-	Operations  []string `yaml:"operations"`
-	Leases      []string `yaml:"leases"` // lock-only lease entries, or "*"
+	TokenSHA256 string           `yaml:"token_sha256"`
+	Certificate *fileCertificate `yaml:"certificate"`
+	Operations  []string         `yaml:"operations"`
+	Leases      []string         `yaml:"leases"` // lock-only lease entries, or "*"
 }
 
 // compileClients checks clients against the declared operations, so an
 // operation with its own problems is not reported again as unknown.
 func compileClients(ps *problems, p *Policy, clients map[string]fileClient, declared map[string]fileOperation, leases map[string]string) {
-	p.clients = map[[32]byte]*Client{}
+	p.clients = newClientIndex()
 	for _, name := range sortedKeys(clients) {
 		fc, entry := clients[name], "clients."+name
 		c := &Client{Name: name, operations: map[string]bool{}, leases: map[string]bool{}}
+		p.clients.all = append(p.clients.all, c)
 		for _, l := range fc.Leases {
 			switch {
 			case l == "*":
@@ -82,15 +87,14 @@ func compileClients(ps *problems, p *Policy, clients map[string]fileClient, decl
 		if name == Anonymous {
 			ps.add(entry, "%q is reserved: the access log and the audit name callers without a client so", Anonymous)
 		}
-		var sum [32]byte
-		if b, err := hex.DecodeString(fc.TokenSHA256); err != nil || len(b) != len(sum) {
-			ps.add(entry+".token_sha256", "want the 64 hex digits of the SHA-256 of the client's bearer token (e.g. `printf %%s TOKEN | sha256sum`)")
-		} else {
-			copy(sum[:], b)
-			if other, dup := p.clients[sum]; dup {
-				ps.add(entry+".token_sha256", "same token as client %s", other.Name)
-			}
-			p.clients[sum] = c
+		if fc.TokenSHA256 == "" && fc.Certificate == nil {
+			ps.add(entry, "say how the client proves who it is: token_sha256 (a bearer token) and/or certificate (a client certificate)")
+		}
+		if fc.TokenSHA256 != "" {
+			compileToken(ps, &p.clients, c, fc.TokenSHA256, entry)
+		}
+		if fc.Certificate != nil {
+			compileCertificate(ps, &p.clients, c, fc.Certificate, entry)
 		}
 		if len(fc.Operations) == 0 {
 			ps.add(entry+".operations", "missing: list the operations the client may call, or [\"*\"] for all")
@@ -108,16 +112,37 @@ func compileClients(ps *problems, p *Policy, clients map[string]fileClient, decl
 	}
 }
 
+// compileToken indexes c by the SHA-256 of its bearer token.
+func compileToken(ps *problems, idx *clientIndex, c *Client, hexSum, entry string) {
+	b, err := hex.DecodeString(hexSum)
+	if err != nil || len(b) != sha256.Size {
+		ps.add(entry+".token_sha256", "want the 64 hex digits of the SHA-256 of the client's bearer token (e.g. `printf %%s TOKEN | sha256sum`)")
+		return
+	}
+	sum := [sha256.Size]byte(b)
+	c.token = true
+	if other, dup := idx.byToken[sum]; dup {
+		ps.add(entry+".token_sha256", "same token as client %s", other.Name)
+		return
+	}
+	idx.byToken[sum] = c
+}
+
 func hasKey[V any](m map[string]V, k string) bool {
 	_, ok := m[k]
 	return ok
 }
 
-func (p *Policy) clientsByName() []*Client {
-	cs := make([]*Client, 0, len(p.clients))
-	for _, c := range p.clients {
-		cs = append(cs, c)
+func (p *Policy) clientsByName() []*Client { return p.clients.all }
+
+// proves says how c proves who it is, for the policy's description.
+func (c *Client) proves() string {
+	var ways []string
+	if c.token {
+		ways = append(ways, "bearer token")
 	}
-	slices.SortFunc(cs, func(a, b *Client) int { return strings.Compare(a.Name, b.Name) })
-	return cs
+	if c.certificate != "" {
+		ways = append(ways, "certificate "+c.certificate)
+	}
+	return strings.Join(ways, ", ")
 }

@@ -440,7 +440,7 @@ func (p *Policy) Describe() string {
 		if !c.any {
 			ops = strings.Join(sortedKeys(c.operations), ", ")
 		}
-		fmt.Fprintf(&b, "\nclient %s may call: %s\n", c.Name, ops)
+		fmt.Fprintf(&b, "\nclient %s (%s) may call: %s\n", c.Name, c.proves(), ops)
 		if leases := c.leaseNames(); leases != "" {
 			fmt.Fprintf(&b, "client %s may also lease: %s\n", c.Name, leases)
 		}

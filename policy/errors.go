@@ -12,6 +12,9 @@ var (
 	// ErrBadArgs is wrapped by *ArgError: a request's arguments do not match
 	// the operation's declaration.
 	ErrBadArgs = errors.New("policy: bad arguments")
+	// ErrAmbiguousCertificate refuses a client certificate that names
+	// more than one client.
+	ErrAmbiguousCertificate = errors.New("policy: the client certificate names more than one client")
 )
 
 // Problem is one thing wrong with one entry of a policy file.

@@ -20,6 +20,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("resources: {a: {key: 'a/{x}'}}\noperations: {o: {resource: a, args: {x: {type: string}}, statements: [{sql: 'SELECT :x'}]}}"))
 	f.Add([]byte("operations: [1, 2]"))
 	f.Add([]byte("&a [*a]"))
+	f.Add([]byte(goodPolicy + identityClients))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("fuzz.yaml", data)
 		if err != nil {
@@ -147,6 +148,8 @@ func FuzzSchemaCheck(f *testing.F) {
 		strings.Replace(schemaBase, "P0001:", "23514:", 1),
 		strings.Replace(schemaBase, `key: "account/{account}"`, "key: !!binary /w==", 1), // not UTF-8
 		schemaBase + "leases: {election: 'election/{group}', n: 1, bad: 'x/{'}\n",
+		schemaBase + identityClients,
+		schemaBase + "clients:\n  a: {certificate: {uri: \"x:\\f\"}, operations: [debit]}\n  b: {certificate: {cn: ~, dns: ''}, token_sha256: ~, operations: [debit]}\n",
 	} {
 		f.Add([]byte(seed))
 	}

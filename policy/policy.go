@@ -34,10 +34,10 @@ type Policy struct {
 	Source     string
 	Resources  map[string]*Resource
 	Operations map[string]*Operation
-	Guarded    []*GuardedTable      // sorted by table
-	clients    map[[32]byte]*Client // by SHA-256 of the bearer token
-	writers    []writer             // what lease names operations write (leases.go)
-	lockOnly   []lockOnly           // leases:, sorted by name
+	Guarded    []*GuardedTable // sorted by table
+	clients    clientIndex     // by name, token, certificate, JWT
+	writers    []writer        // what lease names operations write (leases.go)
+	lockOnly   []lockOnly      // leases:, sorted by name
 	sqlErrors  map[string]SQLErrorMapping
 	digest     [32]byte // SHA-256 of the file
 }

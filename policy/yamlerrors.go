@@ -17,14 +17,15 @@ var fileShapes = map[string]struct {
 	name string
 	t    reflect.Type
 }{
-	"fileDoc":       {"the top level", reflect.TypeFor[fileDoc]()},
-	"fileResource":  {"a resource", reflect.TypeFor[fileResource]()},
-	"fileOperation": {"an operation", reflect.TypeFor[fileOperation]()},
-	"fileArg":       {"an argument", reflect.TypeFor[fileArg]()},
-	"fileStatement": {"a statement", reflect.TypeFor[fileStatement]()},
-	"fileClient":    {"a client", reflect.TypeFor[fileClient]()},
-	"fileGuarded":   {"a guarded table", reflect.TypeFor[fileGuarded]()},
-	"fileSQLError":  {"an sql_errors entry", reflect.TypeFor[fileSQLError]()},
+	"fileDoc":         {"the top level", reflect.TypeFor[fileDoc]()},
+	"fileResource":    {"a resource", reflect.TypeFor[fileResource]()},
+	"fileOperation":   {"an operation", reflect.TypeFor[fileOperation]()},
+	"fileArg":         {"an argument", reflect.TypeFor[fileArg]()},
+	"fileStatement":   {"a statement", reflect.TypeFor[fileStatement]()},
+	"fileClient":      {"a client", reflect.TypeFor[fileClient]()},
+	"fileCertificate": {"a client's certificate", reflect.TypeFor[fileCertificate]()},
+	"fileGuarded":     {"a guarded table", reflect.TypeFor[fileGuarded]()},
+	"fileSQLError":    {"an sql_errors entry", reflect.TypeFor[fileSQLError]()},
 }
 
 var (

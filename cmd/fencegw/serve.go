@@ -89,6 +89,9 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
+	if err := cfg.TLS.checkPolicy(pol); err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
 	startCtx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	pool, err := openPool(startCtx, cfg)
@@ -118,14 +121,18 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(gateway.Config{
+	gwConfig := gateway.Config{
 		Pool: pool, Authority: auth, Policy: pol, Logger: log,
 		MaxBodyBytes: cfg.MaxBodyBytes, WriteTimeout: cfg.WriteTimeout, MaxInFlight: cfg.MaxInFlight, SchemaVersion: want,
 		MaxLeasesPerClient: cfg.MaxLeases, MaxLeaseRequests: cfg.MaxLeaseCalls,
 		IdempotencyRetention: cfg.IdempotencyRetention, UnsafeNoFence: cfg.UnsafeNoFence,
 		NoGroupCommit: !cfg.GroupCommit, MaxWriteTransactions: cfg.WriteTxs, TrustedProxies: proxies,
 		Collectors: []prometheus.Collector{reloadFailures},
-	})
+	}
+	if tlsServer != nil && cfg.TLS.ClientCAFile != "" {
+		gwConfig.ClientCAs, gwConfig.RequireClientCert = tlsServer.ClientCAs, tlsServer.RequireClientCert()
+	}
+	gw, err := gateway.New(gwConfig)
 	if err != nil {
 		return err
 	}

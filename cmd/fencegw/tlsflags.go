@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tlsfiles"
 )
 
@@ -42,6 +43,15 @@ func (f *tlsFlags) check() error {
 		return fmt.Errorf("%w: --tls-client-ca-file needs --tls-cert-file and --tls-key-file: client certificates come over TLS", errUsage)
 	case f.ClientAuth != "" && f.ClientAuth != "require" && f.ClientAuth != "optional":
 		return fmt.Errorf("%w: --tls-client-auth %q: want require or optional", errUsage, f.ClientAuth)
+	}
+	return nil
+}
+
+// checkPolicy refuses a policy whose clients prove who they are by a
+// certificate the gateway would never ask for.
+func (f *tlsFlags) checkPolicy(pol *policy.Policy) error {
+	if pol.UsesCertificates() && f.ClientCAFile == "" {
+		return fmt.Errorf("%w: the policy knows clients by their certificates: set --tls-client-ca-file (and --tls-cert-file, --tls-key-file)", errUsage)
 	}
 	return nil
 }
