@@ -21,7 +21,8 @@ const anonymous = policy.Anonymous
 const maxBearerBytes = 8 << 10
 
 // authenticate admits a request only from a client the policy declares,
-// proved by its bearer token or its client certificate (identify). A
+// proved by its bearer token, its JWT or its client certificate
+// (identify). A
 // policy without clients turns authentication off (for local
 // development); serve logs a warning then.
 func (g *Gateway) authenticate(next http.Handler) http.Handler {
@@ -79,7 +80,7 @@ func (g *Gateway) identify(r *http.Request) (*policy.Client, error) {
 }
 
 // byBearer returns the client whose credential an Authorization header
-// carries.
+// carries: a bearer token, or a JWT.
 func (g *Gateway) byBearer(header string) (*policy.Client, error) {
 	scheme, bearer, _ := strings.Cut(header, " ")
 	bearer = strings.TrimSpace(bearer)
@@ -89,9 +90,24 @@ func (g *Gateway) byBearer(header string) (*policy.Client, error) {
 	case len(bearer) > maxBearerBytes:
 		return nil, fmt.Errorf("%w: the bearer credential is longer than %d bytes", ErrUnauthorized, maxBearerBytes)
 	}
-	c, ok := g.cfg.Policy.Authenticate(bearer)
-	if !ok {
+	if c, ok := g.cfg.Policy.Authenticate(bearer); ok {
+		return c, nil
+	}
+	// A JWT is three base64url segments; a bearer token that happens to
+	// look like one was looked up first.
+	if strings.Count(bearer, ".") != 2 {
 		return nil, fmt.Errorf("%w: unknown bearer token", ErrUnauthorized)
+	}
+	if g.cfg.VerifyJWT == nil {
+		return nil, fmt.Errorf("%w: unknown bearer token (a JWT, and this gateway verifies none)", ErrUnauthorized)
+	}
+	subject, err := g.cfg.VerifyJWT(bearer)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnauthorized, err)
+	}
+	c := g.cfg.Policy.ClientByJWTSubject(subject)
+	if c == nil {
+		return nil, fmt.Errorf("%w: the JWT names no client of the policy", ErrUnauthorized)
 	}
 	return c, nil
 }

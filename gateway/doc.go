@@ -13,8 +13,8 @@
 //
 // # Who is calling
 //
-// A client proves who it is by a bearer token or a client certificate
-// (identify); either way it is one policy client, whose name binds its
+// A client proves who it is by a bearer token, a JWT (Config.VerifyJWT)
+// or a client certificate (identify); whichever way, it is one policy client, whose name binds its
 // tokens and whose operations it may call. With Config.ClientCAs, every
 // request's certificate is checked on every route, against the CAs in
 // force, before anything else (checkClientCert); OpsHandler serves health

@@ -96,6 +96,11 @@ type Config struct {
 	// RequireClientCert refuses, with ClientCAs, every request that comes
 	// without a client certificate.
 	RequireClientCert bool
+	// VerifyJWT, if set, checks a bearer credential shaped as a JWT
+	// that is no client's bearer token, and returns the value of its
+	// claim that names the client, for the policy's jwt clients
+	// (jwtauth.Verifier.Verify). Its errors must quote no credential.
+	VerifyJWT func(token string) (subject string, err error)
 	// Collectors are served on /metrics beside the gateway's own: what
 	// its host measures around it (reloads of TLS and JWKS files).
 	Collectors []prometheus.Collector

@@ -100,6 +100,10 @@ func securitySchemes(pol *policy.Policy) obj {
 		schemes["bearer"] = obj{"type": "http", "scheme": "bearer",
 			"description": "A client's token; the policy holds its SHA-256 (clients)."}
 	}
+	if pol.UsesJWT() {
+		schemes["jwt"] = obj{"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+			"description": "A JWT (a Kubernetes pod's projected service account token, say) signed by a key of the gateway's JWKS, of its issuer and audience, unexpired; the policy names the client by the claim the gateway reads (sub by default)."}
+	}
 	if pol.UsesCertificates() {
 		schemes["mutualTLS"] = obj{"type": "mutualTLS",
 			"description": "A client certificate for client authentication, issued by a CA of the gateway's --tls-client-ca-file; the policy names the client by one of its URI SANs (a SPIFFE ID), DNS SANs, or its CN."}

@@ -171,6 +171,10 @@ func TestOpenAPISecuritySchemes(t *testing.T) {
 			t.Errorf("%s: security %v, want either scheme", p, op.Security)
 		}
 	}
+	doc, _ = loadOpenAPI(t, demoPolicy(t, "monotonic")+"\nclients:\n  pod: {jwt: {subject: s}, operations: [debit]}\n")
+	if jwt := doc.Components.SecuritySchemes["jwt"]; len(doc.Components.SecuritySchemes) != 1 || jwt == nil || jwt.Value.BearerFormat != "JWT" {
+		t.Errorf("a policy of JWT clients: security schemes %v, want jwt alone, bearerFormat JWT", doc.Components.SecuritySchemes)
+	}
 	if doc, _ := loadOpenAPI(t, demoPolicy(t, "monotonic")); len(doc.Components.SecuritySchemes) != 0 {
 		t.Errorf("a policy without clients declares %v", doc.Components.SecuritySchemes)
 	}

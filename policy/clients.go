@@ -11,7 +11,7 @@ import (
 const Anonymous = "anonymous"
 
 // Client is a caller, known by the SHA-256 of its bearer token, by its
-// client certificate or by its JWT (identity.go), and the operations it
+// client certificate or by its JWT's subject (identity.go), and the operations it
 // may call. The token itself never appears in the policy.
 type Client struct {
 	Name       string
@@ -22,6 +22,7 @@ type Client struct {
 	token      bool // known by a bearer token
 	// certificate is how its certificate names it, e.g. "uri spiffe://…".
 	certificate string
+	jwt         string // the subject of its JWTs
 }
 
 // mayLease reports whether c may take the lock-only lease entry name.
@@ -59,6 +60,7 @@ func (p *Policy) AuthRequired() bool { return len(p.clients.all) > 0 }
 type fileClient struct {
 	TokenSHA256 string           `yaml:"token_sha256"`
 	Certificate *fileCertificate `yaml:"certificate"`
+	JWT         *fileJWT         `yaml:"jwt"`
 	Operations  []string         `yaml:"operations"`
 	Leases      []string         `yaml:"leases"` // lock-only lease entries, or "*"
 }
@@ -87,14 +89,17 @@ func compileClients(ps *problems, p *Policy, clients map[string]fileClient, decl
 		if name == Anonymous {
 			ps.add(entry, "%q is reserved: the access log and the audit name callers without a client so", Anonymous)
 		}
-		if fc.TokenSHA256 == "" && fc.Certificate == nil {
-			ps.add(entry, "say how the client proves who it is: token_sha256 (a bearer token) and/or certificate (a client certificate)")
+		if fc.TokenSHA256 == "" && fc.Certificate == nil && fc.JWT == nil {
+			ps.add(entry, "say how the client proves who it is: token_sha256 (a bearer token), certificate (a client certificate) or jwt (a JWT bearer), one or more")
 		}
 		if fc.TokenSHA256 != "" {
 			compileToken(ps, &p.clients, c, fc.TokenSHA256, entry)
 		}
 		if fc.Certificate != nil {
 			compileCertificate(ps, &p.clients, c, fc.Certificate, entry)
+		}
+		if fc.JWT != nil {
+			compileJWT(ps, &p.clients, c, fc.JWT, entry)
 		}
 		if len(fc.Operations) == 0 {
 			ps.add(entry+".operations", "missing: list the operations the client may call, or [\"*\"] for all")
@@ -143,6 +148,9 @@ func (c *Client) proves() string {
 	}
 	if c.certificate != "" {
 		ways = append(ways, "certificate "+c.certificate)
+	}
+	if c.jwt != "" {
+		ways = append(ways, "JWT subject "+c.jwt)
 	}
 	return strings.Join(ways, ", ")
 }

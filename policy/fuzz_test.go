@@ -150,6 +150,7 @@ func FuzzSchemaCheck(f *testing.F) {
 		schemaBase + "leases: {election: 'election/{group}', n: 1, bad: 'x/{'}\n",
 		schemaBase + identityClients,
 		schemaBase + "clients:\n  a: {certificate: {uri: \"x:\\f\"}, operations: [debit]}\n  b: {certificate: {cn: ~, dns: ''}, token_sha256: ~, operations: [debit]}\n",
+		schemaBase + "clients:\n  a: {jwt: {subject: ''}, operations: [debit]}\n  b: {jwt: ~, certificate: {cn: b}, operations: [debit]}\n  c: {jwt: {subject: 7}, operations: [debit]}\n",
 	} {
 		f.Add([]byte(seed))
 	}

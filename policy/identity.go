@@ -18,6 +18,13 @@ type fileCertificate struct {
 	CN  string `yaml:"cn"`
 }
 
+type fileJWT struct {
+	Subject string `yaml:"subject"`
+}
+
+// maxSubjectLength bounds a JWT subject in the policy.
+const maxSubjectLength = 1024
+
 // The patterns the schema has for uri and dns.
 var (
 	uriRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:[^\s]+$`)
@@ -31,10 +38,11 @@ type clientIndex struct {
 	byURI   map[string]*Client
 	byDNS   map[string]*Client // lower case
 	byCN    map[string]*Client
+	byJWT   map[string]*Client // by the claim that names the client
 }
 
 func newClientIndex() clientIndex {
-	return clientIndex{byToken: map[[32]byte]*Client{}, byURI: map[string]*Client{}, byDNS: map[string]*Client{}, byCN: map[string]*Client{}}
+	return clientIndex{byToken: map[[32]byte]*Client{}, byURI: map[string]*Client{}, byDNS: map[string]*Client{}, byCN: map[string]*Client{}, byJWT: map[string]*Client{}}
 }
 
 // ClientByCertificate returns the client a verified certificate names,
@@ -69,6 +77,13 @@ func (p *Policy) ClientByCertificate(cert *x509.Certificate) (*Client, error) {
 func (p *Policy) UsesCertificates() bool {
 	return len(p.clients.byURI)+len(p.clients.byDNS)+len(p.clients.byCN) > 0
 }
+
+// ClientByJWTSubject returns the client whose JWTs name it subject (in
+// the claim serve's --jwt-client-claim says, sub by default), or nil.
+func (p *Policy) ClientByJWTSubject(subject string) *Client { return p.clients.byJWT[subject] }
+
+// UsesJWT reports whether a client is known by its JWT.
+func (p *Policy) UsesJWT() bool { return len(p.clients.byJWT) > 0 }
 
 // UsesTokens reports whether a client is known by its bearer token.
 func (p *Policy) UsesTokens() bool { return len(p.clients.byToken) > 0 }
@@ -116,4 +131,20 @@ func compileCertificate(ps *problems, idx *clientIndex, c *Client, fc *fileCerti
 		return
 	}
 	byName[key] = c
+}
+
+// compileJWT indexes c by the subject its JWTs carry.
+func compileJWT(ps *problems, idx *clientIndex, c *Client, fj *fileJWT, entry string) {
+	entry += ".jwt.subject"
+	switch {
+	case fj.Subject == "":
+		ps.add(entry, "missing: the value of the claim that names the client, e.g. system:serviceaccount:billing:billing")
+	case len(fj.Subject) > maxSubjectLength:
+		ps.add(entry, "longer than %d bytes", maxSubjectLength)
+	case idx.byJWT[fj.Subject] != nil:
+		ps.add(entry, "same subject as client %s", idx.byJWT[fj.Subject].Name)
+	default:
+		idx.byJWT[fj.Subject] = c
+		c.jwt = fj.Subject
+	}
 }

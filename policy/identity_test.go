@@ -20,6 +20,9 @@ clients:
     certificate: {cn: operator}
     token_sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
     operations: ["*"]
+  pod:
+    jwt: {subject: "system:serviceaccount:billing:billing"}
+    operations: [debit]
 `
 
 func TestClientByCertificate(t *testing.T) {
@@ -57,14 +60,21 @@ func TestClientByCertificate(t *testing.T) {
 			}
 		})
 	}
-	if !p.UsesCertificates() || !p.UsesTokens() || !p.AuthRequired() {
+	if c := p.ClientByJWTSubject("system:serviceaccount:billing:billing"); c == nil || c.Name != "pod" {
+		t.Errorf("ClientByJWTSubject = %v, want pod", c)
+	}
+	if c := p.ClientByJWTSubject("system:serviceaccount:billing:Billing"); c != nil {
+		t.Errorf("a subject in another case names %s", c.Name)
+	}
+	if !p.UsesCertificates() || !p.UsesTokens() || !p.UsesJWT() || !p.AuthRequired() {
 		t.Error("a policy of certificate and token clients does not say so")
 	}
 	if c, ok := p.Authenticate("test"); !ok || c.Name != "operator" {
 		t.Errorf("operator's bearer token: %v %v", c, ok)
 	}
 	if d := p.Describe(); !strings.Contains(d, "client billing (certificate uri spiffe://example.org/ns/billing/sa/billing) may call: debit") ||
-		!strings.Contains(d, "client operator (bearer token, certificate cn operator)") {
+		!strings.Contains(d, "client operator (bearer token, certificate cn operator)") ||
+		!strings.Contains(d, "client pod (JWT subject system:serviceaccount:billing:billing)") {
 		t.Errorf("the description does not say how clients prove who they are:\n%s", d)
 	}
 }
@@ -80,6 +90,9 @@ func TestClientIdentityProblems(t *testing.T) {
 		{"URI with a space", "{certificate: {uri: 'spiffe://x/a b'}, operations: [debit]}", "clients.a.certificate.uri", "want an absolute URI"},
 		{"DNS name with a path", "{certificate: {dns: 'x.org/a'}, operations: [debit]}", "clients.a.certificate.dns", "want a DNS name"},
 		{"long CN", "{certificate: {cn: " + strings.Repeat("x", 65) + "}, operations: [debit]}", "clients.a.certificate.cn", ""},
+		{"JWT without subject", "{jwt: {}, operations: [debit]}", "clients.a.jwt.subject", "missing"},
+		{"JWT with an empty subject", "{jwt: {subject: ''}, operations: [debit]}", "clients.a.jwt.subject", "missing"},
+		{"JWT with a long subject", "{jwt: {subject: " + strings.Repeat("x", 1025) + "}, operations: [debit]}", "clients.a.jwt.subject", ""},
 		{"unknown form", "{certificate: {email: a@x.org}, operations: [debit]}", "*", `unknown key "email"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +106,10 @@ func TestClientIdentityProblems(t *testing.T) {
 				}
 			}
 		})
+	}
+	dupJWT := goodPolicy + "\nclients:\n  a: {jwt: {subject: s}, operations: [debit]}\n  b: {jwt: {subject: s}, operations: [debit]}\n"
+	if _, err := Parse("c.yaml", []byte(dupJWT)); err == nil || !strings.Contains(err.Error(), "same subject as client a") {
+		t.Fatalf("two clients of one JWT subject: %v", err)
 	}
 	dup := goodPolicy + "\nclients:\n  a: {certificate: {dns: x.org}, operations: [debit]}\n  b: {certificate: {dns: X.org}, operations: [debit]}\n"
 	if _, err := Parse("c.yaml", []byte(dup)); err == nil || !strings.Contains(err.Error(), "same certificate name as client a") {

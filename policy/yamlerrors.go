@@ -24,6 +24,7 @@ var fileShapes = map[string]struct {
 	"fileStatement":   {"a statement", reflect.TypeFor[fileStatement]()},
 	"fileClient":      {"a client", reflect.TypeFor[fileClient]()},
 	"fileCertificate": {"a client's certificate", reflect.TypeFor[fileCertificate]()},
+	"fileJWT":         {"a client's jwt", reflect.TypeFor[fileJWT]()},
 	"fileGuarded":     {"a guarded table", reflect.TypeFor[fileGuarded]()},
 	"fileSQLError":    {"an sql_errors entry", reflect.TypeFor[fileSQLError]()},
 }

@@ -37,6 +37,7 @@ type serveConfig struct {
 	DebugListen     string // pprof, off when empty
 	TrustedProxies  cidrs  // --trusted-proxies, read by trustedProxies
 	TLS             tlsFlags
+	JWT             jwtFlags
 
 	IdempotencyRetention time.Duration
 	AuthorityCheck       time.Duration
@@ -81,6 +82,7 @@ func (c *serveConfig) bind(cmd *cobra.Command, d flagDefaults) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "after the delay, how long shutdown waits for requests in flight")
 	fs.StringVar(&c.DebugListen, "debug-listen", "", "serve Go's profiler (/debug/pprof/) on this address, apart from the API; off by default")
 	c.TLS.bind(cmd)
+	c.JWT.bind(cmd)
 	fs.StringVar(&c.LogFormat, "log-format", d.logFormat, "log format: json or text")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	bindTrustedProxies(fs, &c.TrustedProxies)
@@ -184,7 +186,10 @@ func (c *serveConfig) checkValues() error {
 	case c.WriteTimeout <= 0 || c.ShutdownTimeout <= 0 || c.IdempotencyRetention <= 0 || c.AuthorityCheck <= 0:
 		return fmt.Errorf("%w: timeouts must be positive", errUsage)
 	}
-	return c.TLS.check()
+	if err := c.TLS.check(); err != nil {
+		return err
+	}
+	return c.JWT.check()
 }
 
 func (c *serveConfig) logger() *slog.Logger {

@@ -92,6 +92,10 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if err := cfg.TLS.checkPolicy(pol); err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
+	verifier, err := cfg.JWT.verifier(pol, log, reloadFailures)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
 	startCtx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	pool, err := openPool(startCtx, cfg)
@@ -128,6 +132,9 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		IdempotencyRetention: cfg.IdempotencyRetention, UnsafeNoFence: cfg.UnsafeNoFence,
 		NoGroupCommit: !cfg.GroupCommit, MaxWriteTransactions: cfg.WriteTxs, TrustedProxies: proxies,
 		Collectors: []prometheus.Collector{reloadFailures},
+	}
+	if verifier != nil {
+		gwConfig.VerifyJWT = verifier.Verify
 	}
 	if tlsServer != nil && cfg.TLS.ClientCAFile != "" {
 		gwConfig.ClientCAs, gwConfig.RequireClientCert = tlsServer.ClientCAs, tlsServer.RequireClientCert()

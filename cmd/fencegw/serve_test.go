@@ -183,6 +183,9 @@ func TestServeConfigCheck(t *testing.T) {
 		{"a TLS certificate without its key", func(c *serveConfig) { c.TLS.CertFile = "gw.crt" }, false},
 		{"a client CA without TLS", func(c *serveConfig) { c.TLS.ClientCAFile = "ca.pem" }, false},
 		{"an unknown client auth", func(c *serveConfig) { c.TLS.ClientAuth = "maybe" }, false},
+		{"a JWKS, an issuer and an audience", func(c *serveConfig) { c.JWT.JWKSFile, c.JWT.Issuer, c.JWT.Audience = "jwks.json", "iss", "aud" }, true},
+		{"a JWKS without an audience", func(c *serveConfig) { c.JWT.JWKSFile, c.JWT.Issuer = "jwks.json", "iss" }, false},
+		{"an issuer without a JWKS", func(c *serveConfig) { c.JWT.Issuer = "iss" }, false},
 	} {
 		cfg := serveConfigFor(t, "postgres://u@127.0.0.1:1/db", "policy.yaml")
 		tt.change(&cfg)
