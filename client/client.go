@@ -9,15 +9,19 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/fencegw/fencegw/internal/reload"
 )
 
 // Client talks to one fencegw gateway. It is safe for concurrent use.
 type Client struct {
-	base    string
-	baseErr error
-	http    *http.Client
-	bearer  string
-	clock   Clock
+	base       string
+	baseErr    error
+	optErr     error // an option's (credentials.go)
+	http       *http.Client
+	bearer     string
+	bearerFile *reload.Files[string] // WithBearerFile
+	clock      Clock
 }
 
 // Option configures a Client.
@@ -35,7 +39,7 @@ func WithBearerToken(token string) Option { return func(c *Client) { c.bearer = 
 func WithClock(clk Clock) Option { return func(c *Client) { c.clock = clk } }
 
 // New returns a Client of the gateway at baseURL, e.g.
-// "http://127.0.0.1:8080". A malformed URL surfaces as the error of the
+// "http://127.0.0.1:8080" or "https://gw.example.org" (see WithTLSFiles). A malformed URL surfaces as the error of the
 // first call.
 func New(baseURL string, opts ...Option) *Client {
 	c := &Client{base: strings.TrimRight(baseURL, "/"), http: http.DefaultClient, clock: SystemClock}
@@ -71,6 +75,9 @@ func (c *Client) do(ctx context.Context, k call) (http.Header, error) {
 	if c.baseErr != nil {
 		return nil, c.baseErr
 	}
+	if c.optErr != nil {
+		return nil, c.optErr
+	}
 	var body io.Reader
 	if k.body != nil {
 		b, err := json.Marshal(k.body)
@@ -90,8 +97,8 @@ func (c *Client) do(ctx context.Context, k call) (http.Header, error) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
-	if c.bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+c.bearer)
+	if bearer := c.bearerToken(); bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

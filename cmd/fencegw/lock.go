@@ -58,6 +58,13 @@ or gone, it is judged wedged) or --health-cmd (a shell command run every
 is stopped as on a lost lease and the lock released, so the next holder
 takes over within that bound.
 
+For an https:// gateway, --tls-ca-file names its CA; one that asks for a
+client certificate gets --tls-cert-file and --tls-key-file. A credential
+that rotates (a Kubernetes projected service account token) is read from
+--bearer-file before every request. The command gets these files'
+names too (FENCEGW_TLS_CA_FILE, FENCEGW_TLS_CERT_FILE, FENCEGW_TLS_KEY_FILE,
+FENCEGW_BEARER_FILE), as it gets FENCEGW_URL.
+
 exit status: CMD's own when it finished while the lease was held;
   3 the lease was lost and CMD was stopped; 4 the resource stayed locked;
   5 the gateway could not be reached or refused; 6 CMD stopped proving it
@@ -95,6 +102,7 @@ exit status: CMD's own when it finished while the lease was held;
 	flags.StringVar(&o.live.healthCmd, "health-cmd", "", "renew only while this shell command succeeds, run every --health-interval: a failure, or no answer within --health-timeout, and the job is stopped as on a lost lease (exit 6)")
 	flags.DurationVar(&o.live.healthInterval, "health-interval", 10*time.Second, "how often the health command runs")
 	flags.DurationVar(&o.live.healthTimeout, "health-timeout", 5*time.Second, "how long one run of the health command may take")
+	o.creds.bind(flags)
 	return cmd
 }
 
@@ -103,6 +111,7 @@ type lockOptions struct {
 	gateway          string
 	ttl, wait, grace time.Duration
 	live             liveness
+	creds            lockCredentials
 }
 
 // Exit statuses of `fencegw lock` other than the command's own.
@@ -131,7 +140,11 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 	resource := strings.Join(resources, ", ")
 
 	bearer := os.Getenv("FENCEGW_BEARER_TOKEN")
-	c := client.New(o.gateway, client.WithBearerToken(bearer))
+	opts, err := o.creds.options(bearer)
+	if err != nil {
+		return err
+	}
+	c := client.New(o.gateway, opts...)
 	set, err := c.AcquireAll(ctx, resources, client.AcquireOptions{TTL: o.ttl, Wait: o.wait})
 	var problem *client.ProblemError
 	switch {
@@ -140,11 +153,7 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 	case errors.Is(err, client.ErrLocked):
 		return &exitError{code: exitLocked, err: err}
 	case errors.As(err, &problem) && problem.Status == http.StatusUnauthorized:
-		hint := "set FENCEGW_BEARER_TOKEN to this client's bearer token"
-		if bearer != "" {
-			hint = "the bearer token in FENCEGW_BEARER_TOKEN was refused"
-		}
-		return &exitError{code: exitUnavailable, err: fmt.Errorf("%w (%s)", err, hint)}
+		return &exitError{code: exitUnavailable, err: fmt.Errorf("%w (%s)", err, o.creds.unauthorizedHint(bearer))}
 	case err != nil:
 		return &exitError{code: exitUnavailable, err: err}
 	}
@@ -158,7 +167,7 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "FENCEGW_URL="+o.gateway)
+	cmd.Env = append(append(os.Environ(), "FENCEGW_URL="+o.gateway), o.creds.env()...)
 	if len(resources) == 1 {
 		lease := set.Lease(resources[0])
 		cmd.Env = append(cmd.Env, "FENCING_TOKEN="+lease.Token(), "FENCEGW_LEASE_ID="+lease.ID(), "FENCEGW_RESOURCE="+lease.Resource())

@@ -6,8 +6,12 @@ package testgw
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
+	"log"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -32,11 +36,13 @@ type Options struct {
 	Guard bool
 	// Config, if set, adjusts the gateway's configuration.
 	Config func(*gateway.Config)
+	// TLS, if set, serves HTTPS with it (its GetCertificate honoured).
+	TLS *tls.Config
 }
 
 // Gateway is a gateway serving one test, stopped when the test ends.
 type Gateway struct {
-	URL         string // base URL, http://127.0.0.1:port
+	URL         string // base URL, http://127.0.0.1:port (https:// with Options.TLS)
 	DatabaseURL string
 	Pool        *pgxpool.Pool
 	Policy      *policy.Policy
@@ -98,7 +104,27 @@ func Start(t testing.TB, opts Options) *Gateway {
 	audited := make(chan struct{})
 	go func() { defer close(audited); gw.RunAudit(auditCtx) }()
 	t.Cleanup(func() { stopAudit(); <-audited })
-	srv := httptest.NewServer(gw.Handler())
-	t.Cleanup(srv.Close)
-	return &Gateway{URL: srv.URL, DatabaseURL: dbURL, Pool: pool, Policy: pol, Gateway: gw}
+	url := serve(t, gw.Handler(), opts.TLS)
+	return &Gateway{URL: url, DatabaseURL: dbURL, Pool: pool, Policy: pol, Gateway: gw}
+}
+
+// serve serves h until the test ends and returns its base URL: HTTPS with
+// cfg if set. Not httptest's StartTLS: it would add a certificate of its
+// own, served instead of cfg's to a client that names no server (an IP
+// address).
+func serve(t testing.TB, h http.Handler, cfg *tls.Config) string {
+	if cfg == nil {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, TLSConfig: cfg, ErrorLog: log.New(io.Discard, "", 0)}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { srv.Close(); <-done })
+	return "https://" + ln.Addr().String()
 }
