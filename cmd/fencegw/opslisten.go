@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,11 +9,14 @@ import (
 	"time"
 )
 
-// serveOps serves h, the gateway's /livez, /readyz and /metrics, on addr
-// in plain HTTP until the returned stop is called; stop drains it within
-// ctx.
-func serveOps(addr string, h http.Handler, log *slog.Logger, bound func(string)) (stop func(context.Context) error, err error) {
-	ln, err := net.Listen("tcp", addr)
+// serveOps serves h, the gateway's /livez, /readyz and /metrics, in plain
+// HTTP on f.OpsListen, if set, until stop is called; stop drains it within
+// drain.
+func serveOps(f tlsFlags, h http.Handler, log *slog.Logger, drain time.Duration) (stop func(), err error) {
+	if f.OpsListen == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", f.OpsListen)
 	if err != nil {
 		return nil, fmt.Errorf("--ops-listen: %w", err)
 	}
@@ -27,18 +29,17 @@ func serveOps(addr string, h http.Handler, log *slog.Logger, bound func(string))
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	served := make(chan struct{})
+	go func() { defer close(served); _ = srv.Serve(ln) }()
 	log.Info("fencegw serving /livez, /readyz and /metrics", "addr", ln.Addr().String())
-	if bound != nil {
-		bound(ln.Addr().String())
+	if f.opsBound != nil {
+		f.opsBound(ln.Addr().String())
 	}
-	return func(ctx context.Context) error {
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), drain)
+		defer cancel()
 		srv.SetKeepAlivesEnabled(false)
-		err := srv.Shutdown(ctx)
-		if served := <-served; !errors.Is(served, http.ErrServerClosed) {
-			return fmt.Errorf("--ops-listen: %w", served)
-		}
-		return err
+		_ = srv.Shutdown(ctx)
+		<-served
 	}, nil
 }

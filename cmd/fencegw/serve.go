@@ -18,7 +18,6 @@ import (
 	"github.com/fencegw/fencegw/fence"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/fencegw/fencegw/gateway"
@@ -82,17 +81,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if !pol.AuthRequired() {
 		log.Warn("the policy declares no clients: any caller may call any operation; declare clients before exposing the gateway")
 	}
-	// Credential files first: a fault in one is found before waiting for
-	// backends.
-	reloadFailures := newReloadFailures()
-	tlsServer, err := cfg.TLS.server(log, reloadFailures)
-	if err != nil {
-		return fmt.Errorf("%s: %w", cmd, err)
-	}
-	if err := cfg.TLS.checkPolicy(pol); err != nil {
-		return fmt.Errorf("%s: %w", cmd, err)
-	}
-	verifier, err := cfg.JWT.verifier(pol, log, reloadFailures)
+	creds, err := loadCredentials(cfg, pol, log)
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
@@ -131,14 +120,8 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		MaxLeasesPerClient: cfg.MaxLeases, MaxLeaseRequests: cfg.MaxLeaseCalls,
 		IdempotencyRetention: cfg.IdempotencyRetention, UnsafeNoFence: cfg.UnsafeNoFence,
 		NoGroupCommit: !cfg.GroupCommit, MaxWriteTransactions: cfg.WriteTxs, TrustedProxies: proxies,
-		Collectors: []prometheus.Collector{reloadFailures},
 	}
-	if verifier != nil {
-		gwConfig.VerifyJWT = verifier.Verify
-	}
-	if tlsServer != nil && cfg.TLS.ClientCAFile != "" {
-		gwConfig.ClientCAs, gwConfig.RequireClientCert = tlsServer.ClientCAs, tlsServer.RequireClientCert()
-	}
+	creds.configure(&gwConfig)
 	gw, err := gateway.New(gwConfig)
 	if err != nil {
 		return err
@@ -167,13 +150,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	if tlsServer != nil {
-		// ServeTLS answers plain HTTP with a 400 that says to use HTTPS.
-		srv.TLSConfig = tlsServer.Config()
-		go func() { served <- srv.ServeTLS(ln, "", "") }()
-	} else {
-		go func() { served <- srv.Serve(ln) }()
-	}
+	go func() { served <- creds.serve(srv, ln) }()
 	if cfg.DebugListen != "" {
 		stopDebug, err := serveDebug(cfg.DebugListen, log)
 		if err != nil {
@@ -182,19 +159,12 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		}
 		defer stopDebug()
 	}
-	if cfg.TLS.OpsListen != "" {
-		stopOps, err := serveOps(cfg.TLS.OpsListen, gw.OpsHandler(), log, cfg.TLS.opsBound)
-		if err != nil {
-			_ = srv.Close()
-			return fmt.Errorf("%s: %w", cmd, err)
-		}
-		// Stopped after the API: probes see /readyz fail while it drains.
-		defer func() {
-			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-			defer cancel()
-			_ = stopOps(stopCtx)
-		}()
+	stopOps, err := serveOps(cfg.TLS, gw.OpsHandler(), log, cfg.ShutdownTimeout)
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
+	defer stopOps() // after the API: probes see /readyz fail while it drains
 	stopBackground := runBackground(ctx,
 		func(ctx context.Context) { gw.Store().RunJanitor(ctx, cfg.IdempotencyRetention, log) },
 		func(ctx context.Context) { gw.Guard().Run(ctx, cfg.AuthorityCheck) },
