@@ -109,6 +109,14 @@ func TestClientCertificates(t *testing.T) {
 		}
 		t.Fatalf("a connection without a certificate: %v, want the handshake refused (certificate required)", err)
 	}
+	// A certificate is public: presenting billing's without its key (the
+	// handshake signed with another) proves nothing.
+	stolen := clients.Issue(t, testcerts.Leaf{URIs: []string{billingID}}).TLSCertificate(t)
+	stolen.PrivateKey = clients.Issue(t, testcerts.Leaf{CN: "thief"}).TLSCertificate(t).PrivateKey
+	if resp, err := gw.presenting(&stolen).client.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("billing's certificate without its key: %d, want the handshake refused", resp.StatusCode)
+	}
 }
 
 // TestClientCertificatesOptional: with client certificates optional, a

@@ -62,9 +62,18 @@ func serveTLS(t *testing.T, h *harness, clientCAFile string, optional bool, twea
 
 // as is a harness whose requests go to g presenting cert, if not nil.
 func (g *tlsGateway) as(cert *testcerts.Pair) *harness {
+	if cert == nil {
+		return g.presenting(nil)
+	}
+	c := cert.TLSCertificate(g.h.t)
+	return g.presenting(&c)
+}
+
+// presenting is as with a tls.Certificate.
+func (g *tlsGateway) presenting(cert *tls.Certificate) *harness {
 	cfg := &tls.Config{RootCAs: g.roots}
 	if cert != nil {
-		cfg.Certificates = []tls.Certificate{cert.TLSCertificate(g.h.t)}
+		cfg.Certificates = []tls.Certificate{*cert}
 	}
 	h := *g.h
 	h.base = g.base
