@@ -88,6 +88,10 @@ type AcquireOptions struct {
 	// MaxHold bounds the hold, renewals and all (holdbound.go); 0: none.
 	// TTL may not exceed it.
 	MaxHold time.Duration
+	// Key, if set, makes the acquisition idempotent (acquirekey.go): a
+	// retry with the same Owner and Key gets the first attempt's lease
+	// while it lives, instead of a second one.
+	Key string
 }
 
 // clientsPrefix indexes each lease under its owner, so that the leases of
@@ -160,6 +164,23 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 		return Lease{}, err
 	}
 	signer := ring.Signer()
+	for opts.Key != "" {
+		// A retry of an acquisition whose lease lives joins it.
+		resp, err := a.cli.Get(ctx, acquisitionKey(opts.Owner, opts.Key))
+		if err != nil {
+			return Lease{}, unavailable("read the acquisition", err)
+		}
+		if len(resp.Kvs) == 0 {
+			break
+		}
+		rec, err := parseAcquisition(resp.Kvs[0].Value)
+		if err != nil {
+			return Lease{}, err
+		}
+		if l, ok, err := a.join(ctx, resource, rec, opts); ok || err != nil {
+			return l, err
+		}
+	}
 	if err := a.checkHeld(ctx, opts); err != nil {
 		return Lease{}, err
 	}
@@ -170,6 +191,22 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 		return Lease{}, unavailable("grant lease", err)
 	}
 	id := LeaseID(grant.ID)
+	if opts.Key != "" {
+		rec, first, err := a.claimAcquisition(ctx, resource, id, opts)
+		if err == nil && !first {
+			// Another attempt with the key was first, a moment ago.
+			a.Abandon(ctx, id, opts.Owner)
+			l, ok, err := a.join(ctx, resource, rec, opts)
+			if !ok && err == nil {
+				err = fmt.Errorf("%w: another attempt with this key was under way and ended without a lease; send it again", ErrUnavailable)
+			}
+			return l, err
+		}
+		if err != nil {
+			a.Abandon(ctx, id, opts.Owner)
+			return Lease{}, err
+		}
+	}
 	lease, err := a.lock(ctx, resource, id, opts, signer)
 	if err == nil && lease.signer == "" {
 		ring, lease.signer, err = a.recordNewSigner(ctx, resource, id, signer)
@@ -177,6 +214,9 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	if err == nil {
 		// From the grant: a wait in line is no hold.
 		err = a.recordHold(ctx, id, time.Duration(grant.TTL)*time.Second, opts.MaxHold)
+	}
+	if err == nil && opts.Key != "" {
+		err = a.grantedAcquisition(ctx, lease, opts)
 	}
 	if err != nil {
 		a.Abandon(ctx, id, opts.Owner)

@@ -57,8 +57,13 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	if req.Wait != nil {
 		wait = time.Duration(*req.Wait * float64(time.Second))
 	}
+	key, _, err := idempotencyKey(r)
+	if err != nil {
+		g.writeProblem(w, r, err, scope)
+		return
+	}
 	opts := authority.AcquireOptions{
-		TTL: ttl, Wait: wait, Value: req.Value, Owner: clientName(r.Context()),
+		TTL: ttl, Wait: wait, Value: req.Value, Owner: clientName(r.Context()), Key: key,
 		MaxHeld:  cmp.Or(g.cfg.MaxLeasesPerClient, DefaultMaxLeasesPerClient),
 		Observer: g.replicas.self.Name, LockDelay: kind.LockDelay(), MaxHold: kind.MaxHold(),
 	}
@@ -88,10 +93,13 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Context().Err() != nil {
-		// The client left while waiting: nobody will ever learn this lease
-		// ID, so hand the lock on now instead of at the TTL.
+		// The client left while waiting: without a key nobody will ever
+		// learn this lease ID, so hand the lock on now instead of at the
+		// TTL. With one, its retry is what the lease waits for.
 		g.metrics.clientGone.Inc()
-		g.cfg.Authority.Abandon(context.WithoutCancel(r.Context()), lease.ID, opts.Owner)
+		if key == "" {
+			g.cfg.Authority.Abandon(context.WithoutCancel(r.Context()), lease.ID, opts.Owner)
+		}
 		return
 	}
 	g.metrics.leases.WithLabelValues("granted").Inc()

@@ -138,7 +138,7 @@ func problemFor(err error, scope problemScope) Problem {
 		p.set("unknown-operation")
 	case errors.As(err, &precond):
 		p.set("precondition-failed")
-	case errors.As(err, &mismatch):
+	case errors.As(err, &mismatch), errors.Is(err, authority.ErrKeyReused):
 		p.set("idempotency-mismatch")
 	case errors.As(err, &constr):
 		p.set("constraint")

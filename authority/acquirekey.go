@@ -1,0 +1,164 @@
+package authority
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// An acquisition with an idempotency key (AcquireOptions.Key) is one
+// acquisition however often it is sent. When the answer to a grant is lost
+// on the way (a timeout, a reset connection), the retry must not queue a
+// second lease behind the first: that one may be granted and hold the lock
+// for its whole TTL with nobody using it. So the first attempt records its
+// lease under the owner's key, attached to the lease (it goes with it),
+// and a retry with the same key joins it: it gets the same lease and token
+// once the lease holds the lock, waiting for that if it still waits; it
+// starts afresh only when that lease is gone (released, expired, or
+// abandoned by an attempt that failed).
+const acquisitionsPrefix = "/fencegw/acquisitions/"
+
+// ErrKeyReused is an acquisition key sent again for another resource or
+// TTL: the same key, another request.
+var ErrKeyReused = errors.New("authority: acquisition key reused for another request")
+
+func acquisitionKey(owner, key string) string {
+	return acquisitionsPrefix + url.PathEscape(owner) + "/" + url.PathEscape(key)
+}
+
+// acquisition is what the record holds.
+type acquisition struct {
+	Lease    string `json:"lease"`
+	Resource string `json:"resource"`
+	TTL      int64  `json:"ttl"`
+	Granted  bool   `json:"granted"`
+	Epoch    int64  `json:"epoch,omitempty"`
+	Revision int64  `json:"revision,omitempty"`
+	Signer   string `json:"signer,omitempty"`
+}
+
+// claimAcquisition records lease id as the acquisition of opts.Key, unless
+// another attempt did first: then it returns that attempt's record (ok
+// false), and id is the caller's to give back.
+func (a *Etcd) claimAcquisition(ctx context.Context, resource string, id LeaseID, opts AcquireOptions) (acquisition, bool, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	key := acquisitionKey(opts.Owner, opts.Key)
+	rec := acquisition{Lease: id.String(), Resource: resource, TTL: int64(opts.TTL / time.Second)}
+	b, _ := json.Marshal(rec)
+	resp, err := a.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(b), clientv3.WithLease(clientv3.LeaseID(id)))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return acquisition{}, false, unavailable("record the acquisition", err)
+	}
+	if resp.Succeeded {
+		return rec, true, nil
+	}
+	other, err := parseAcquisition(resp.Responses[0].GetResponseRange().Kvs[0].Value)
+	return other, false, err
+}
+
+// grantedAcquisition records that lease's acquisition holds the lock, with
+// what a retry needs to answer as the first attempt did.
+func (a *Etcd) grantedAcquisition(ctx context.Context, l Lease, opts AcquireOptions) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	rec := acquisition{Lease: l.ID.String(), Resource: l.Resource, TTL: int64(opts.TTL / time.Second), Granted: true,
+		Epoch: l.Token.Epoch, Revision: l.Token.Revision, Signer: l.signer}
+	b, _ := json.Marshal(rec)
+	key := acquisitionKey(opts.Owner, opts.Key)
+	// Only while the record is still there: a lease that ended this
+	// instant must not be recorded as granted.
+	if _, err := a.cli.Txn(ctx).If(clientv3.Compare(clientv3.Version(key), ">", 0)).
+		Then(clientv3.OpPut(key, string(b), clientv3.WithLease(clientv3.LeaseID(l.ID)))).Commit(); err != nil {
+		return unavailable("record the grant", err)
+	}
+	return nil
+}
+
+func parseAcquisition(b []byte) (acquisition, error) {
+	var rec acquisition
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Lease == "" {
+		return acquisition{}, fmt.Errorf("authority: an acquisition record that fencegw did not write: %q", b)
+	}
+	return rec, nil
+}
+
+// join waits for the acquisition rec another attempt made, as a retry of
+// it, and returns its lease once it holds the lock; ok false when that
+// lease is gone, and the caller may start afresh. ctx and wait bound it.
+func (a *Etcd) join(ctx context.Context, resource string, rec acquisition, opts AcquireOptions) (Lease, bool, error) {
+	if rec.Resource != resource || rec.TTL != int64(opts.TTL/time.Second) {
+		return Lease{}, false, fmt.Errorf("%w: it was first sent for %s with a ttl of %ds", ErrKeyReused, rec.Resource, rec.TTL)
+	}
+	key := acquisitionKey(opts.Owner, opts.Key)
+	wctx, cancel := context.WithTimeout(ctx, opts.Wait)
+	defer cancel()
+	for {
+		if rec.Granted {
+			return a.joined(ctx, resource, rec, opts)
+		}
+		resp, err := a.cli.Get(wctx, key)
+		switch {
+		case err != nil && wctx.Err() != nil && ctx.Err() == nil:
+			return Lease{}, false, a.lockedError(ctx, resource) // the first attempt still waits
+		case err != nil:
+			return Lease{}, false, unavailable("read the acquisition", err)
+		case len(resp.Kvs) == 0:
+			return Lease{}, false, nil // gone: start afresh
+		}
+		if rec, err = parseAcquisition(resp.Kvs[0].Value); err != nil {
+			return Lease{}, false, err
+		}
+		if rec.Granted {
+			continue
+		}
+		// Wait for the first attempt's next word: granted, or gone.
+		wch := a.cli.Watch(clientv3.WithRequireLeader(wctx), key, clientv3.WithRev(resp.Header.Revision+1))
+		select {
+		case <-wctx.Done():
+		case <-wch:
+		}
+	}
+}
+
+// joined answers a retry with the lease its first attempt was granted:
+// the same token, signed by the key that signed it, and the TTL left.
+func (a *Etcd) joined(ctx context.Context, resource string, rec acquisition, opts AcquireOptions) (Lease, bool, error) {
+	id, err := ParseLeaseID(rec.Lease)
+	if err != nil {
+		return Lease{}, false, fmt.Errorf("authority: acquisition record: %w", err)
+	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	ttl, err := a.cli.TimeToLive(ctx, clientv3.LeaseID(id))
+	switch {
+	case err != nil:
+		return Lease{}, false, leaseError("read the lease's TTL", err)
+	case ttl.TTL <= 0:
+		return Lease{}, false, nil // it ended: start afresh
+	}
+	ring, err := a.keyring(ctx)
+	if err != nil {
+		return Lease{}, false, err
+	}
+	l := Lease{ID: id, Resource: resource, Token: tokens.Token{Epoch: rec.Epoch, Revision: rec.Revision}, TTL: time.Duration(ttl.TTL) * time.Second, signer: rec.Signer}
+	signed, ok := ring.SignWith(rec.Signer, l.Token, resource, opts.Owner)
+	if !ok {
+		// Its key retired since (forced): the token cannot be given
+		// again, and a new lease must be taken.
+		return Lease{}, false, fmt.Errorf("%w: the lease of this acquisition was signed by a key since retired: release it, or let it expire, and acquire again", ErrKeyReused)
+	}
+	l.Token = signed
+	return l, true, nil
+}
