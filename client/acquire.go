@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -29,7 +30,16 @@ type AcquireOptions struct {
 	// Value is shown to observers of the lock while the lease holds it
 	// (up to 4 KiB): a leader's address, say.
 	Value string
+	// IdempotencyKey makes the acquisition one however often it is sent:
+	// a retry with it gets the first attempt's lease while that lives,
+	// never a second one. Acquire makes a random one when it is empty,
+	// and retries with it when an answer is lost (a broken connection, a
+	// 502, 503 or 504), so the lease it was granted is the one it gets.
+	IdempotencyKey string
 }
+
+// acquireAttempts bounds how often Acquire sends one acquisition.
+const acquireAttempts = 4
 
 type acquireRequest struct {
 	Resource string  `json:"resource"`
@@ -50,9 +60,11 @@ type leaseResponse struct {
 // *LockedError naming the holder's token. ctx bounds the request,
 // including the wait; cancelling it later does not end the lease.
 //
-// If ctx ends after the gateway granted the lease but before its answer
-// arrived, the lease is unknown to the caller and lasts until its TTL runs
-// out on the gateway.
+// An answer lost on the way (a broken connection, a 502, 503 or 504) is
+// asked for again with the acquisition's idempotency key, a few times
+// while ctx lasts: the gateway answers the retry with the lease it granted
+// the first attempt, if it did. If ctx ends first, that lease is unknown
+// to the caller and lasts until its TTL runs out on the gateway.
 func (c *Client) Acquire(ctx context.Context, resource string, opts AcquireOptions) (*Lease, error) {
 	ttl := cmp.Or(opts.TTL, DefaultTTL)
 	if opts.TTL < 0 || opts.Wait < 0 || opts.SafetyMargin < 0 || opts.SafetyMargin >= ttl {
@@ -63,7 +75,7 @@ func (c *Client) Acquire(ctx context.Context, resource string, opts AcquireOptio
 	// TTL at some later instant, so the lease lasts at least this long.
 	sent := c.clock.Now()
 	var resp leaseResponse
-	if _, err := c.do(ctx, call{method: "POST", path: "/v1/leases", body: req, want: 201, out: &resp}); err != nil {
+	if err := c.acquireOnce(ctx, req, cmp.Or(opts.IdempotencyKey, NewIdempotencyKey()), &resp); err != nil {
 		return nil, fmt.Errorf("acquire %s: %w", resource, err)
 	}
 	if resp.LeaseID == "" || resp.Token == "" || resp.TTL < 1 {
@@ -110,4 +122,34 @@ func (c *Client) releaseQuietly(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	_ = c.release(ctx, id)
+}
+
+// acquireOnce sends the acquisition req under key until an answer comes
+// that is not a lost one, or ctx ends, or acquireAttempts were sent.
+func (c *Client) acquireOnce(ctx context.Context, req acquireRequest, key string, out *leaseResponse) error {
+	h := http.Header{IdempotencyHeader: {`"` + key + `"`}}
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		_, err := c.do(ctx, call{method: "POST", path: "/v1/leases", header: h, body: req, want: 201, out: out})
+		if err == nil || attempt == acquireAttempts || !answerLost(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff *= 2
+	}
+}
+
+// answerLost reports whether err says nothing of what the gateway did with
+// a request: the connection broke, or something in between (or the
+// gateway, with etcd away) answered 502, 503 or 504.
+func answerLost(err error) bool {
+	var p *ProblemError
+	if errors.As(err, &p) {
+		return errors.Is(err, ErrUnavailable)
+	}
+	return !errors.Is(err, ErrBadOptions) && !errors.Is(err, ErrUnexpectedResponse) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }

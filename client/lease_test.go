@@ -152,3 +152,33 @@ func mustToken(t *testing.T, s string) tokens.Token {
 	}
 	return tok
 }
+
+// TestAcquireRetriesALostGrant: the gateway grants the lease and its answer
+// is lost on the way back. Acquire asks again with the acquisition's
+// idempotency key and gets that very lease: one lease holds the lock, the
+// one the caller uses, and nothing waits behind it.
+func TestAcquireRetriesALostGrant(t *testing.T) {
+	gw := newGateway(t, demoPolicy(t))
+	proxy := newFaultProxy(t, gw)
+	c := client.New(proxy.URL)
+	ctx := context.Background()
+	proxy.setFault("lose-answer")
+	l, err := c.Acquire(ctx, "account/acct-77", client.AcquireOptions{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("acquire with its first answer lost: %v", err)
+	}
+	defer l.Release(ctx)
+	if n := proxy.count("acquire"); n != 2 {
+		t.Fatalf("%d acquisitions sent, want the first and its retry", n)
+	}
+	st, err := client.New(gw).Observe(ctx, "account/acct-77")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Holder == nil || st.Holder.Token != client.Unsigned(l.Token()) || len(st.Waiters) != 0 {
+		t.Fatalf("the lock: %+v, want the caller's lease holding it and nobody waiting", st)
+	}
+	if _, err := l.Write(ctx, "credit", map[string]any{"account": "acct-77", "amount_cents": 1}); err != nil {
+		t.Fatalf("a write with the lease: %v", err)
+	}
+}

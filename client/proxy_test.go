@@ -50,6 +50,15 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 			if err == nil {
 				conn.Close()
 			}
+		case "lose-answer":
+			// The gateway gets the request and acts on it; its answer is
+			// lost on the way back, once.
+			rp.ServeHTTP(httptest.NewRecorder(), r)
+			p.setFault("")
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
 		}
 	}))
 	t.Cleanup(srv.Close)
