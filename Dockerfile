@@ -46,8 +46,9 @@ ENV FENCEGW_LISTEN=0.0.0.0:8080
 USER nonroot:nonroot
 EXPOSE 8080
 
-# No HEALTHCHECK: the image has no shell or HTTP client to probe /readyz,
-# and fencegw has no health subcommand. Orchestrators should probe
-# GET /livez and GET /readyz over HTTP instead.
+# The image has no shell or HTTP client: fencegw probes itself. For the
+# default `serve` on 8080; orchestrators may probe GET /livez and
+# GET /readyz over HTTP instead (or --ops-listen's port).
+HEALTHCHECK --interval=10s --timeout=6s --start-period=10s CMD ["/usr/local/bin/fencegw", "health", "http://127.0.0.1:8080/readyz"]
 ENTRYPOINT ["/usr/local/bin/fencegw"]
 CMD ["serve"]

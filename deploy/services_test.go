@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,11 +77,25 @@ func TestComposeServicesRun(t *testing.T) {
 		}
 		return cmd
 	}
-	for _, service := range []string{"migrate", "migrate-demo", "guard"} {
+	// What the postgres image runs on its first start: the gateway's role.
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := exec.Command("sh", "postgres/10-gateway-role.sh")
+	role.Env = append(os.Environ(), "PGHOST="+u.Hostname(), "PGPORT="+u.Port(), "POSTGRES_USER="+u.User.Username(), "POSTGRES_DB="+strings.TrimPrefix(u.Path, "/"))
+	if out, err := role.CombinedOutput(); err != nil {
+		t.Fatalf("deploy/postgres/10-gateway-role.sh: %v\n%s", err, out)
+	}
+	for _, service := range []string{"migrate", "migrate-demo", "guard", "grants"} {
 		if out, err := run(service, nil).CombinedOutput(); err != nil {
 			t.Fatalf("service %s: %v\n%s", service, err, out)
 		}
 	}
+	// The gateway as the compose file has it: as fencegw_gateway, with the
+	// grants alone (this server takes any password).
+	gateway := *u
+	gateway.User = url.User("fencegw_gateway")
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -94,7 +109,10 @@ func TestComposeServicesRun(t *testing.T) {
 	}
 	env["FENCEGW_LISTEN"] = addr // the container's 0.0.0.0:8080, on loopback here
 	env["FENCEGW_ETCD"] = strings.Join(testenv.EtcdEndpoints(), ",")
-	env["FENCEGW_DATABASE_URL"] = dbURL
+	if !strings.HasPrefix(env["FENCEGW_DATABASE_URL"], "postgres://fencegw_gateway:") {
+		t.Fatalf("the fencegw service connects as %q, want the least-privilege role fencegw_gateway", env["FENCEGW_DATABASE_URL"])
+	}
+	env["FENCEGW_DATABASE_URL"] = gateway.String()
 	env["FENCEGW_SHUTDOWN_DELAY"] = "0s"
 	gw := run("fencegw", env)
 	var out bytes.Buffer

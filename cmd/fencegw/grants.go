@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/jackc/pgx/v5"
 	"io"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 func grantsCommand() *cobra.Command {
 	var cfg serveConfig
 	var role string
+	var apply bool
 	cmd := &cobra.Command{
 		Use:   "grants --database-url URL --policy FILE --role ROLE",
 		Short: "print the SQL that gives the gateway's role exactly the privileges it needs",
@@ -28,20 +30,22 @@ statements do to it, as PostgreSQL plans them (tables read: SELECT; written:
 INSERT, UPDATE, DELETE; the sequences their inserts draw from). Run it as
 the tables' owner after fencegw migrate up; it creates no role and changes
 nothing. The role needs no ownership and no other grant; fencegw inspect
-works as it too. fencegw.bypass is for operators only (see guard install).`,
+works as it too. fencegw.bypass is for operators only (see guard install).
+--apply grants them itself, in one transaction.`,
 		Example: `  fencegw grants --database-url "$DATABASE_URL" --policy policy.yaml --role fencegw_gateway | psql "$DATABASE_URL"`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runGrants(cmd.Context(), cfg, role, cmd.OutOrStdout())
+			return runGrants(cmd.Context(), cfg, role, apply, cmd.OutOrStdout())
 		},
 	}
 	cfg.bindBackends(cmd, cmd.Flags(), databaseAndPol)
 	cmd.Flags().StringVar(&role, "role", "", "the role fencegw serve connects as")
+	cmd.Flags().BoolVar(&apply, "apply", false, "grant them, in one transaction, instead of printing them (where no psql is at hand: the image)")
 	return cmd
 }
 
 // runGrants serves `fencegw grants`.
-func runGrants(ctx context.Context, cfg serveConfig, role string, out io.Writer) error {
+func runGrants(ctx context.Context, cfg serveConfig, role string, apply bool, out io.Writer) error {
 	switch {
 	case cfg.DatabaseURL == "" || cfg.PolicyPath == "" || role == "":
 		return fmt.Errorf("%w: grants: needs --database-url, --policy and --role", errUsage)
@@ -63,6 +67,17 @@ func runGrants(ctx context.Context, cfg serveConfig, role string, out io.Writer)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprint(out, sql)
-	return err
+	if !apply {
+		_, err = fmt.Fprint(out, sql)
+		return err
+	}
+	// One transaction: the role gets all of it or nothing.
+	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, sql)
+		return err
+	}); err != nil {
+		return fmt.Errorf("grants: applying them as %s: %w", conn.Config().User, err)
+	}
+	fmt.Fprintf(out, "grants: %s has exactly what fencegw serve needs to run %s\n", role, cfg.PolicyPath)
+	return nil
 }

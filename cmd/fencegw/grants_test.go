@@ -254,3 +254,35 @@ operations:
 		t.Errorf("the granted role cannot run the statement's function: %v", err)
 	}
 }
+
+// TestGrantsApply: --apply grants what grants prints, in one transaction,
+// and says so.
+func TestGrantsApply(t *testing.T) {
+	ctx := context.Background()
+	const demo = "../../testdata/demo/policy.yaml"
+	dbURL := migrated(t)
+	admin, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	role := fmt.Sprintf("fencegw_apply_%d", time.Now().UnixNano())
+	if _, err := admin.Exec(ctx, "CREATE ROLE "+role+" LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP OWNED BY "+role)
+		_, _ = admin.Exec(context.Background(), "DROP ROLE "+role)
+	})
+	var out bytes.Buffer
+	if err := execute(ctx, &out, "grants", "--database-url", dbURL, "--policy", demo, "--role", role, "--apply"); err != nil {
+		t.Fatal(err)
+	}
+	var canWrite, canFence bool
+	if err := admin.QueryRow(ctx, "SELECT has_table_privilege($1, 'demo.accounts', 'UPDATE'), has_function_privilege($1, 'fencegw.fence(text, bigint, bigint, boolean, boolean)', 'EXECUTE')", role).Scan(&canWrite, &canFence); err != nil {
+		t.Fatal(err)
+	}
+	if !canWrite || !canFence || !strings.Contains(out.String(), role+" has exactly what fencegw serve needs") {
+		t.Fatalf("after grants --apply: update %v, fence %v, said %q", canWrite, canFence, out.String())
+	}
+}
