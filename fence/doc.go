@@ -34,7 +34,9 @@
 //
 // # Outcomes
 //
-// Apply returns the rendered Response, or an error: *StaleTokenError,
+// Apply returns the request's answer (answer.go renders it, the API's
+// JSON, stored with a keyed request's writes and replayed byte for byte),
+// or an error: *StaleTokenError,
 // *PreconditionError, *ConstraintError, *KeyMismatchError, *SQLError,
 // ErrValue or ErrConflict (nothing written), ErrUnavailable (nothing
 // written), or ErrUnavailable with ErrOutcomeUnknown (the connection

@@ -122,7 +122,7 @@ func newGroupStore(t *testing.T, d *db, conns int32, gate *commitGate) *groupSto
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	gs.Store, err = fence.New(fence.Config{Pool: pool, Render: renderJSON, GroupCommit: true, OnBatch: func(n int) {
+	gs.Store, err = fence.New(fence.Config{Pool: pool, GroupCommit: true, OnBatch: func(n int) {
 		gs.mu.Lock()
 		gs.sizes = append(gs.sizes, n)
 		gs.mu.Unlock()
@@ -636,7 +636,7 @@ func storeWithLockTimeout(t *testing.T, d *db, conns int32, ms string, cfg fence
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	cfg.Pool, cfg.Render = pool, renderJSON
+	cfg.Pool = pool
 	st, err := fence.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package fence_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -55,7 +54,7 @@ func newBenchDB(t testing.TB, extraOperations ...string) *db {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	store, err := fence.New(fence.Config{Pool: pool, Render: renderJSON})
+	store, err := fence.New(fence.Config{Pool: pool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +66,6 @@ func insertOperation(src, op string) string {
 	const at = "\noperations:\n"
 	i := strings.Index(src, at) + len(at)
 	return src[:i] + op + src[i:]
-}
-
-// renderJSON is a Render for tests: the results as encoding/json has them.
-func renderJSON(_ *fence.Request, results []fence.Result) fence.Response {
-	b, _ := json.Marshal(results)
-	return fence.Response{Status: 200, Body: b}
 }
 
 // write builds a write of the named operation from a JSON body.

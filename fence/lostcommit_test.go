@@ -54,7 +54,7 @@ func storeDialing(t *testing.T, d *db, conns int32, wrap func(net.Conn) net.Conn
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	cfg.Pool, cfg.Render = pool, renderJSON
+	cfg.Pool = pool
 	st, err := fence.New(cfg)
 	if err != nil {
 		t.Fatal(err)

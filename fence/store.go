@@ -14,13 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Config is what a Store needs; Pool and Render are required.
+// Config is what a Store needs; Pool is required.
 type Config struct {
 	Pool *pgxpool.Pool
-	// Render turns an applied request's results, one per write, into its
-	// answer. It runs before the commit of a keyed request, whose answer
-	// is stored in the same transaction as its writes.
-	Render func(*Request, []Result) Response
 	// BatchTimeout bounds the PostgreSQL work of one coalesced batch: its
 	// requests' own deadlines no longer apply once they are queued.
 	BatchTimeout time.Duration
@@ -51,7 +47,6 @@ type Config struct {
 // use and holds no state between requests besides the coalescer's queues.
 type Store struct {
 	pool          *pgxpool.Pool
-	render        func(*Request, []Result) Response
 	unsafeNoFence bool
 	noCoalescing  bool
 	groupCommit   bool
@@ -63,8 +58,8 @@ type Store struct {
 
 // New returns a Store writing through cfg.Pool.
 func New(cfg Config) (*Store, error) {
-	if cfg.Pool == nil || cfg.Render == nil {
-		return nil, errors.New("fence: Config needs Pool and Render")
+	if cfg.Pool == nil {
+		return nil, errors.New("fence: Config needs a Pool")
 	}
 	if cfg.BatchTimeout <= 0 {
 		cfg.BatchTimeout = 10 * time.Second
@@ -75,7 +70,7 @@ func New(cfg Config) (*Store, error) {
 	if d, ok := parseLockTimeout(cfg.Pool.Config().ConnConfig.RuntimeParams["lock_timeout"]); ok && d > 0 {
 		groupLock = min(groupLock, d)
 	}
-	s := &Store{pool: cfg.Pool, render: cfg.Render, unsafeNoFence: cfg.UnsafeNoFence, noCoalescing: cfg.NoCoalescing, groupCommit: cfg.GroupCommit,
+	s := &Store{pool: cfg.Pool, unsafeNoFence: cfg.UnsafeNoFence, noCoalescing: cfg.NoCoalescing, groupCommit: cfg.GroupCommit,
 		groupLockTimeout: strconv.FormatInt(groupLock.Milliseconds(), 10)}
 	// At most as many transactions at once as the pool has connections:
 	// more would only wait in the pool's queue, where they could not be
@@ -156,7 +151,7 @@ func (s *Store) applyImplicit(ctx context.Context, conn *pgxpool.Conn, req *Requ
 	if err != nil {
 		return Response{}, classify(err, true, req, at)
 	}
-	return s.render(req, results), nil
+	return answer(req, results), nil
 }
 
 // acquire takes a connection from the pool.

@@ -289,7 +289,7 @@ func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pe
 			failed = i
 			break
 		}
-		p.resp = s.render(p.req, results)
+		p.resp = answer(p.req, results)
 	}
 	// Close reports the outcome of the commit itself: only a nil here
 	// means the requests are durable and may be acknowledged.
@@ -472,7 +472,7 @@ func (s *Store) readRound(br pgx.BatchResults, preamble int, batch []*pending, n
 		}
 		switch {
 		case err == nil:
-			p.resp, p.err = s.render(p.req, results), nil
+			p.resp, p.err = answer(p.req, results), nil
 		case sessionLost(err):
 			return -1, nil, nowhere, err
 		default:

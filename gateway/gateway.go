@@ -202,7 +202,7 @@ func New(cfg Config) (*Gateway, error) {
 		Help: "Writes past the admission gate (see MaxInFlight).",
 	}, func() float64 { return float64(len(g.admit.slots)) }))
 	store, err := fence.New(fence.Config{
-		Pool: cfg.Pool, Render: render, BatchTimeout: g.writeTTL, UnsafeNoFence: cfg.UnsafeNoFence, GroupCommit: !cfg.NoGroupCommit,
+		Pool: cfg.Pool, BatchTimeout: g.writeTTL, UnsafeNoFence: cfg.UnsafeNoFence, GroupCommit: !cfg.NoGroupCommit,
 		MaxTransactions: cfg.MaxWriteTransactions,
 		OnBatch:         func(n int) { g.metrics.batchSize.Observe(float64(n)) },
 	})

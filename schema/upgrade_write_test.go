@@ -34,9 +34,7 @@ func newWriter(t *testing.T, dbURL string) *writer {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	store, err := fence.New(fence.Config{Pool: pool, Render: func(*fence.Request, []fence.Result) fence.Response {
-		return fence.Response{Status: 200, Body: []byte("applied")}
-	}})
+	store, err := fence.New(fence.Config{Pool: pool})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func directWriter(store *fence.Store, w workload, tok tokens.Token) writeFunc {
 
 // newDirectStore is the store of the reference path on pool.
 func newDirectStore(pool *pgxpool.Pool) (*fence.Store, error) {
-	return fence.New(fence.Config{Pool: pool, NoCoalescing: true, Render: func(*fence.Request, []fence.Result) fence.Response { return fence.Response{} }})
+	return fence.New(fence.Config{Pool: pool, NoCoalescing: true})
 }
 
 // directKind names a direct write's error like the gateway's problem type

@@ -1,4 +1,4 @@
-package gateway
+package fence
 
 import (
 	"bytes"
@@ -6,47 +6,17 @@ import (
 	"net/http"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/fencegw/fencegw/fence"
-	"github.com/fencegw/fencegw/tokens"
 )
 
-// Result is the JSON answer of one applied write: for an operation of one
-// resource, that resource and the accepted token; for one with roles, a
-// fence per role. Statements holds, per statement, the rows affected and,
-// for statements with RETURNING or SELECT, the rows.
-type Result struct {
-	Operation  string            `json:"operation"`
-	Resource   string            `json:"resource,omitempty"`
-	Token      tokens.Token      `json:"token,omitzero"`
-	Fences     []FenceResult     `json:"fences,omitempty"`
-	Statements []StatementResult `json:"statements"`
-}
-
-// FenceResult is one role's fence in a Result.
-type FenceResult struct {
-	Role     string       `json:"role"`
-	Resource string       `json:"resource"`
-	Token    tokens.Token `json:"token"`
-}
-
-// StatementResult is the outcome of one statement of the operation.
-type StatementResult struct {
-	RowsAffected int64           `json:"rows_affected"`
-	Rows         json.RawMessage `json:"rows,omitempty"` // as PostgreSQL rendered it
-}
-
-// BatchResult is the answer of POST /v1/batch: one Result per write, in
-// the order sent.
-type BatchResult struct {
-	Writes []Result `json:"writes"`
-}
-
-// render is the fence store's Render: a request's answer, rendered by hand
-// rather than with encoding/json: it runs on every accepted write, its
-// shape is fixed, and reflection would cost allocations that this does
-// not. Rows are the JSON PostgreSQL built (json_agg), copied as they are.
-func render(req *fence.Request, results []fence.Result) fence.Response {
+// answer is an applied request's answer: one Result per write (the API's
+// shape, documented by gateway.Result and BatchResult), or for a request
+// that lists its writes, {"writes": [...]}. It is fence's because a keyed
+// request's answer is stored in the same transaction as its writes, and
+// replayed byte for byte. Rendered by hand rather than with encoding/json:
+// it runs on every accepted write, its shape is fixed, and reflection
+// would cost allocations that this does not. Rows are the JSON PostgreSQL
+// built (json_agg), copied as they are.
+func answer(req *Request, results []Result) Response {
 	n := 16
 	for i := range results {
 		n += 96 + len(req.Writes[i].Operation.Name)
@@ -70,11 +40,11 @@ func render(req *fence.Request, results []fence.Result) fence.Response {
 		}
 		b = append(b, "]}"...)
 	}
-	return fence.Response{Status: http.StatusOK, Body: append(b, '\n')}
+	return Response{Status: http.StatusOK, Body: append(b, '\n')}
 }
 
 // appendResult appends one write's Result.
-func appendResult(b []byte, w *fence.Write, res fence.Result) []byte {
+func appendResult(b []byte, w *Write, res Result) []byte {
 	op := w.Operation
 	b = append(b, `{"operation":`...)
 	b = appendJSONString(b, op.Name)

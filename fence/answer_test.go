@@ -1,19 +1,42 @@
-package gateway
+package fence
 
 import (
-	"net/http"
-
 	"encoding/json"
-	"github.com/fencegw/fencegw/fence"
-	"github.com/fencegw/fencegw/policy"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
 
-const renderPolicy = `
+// The answer's shape as gateway.Result and BatchResult document it,
+// repeated here so that the test decodes with encoding/json what answer
+// renders by hand.
+type (
+	result struct {
+		Operation  string            `json:"operation"`
+		Resource   string            `json:"resource,omitempty"`
+		Token      tokens.Token      `json:"token,omitzero"`
+		Fences     []fenceResult     `json:"fences,omitempty"`
+		Statements []statementResult `json:"statements"`
+	}
+	fenceResult struct {
+		Role     string       `json:"role"`
+		Resource string       `json:"resource"`
+		Token    tokens.Token `json:"token"`
+	}
+	statementResult struct {
+		RowsAffected int64           `json:"rows_affected"`
+		Rows         json.RawMessage `json:"rows,omitempty"`
+	}
+	batchResult struct {
+		Writes []result `json:"writes"`
+	}
+)
+
+const answerPolicy = `
 resources:
   account: {key: "account/{account}"}
 operations:
@@ -27,50 +50,50 @@ operations:
     statements: [{sql: "UPDATE a SET n = n + 1 WHERE id IN (:from, :to)"}]
 `
 
-// TestRender decodes the hand-rendered answers with encoding/json: a write
+// TestAnswer decodes the hand-rendered answers with encoding/json: a write
 // of one resource, one with roles, and a batch of both.
-func TestRender(t *testing.T) {
-	pol, err := policy.Parse("render.yaml", []byte(renderPolicy))
+func TestAnswer(t *testing.T) {
+	pol, err := policy.Parse("answer.yaml", []byte(answerPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
 	weird := "account/\"quoted\"\\ \n\x01 é \xff"
-	one := fence.Write{Operation: pol.Operations["debit"], Keys: []string{weird},
+	one := Write{Operation: pol.Operations["debit"], Keys: []string{weird},
 		Tokens: []tokens.Token{{Epoch: 3, Revision: 9223372036854775807}}}
-	two := fence.Write{Operation: pol.Operations["transfer"], Keys: []string{"account/a", "account/b"},
+	two := Write{Operation: pol.Operations["transfer"], Keys: []string{"account/a", "account/b"},
 		Tokens: []tokens.Token{{Epoch: 1, Revision: 42}, {Epoch: 1, Revision: 57}}}
-	stmts := fence.Result{Statements: []fence.StatementResult{
+	stmts := Result{Statements: []StatementResult{
 		{RowsAffected: 1, Rows: []byte("[{\"id\":\"acct-1\"}, \n {\"id\":\"acct-2\"}]")},
 		{RowsAffected: 0},
 		{RowsAffected: -1, Rows: []byte("[]")},
 	}}
-	wantStmts := []StatementResult{
+	wantStmts := []statementResult{
 		{RowsAffected: 1, Rows: json.RawMessage(`[{"id":"acct-1"},{"id":"acct-2"}]`)},
 		{RowsAffected: 0},
 		{RowsAffected: -1, Rows: json.RawMessage(`[]`)},
 	}
-	wantOne := Result{Operation: "debit", Resource: "account/\"quoted\"\\ \n\x01 é \uFFFD", // what encoding/json makes of invalid UTF-8
+	wantOne := result{Operation: "debit", Resource: "account/\"quoted\"\\ \n\x01 é \uFFFD", // what encoding/json makes of invalid UTF-8
 		Token: tokens.Token{Epoch: 3, Revision: 9223372036854775807}, Statements: wantStmts}
-	wantTwo := Result{Operation: "transfer", Fences: []FenceResult{
+	wantTwo := result{Operation: "transfer", Fences: []fenceResult{
 		{Role: "from", Resource: "account/a", Token: tokens.Token{Epoch: 1, Revision: 42}},
 		{Role: "to", Resource: "account/b", Token: tokens.Token{Epoch: 1, Revision: 57}},
 	}, Statements: wantStmts}
 
 	for _, tt := range []struct {
 		name   string
-		writes []fence.Write
+		writes []Write
 		want   any
 	}{
-		{"one resource", []fence.Write{one}, &wantOne},
-		{"roles", []fence.Write{two}, &wantTwo},
-		{"batch", []fence.Write{one, two}, &BatchResult{Writes: []Result{wantOne, wantTwo}}},
+		{"one resource", []Write{one}, &wantOne},
+		{"roles", []Write{two}, &wantTwo},
+		{"batch", []Write{one, two}, &batchResult{Writes: []result{wantOne, wantTwo}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			results := make([]fence.Result, len(tt.writes))
+			results := make([]Result, len(tt.writes))
 			for i := range results {
 				results[i] = stmts
 			}
-			resp := render(&fence.Request{Writes: tt.writes}, results)
+			resp := answer(&Request{Writes: tt.writes}, results)
 			b := resp.Body
 			if resp.Status != http.StatusOK || b[len(b)-1] != '\n' || strings.Count(string(b), "\n") != 1 {
 				t.Errorf("%d %q: want 200 and one line (json_agg's newlines compacted away), ending with a newline", resp.Status, b)
@@ -107,15 +130,15 @@ func FuzzAppendJSONString(f *testing.F) {
 	})
 }
 
-func BenchmarkRender(b *testing.B) {
-	pol, err := policy.Parse("render.yaml", []byte(renderPolicy))
+func BenchmarkAnswer(b *testing.B) {
+	pol, err := policy.Parse("answer.yaml", []byte(answerPolicy))
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := &fence.Request{Writes: []fence.Write{{Operation: pol.Operations["debit"], Keys: []string{"account/acct-1"}, Tokens: []tokens.Token{{Epoch: 1, Revision: 4242}}}}}
-	results := []fence.Result{{Statements: []fence.StatementResult{{RowsAffected: 1, Rows: []byte(`[{"balance_cents":900}]`)}, {RowsAffected: 1}}}}
+	req := &Request{Writes: []Write{{Operation: pol.Operations["debit"], Keys: []string{"account/acct-1"}, Tokens: []tokens.Token{{Epoch: 1, Revision: 4242}}}}}
+	results := []Result{{Statements: []StatementResult{{RowsAffected: 1, Rows: []byte(`[{"balance_cents":900}]`)}, {RowsAffected: 1}}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = render(req, results)
+		_ = answer(req, results)
 	}
 }
