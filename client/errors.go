@@ -8,7 +8,7 @@ import (
 )
 
 // Sentinels, for errors.Is. The first group names the gateway's problem
-// kinds (README, "Errors"); the second is the client's own.
+// kinds (docs/api.md, "Problems"); the second is the client's own.
 var (
 	ErrStaleToken          = errors.New("client: stale fencing token")             // stale-token, 409
 	ErrTokenRequired       = errors.New("client: fencing token required")          // token-required, 428

@@ -58,7 +58,7 @@ func (c *Client) Read(ctx context.Context, token, operation string, args any) (*
 // resource, a *StaleTokenError once one has. A holder about to act outside
 // the database on what it decided (a call, a message) checks first; the
 // answer is already old when it arrives, so the act itself must still be
-// made safe (see the README's outbox).
+// made safe (docs/concepts.md: what it guarantees, the outbox).
 func (l *Lease) Check(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		return fmt.Errorf("check: not sent: %w", err)

@@ -64,28 +64,19 @@ func TestSchemaAcceptsRepositoryPolicies(t *testing.T) {
 	}
 }
 
-// TestSchemaAcceptsREADMEExamples: the policy snippets of the README's
-// "Policy file" and "Clients" sections, each completed into a file.
-func TestSchemaAcceptsREADMEExamples(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// TestSchemaAcceptsPolicyDocExamples: the policy snippets of the policy
+// reference (docs/policy.md), each completed into a file.
+func TestSchemaAcceptsPolicyDocExamples(t *testing.T) {
+	page, err := os.ReadFile("../docs/policy.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var snippets []string
-	for _, section := range []string{"## Policy file", "## Clients"} {
-		_, text, ok := strings.Cut(string(readme), "\n"+section+"\n")
-		if !ok {
-			t.Fatalf("README has no %q section", section)
-		}
-		if end := strings.Index(text, "\n## "); end >= 0 {
-			text = text[:end]
-		}
-		for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(text, -1) {
-			snippets = append(snippets, m[1])
-		}
+	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(page), -1) {
+		snippets = append(snippets, m[1])
 	}
 	if len(snippets) < 5 {
-		t.Fatalf("found %d yaml snippets in the README, want the policy section's and the clients'", len(snippets))
+		t.Fatalf("found %d yaml snippets in docs/policy.md, want the file's, the roles', the reads', the guarded tables' and the clients'", len(snippets))
 	}
 	const operation = "\noperations: {noop: {resource: account, statements: [{sql: SELECT 1}]}}\n"
 	for i, snippet := range snippets {
@@ -97,7 +88,7 @@ func TestSchemaAcceptsREADMEExamples(t *testing.T) {
 			doc = snippet + operation
 		}
 		if ps := schemaProblems([]byte(doc)); len(ps) > 0 {
-			t.Errorf("README snippet %d: the schema refuses it: %v\n%s", i, ps, doc)
+			t.Errorf("docs/policy.md snippet %d: the schema refuses it: %v\n%s", i, ps, doc)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // TestFlagsAfterTheCommand: flags stand anywhere after the command, as
-// the README writes them (`fencegw epoch show --etcd X`); words keep their
+// the docs write them (`fencegw epoch show --etcd X`); words keep their
 // order, and "--" ends the flags.
 func TestFlagsAfterTheCommand(t *testing.T) {
 	for _, tc := range []struct {

@@ -143,7 +143,7 @@ func installDemoGuard(ctx context.Context, cfg serveConfig) (string, error) {
 	for i, g := range pol.Guarded {
 		tables[i] = g.Table
 	}
-	return strings.Join(tables, ", ") + ": writes that bypass the gateway are refused (README, fencegw guard)", nil
+	return strings.Join(tables, ", ") + ": writes that bypass the gateway are refused (docs/operations.md, fencegw guard)", nil
 }
 
 func cheatSheet(addr string, cfg serveConfig, dbNote, guarded string) string {

@@ -18,7 +18,7 @@ func TestEpochShowAndBump(t *testing.T) {
 	etcd, _ := testenv.PrivateEtcd(t) // its own: a bump must not leak into other tests
 	dbURL := migrated(t)
 	args := []string{"--database-url", dbURL, "--etcd", strings.Join(etcd.Endpoints(), ",")}
-	// As the README writes it: the command, then the flags.
+	// As the docs write it: the command, then the flags.
 	if err := execute(ctx, io.Discard, append([]string{"epoch", "show"}, args...)...); err != nil {
 		t.Fatalf("epoch show: %v", err)
 	}

@@ -27,7 +27,7 @@ func passwordFile(t *testing.T, pw string) string {
 // TestEtcdUser: with etcd's auth on, a command reaches etcd as
 // --etcd-user with the password in --etcd-password-file (its line break
 // trimmed), and serve becomes ready as a user whose role may read and
-// write /fencegw/ only, as the README says. A wrong password, no user,
+// write /fencegw/ only, as docs/operations.md says. A wrong password, no user,
 // and an unreadable or empty password file are refused, in words naming
 // the flags, never the password, and nothing reaches etcd.
 func TestEtcdUser(t *testing.T) {
