@@ -62,7 +62,7 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fencegw_rejections_total",
-			Help: "Writes the fence or the authority refused, by problem type: stale-token, token-rejected.",
+			Help: "Writes the fence or the authority refused, by problem type: stale-token, token-rejected, token-retired.",
 		}, []string{"reason"}),
 		problems: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fencegw_problems_total",
@@ -134,7 +134,7 @@ func newMetrics(revision, epoch func() float64) *metrics {
 	for _, event := range []string{"granted", "locked", "renewed", "renew_failed", "released"} {
 		m.leases.WithLabelValues(event)
 	}
-	for _, reason := range []string{"stale-token", "token-rejected", "token-retired"} {
+	for reason := range fenceRefusals {
 		m.rejections.WithLabelValues(reason)
 	}
 	return m
