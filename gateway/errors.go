@@ -23,6 +23,10 @@ var (
 	ErrMethod       = errors.New("gateway: method not allowed")
 	ErrUnauthorized = errors.New("gateway: unauthorized")
 	ErrForbidden    = errors.New("gateway: forbidden")
+
+	// ErrTooManyConnections is a connection past the API listener's
+	// limit: refused before any request of it was read.
+	ErrTooManyConnections = errors.New("gateway: too many connections")
 )
 
 // badRequest wraps a description of what is wrong with a request.

@@ -1,6 +1,9 @@
 package gateway
 
-import "time"
+import (
+	"net"
+	"time"
+)
 
 // QueuedWrites is how many writes of resource wait behind the one in
 // flight: tests use it to know that followers really queued.
@@ -12,3 +15,12 @@ func PublicDetail(msg string) string { return publicDetail(msg) }
 // SampleStatusRates closes the status chart's interval ending at at, as
 // RunStatusRates does every few seconds.
 func SampleStatusRates(g *Gateway, at time.Time) { g.sampleRates(at) }
+
+// LimitConnectionsNotifying is g.LimitConnections on plain HTTP, calling
+// closed each time a connection gives its slot back, so that a test
+// waits for that instead of for time to pass.
+func LimitConnectionsNotifying(g *Gateway, ln net.Listener, limit int, tls bool, closed func()) net.Listener {
+	l := g.LimitConnections(ln, limit, tls).(*connLimit)
+	l.closed = closed
+	return l
+}

@@ -27,6 +27,11 @@ type metrics struct {
 	// auditDropped counts refusals not recorded: the audit queue was full.
 	auditDropped prometheus.Counter
 	ops          map[string]opMetrics // per policy operation, resolved once
+
+	// Client connections on the API listener, when LimitConnections
+	// bounds it (connlimit.go).
+	connsOpen, connsMax prometheus.Gauge
+	connsRefused        prometheus.Counter
 }
 
 // opMetrics are the children of the vectors an accepted write touches,
@@ -114,7 +119,20 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		Name: "fencegw_audit_dropped_total",
 		Help: "Refusals not recorded in fencegw.rejections because the audit queue was full (they are still logged and counted in fencegw_rejections_total).",
 	})
+	m.connsOpen = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "fencegw_client_connections_open",
+		Help: "Client connections open on the API listener, idle keep-alive ones included (see fencegw_client_connections_max).",
+	})
+	m.connsMax = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "fencegw_client_connections_max",
+		Help: "The API listener's limit of client connections open at once (--max-connections); 0 when not limited.",
+	})
+	m.connsRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fencegw_client_connections_refused_total",
+		Help: "Client connections refused at --max-connections: answered 503 and closed (plain HTTP), or closed before the handshake (TLS).",
+	})
 	m.registry.MustRegister(m.writes, m.reads, m.readLatency, m.rejections, m.problems, m.unrouted, m.clientGone, m.latency, m.leases, m.batchSize, m.waiting, m.waited, m.leaseWait, m.leaseHold, m.auditDropped,
+		m.connsOpen, m.connsMax, m.connsRefused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_revision",
 			Help: "The newest etcd revision this gateway has seen.",

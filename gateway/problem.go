@@ -193,6 +193,10 @@ func problemFor(err error, scope problemScope) Problem {
 		if scope.Operation == "" {
 			p.Outcome, p.Detail = "", "the gateway is at its limit of lease calls in progress: retry"
 		}
+	case errors.Is(err, ErrTooManyConnections):
+		p.set("unavailable")
+		p.Outcome = "not-applied"
+		p.Detail = "the gateway is at its limit of client connections (--max-connections); this connection's requests were not read, nothing of them was applied: retry on a new connection, later or on another replica"
 	case errors.Is(err, ErrShuttingDown):
 		p.set("unavailable")
 		p.Detail = "the gateway is shutting down: no lease was granted and none is waiting; retry, another replica will answer"

@@ -136,6 +136,8 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
+	maxConns, maxConnsWhy := maxConnections(cfg.MaxConnections)
+	ln = gw.LimitConnections(ln, maxConns, cfg.TLS.CertFile != "")
 	srv := &http.Server{
 		Handler:           gw.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -177,7 +179,8 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	defer stopBackground()
 	gw.SetReady(true)
 	addr := ln.Addr().String()
-	log.Info("fencegw serving", "addr", addr, "scheme", cfg.TLS.scheme(), "policy", cfg.PolicyPath, "operations", len(pol.Operations), "etcd", cfg.EtcdEndpoints)
+	log.Info("fencegw serving", "addr", addr, "scheme", cfg.TLS.scheme(), "policy", cfg.PolicyPath, "operations", len(pol.Operations), "etcd", cfg.EtcdEndpoints,
+		"max_connections", maxConns, "max_connections_from", maxConnsWhy)
 	if onReady != nil {
 		onReady(addr)
 	}
