@@ -55,6 +55,10 @@ BENCHMARKS.md.`,
 	fs.IntVar(&cfg.WriteTransactions, "max-write-transactions", 0, "the in-process gateway's transactions of coalescing resources in flight at once (0: its default)")
 	fs.BoolVar(&cfg.NoGroupCommit, "no-group-commit", false, "turn group commit across resources off in the in-process gateway, whatever the policy says")
 	fs.BoolVar(&cfg.NoCoalesce, "no-coalesce", false, "turn hot-key coalescing off in the in-process gateway, whatever the policy says")
+	fs.IntVar(&cfg.Replicas, "replicas", 0, "run the gateway as this many fencegw serve processes on loopback (this binary), started for each cell, on one PostgreSQL and one etcd, the load's connections spread over them round-robin (0: the gateway in this process)")
+	fs.IntVar(&cfg.IdleConnections, "idle-connections", 0, "in each cell, before measuring, open this many keep-alive connections to the gateway (one GET /livez each, then idle until the cell ends) and report the gateway's RSS before and with them; raises this process's open-file limit to its hard limit")
+	fs.IntVar(&cfg.GatewayPID, "gateway-pid", 0, "the process of --gateway, whose RSS the report gives (without it, none)")
+	fs.BoolVar(&cfg.Wrk, "wrk", false, "also load each cell's gateway with wrk (an outside load generator, on $PATH), as many connections as clients, the same accounts, tokens and bodies, and report its figures beside the bench client's")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as one JSON document")
 	completeWords(cmd, "dist", "uniform", "hot", "zipf", "uniform,hot,zipf")
@@ -86,6 +90,9 @@ func runBench(ctx context.Context, o benchOptions, out io.Writer) error {
 	}
 	if cfg.GatewayURL != "" && (cfg.DatabaseURL == "" || len(cfg.EtcdEndpoints) == 0) {
 		return fmt.Errorf("%w: --gateway needs --database-url and --etcd: the gateway's database, for the direct path, and its etcd, whose keys sign each account's token", errUsage)
+	}
+	if cfg.Replicas > 0 {
+		cfg.ReplicaArgs = o.etcdAccess.args()
 	}
 	if o.etcdAccess.set() && len(cfg.EtcdEndpoints) == 0 {
 		return fmt.Errorf("%w: --etcd-cacert, --etcd-cert, --etcd-key, --etcd-user and --etcd-password-file are for --etcd: the embedded etcd takes none", errUsage)
@@ -147,4 +154,19 @@ func runBench(ctx context.Context, o benchOptions, out io.Writer) error {
 		err = rep.WriteText(out)
 	}
 	return errors.Join(err, rep.Err())
+}
+
+// args are a's flags as a child serve takes them: the replicas of
+// --replicas reach --etcd as the bench does.
+func (a etcdAccess) args() []string {
+	var out []string
+	for _, f := range []struct{ name, value string }{
+		{"--etcd-cacert", a.CACert}, {"--etcd-cert", a.Cert}, {"--etcd-key", a.Key},
+		{"--etcd-user", a.User}, {"--etcd-password-file", a.PasswordFile},
+	} {
+		if f.value != "" {
+			out = append(out, f.name, f.value)
+		}
+	}
+	return out
 }

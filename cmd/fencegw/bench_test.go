@@ -24,6 +24,11 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"remote gateway", []string{"--gateway", "http://10.1.2.3:8080", "--database-url", "postgres://x@127.0.0.1/x"}},
 		{"no etcd endpoint", []string{"--etcd", " , "}},
 		{"stray argument", []string{"now"}},
+		{"negative replicas", []string{"--replicas", "-1"}},
+		{"replicas and a gateway", []string{"--replicas", "2", "--gateway", "http://127.0.0.1:8080", "--database-url", "postgres://x@127.0.0.1/x", "--etcd", "127.0.0.1:2379"}},
+		{"gateway pid without a gateway", []string{"--gateway-pid", "42"}},
+		{"wrk over replicas", []string{"--wrk", "--replicas", "2"}},
+		{"negative idle connections", []string{"--idle-connections", "-1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := execute(context.Background(), io.Discard, append([]string{"bench"}, tc.args...)...)

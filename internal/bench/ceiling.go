@@ -1,11 +1,8 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"math"
-	"net/http"
 	"runtime"
 	"strconv"
 	"strings"
@@ -84,33 +81,4 @@ func (e *env) runCeiling(ctx context.Context, d Dist, tok tokens.Token, groupSiz
 		}
 	}
 	return c, nil
-}
-
-// batchTotals reads the gateway's fencegw_coalesced_batch_size sum and
-// count from its /metrics: their growth over a run is how many writes
-// went in how many transactions.
-func batchTotals(ctx context.Context, hc *http.Client, base string) (sum, count float64, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, 0, fmt.Errorf("bench: the gateway's metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		switch name {
-		case "fencegw_coalesced_batch_size_sum":
-			sum, _ = strconv.ParseFloat(value, 64)
-		case "fencegw_coalesced_batch_size_count":
-			count, _ = strconv.ParseFloat(value, 64)
-		}
-	}
-	return sum, count, sc.Err()
 }

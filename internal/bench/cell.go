@@ -41,15 +41,27 @@ type Cell struct {
 	// Overhead is what the gateway adds to one client's write, the
 	// paths taking turns; measured in 1-client cells only.
 	Overhead *Overhead `json:"overhead,omitempty"`
+	// Replicas are the gateway processes of the cell (--replicas), each
+	// with its share of the gateway path's writes; Gateway is their
+	// total.
+	Replicas []ReplicaShare `json:"replicas,omitempty"`
+	// Memory is the gateway's RSS around the cell's idle connections;
+	// nil when none were asked and the gateway is this process.
+	Memory *Memory `json:"memory,omitempty"`
+	// Wrk is wrk's measurement of the same cell (--wrk); WrkRatio its
+	// writes/s over the gateway path's.
+	Wrk      *WrkPath `json:"wrk,omitempty"`
+	WrkRatio float64  `json:"wrk_over_gateway,omitempty"`
 }
 
-// Valid reports whether both paths wrote and nothing failed: a cell with
-// errors measured something other than the writes it claims.
+// Valid reports whether both paths wrote and nothing failed, wrk's
+// writes included: a cell with errors measured something other than the
+// writes it claims.
 func (c *Cell) Valid() bool {
 	pgbenchOK := c.Pgbench == nil || (c.Pgbench.Writes > 0 && c.Pgbench.ErrorCount() == 0)
 	overheadOK := c.Overhead == nil || (c.Overhead.PerPath > 0 && len(c.Overhead.Errors) == 0)
 	ceilingOK := c.Ceiling == nil || c.Ceiling.WritesPerSec > 0
-	return c.Direct.Writes > 0 && c.Gateway.Writes > 0 && c.Direct.ErrorCount() == 0 && c.Gateway.ErrorCount() == 0 && pgbenchOK && overheadOK && ceilingOK
+	return c.Direct.Writes > 0 && c.Gateway.Writes > 0 && c.Direct.ErrorCount() == 0 && c.Gateway.ErrorCount() == 0 && pgbenchOK && overheadOK && ceilingOK && c.Wrk.valid()
 }
 
 // runCell measures one cell. Both paths write with the token of one real
@@ -62,22 +74,18 @@ func (c *Cell) Valid() bool {
 func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ Cell, err error) {
 	size := e.cfg.poolSize(n)
 	cell := Cell{Clients: n, Dist: d, PoolMaxConns: size}
-	base := e.cfg.GatewayURL
-	if base == "" {
-		gw, gerr := startGateway(ctx, e, size)
-		if gerr != nil {
-			return cell, gerr
-		}
-		defer func() { err = errors.Join(err, gw.close()) }()
-		base = gw.url
+	t, err := e.startTarget(ctx, size)
+	if err != nil {
+		return cell, err
 	}
-	addr, err := gatewayAddr(base)
+	defer func() { err = errors.Join(err, t.close()) }()
+	addrs, err := t.addrs()
 	if err != nil {
 		return cell, err
 	}
 	hc := newHTTPClient()
 	defer hc.CloseIdleConnections()
-	lease, err := client.New(base, client.WithHTTPClient(hc)).Acquire(ctx, tokenResource, client.AcquireOptions{TTL: leaseTTL})
+	lease, err := client.New(t.urls[0], client.WithHTTPClient(hc)).Acquire(ctx, tokenResource, client.AcquireOptions{TTL: leaseTTL})
 	if err != nil {
 		return cell, fmt.Errorf("bench: lease for the cell's token: %w", err)
 	}
@@ -90,35 +98,26 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 	if err != nil {
 		return cell, fmt.Errorf("bench: the gateway granted a malformed token: %w", err)
 	}
+	signed, err := e.signedTokens(ctx, tok)
+	if err != nil {
+		return cell, err
+	}
+	idle, mem, err := e.openIdleMeasured(ctx, t)
+	if err != nil {
+		return cell, err
+	}
+	defer idle.close()
+	cell.Memory = mem
 
 	direct := func() (err error) {
 		cell.Direct, err = e.runDirect(ctx, n, d, size, tok)
 		return err
 	}
-	signed, err := e.signedTokens(ctx, tok)
-	if err != nil {
-		return cell, err
-	}
 	groupSize := 1.0
 	viaGateway := func() error {
-		sum0, count0, err := batchTotals(ctx, hc, base)
-		if err != nil {
-			return err
-		}
-		lc := newLeanClient(addr, e.work.op.Name, signed, n)
-		defer lc.close()
-		cell.Gateway = drive(ctx, n, d, e.cfg.window(), lc.write)
-		sum1, count1, err := batchTotals(ctx, hc, base)
-		if err != nil {
-			return err
-		}
-		if count1 > count0 {
-			groupSize = (sum1 - sum0) / (count1 - count0)
-		}
-		if e.cfg.GatewayURL != "" { // only the load generator's allocations were seen
-			cell.Gateway.AllocsPerWrite, cell.Gateway.BytesPerWrite = 0, 0
-		}
-		return nil
+		g, err := e.runGateway(ctx, t, hc, n, d, signed)
+		cell.Gateway, cell.Replicas, groupSize = g.path, g.shares, g.groupSize
+		return err
 	}
 	order := []func() error{direct, viaGateway}
 	if gatewayFirst {
@@ -132,13 +131,22 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 			return cell, fmt.Errorf("bench: interrupted: %w", err)
 		}
 	}
+	if e.cfg.Wrk {
+		if cell.Wrk, err = e.runWrk(ctx, t.urls[0], n, d, signed); err != nil {
+			return cell, err
+		}
+		if cell.Gateway.TxPerSec > 0 {
+			cell.WrkRatio = cell.Wrk.WritesPerSec / cell.Gateway.TxPerSec
+		}
+	}
 	if n == 1 {
-		o, err := e.runOverhead(ctx, d, tok, signed, addr)
+		o, err := e.runOverhead(ctx, d, tok, signed, addrs[0])
 		if err != nil {
 			return cell, err
 		}
 		cell.Overhead = &o
 	}
+	cell.Memory.finish(t)
 	if cell.Direct.TxPerSec > 0 {
 		cell.Ratio = cell.Gateway.TxPerSec / cell.Direct.TxPerSec
 	}
@@ -155,7 +163,8 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 		if e.cfg.NoGroupCommit {
 			transactions = cmp.Or(e.cfg.WriteTransactions, size)
 		}
-		if cell.Ceiling, err = e.runCeiling(ctx, d, tok, groupSize, min(transactions, n)); err != nil {
+		// Each replica has its own transactions in flight.
+		if cell.Ceiling, err = e.runCeiling(ctx, d, tok, groupSize, min(transactions*len(t.urls), n)); err != nil {
 			return cell, err
 		}
 		if cell.Ceiling.WritesPerSec > 0 {

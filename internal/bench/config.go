@@ -41,6 +41,31 @@ type Config struct {
 	// Dir holds policy.yaml and migrations/ (testdata/bench).
 	Dir string
 
+	// Replicas, if positive, runs the gateway as that many `fencegw
+	// serve` processes on loopback, started for each cell, and spreads
+	// the load's connections over them round-robin (target.go); 0: the
+	// gateway runs in this process.
+	Replicas int
+	// Binary is the fencegw the replicas run; "": this executable.
+	Binary string
+	// ReplicaArgs are more flags for every replica's serve (etcd's TLS
+	// files and user).
+	ReplicaArgs []string
+	// GatewayPID is GatewayURL's process, whose memory the report gives;
+	// 0: unknown, no memory figures.
+	GatewayPID int
+	// IdleConnections, if positive, opens that many keep-alive
+	// connections to the gateway in each cell before it is measured,
+	// each after one request, held idle until the cell ends; the report
+	// gives the gateway's RSS before and with them (idle.go).
+	IdleConnections int
+	// Wrk also loads each cell's gateway with wrk, an outside load
+	// generator, on as many connections as the cell's clients, with the
+	// same accounts, tokens and bodies (wrk.go).
+	Wrk bool
+	// WrkBinary is the wrk to run; "": wrk on $PATH.
+	WrkBinary string
+
 	Clients  []int
 	Dists    []Dist
 	Duration time.Duration // measured, per path and cell
@@ -119,6 +144,9 @@ func (c *Config) CheckLoad() error {
 		if c.Rate > 0 && c.Rate < float64(n) {
 			return fmt.Errorf("%w: rate %g writes/s for %d clients: want at least one write per second per client", ErrConfig, c.Rate, n)
 		}
+	}
+	if err := c.checkTarget(); err != nil {
+		return err
 	}
 	if c.GatewayURL != "" {
 		_, err := gatewayAddr(c.GatewayURL)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencegw/fencegw/gateway"
@@ -20,7 +21,8 @@ import (
 // load generator's own work showed in the gateway's numbers. This one costs
 // a write, a read and a response parse, as a tool like wrk would.
 type leanClient struct {
-	addr   string // host:port, loopback
+	addrs  []string // host:port, loopback: new connections go round-robin
+	next   atomic.Uint64
 	idle   chan *leanConn
 	start  []byte   // request line and headers up to the token
 	tokens []string // account id-1's token
@@ -35,9 +37,16 @@ type leanConn struct {
 // newLeanClient writes op to the gateway at addr, each account with its
 // token (tokens[id-1]); clients is how many connections it keeps.
 func newLeanClient(addr, op string, tokens []string, clients int) *leanClient {
-	start := "POST /v1/ops/" + op + " HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\n" +
+	return newLeanClientOver([]string{addr}, op, tokens, clients)
+}
+
+// newLeanClientOver is newLeanClient over several gateways (replicas):
+// each connection it opens goes to the next of addrs, so its clients'
+// writes spread evenly over them.
+func newLeanClientOver(addrs []string, op string, tokens []string, clients int) *leanClient {
+	start := "POST /v1/ops/" + op + " HTTP/1.1\r\nHost: " + addrs[0] + "\r\nContent-Type: application/json\r\n" +
 		gateway.TokenHeader + ": "
-	return &leanClient{addr: addr, idle: make(chan *leanConn, clients), start: []byte(start), tokens: tokens}
+	return &leanClient{addrs: addrs, idle: make(chan *leanConn, clients), start: []byte(start), tokens: tokens}
 }
 
 // close closes the idle connections; call it once no write is in flight.
@@ -59,7 +68,7 @@ func (c *leanClient) write(ctx context.Context, id int64) (string, string) {
 	case conn = <-c.idle:
 	default:
 		var d net.Dialer
-		nc, err := d.DialContext(ctx, "tcp", c.addr)
+		nc, err := d.DialContext(ctx, "tcp", c.addrs[(c.next.Add(1)-1)%uint64(len(c.addrs))])
 		if err != nil {
 			return "transport", err.Error()
 		}

@@ -1,11 +1,6 @@
 package bench
 
-import (
-	"bufio"
-	"bytes"
-	"os"
-	"strconv"
-)
+import "os"
 
 // Allocs is heap allocation per acknowledged write.
 type Allocs struct {
@@ -47,28 +42,9 @@ func meanAllocs(paths []*Path) Allocs {
 	return Allocs{Objects: objects / writes, Bytes: bytes / writes}
 }
 
-// readRSS returns VmRSS and VmHWM of this process in bytes.
+// readRSS returns VmRSS and VmHWM of this process in bytes; 0 where
+// /proc is not available.
 func readRSS() (rss, peak int64) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		fields := bytes.Fields(sc.Bytes())
-		if len(fields) != 3 || string(fields[2]) != "kB" {
-			continue
-		}
-		kb, err := strconv.ParseInt(string(fields[1]), 10, 64)
-		if err != nil {
-			continue
-		}
-		switch string(fields[0]) {
-		case "VmRSS:":
-			rss = kb << 10
-		case "VmHWM:":
-			peak = kb << 10
-		}
-	}
+	rss, peak, _ = processRSS(os.Getpid())
 	return rss, peak
 }

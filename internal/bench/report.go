@@ -18,8 +18,11 @@ var ErrInvalid = errors.New("bench: invalid cells")
 
 // Report is one run of the matrix.
 type Report struct {
-	Gateway       string `json:"gateway"` // "in-process" or the URL driven
+	Gateway       string `json:"gateway"` // "in-process", the URL driven, or the replicas
 	EtcdInProcess bool   `json:"etcd_in_process"`
+	// Replicas is the number of gateway processes the run started for
+	// each cell (Cell.Replicas); 0: none, the gateway is Gateway.
+	Replicas int `json:"replicas"`
 	// Coalesce says whether the in-process gateway coalesced the
 	// operation's writes (its resource's policy, or --no-coalesce).
 	Coalesce bool `json:"coalesce"`
@@ -121,6 +124,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	r.writeOverhead(&b)
+	r.writeLoad(&b)
 	r.writeProcess(&b)
 	if err := r.Err(); err != nil {
 		fmt.Fprintf(&b, "\nINVALID: %v\n", err)

@@ -1,10 +1,10 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -17,6 +17,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
+	if err := checkFileLimit(connections(cfg)); err != nil {
+		return nil, err
+	}
 	e, err := setup(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -27,7 +30,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{
-		Gateway:         cmp.Or(cfg.GatewayURL, "in-process"),
+		Gateway:         gatewayName(cfg),
+		Replicas:        cfg.Replicas,
 		EtcdInProcess:   cfg.EtcdInProcess,
 		Coalesce:        e.work.op.Roles[0].Resource.Coalesce,
 		GroupCommit:     groupCommits(e.work, cfg),
@@ -70,7 +74,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		viaGateway = append(viaGateway, &rep.Cells[i].Gateway)
 	}
 	rep.Process.DirectPath = meanAllocs(direct)
-	if cfg.GatewayURL == "" {
+	if cfg.GatewayURL == "" && cfg.Replicas == 0 {
 		a := meanAllocs(viaGateway)
 		rep.Process.GatewayPath = &a
 		rep.Process.RSSBytes, rep.Process.PeakRSSBytes = readRSS()
@@ -98,4 +102,26 @@ func groupCommits(w workload, cfg Config) bool {
 		return *r.GroupCommit
 	}
 	return !cfg.NoGroupCommit
+}
+
+// gatewayName says which gateway the run measured, for the report.
+func gatewayName(cfg Config) string {
+	switch {
+	case cfg.GatewayURL != "":
+		return cfg.GatewayURL
+	case cfg.Replicas > 0:
+		return fmt.Sprintf("%d fencegw serve processes on loopback, one PostgreSQL and one etcd, the load's connections spread over them round-robin", cfg.Replicas)
+	}
+	return "in-process"
+}
+
+// connections is the most connections a cell holds open in this
+// process: its idle ones and its clients', both ends of each when the
+// gateway is in this process.
+func connections(cfg Config) int {
+	n := cfg.IdleConnections + slices.Max(cfg.Clients)
+	if cfg.GatewayURL == "" && cfg.Replicas == 0 {
+		n *= 2
+	}
+	return n
 }

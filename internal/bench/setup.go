@@ -37,11 +37,20 @@ type env struct {
 	// pgbench is the yardstick's binary, "" when it does not run
 	// (pgbenchNote says why).
 	pgbench, pgbenchNote string
+	// wrk is wrk's path with Config.Wrk.
+	wrk string
 }
 
 // setup migrates the gateway's and the bench's schemas (a no-op when they
 // are current), loads the policy and connects to etcd.
 func setup(ctx context.Context, cfg Config) (*env, error) {
+	var wrk string
+	if cfg.Wrk {
+		var err error
+		if wrk, err = findWrk(cfg); err != nil {
+			return nil, err
+		}
+	}
 	if err := schema.Up(cfg.DatabaseURL, schema.Gateway(), schema.Dir(filepath.Join(cfg.Dir, "migrations"), migrationTable)); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -66,7 +75,7 @@ func setup(ctx context.Context, cfg Config) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{cfg: cfg, work: work, pol: pol, schemaVersion: version}
+	e := &env{cfg: cfg, work: work, pol: pol, schemaVersion: version, wrk: wrk}
 	dial := cfg.DialEtcd
 	if dial == nil {
 		dial = func(context.Context) (*clientv3.Client, error) { return authority.Dial(cfg.EtcdEndpoints) }
