@@ -87,7 +87,10 @@ func (c *rawConn) read(t *testing.T) (*http.Response, []byte) {
 func TestConnectionLimitRefusesPastItAndServesAgain(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	addr, closed := limitedServer(t, h, 2, false)
-	l := h.mustAcquire("account/acct-1", 30, 0)
+	// An account of its own: etcd, and so the lock, is shared by the
+	// package's tests.
+	const account = "acct-13"
+	l := h.mustAcquire("account/"+account, 30, 0)
 	defer h.release(l)
 
 	first, second := dialRaw(t, addr), dialRaw(t, addr)
@@ -98,7 +101,7 @@ func TestConnectionLimitRefusesPastItAndServesAgain(t *testing.T) {
 	}
 	before := h.state()
 	third := dialRaw(t, addr)
-	resp, b := third.debit(t, "acct-1", l.Token)
+	resp, b := third.debit(t, account, l.Token)
 	var p gateway.Problem
 	_ = json.Unmarshal(b, &p)
 	switch {
@@ -125,11 +128,11 @@ func TestConnectionLimitRefusesPastItAndServesAgain(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the server never closed its side of the connection the client closed")
 	}
-	balance := h.balance("acct-1")
-	if resp, b := dialRaw(t, addr).debit(t, "acct-1", l.Token); resp.StatusCode != http.StatusOK {
+	balance := h.balance(account)
+	if resp, b := dialRaw(t, addr).debit(t, account, l.Token); resp.StatusCode != http.StatusOK {
 		t.Fatalf("a new connection once one closed: %d %s, want 200", resp.StatusCode, b)
 	}
-	if got := h.balance("acct-1"); got != balance-1 {
+	if got := h.balance(account); got != balance-1 {
 		t.Errorf("balance %d after the write, want %d", got, balance-1)
 	}
 	if refused := metric(t, h, "fencegw_client_connections_refused_total"); refused != 1 {
