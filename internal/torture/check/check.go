@@ -21,6 +21,10 @@ type Row struct {
 	Intent   string `json:"intent"`
 	Worker   int    `json:"worker"`
 	Delta    int64  `json:"delta,omitempty"` // what the write added to its resource's balance
+	// Txn is the PostgreSQL transaction that applied it (0: not
+	// recorded): rows of one write, of a coalesced batch or of a group
+	// commit share it.
+	Txn int64 `json:"txn,omitempty"`
 }
 
 // Input is what a run left behind: the workers' histories (in any order:
@@ -32,6 +36,13 @@ type Input struct {
 	Rows    []Row
 	Ledger  *Ledger // nil: no balances to check
 	Faults  map[string]int
+	// Skipped names the faults the runner could not inject here, with
+	// why (copied into the Report).
+	Skipped map[string]string
+	// Strict reports whether a resource's fence is strict (a token
+	// writes once: an equal token is stale); nil: every fence is
+	// monotonic (an equal token may write again).
+	Strict func(resource string) bool
 }
 
 // token is the row's fencing token in its text form "E:R".
@@ -46,11 +57,13 @@ func compareTokens(a, b Row) int {
 // its input.
 func Check(in Input) Report {
 	history, rows, faults := in.History, in.Rows, in.Faults
-	c := newChecker(history, rows)
+	c := newChecker(history, rows, in.Strict)
 	c.checkOrder()
 	acked := c.checkIntents()
+	c.checkSentTokens()
 	c.checkWentBack()
 	c.checkTransfers()
+	leases := c.checkLeaseViews()
 	if in.Ledger != nil {
 		c.checkLedger(*in.Ledger)
 	}
@@ -74,6 +87,9 @@ func Check(in Input) Report {
 		Rows:         len(rows),
 		Resources:    len(resources),
 		Faults:       faults,
+		Skipped:      maps.Clone(in.Skipped),
+		Batching:     batching(rows),
+		Leases:       leases,
 		Violations:   c.violations,
 		Linearizable: linearizable,
 		Verdict:      verdict(acked, c.violations, linearizable),
@@ -81,6 +97,7 @@ func Check(in Input) Report {
 }
 
 type checker struct {
+	strict       func(resource string) bool
 	history      []Event
 	byIntent     map[string][]int // indices into history, in history order
 	rowsByIntent map[string][]Row
@@ -88,8 +105,12 @@ type checker struct {
 	violations   []Violation
 }
 
-func newChecker(history []Event, rows []Row) *checker {
+func newChecker(history []Event, rows []Row, strict func(string) bool) *checker {
+	if strict == nil {
+		strict = func(string) bool { return false }
+	}
 	c := &checker{
+		strict:       strict,
 		history:      history,
 		byIntent:     map[string][]int{},
 		rowsByIntent: map[string][]Row{},

@@ -248,20 +248,26 @@ func TestReport(t *testing.T) {
 		write(6, 2, TypeOK, "d", "s", "1:11"),
 		write(8, 2, TypeFail, "e", "s", "1:11"),
 	)
+	// The passing run sent d with c's token (d of the others, with 1:11,
+	// cannot pass: it comes after c's 1:12 was acknowledged).
+	passing := slices.Clone(history)
+	passing[6].Token, passing[7].Token = "1:12", "1:12"
 	tests := []struct {
 		name        string
+		history     []Event
 		rows        []Row
 		wantVerdict string
 	}{
-		{"pass", []Row{row(1, "r", 1, 10, "a", 1), row(2, "r", 1, 10, "b", 1), row(3, "s", 1, 12, "c", 2), row(4, "s", 1, 12, "d", 2)},
+		{"pass", passing, []Row{row(1, "r", 1, 10, "a", 1), row(2, "r", 1, 10, "b", 1), row(3, "s", 1, 12, "c", 2), row(4, "s", 1, 12, "d", 2)},
 			"PASS: 4 acknowledged writes, 0 violations"},
-		{"most frequent kind first", []Row{row(1, "r", 1, 10, "a", 1), row(3, "s", 1, 12, "c", 2), row(4, "s", 1, 11, "d", 2)},
+		{"most frequent kind first", history, []Row{row(1, "r", 1, 10, "a", 1), row(3, "s", 1, 12, "c", 2), row(4, "s", 1, 11, "d", 2)},
 			"FAIL: 3 violations (1 lost-write, 1 not-linearizable, 1 stale-write)"},
-		{"counts", []Row{row(3, "s", 1, 12, "c", 2), row(4, "s", 1, 11, "d", 2), row(5, "s", 1, 11, "e", 2)},
+		{"counts", history, []Row{row(3, "s", 1, 12, "c", 2), row(4, "s", 1, 11, "d", 2), row(5, "s", 1, 11, "e", 2)},
 			"FAIL: 6 violations (2 lost-write, 2 stale-write, 1 not-linearizable, 1 refused-but-applied)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			history := tt.history
 			got := Check(Input{History: history, Rows: tt.rows})
 			if got.Verdict != tt.wantVerdict {
 				t.Errorf("Verdict = %q, want %q", got.Verdict, tt.wantVerdict)

@@ -1,7 +1,10 @@
 // Package check is the torture test's checker: a pure function from the
 // workers' histories and the log table's rows to a Report that either finds
-// no stale, lost, duplicated, refused or unexplained write in PostgreSQL, or
-// lists the violations, each with the rows and events that prove it.
+// no stale, lost, duplicated, refused or unexplained write in PostgreSQL —
+// nor a row carrying a token its write was not sent with, nor a client
+// that called a lease valid past its deadline on either clock — or lists
+// the violations, each with the rows and events that prove it. A strict
+// resource's fence lets a token write once: there an equal token is stale.
 //
 // It trusts two things it cannot verify: a worker records "invoke" before it
 // sends the write, and ascending row ID is commit order within a resource

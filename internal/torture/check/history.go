@@ -19,6 +19,9 @@ type Event struct {
 	Resource string    `json:"resource"`
 	Token    string    `json:"token"`            // "E:R": histories are kept as evidence, and a signed token is a capability
 	Detail   string    `json:"detail,omitempty"` // e.g. the problem kind "stale-token", or an error
+	// Lease, on an invoke, is what the worker's client said of the
+	// write's lease as it was sent (leaseview.go); zero: not recorded.
+	Lease LeaseView `json:"lease,omitzero"`
 }
 
 // The event types a history may hold.

@@ -29,25 +29,33 @@ type fencedWrite struct {
 	applied bool // the database holds its row
 }
 
-// fenceModel is the fence of one resource (monotonic compare, as in the
-// torture's policy): a write is applied if and only if its token is not
-// older than the fence, and then the fence is its token.
-var fenceModel = porcupine.Model{
-	Init: func() any { return tokens.Token{} },
-	Step: func(state, input, _ any) (bool, any) {
-		fence, w := state.(tokens.Token), input.(fencedWrite)
-		if w.applied {
-			return w.token.Compare(fence) >= 0, w.token
-		}
-		return w.token.Compare(fence) < 0, fence
-	},
-	DescribeOperation: func(input, _ any) string {
-		w := input.(fencedWrite)
-		if w.applied {
-			return fmt.Sprintf("%s applied %s", w.intent, w.token)
-		}
-		return fmt.Sprintf("%s refused %s", w.intent, w.token)
-	},
+// fenceModel is the fence of one resource: a write is applied if and only
+// if its token is not older than the fence (monotonic) or newer than it
+// (strict), and then the fence is its token.
+func fenceModel(strict bool) porcupine.Model {
+	least := 0 // how far past the fence a token must be to write
+	if strict {
+		least = 1
+	}
+	return porcupine.Model{
+		Init: func() any { return tokens.Token{} },
+		Step: func(state, input, _ any) (bool, any) {
+			fence, w := state.(tokens.Token), input.(fencedWrite)
+			if w.applied {
+				return w.token.Compare(fence) >= least, w.token
+			}
+			return w.token.Compare(fence) < least, fence
+		},
+		DescribeOperation: describeWrite,
+	}
+}
+
+func describeWrite(input, _ any) string {
+	w := input.(fencedWrite)
+	if w.applied {
+		return fmt.Sprintf("%s applied %s", w.intent, w.token)
+	}
+	return fmt.Sprintf("%s refused %s", w.intent, w.token)
 }
 
 // checkLinearizable checks each resource's fenced writes with porcupine.
@@ -70,7 +78,7 @@ func (c *checker) checkLinearizable() string {
 	}
 	result := "ok"
 	for _, res := range slices.Sorted(maps.Keys(byResource)) {
-		switch porcupine.CheckOperationsTimeout(fenceModel, byResource[res], linearizeTimeout) {
+		switch porcupine.CheckOperationsTimeout(fenceModel(c.strict(res)), byResource[res], linearizeTimeout) {
 		case porcupine.Illegal:
 			result = "violated"
 			c.report(KindNotLinearizable, res, nil, nil,

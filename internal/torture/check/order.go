@@ -20,12 +20,14 @@ func (c *checker) checkOrder() {
 
 // checkStale reports each row whose token is lower than the highest token
 // committed before it on the same resource: the fence let an older holder
-// write after a newer one.
+// write after a newer one. On a strict resource a token writes once, so a
+// row with the token of an earlier row is stale too.
 func (c *checker) checkStale(res string, rows []Row) {
+	strict := c.strict(res)
 	for i, high := 1, rows[0]; i < len(rows); i++ {
 		r := rows[i]
 		switch d := compareTokens(r, high); {
-		case d < 0:
+		case d < 0, d == 0 && strict:
 			c.report(KindStaleWrite, res, []Row{high, r}, []string{high.Intent, r.Intent},
 				"row %d (intent %s, worker %d) wrote token %s after row %d (intent %s, worker %d) wrote %s",
 				r.ID, r.Intent, r.Worker, r.token(), high.ID, high.Intent, high.Worker, high.token())

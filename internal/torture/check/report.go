@@ -22,7 +22,7 @@ const (
 // Violation is one way the run was unsafe, with the rows and history that
 // show it.
 type Violation struct {
-	Kind     string  `json:"kind"` // "stale-write", "fence-went-back", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent", "not-linearizable"
+	Kind     string  `json:"kind"` // "stale-write", "fence-went-back", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent", "wrong-token", "expiry-unnoticed", "not-linearizable", "torn-transfer", "not-conserved"
 	Resource string  `json:"resource,omitempty"`
 	Message  string  `json:"message"`
 	Rows     []Row   `json:"rows,omitempty"`     // the rows involved
@@ -31,10 +31,19 @@ type Violation struct {
 
 // Report is the checker's result for one run.
 type Report struct {
-	Events     map[string]int `json:"events"` // count by Type
-	Rows       int            `json:"rows"`
-	Resources  int            `json:"resources"`  // distinct resources in the history and the rows
-	Faults     map[string]int `json:"faults"`     // passed in by the runner: faults injected by type
+	Events    map[string]int `json:"events"` // count by Type
+	Rows      int            `json:"rows"`
+	Resources int            `json:"resources"` // distinct resources in the history and the rows
+	Faults    map[string]int `json:"faults"`    // passed in by the runner: faults injected by type
+	// Skipped, passed in by the runner: faults it was asked for but
+	// could not inject on this machine, and why.
+	Skipped map[string]string `json:"skipped,omitempty"`
+	// Batching: how the applied writes shared transactions (nil when the
+	// rows do not say their transaction).
+	Batching *Batching `json:"batching,omitempty"`
+	// Leases counts what the workers' clients said of their leases as
+	// writes were sent (checkLeaseViews); nil when none was recorded.
+	Leases     map[string]int `json:"leases,omitempty"`
 	Violations []Violation    `json:"violations"` // never nil in JSON: [] when none
 	// Linearizable is porcupine's verdict on the fenced writes, per
 	// resource: "ok", "violated", or "unknown" when its search timed out.

@@ -23,8 +23,9 @@ type ack struct {
 }
 
 // checkWentBack reports each applied row whose write was sent after a
-// write with a newer token on the same resource had been acknowledged, and
-// that acknowledged write is not in the database.
+// write with a newer token (on a strict resource: the same token, another
+// write) on the same resource had been acknowledged, and that
+// acknowledged write is not in the database.
 // Both times are wall-clock readings of one machine's workers: the
 // acknowledgement is taken after the answer arrived and the invoke before
 // the request left, so the order they show is the real one.
@@ -44,8 +45,9 @@ func (c *checker) checkWentBack() {
 			if !ok {
 				continue
 			}
+			strict := c.strict(res)
 			for _, a := range acks[res] {
-				newer := a.epoch > r.Epoch || a.epoch == r.Epoch && a.rev > r.Revision
+				newer := a.epoch > r.Epoch || a.epoch == r.Epoch && (a.rev > r.Revision || strict && a.rev == r.Revision && a.intent != r.Intent)
 				// Only where the acknowledged write is gone: where it is
 				// in the database, checkStale already reports the row.
 				if newer && a.acknowledged.Before(sent) && len(c.rowsByIntent[a.intent]) == 0 {
