@@ -49,6 +49,8 @@ type Cluster struct {
 	logPath string      // path of logFile, quoted in errors
 	tail    *tailBuffer // set when output goes to the caller's Log
 
+	settings map[string]string // launched with, for Restart
+
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed once cmd.Wait returns
 	waitErr error

@@ -24,6 +24,7 @@ const portAttempts = 4
 
 // startServer launches postgres and waits until it accepts connections.
 func (c *Cluster) startServer(ctx context.Context, binDir string, opts Options) error {
+	c.settings = opts.Settings
 	for attempt := 1; ; attempt++ {
 		c.port = opts.Port
 		if c.port == 0 {
