@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -24,14 +26,20 @@ func tortureCommand() *cobra.Command {
 		Short: "run gateways and workers under faults and check that no stale write landed",
 		Long: `Runs gateways, workers and a 3-member etcd cluster (all processes) against
 a throwaway PostgreSQL on loopback, injects faults (workers frozen past
-their lease, gateways killed, etcd leader or followers killed or frozen,
-PostgreSQL restarted, the gateways' PostgreSQL traffic held back by a
-delaying proxy), and acts as a late holder itself (it writes with a
-token after the next token's write), for --duration, then checks from
-the database
-that no stale write landed, no acknowledged write was lost, no write was
-applied twice, no transfer was applied on one side only, and every
-balance is its start plus what its applied writes moved. With --failover,
+their lease, gateways killed or frozen mid-transaction, etcd leader or
+followers killed or frozen, etcd's quorum lost, PostgreSQL restarted,
+the gateways' PostgreSQL traffic held back by a delaying proxy, a
+gateway partitioned from etcd or PostgreSQL one way or both, workers'
+wall clocks stepped, workers suspended with their monotonic clock held
+back, a worker throttled by a cgroup CPU limit where the machine allows),
+and acts as a late holder itself (it writes with a token after the next
+token's write), for --duration, then checks from the database
+that no stale write landed (on strict resources an equal token is
+stale), every row carries the token its write was sent with, no
+acknowledged write was lost, no write was applied twice, no transfer was
+applied on one side only, every balance is its start plus what its
+applied writes moved, and no worker's client called a lease valid past
+its deadline on either clock. With --failover,
 PostgreSQL is a primary and a streaming standby behind one multi-host URL,
 and the nemesis kills the primary (SIGKILL) and promotes the standby every
 --failover-every instead of restarting it. Exit status 0 when the verdict
@@ -39,8 +47,10 @@ is the expected one: no violations, or — with --unsafe-no-fence (fencing
 off) or --async-standby (failovers that lose acknowledged commits), the
 control runs — at least one. A fenced run that ends at its time bound
 with fewer failovers or rollbacks than --min-failovers or --min-rollbacks
-asked for, or without one late holder's write answered, exits 1 too: its
-PASS covers fewer faults than asked.`,
+asked for, without one late holder's write answered, or without one of
+each fault kind it asks for (a kind this machine cannot inject, such as
+--throttle without a writable cgroup, is reported as skipped instead),
+exits 1 too: its PASS covers fewer faults than asked.`,
 		Example: `  fencegw torture --duration 2m --kill-gateways --etcd-faults
   fencegw torture --unsafe-no-fence     # the control: must find violations
   fencegw torture --failover --json > report.json`,
@@ -64,6 +74,13 @@ PASS covers fewer faults than asked.`,
 	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "control run: gateways with fencing OFF; the checker must find violations")
 	fs.IntVar(&cfg.Burst, "burst", cfg.Burst, "each lease sends 1 to this many writes at once")
 	fs.BoolVar(&cfg.SlowNetwork, "slow-network", cfg.SlowNetwork, "let the nemesis hold the gateways' PostgreSQL traffic (a delaying proxy) for up to two TTLs")
+	fs.BoolVar(&cfg.Partitions, "partitions", cfg.Partitions, "let the nemesis cut a gateway off from etcd or PostgreSQL, both ways or one way (requests or answers lost), for one to three TTLs, then heal or cut the connections")
+	fs.BoolVar(&cfg.PauseGateways, "pause-gateways", cfg.PauseGateways, "let the nemesis freeze a gateway (SIGSTOP) for two to three TTLs, in the middle of a transaction when it has one open")
+	fs.BoolVar(&cfg.QuorumLoss, "quorum-loss", cfg.QuorumLoss, "let the nemesis kill two of the three etcd members for two to three TTLs")
+	fs.BoolVar(&cfg.ClockFaults, "clock-faults", cfg.ClockFaults, "let the nemesis step workers' wall clocks forward and back, and suspend workers in a critical section with their monotonic clock held back (a machine suspend)")
+	fs.BoolVar(&cfg.Throttle, "throttle", cfg.Throttle, "let the nemesis throttle a worker with a cgroup CPU limit (1 ms a second) for two to three TTLs; skipped, and reported so, where this process cannot make a cgroup")
+	fs.IntVar(&cfg.Strict, "strict", cfg.Strict, "percentage of rounds on the strict resources, where a token writes once")
+	fs.IntVar(&cfg.WriteTransactions, "max-write-transactions", 0, "the gateways' --max-write-transactions (0: their default): fewer make more writes share transactions")
 	fs.BoolVar(&cfg.Coalesce, "coalesce", false, "run the resources with coalesce: true (hot-key write batching)")
 	fs.BoolVar(&cfg.GroupCommit, "group-commit", false, "run the resources with group_commit: true (with --coalesce): writes of several resources share transactions")
 	fs.IntVar(&cfg.Transfers, "transfers", cfg.Transfers, "percentage of rounds that take two leases and move money between their resources with one write fenced on both")
@@ -99,7 +116,7 @@ func runTorture(ctx context.Context, cfg torture.Config, asJSON bool, out io.Wri
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(report)
 	} else {
-		fmt.Fprintln(out, report.Verdict)
+		printReport(out, report)
 	}
 	return judge(cfg, report)
 }
@@ -107,7 +124,7 @@ func runTorture(ctx context.Context, cfg torture.Config, asJSON bool, out io.Wri
 // judge says whether report is the verdict cfg's run should have had: nil,
 // or the exit error saying why not.
 func judge(cfg torture.Config, report check.Report) error {
-	control, short := cfg.UnsafeNoFence || cfg.AsyncStandby, checkFaultsDone(cfg, report.Faults)
+	control, short := cfg.UnsafeNoFence || cfg.AsyncStandby, checkFaultsDone(cfg, report.Faults, report.Skipped)
 	switch {
 	case cfg.UnsafeNoFence && report.OK():
 		return &exitError{code: 1, err: errors.Join(errors.New("torture: control run with fencing off found no violation: the checker proved nothing"), short)}
@@ -122,15 +139,55 @@ func judge(cfg torture.Config, report check.Report) error {
 }
 
 // checkFaultsDone says whether a run reached its bound (MaxOverrun ×
-// --duration) short of the failovers or rollbacks it was asked for, or of
-// the late holder's write every run without an asynchronous standby has. A
-// fenced run's PASS then proves less than asked, and fails; a control run
-// that found its violations proved its point with fewer faults.
-func checkFaultsDone(cfg torture.Config, faults map[string]int) error {
-	missing := cfg.FaultsMissing(faults)
+// --duration) short of the failovers or rollbacks it was asked for, of
+// the late holder's write every run without an asynchronous standby has,
+// or of a fault kind it asks for and did not skip. A fenced run's PASS
+// then proves less than asked, and fails; a control run that found its
+// violations proved its point with fewer faults.
+func checkFaultsDone(cfg torture.Config, faults map[string]int, skipped map[string]string) error {
+	missing := cfg.FaultsMissing(faults, skipped)
 	if len(missing) == 0 {
 		return nil
 	}
 	return fmt.Errorf("torture: the run reached its time bound (%v) with only %s asked for: its verdict proves less than asked; give it a longer --duration",
 		torture.MaxOverrun*cfg.Duration, strings.Join(missing, " and "))
+}
+
+// printReport writes the report as text: the verdict, then what the run
+// did — faults by kind, those skipped and why, how writes shared
+// transactions, what the workers' clients said of their leases.
+func printReport(w io.Writer, r check.Report) {
+	fmt.Fprintln(w, r.Verdict)
+	fmt.Fprintf(w, "faults: %s\n", counts(r.Faults))
+	for _, k := range slices.Sorted(maps.Keys(r.Skipped)) {
+		fmt.Fprintf(w, "skipped: %s: %s\n", k, r.Skipped[k])
+	}
+	if r.Batching != nil {
+		fmt.Fprintf(w, "batching: %s\n", r.Batching)
+	}
+	if r.Leases != nil {
+		fmt.Fprintf(w, "leases as writes were sent: %s\n", counts(r.Leases))
+	}
+	for i, v := range r.Violations {
+		if i == maxViolationsPrinted {
+			fmt.Fprintf(w, "… and %d more (--json has them all)\n", len(r.Violations)-i)
+			break
+		}
+		fmt.Fprintf(w, "%s: %s\n", v.Kind, v.Message)
+	}
+}
+
+// maxViolationsPrinted bounds the text report; --json has every one.
+const maxViolationsPrinted = 20
+
+// counts is "a 1, b 2", by name.
+func counts(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -15,11 +15,15 @@ import (
 )
 
 // TestTortureCIProfile runs the CI profile three times with the real
-// binary: with fencing — one write per transaction, then coalesced with
-// group commit (several resources' writes per transaction) — the
-// checker must find nothing under pauses, gateway crashes and PostgreSQL
-// restarts; with fencing off, the same run must show stale writes: a
-// checker that cannot fail would prove nothing.
+// binary. With fencing — once as it is, once under load with coalescing
+// and group commit carrying most writes (more workers and bigger bursts
+// on few resources, one write transaction in flight per gateway) — the
+// checker must find nothing under every fault the nemesis has: workers
+// paused, suspended and throttled, their wall clocks stepped, gateways
+// killed and frozen mid-transaction, etcd members killed and frozen and
+// etcd's quorum lost, PostgreSQL restarted, a gateway partitioned from
+// etcd or PostgreSQL, the network slowed. With fencing off, the same run
+// must show stale writes: a checker that cannot fail would prove nothing.
 func TestTortureCIProfile(t *testing.T) {
 	bin := buildFencegw(t)
 	run := func(extra ...string) (check.Report, string, error) {
@@ -37,18 +41,23 @@ func TestTortureCIProfile(t *testing.T) {
 	}
 
 	fenced, logs, err := run()
-	t.Logf("fenced: %s faults %v events %v", fenced.Verdict, fenced.Faults, fenced.Events)
+	t.Logf("fenced: %s faults %v skipped %v events %v leases %v batching %v", fenced.Verdict, fenced.Faults, fenced.Skipped, fenced.Events, fenced.Leases, fenced.Batching)
 	if err != nil || !fenced.OK() {
 		t.Fatalf("with fencing: %v, %s\n%+v\n%s", err, fenced.Verdict, fenced.Violations, logs)
 	}
 	if fenced.Events["ok"] < 20 || fenced.Faults["pause-worker"] < 5 || fenced.Faults["late-holder"] < 1 {
 		t.Fatalf("the fenced run did too little to prove anything: %v events, %v faults", fenced.Events, fenced.Faults)
 	}
+	requireEveryFault(t, fenced)
 
-	coalesced, logs, err := run("--coalesce", "--group-commit")
-	t.Logf("fenced, coalesced, group commit: %s faults %v events %v", coalesced.Verdict, coalesced.Faults, coalesced.Events)
+	load := []string{"--coalesce", "--group-commit", "--workers", "16", "--resources", "6", "--burst", "12", "--max-write-transactions", "1"}
+	coalesced, logs, err := run(load...)
+	t.Logf("fenced, under load, coalesced, group commit: %s faults %v events %v batching %v", coalesced.Verdict, coalesced.Faults, coalesced.Events, coalesced.Batching)
 	if err != nil || !coalesced.OK() {
 		t.Fatalf("with fencing, coalescing and group commit: %v, %s\n%+v\n%s", err, coalesced.Verdict, coalesced.Violations, logs)
+	}
+	if b := coalesced.Batching; b == nil || 2*b.Shared <= b.Writes {
+		t.Fatalf("under load, coalescing and group commit carried too few writes: %v", b)
 	}
 
 	// The workers' stale writes need a random pause to land between a
@@ -68,9 +77,31 @@ func TestTortureCIProfile(t *testing.T) {
 	}
 }
 
+// requireEveryFault fails the test unless the run injected every fault
+// kind the CI profile has (the throttle may be skipped where the machine
+// allows no cgroup, with the reason in the report), and its workers'
+// clients met the cases only one of their clocks could see: after a
+// suspend, the lease past its deadline on the wall clock alone; after a
+// wall clock stepped back, on the monotonic clock alone.
+func requireEveryFault(t *testing.T, r check.Report) {
+	t.Helper()
+	for _, kind := range []string{"kill-gateway", "etcd-quorum-loss", "slow-network", "partition-etcd", "partition-etcd-one-way",
+		"partition-postgres", "partition-postgres-one-way", "pause-gateway", "wall-clock-forward", "wall-clock-back",
+		"suspend-worker", "throttle-worker", "restart-postgres"} {
+		if r.Faults[kind] < 1 && (kind != "throttle-worker" || r.Skipped[kind] == "") {
+			t.Errorf("no %s among the faults %v (skipped: %v)", kind, r.Faults, r.Skipped)
+		}
+	}
+	if r.Leases["past-on-wall-clock-only"] < 1 || r.Leases["past-on-monotonic-clock-only"] < 1 {
+		t.Errorf("the clock faults did not reach a write: leases %v", r.Leases)
+	}
+}
+
 // TestTortureFailoverProfile: with a synchronous standby, failovers (the
-// primary SIGKILLed, the standby promoted, a new standby made) lose
-// nothing and let no stale write in; with an asynchronous standby whose
+// primary SIGKILLed, the standby promoted, a new standby made), between
+// the CI profile's faults — the primary restarted in place, the network
+// to both servers slowed or partitioned among them — lose nothing and let
+// no stale write in; with an asynchronous standby whose
 // WAL is held back (the primary killed only after committing writes the
 // standby never received, one of them the nemesis's with the newer of two
 // tokens it took), the checker finds the acknowledged writes the promotion
@@ -98,6 +129,7 @@ func TestTortureFailoverProfile(t *testing.T) {
 	if synced.Faults["failover"] < 2 || synced.Events["ok"] < 10 {
 		t.Fatalf("the failover run did too little to prove anything: %v events, %v faults", synced.Events, synced.Faults)
 	}
+	requireEveryFault(t, synced) // slow network, partitions and restarts of the primary among them
 
 	control, logs, err := run("--async-standby")
 	t.Logf("asynchronous standby: %s faults %v events %v", control.Verdict, control.Faults, control.Events)
@@ -150,7 +182,7 @@ func TestCheckFaultsDone(t *testing.T) {
 		{map[string]int{"failover": 3, "etcd-rollback": 2}, "only 0 of the 1 late holder's writes asked for"},
 		{nil, "only 0 of the 3 failovers and 0 of the 2 etcd rollbacks and 0 of the 1 late holder's writes asked for"},
 	} {
-		err := checkFaultsDone(cfg, tc.faults)
+		err := checkFaultsDone(cfg, tc.faults, nil)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v: %v, want none", tc.faults, err)
@@ -158,11 +190,11 @@ func TestCheckFaultsDone(t *testing.T) {
 			t.Errorf("%v: %v, want one saying %q and the bound", tc.faults, err, tc.want)
 		}
 	}
-	if err := checkFaultsDone(torture.Config{Duration: time.Minute}, map[string]int{"late-holder": 1}); err != nil {
+	if err := checkFaultsDone(torture.Config{Duration: time.Minute}, map[string]int{"late-holder": 1}, nil); err != nil {
 		t.Errorf("no minimum asked: %v", err)
 	}
 	async := torture.Config{Duration: time.Minute, Failover: true, AsyncStandby: true}
-	if err := checkFaultsDone(async, nil); err != nil {
+	if err := checkFaultsDone(async, nil, nil); err != nil {
 		t.Errorf("an asynchronous standby's run, whose nemesis writes across failovers instead: %v", err)
 	}
 }

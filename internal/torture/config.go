@@ -2,7 +2,6 @@ package torture
 
 import (
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -20,6 +19,31 @@ type Config struct {
 	RestartPostgres bool
 	EtcdFaults      bool // kill the leader, kill a follower, freeze a member
 	SlowNetwork     bool // hold the gateways' PostgreSQL traffic for up to two TTLs
+	// Partitions cuts one gateway off from etcd or from PostgreSQL, both
+	// ways or one way, for one to three TTLs (faults.go).
+	Partitions bool
+	// PauseGateways freezes a gateway (SIGSTOP) for two to three TTLs, in
+	// the middle of a transaction when it has one open.
+	PauseGateways bool
+	// QuorumLoss stops two of the three etcd members for two to three
+	// TTLs.
+	QuorumLoss bool
+	// ClockFaults steps workers' wall clocks forward and back, and
+	// suspends workers inside a critical section with their monotonic
+	// clock held back (a machine suspend), in the workers' injected
+	// clock (clockpage.go).
+	ClockFaults bool
+	// Throttle limits a worker's CPU with a cgroup for two to three TTLs,
+	// where the machine lets this process make one; else the report says
+	// why it was skipped.
+	Throttle bool
+	// Strict is the percentage of the workers' rounds on the strict
+	// resources (a token writes once).
+	Strict int
+	// WriteTransactions is the gateways' --max-write-transactions (0:
+	// their default): fewer transactions in flight make more writes
+	// share them.
+	WriteTransactions int
 	// EtcdTLS runs the cluster with TLS and client certificate
 	// authentication; the gateways and epoch bump connect with a client
 	// certificate.
@@ -71,6 +95,7 @@ func Defaults() Config {
 	return Config{
 		Workers: 6, Resources: 4, Gateways: 2, Duration: 30 * time.Second, TTL: time.Second, Seed: 1,
 		FaultEvery: 600 * time.Millisecond, KillGateways: true, RestartPostgres: true, EtcdFaults: true, SlowNetwork: true, Burst: 3,
+		Partitions: true, PauseGateways: true, QuorumLoss: true, ClockFaults: true, Throttle: true, Strict: 20,
 		Transfers: 25, FailoverEvery: 6 * time.Second, RollbackEvery: 12 * time.Second,
 	}
 }
@@ -89,6 +114,10 @@ func (c Config) Check() error {
 		return errors.New("torture: burst must be 1 to 32")
 	case c.Transfers < 0 || c.Transfers > 100 || (c.Transfers > 0 && c.Resources < 2):
 		return errors.New("torture: transfers is a percentage, 0 to 100, and needs at least 2 resources")
+	case c.Strict < 0 || c.Strict > 100:
+		return errors.New("torture: strict is a percentage, 0 to 100")
+	case c.WriteTransactions < 0 || c.WriteTransactions > 64:
+		return errors.New("torture: --max-write-transactions must be 0 (the gateways' default) to 64")
 	case c.AsyncStandby && !c.Failover:
 		return errors.New("torture: --async-standby needs --failover")
 	case c.Failover && c.FailoverEvery < 2*time.Second:
@@ -103,22 +132,4 @@ func (c Config) Check() error {
 		return errors.New("torture: faults at most every 100ms")
 	}
 	return nil
-}
-
-// FaultsMissing lists the minimum faults c asks for that faults (the
-// nemesis's counts) does not reach, e.g. "1 of the 3 failovers"; none once
-// the run has done them. The nemesis waits on it, and the command judges
-// a run that ended at its bound by it.
-func (c Config) FaultsMissing(faults map[string]int) []string {
-	var missing []string
-	if got := faults["failover"]; got < c.MinFailovers {
-		missing = append(missing, fmt.Sprintf("%d of the %d failovers", got, c.MinFailovers))
-	}
-	if got := faults["etcd-rollback"]; got < c.MinRollbacks {
-		missing = append(missing, fmt.Sprintf("%d of the %d etcd rollbacks", got, c.MinRollbacks))
-	}
-	if faults["late-holder"] < 1 && !c.AsyncStandby {
-		missing = append(missing, "0 of the 1 late holder's writes")
-	}
-	return missing
 }

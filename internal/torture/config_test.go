@@ -31,15 +31,43 @@ func TestCheckMinimumFaults(t *testing.T) {
 // not done before the late holder's write was answered once; with one,
 // the nemesis's writes belong to the failovers instead.
 func TestFaultsMissingLateHolder(t *testing.T) {
-	c := Defaults()
-	if got := c.FaultsMissing(nil); len(got) != 1 {
+	c := Config{}
+	if got := c.FaultsMissing(nil, nil); len(got) != 1 {
 		t.Fatalf("before any fault: missing %q, want the late holder's write", got)
 	}
-	if got := c.FaultsMissing(map[string]int{"late-holder": 1}); len(got) != 0 {
+	if got := c.FaultsMissing(map[string]int{"late-holder": 1}, nil); len(got) != 0 {
 		t.Fatalf("after one late write: missing %q, want nothing", got)
 	}
 	c.Failover, c.AsyncStandby = true, true
-	if got := c.FaultsMissing(nil); len(got) != 0 {
+	if got := c.FaultsMissing(nil, nil); len(got) != 0 {
 		t.Fatalf("with an asynchronous standby: missing %q, want nothing", got)
+	}
+}
+
+// TestFaultsMissingKinds: a run is not done before every kind of fault it
+// asks for happened once, a kind skipped on this machine aside; an etcd
+// member fault is any of the three it may roll.
+func TestFaultsMissingKinds(t *testing.T) {
+	c := Defaults()
+	all := map[string]int{"late-holder": 1, "kill-etcd-member": 1}
+	for _, k := range c.kinds(nil) {
+		if k.name != "kill-etcd-leader" {
+			all[k.name] = 1
+		}
+	}
+	if got := c.FaultsMissing(all, nil); len(got) != 0 {
+		t.Fatalf("every kind done: missing %q", got)
+	}
+	delete(all, "suspend-worker")
+	delete(all, "throttle-worker")
+	if got := c.FaultsMissing(all, nil); len(got) != 1 || got[0] != "no suspend-worker, throttle-worker" {
+		t.Fatalf("missing %q, want the suspend and the throttle named", got)
+	}
+	if got := c.FaultsMissing(all, map[string]string{"throttle-worker": "no cgroup"}); len(got) != 1 || got[0] != "no suspend-worker" {
+		t.Fatalf("with the throttle skipped: missing %q, want the suspend alone", got)
+	}
+	c.ClockFaults, c.Throttle = false, false
+	if got := c.FaultsMissing(all, nil); len(got) != 0 {
+		t.Fatalf("kinds not asked for: missing %q", got)
 	}
 }

@@ -1,4 +1,12 @@
-// Package torture runs fencegw under faults — lock holders frozen past
-// their leases, gateways killed, PostgreSQL restarted — and checks from the
-// database that no stale write landed and no acknowledged write was lost.
+// Package torture runs fencegw under faults and checks from the database
+// that no stale write landed and no acknowledged write was lost.
+//
+// The faults (faults.go lists them): lock holders frozen past their
+// leases, suspended with their monotonic clock held back, throttled by a
+// cgroup CPU limit, their wall clocks stepped; gateways killed, or frozen
+// in the middle of a transaction; etcd members killed or frozen, etcd's
+// quorum lost, etcd rolled back to a snapshot; PostgreSQL restarted or
+// failed over; each gateway's network to etcd and PostgreSQL slowed or
+// partitioned, one way or both (links.go). The nemesis injects each kind
+// once before it rolls, and a run is not done before each has happened.
 package torture

@@ -7,14 +7,16 @@ import (
 	"os/exec"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/fencegw/fencegw/internal/cgroupcpu"
 )
 
 // nemesis injects faults on a schedule until its context ends. Pausing a
 // worker past its TTL is the fault fencing exists for, so it is the most
-// frequent; gateway crashes and PostgreSQL restarts test that nothing
-// acknowledged is lost and nothing half-done is acknowledged.
+// frequent; the others test that nothing acknowledged is lost and nothing
+// half-done is acknowledged whatever breaks: gateways, etcd, PostgreSQL,
+// the network between them, and the workers' clocks and CPU.
 type nemesis struct {
 	cfg      Config
 	rnd      *rand.Rand
@@ -30,35 +32,55 @@ type nemesis struct {
 	bin, dir, dbURL string
 	haltAfter       []time.Duration
 	etcd            []*etcdMember
-	etcdBusy        atomic.Bool // one etcd fault at a time: the cluster keeps its quorum
-	proxy           *slowProxy  // between the gateways and PostgreSQL
-	slowBusy        atomic.Bool
+	etcdBusy        atomic.Bool // one etcd fault at a time: the cluster regains its quorum between them
+	// links are each gateway's proxies to PostgreSQL and etcd (links.go).
+	links         []*links
+	slowBusy      atomic.Bool
+	partitionBusy atomic.Bool
+	// clocks are the workers' clock pages (clockpage.go); clockBusy, one
+	// wall-clock step at a time per worker.
+	clocks    []*clockPage
+	clockBusy []atomic.Bool
+	// cpu is the cgroup a throttled worker is moved into; nil where the
+	// machine allows none (skipped says why).
+	cpu          *cgroupcpu.Group
+	throttleBusy atomic.Bool
+	skipped      map[string]string
+	pgRestarts   int
 	// late, unless the run has an asynchronous standby, acts out the
 	// book's late holder on the nemesis's own resource (twoholders.go).
 	late *twoHolders
 
 	mu     sync.Mutex
 	faults map[string]int
-	paused map[int]bool
+	paused map[int]bool // workers frozen or suspended by the nemesis
 	wg     sync.WaitGroup
 }
+
+// maxTries bounds how often the nemesis tries a kind it has not injected
+// yet and finds busy (an etcd fault while a rollback runs, say) before it
+// leaves it to the random rolls.
+const maxTries = 20
 
 func (n *nemesis) run(ctx context.Context) {
 	t := time.NewTicker(n.cfg.FaultEvery)
 	defer t.Stop()
-	pgRestarts := 0
 	if n.replicated != nil {
-		n.wg.Add(1)
-		go func() { defer n.wg.Done(); n.failovers(ctx) }()
+		n.wg.Go(func() { n.failovers(ctx) })
 	}
 	if n.cfg.EtcdRollback {
-		n.wg.Add(1)
-		go func() { defer n.wg.Done(); n.rollbacks(ctx) }()
+		n.wg.Go(func() { n.rollbacks(ctx) })
 	}
 	if n.late != nil {
-		n.wg.Add(1)
-		go func() { defer n.wg.Done(); n.lateHolders(ctx) }()
+		n.wg.Go(func() { n.lateHolders(ctx) })
 	}
+	kinds := n.cfg.kinds(n.skipped)
+	pending := make([]string, len(kinds))
+	for i, k := range kinds {
+		pending[i] = k.name
+	}
+	n.rnd.Shuffle(len(pending), func(i, j int) { pending[i], pending[j] = pending[j], pending[i] })
+	tries := map[string]int{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -66,33 +88,85 @@ func (n *nemesis) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		switch roll := n.rnd.IntN(100); {
-		case roll < 55:
-			n.pauseWorker(ctx)
-		case roll < 72 && n.cfg.KillGateways:
-			n.crashGateway(ctx)
-		case roll < 84 && n.cfg.EtcdFaults:
-			n.etcdFault(ctx)
-		case roll < 94 && n.cfg.SlowNetwork && n.proxy != nil:
-			n.slowNetwork(ctx)
-		case n.cfg.RestartPostgres && n.pg != nil && pgRestarts < 2:
-			pgRestarts++
-			n.restartPostgres(ctx)
-		default:
-			n.pauseWorker(ctx)
+		var name string
+		if len(pending) > 0 {
+			name, pending = pending[0], pending[1:]
+		} else {
+			name = n.roll(kinds)
 		}
+		if n.inject(ctx, name) {
+			continue
+		}
+		if tries[name]++; tries[name] < maxTries && !kindHappened(kinds, name, n.counts()) {
+			pending = append(pending, name)
+		}
+		n.pauseWorker(ctx) // the most frequent fault stands in
 	}
 }
 
+// roll picks a kind at random by weight.
+func (n *nemesis) roll(kinds []faultKind) string {
+	total := 0
+	for _, k := range kinds {
+		total += k.weight
+	}
+	r := n.rnd.IntN(total)
+	for _, k := range kinds {
+		if r -= k.weight; r < 0 {
+			return k.name
+		}
+	}
+	return "pause-worker"
+}
+
+func kindHappened(kinds []faultKind, name string, faults map[string]int) bool {
+	for _, k := range kinds {
+		if k.name == name {
+			return k.happened(faults)
+		}
+	}
+	return false
+}
+
+// inject starts one fault of the kind named; false if it could not now
+// (busy, or nothing to inject it on).
+func (n *nemesis) inject(ctx context.Context, name string) bool {
+	switch name {
+	case "pause-worker":
+		return n.pauseWorker(ctx)
+	case "kill-gateway":
+		return n.crashGateway(ctx)
+	case "kill-etcd-leader":
+		return n.etcdFault(ctx)
+	case "etcd-quorum-loss":
+		return n.quorumLoss(ctx)
+	case "slow-network":
+		return n.slowNetwork(ctx)
+	case "partition-etcd", "partition-postgres":
+		return n.partition(ctx, name[len("partition-"):], false)
+	case "partition-etcd-one-way", "partition-postgres-one-way":
+		return n.partition(ctx, name[len("partition-"):len(name)-len("-one-way")], true)
+	case "pause-gateway":
+		return n.pauseGateway(ctx)
+	case "wall-clock-forward", "wall-clock-back":
+		return n.stepWallClock(ctx, name == "wall-clock-forward")
+	case "suspend-worker":
+		return n.suspendWorker(ctx)
+	case "throttle-worker":
+		return n.throttleWorker(ctx)
+	case "restart-postgres":
+		return n.restartPostgres(ctx)
+	}
+	return false
+}
+
 // awaitEnough returns once until has passed and the nemesis has done the
-// failovers and rollbacks the run asks for, or when ctx ends.
+// faults the run asks for (FaultsMissing), or when ctx ends.
 func (n *nemesis) awaitEnough(ctx context.Context, until time.Time) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
-		n.mu.Lock()
-		enough := len(n.cfg.FaultsMissing(n.faults)) == 0
-		n.mu.Unlock()
+		enough := len(n.cfg.FaultsMissing(n.counts(), n.skipped)) == 0
 		if enough && !time.Now().Before(until) {
 			return
 		}
@@ -126,152 +200,34 @@ func (n *nemesis) lateHolders(ctx context.Context) {
 // run, each a lease grant and two writes beside the workers'.
 const lateHolderEvery = 8
 
-func (n *nemesis) count(fault string) {
+func (n *nemesis) count(fault string) { n.add(fault, 1) }
+
+func (n *nemesis) add(fault string, k int) {
 	n.mu.Lock()
-	n.faults[fault]++
+	n.faults[fault] += k
 	n.mu.Unlock()
 }
 
-// pauseWorker freezes a worker (and its lease keepalives) for two to three
-// TTLs: long enough for its lease to expire and a successor to write.
-func (n *nemesis) pauseWorker(ctx context.Context) {
-	i := n.rnd.IntN(len(n.workers))
+// counts is a copy of the faults counted so far.
+func (n *nemesis) counts() map[string]int {
 	n.mu.Lock()
-	if n.paused[i] {
-		n.mu.Unlock()
-		return
+	defer n.mu.Unlock()
+	c := make(map[string]int, len(n.faults))
+	for k, v := range n.faults {
+		c[k] = v
 	}
-	n.paused[i] = true
-	n.mu.Unlock()
-	p := n.workers[i].Process
-	if err := p.Signal(syscall.SIGSTOP); err != nil {
-		n.mu.Lock()
-		delete(n.paused, i)
-		n.mu.Unlock()
-		return
-	}
-	n.count("pause-worker")
-	pause := time.Duration(float64(n.cfg.TTL) * (2 + n.rnd.Float64()))
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		select {
-		case <-time.After(pause):
-		case <-ctx.Done():
-		}
-		_ = p.Signal(syscall.SIGCONT)
-		n.mu.Lock()
-		delete(n.paused, i)
-		n.mu.Unlock()
-	}()
+	return c
 }
 
-// crashGateway SIGKILLs a gateway mid-traffic and starts it again.
-func (n *nemesis) crashGateway(ctx context.Context) {
-	g := n.gateways[n.rnd.IntN(len(n.gateways))]
-	g.kill()
-	n.count("kill-gateway")
-	time.Sleep(200 * time.Millisecond)
-	if err := g.start(ctx); err != nil && ctx.Err() == nil {
-		n.log.Error("restarting a gateway failed", "error", err)
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
 	}
 }
 
-// failovers kills the primary and promotes its standby every
-// FailoverEvery until ctx ends, the first after half an interval. A
-// failover that has begun finishes (with a standby following the new
-// primary) even if ctx ends meanwhile, so the checker finds a primary.
-func (n *nemesis) failovers(ctx context.Context) {
-	next := time.After(n.cfg.FailoverEvery / 2)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-next:
-		}
-		start := time.Now()
-		if err := n.replicated.failover(context.WithoutCancel(ctx)); err != nil {
-			n.log.Error("failover failed", "error", err)
-			return
-		}
-		n.count("failover")
-		n.log.Info("torture: failover done", "took", time.Since(start).Round(time.Millisecond).String())
-		next = time.After(n.cfg.FailoverEvery)
-	}
-}
-
-// restartPostgres stops and starts PostgreSQL under the gateways' feet.
-func (n *nemesis) restartPostgres(ctx context.Context) {
-	n.count("restart-postgres")
-	if err := n.pg.restart(context.WithoutCancel(ctx)); err != nil {
-		n.log.Error("restarting PostgreSQL failed", "error", err)
-	}
-}
-
-// etcdFault kills the leader, kills a follower or freezes a member, and
-// brings it back: the cluster keeps quorum, the gateways must ride through
-// the election.
-func (n *nemesis) etcdFault(ctx context.Context) {
-	if !n.etcdBusy.CompareAndSwap(false, true) {
-		n.pauseWorker(ctx)
-		return
-	}
-	what, i := n.rnd.IntN(4), n.rnd.IntN(len(n.etcd))
-	pause := time.Duration(1500+n.rnd.IntN(1000)) * time.Millisecond
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		defer n.etcdBusy.Store(false)
-		kind := "kill-etcd-member"
-		switch {
-		case what < 2:
-			if l, err := leader(ctx, n.etcd, 2*time.Second); err == nil {
-				i, kind = l, "kill-etcd-leader"
-			}
-		case what == 3:
-			p := n.etcd[i].cmd.Process
-			if p.Signal(syscall.SIGSTOP) == nil {
-				n.count("pause-etcd-member")
-				select {
-				case <-time.After(pause):
-				case <-ctx.Done():
-				}
-				_ = p.Signal(syscall.SIGCONT)
-			}
-			return
-		}
-		n.etcd[i].kill()
-		n.count(kind)
-		select {
-		case <-time.After(time.Second):
-		case <-ctx.Done():
-		}
-		if err := n.etcd[i].start(); err != nil {
-			n.log.Error("restarting an etcd member failed", "member", n.etcd[i].name, "error", err)
-		}
-	}()
-}
-
-// slowNetwork holds the traffic between the gateways and PostgreSQL for a
-// while: every chunk waits a quarter TTL to two TTLs, for one to three
-// seconds. Writes sent in time then arrive after their lease expired.
-func (n *nemesis) slowNetwork(ctx context.Context) {
-	if !n.slowBusy.CompareAndSwap(false, true) {
-		n.pauseWorker(ctx)
-		return
-	}
-	n.count("slow-network")
-	delay := time.Duration(float64(n.cfg.TTL) * (0.25 + 1.75*n.rnd.Float64()))
-	span := time.Duration(1000+n.rnd.IntN(2000)) * time.Millisecond
-	n.proxy.setDelay(delay)
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		defer n.slowBusy.Store(false)
-		select {
-		case <-time.After(span):
-		case <-ctx.Done():
-		}
-		n.proxy.setDelay(0)
-	}()
+// ttls is between lo and hi TTLs, at random.
+func (n *nemesis) ttls(lo, hi float64) time.Duration {
+	return time.Duration(float64(n.cfg.TTL) * (lo + (hi-lo)*n.rnd.Float64()))
 }

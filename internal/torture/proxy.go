@@ -8,18 +8,22 @@ import (
 	"time"
 )
 
-// slowProxy sits between the gateways and PostgreSQL. When the nemesis
-// slows the network, every chunk, both ways, is held for the delay before
-// it is passed on: a write can then reach PostgreSQL, or its answer the
-// gateway, long after it was sent — after the writer's lease expired and a
-// successor wrote. Each direction of a connection keeps its order, as TCP
-// does.
+// slowProxy sits between a gateway and PostgreSQL or an etcd member.
+// When the nemesis slows the network, every chunk, both ways, is held for
+// the delay before it is passed on: a write can then reach PostgreSQL, or
+// its answer the gateway, long after it was sent — after the writer's
+// lease expired and a successor wrote. When it partitions the network,
+// nothing passes one way or both until the partition heals (what was
+// held then arrives, as TCP's retransmissions deliver it) or the
+// connections are cut (as when TCP gives up). Each direction of a
+// connection keeps its order, as TCP does.
 type slowProxy struct {
 	ln     net.Listener
 	target atomic.Pointer[string] // host:port new connections go to
 	delay  atomic.Int64           // nanoseconds; 0: pass at once
-	// gate, while set, holds every chunk until it is closed (release, drop).
-	gate atomic.Pointer[chan struct{}]
+	// gates, per direction (toServer, toClient), while set, hold every
+	// chunk until they are closed (release, drop).
+	gates [2]atomic.Pointer[chan struct{}]
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -56,16 +60,32 @@ func (p *slowProxy) port() int { return p.ln.Addr().(*net.TCPAddr).Port }
 // retarget sends new connections to addr; open ones keep theirs.
 func (p *slowProxy) retarget(addr string) { p.target.Store(&addr) }
 
+// The directions a proxy passes bytes in.
+const (
+	toServer = iota // the gateway's requests
+	toClient        // the server's answers
+)
+
 // hold stops passing anything on, both ways, until release or drop.
-func (p *slowProxy) hold() {
-	g := make(chan struct{})
-	p.gate.Store(&g)
+func (p *slowProxy) hold() { p.holdDirections(toServer, toClient) }
+
+// holdDirections stops passing anything on in the directions given, until
+// release or drop: a partition, one way or both.
+func (p *slowProxy) holdDirections(dirs ...int) {
+	for _, d := range dirs {
+		g := make(chan struct{})
+		if old := p.gates[d].Swap(&g); old != nil {
+			close(*old)
+		}
+	}
 }
 
 // release passes on what hold held, and what comes after.
 func (p *slowProxy) release() {
-	if g := p.gate.Swap(nil); g != nil {
-		close(*g)
+	for d := range p.gates {
+		if g := p.gates[d].Swap(nil); g != nil {
+			close(*g)
+		}
 	}
 }
 
@@ -105,8 +125,8 @@ func (p *slowProxy) serve(client net.Conn) {
 		return // closing
 	}
 	done := make(chan struct{}, 2)
-	go func() { p.pipe(server, client); done <- struct{}{} }()
-	go func() { p.pipe(client, server); done <- struct{}{} }()
+	go func() { p.pipe(server, client, toServer); done <- struct{}{} }()
+	go func() { p.pipe(client, server, toClient); done <- struct{}{} }()
 	<-done // one side ended: end both, as a TCP reset would
 	client.Close()
 	server.Close()
@@ -117,7 +137,7 @@ func (p *slowProxy) serve(client net.Conn) {
 	p.mu.Unlock()
 }
 
-func (p *slowProxy) pipe(dst, src net.Conn) {
+func (p *slowProxy) pipe(dst, src net.Conn, dir int) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -125,7 +145,9 @@ func (p *slowProxy) pipe(dst, src net.Conn) {
 			if d := time.Duration(p.delay.Load()); d > 0 {
 				time.Sleep(d)
 			}
-			if g := p.gate.Load(); g != nil {
+			// A gate closed while this chunk waited may have been
+			// replaced by a new one: wait for the direction to be open.
+			for g := p.gates[dir].Load(); g != nil; g = p.gates[dir].Load() {
 				<-*g
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {

@@ -4,21 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fencegw/fencegw/internal/cgroupcpu"
 	"github.com/fencegw/fencegw/internal/torture/check"
 	"github.com/fencegw/fencegw/schema"
 )
@@ -73,38 +69,31 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	if err := os.WriteFile(policy, []byte(fmt.Sprintf(policyYAML, strconv.FormatBool(cfg.Coalesce), strconv.FormatBool(cfg.GroupCommit))), 0o644); err != nil {
 		return check.Report{}, err
 	}
-	gatewayDB := db.url()
-	var proxy *slowProxy
-	if db.pg != nil {
-		pgURL, err := url.Parse(db.url())
-		if err != nil {
-			return check.Report{}, err
-		}
-		if proxy, err = startProxy(pgURL.Host); err != nil { // same port across PostgreSQL restarts
-			return check.Report{}, err
-		}
-		defer proxy.close()
-		if gatewayDB, err = proxy.proxiedURL(db.url()); err != nil {
-			return check.Report{}, err
+	var skipped map[string]string
+	var cpu *cgroupcpu.Group
+	if cfg.Throttle {
+		var why string
+		if cpu, why = throttleGroup(); cpu == nil {
+			skipped = map[string]string{"throttle-worker": why}
+			log.Warn("torture: throttle-worker skipped", "why", why)
+		} else {
+			defer cpu.Close()
 		}
 	}
-
-	var gateways []*gatewayProc
+	gateways, allLinks, err := startGateways(setupCtx, cfg, bin, dir, db.url(), etcd, policy)
 	defer func() {
 		for _, g := range gateways {
 			g.stop()
 		}
+		for _, l := range allLinks {
+			l.close()
+		}
 	}()
+	if err != nil {
+		return check.Report{}, err
+	}
 	var urls []string
-	for i := range cfg.Gateways {
-		g, err := newGateway(bin, dir, i, gatewayDB, etcdFlags(etcd), policy, cfg.UnsafeNoFence)
-		if err != nil {
-			return check.Report{}, err
-		}
-		if err := g.start(setupCtx); err != nil {
-			return check.Report{}, fmt.Errorf("%w (log: %s)", err, g.log)
-		}
-		gateways = append(gateways, g)
+	for _, g := range gateways {
 		urls = append(urls, g.url())
 	}
 	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence,
@@ -126,17 +115,28 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	}
 	start := time.Now()
 	until, bound := start.Add(cfg.Duration), start.Add(cfg.Duration)
-	if len(cfg.FaultsMissing(nil)) > 0 {
+	if len(cfg.FaultsMissing(nil, skipped)) > 0 {
 		bound = start.Add(MaxOverrun * cfg.Duration)
 	}
 	stopFile := filepath.Join(dir, "stop")
+	var clocks []*clockPage
+	if cfg.ClockFaults {
+		if clocks, err = clockPages(dir, cfg.Workers); err != nil {
+			return check.Report{}, err
+		}
+		defer func() {
+			for _, c := range clocks {
+				c.close()
+			}
+		}()
+	}
 	workers, err := startWorkers(bin, dir, cfg, urls, db.url(), bound, stopFile)
 	if err != nil {
 		return check.Report{}, err
 	}
 	n := &nemesis{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), log: log, workers: workers,
-		gateways: gateways, pg: db.pg, replicated: db.replicated, etcd: etcd, proxy: proxy, faults: map[string]int{}, paused: map[int]bool{},
-		bin: bin, dir: dir, dbURL: db.url(), late: late}
+		gateways: gateways, pg: db.pg, replicated: db.replicated, etcd: etcd, links: allLinks, faults: map[string]int{}, paused: map[int]bool{},
+		bin: bin, dir: dir, dbURL: db.url(), late: late, clocks: clocks, clockBusy: make([]atomic.Bool, cfg.Workers), cpu: cpu, skipped: skipped}
 	nctx, stopNemesis := context.WithDeadline(ctx, bound)
 	go reportProgress(nctx, log, db.url(), n, start)
 	go func() { n.awaitEnough(nctx, until); stopNemesis() }()
@@ -146,15 +146,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		return check.Report{}, err
 	}
 	waitWorkers(workers, 30*time.Second)
-	log.Info("torture: workers done, checking", "faults", n.faults, "coalesced_writes_per_transaction", coalesced(gateways))
+	log.Info("torture: workers done, checking", "faults", n.counts())
 
 	if cfg.EtcdRollback && !cfg.RollbackBump {
 		p50, worst := haltTimes(n.haltAfter)
 		n.faults["rollback-halt-ms-p50"], n.faults["rollback-halt-ms-max"] = p50, worst
 	}
-	report, err := collect(ctx, dir, db.checkURL(), histories, n.faults)
+	report, err := collect(ctx, dir, db.checkURL(), histories, n.counts(), skipped)
 	if err != nil {
 		return check.Report{}, err
+	}
+	if report.Batching != nil {
+		log.Info("torture: batching", "writes", report.Batching.String())
 	}
 	b, _ := json.MarshalIndent(report, "", "  ")
 	_ = os.WriteFile(filepath.Join(dir, "report.json"), b, 0o644)
@@ -208,129 +211,4 @@ func prepareDatabase(ctx context.Context, dbURL string, resources int) error {
 	}
 	_, err = conn.Exec(ctx, "INSERT INTO torture.balances (resource, cents) VALUES ($1, $2)", "res/"+wentBackResource, initialBalance)
 	return err
-}
-
-// MaxOverrun bounds how far past Duration a run waits for its minimum
-// failovers and rollbacks.
-const MaxOverrun = 4
-
-func startWorkers(bin, dir string, cfg Config, urls []string, dbURL string, until time.Time, stopFile string) ([]*exec.Cmd, error) {
-	var cmds []*exec.Cmd
-	for i := range cfg.Workers {
-		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%d.log", i)))
-		if err != nil {
-			return cmds, err
-		}
-		cmd := exec.Command(bin, "torture-worker", "--gateways", strings.Join(urls, ","),
-			"--resources", strconv.Itoa(cfg.Resources), "--ttl", cfg.TTL.String(),
-			"--until", until.Format(time.RFC3339Nano), "--stop-file", stopFile, "--history", historyPath(dir, i),
-			"--worker", strconv.Itoa(i), "--seed", strconv.FormatInt(cfg.Seed, 10), "--burst", strconv.Itoa(cfg.Burst), "--database-url", dbURL,
-			"--transfers", strconv.Itoa(cfg.Transfers))
-		cmd.Stdout, cmd.Stderr = out, out
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			out.Close()
-			return cmds, err
-		}
-		out.Close() // the child has its own descriptor
-		cmds = append(cmds, cmd)
-	}
-	return cmds, nil
-}
-
-func historyPath(dir string, i int) string {
-	return filepath.Join(dir, fmt.Sprintf("history-%d.jsonl", i))
-}
-
-// waitWorkers waits for the workers to pass their deadline and exit, and
-// kills those that do not within grace.
-func waitWorkers(cmds []*exec.Cmd, grace time.Duration) {
-	done := make(chan struct{})
-	go func() {
-		for _, c := range cmds {
-			_ = c.Wait()
-		}
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(grace):
-		for _, c := range cmds {
-			_ = c.Process.Kill()
-		}
-		<-done
-	}
-}
-
-// collect reads every history and the log table and checks them.
-func collect(ctx context.Context, dir, dbURL string, workers int, faults map[string]int) (check.Report, error) {
-	var history []check.Event
-	for i := range workers {
-		f, err := os.Open(historyPath(dir, i))
-		if err != nil {
-			return check.Report{}, err
-		}
-		evs, err := check.ReadHistory(f)
-		f.Close()
-		if err != nil {
-			return check.Report{}, fmt.Errorf("torture: worker %d: %w", i, err)
-		}
-		history = append(history, evs...)
-	}
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return check.Report{}, err
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, "SELECT id, resource, epoch, revision, intent, worker, delta FROM torture.log ORDER BY id")
-	if err != nil {
-		return check.Report{}, err
-	}
-	logRows, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (check.Row, error) {
-		var row check.Row
-		err := r.Scan(&row.ID, &row.Resource, &row.Epoch, &row.Revision, &row.Intent, &row.Worker, &row.Delta)
-		return row, err
-	})
-	if err != nil {
-		return check.Report{}, err
-	}
-	ledger := check.Ledger{Initial: initialBalance, Balances: map[string]int64{}}
-	rows, err = conn.Query(ctx, "SELECT resource, cents FROM torture.balances")
-	if err != nil {
-		return check.Report{}, err
-	}
-	var res string
-	var cents int64
-	if _, err := pgx.ForEachRow(rows, []any{&res, &cents}, func() error { ledger.Balances[res] = cents; return nil }); err != nil {
-		return check.Report{}, err
-	}
-	return check.Check(check.Input{History: history, Rows: logRows, Ledger: &ledger, Faults: faults}), nil
-}
-
-// coalesced reads the gateways' batch-size histograms: writes per
-// transaction on coalesced resources (since each gateway's last restart).
-func coalesced(gateways []*gatewayProc) string {
-	var sum, count float64
-	for _, g := range gateways {
-		resp, err := http.Get(g.url() + "/metrics")
-		if err != nil {
-			continue
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		for _, line := range strings.Split(string(b), "\n") {
-			name, value, _ := strings.Cut(line, " ")
-			v, _ := strconv.ParseFloat(value, 64)
-			switch name {
-			case "fencegw_coalesced_batch_size_sum":
-				sum += v
-			case "fencegw_coalesced_batch_size_count":
-				count += v
-			}
-		}
-	}
-	if count == 0 {
-		return "none"
-	}
-	return fmt.Sprintf("%.0f writes in %.0f transactions", sum, count)
 }

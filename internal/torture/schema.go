@@ -1,5 +1,7 @@
 package torture
 
+import "strings"
+
 // schemaSQL is the torture application: one row per applied write. The ID
 // is drawn inside the transaction that holds the resource's fence row lock,
 // so per resource it is the commit order the checker reads. No uniqueness
@@ -7,7 +9,9 @@ package torture
 //
 // Each resource also has a balance: an append adds 1, a transfer moves an
 // amount between its two resources, each in the transaction that logs it
-// with the delta, so the checker can hold balances to rows.
+// with the delta, so the checker can hold balances to rows. txn is the
+// transaction that applied the row: coalesced and grouped writes share one,
+// which is how the report counts them.
 const schemaSQL = `
 CREATE SCHEMA IF NOT EXISTS torture;
 CREATE TABLE IF NOT EXISTS torture.log (
@@ -18,7 +22,8 @@ CREATE TABLE IF NOT EXISTS torture.log (
     intent   text      NOT NULL,
     worker   int       NOT NULL,
     delta    bigint    NOT NULL,
-    at       timestamptz NOT NULL DEFAULT clock_timestamp()
+    at       timestamptz NOT NULL DEFAULT clock_timestamp(),
+    txn      bigint    NOT NULL DEFAULT txid_current()
 );
 CREATE INDEX IF NOT EXISTS log_resource ON torture.log (resource, id);
 CREATE TABLE IF NOT EXISTS torture.balances (
@@ -30,20 +35,40 @@ CREATE TABLE IF NOT EXISTS torture.balances (
 // initialBalance is every resource's balance at the start of a run.
 const initialBalance = 1000
 
-// balancesSQL gives resources res/r0 .. res/r($1-1) their initial balance.
-const balancesSQL = "INSERT INTO torture.balances (resource, cents) SELECT 'res/r' || i, $2 FROM generate_series(0, $1 - 1) AS i"
+// balancesSQL gives resources res/r0 .. res/r($1-1), and strict/r0 ..
+// strict/r($1-1), their initial balance.
+const balancesSQL = "INSERT INTO torture.balances (resource, cents) SELECT f || '/r' || i, $2 FROM generate_series(0, $1 - 1) AS i, unnest(ARRAY['res', 'strict']) AS f"
 
-// policyYAML: one operation appending to the log under res/{r}'s fence;
-// the %s are the coalesce and group_commit settings.
+// policyYAML: appends to the log under res/{r}'s fence (monotonic: a
+// lease's writes all land) and under strict/{r}'s (strict: a token writes
+// once), and transfers between two res resources; the %s are the
+// coalesce and group_commit settings, the same for both families.
 const policyYAML = `
 resources:
   res:
     key: "res/{r}"
-    coalesce: %s
-    group_commit: %s
+    coalesce: %[1]s
+    group_commit: %[2]s
+  strict:
+    key: "strict/{r}"
+    compare: strict
+    coalesce: %[1]s
+    group_commit: %[2]s
 operations:
   append:
     resource: res
+    args:
+      r: {type: string, max_length: 32}
+      intent: {type: string, max_length: 64}
+      worker: {type: integer, min: 0, max: 10000}
+    statements:
+      - sql: UPDATE torture.balances SET cents = cents + 1 WHERE resource = :_resource
+        expect_rows: 1
+      - sql: |
+          INSERT INTO torture.log (resource, epoch, revision, intent, worker, delta)
+          VALUES (:_resource, :_epoch, :_revision, :intent, :worker, 1)
+  append_strict:
+    resource: strict
     args:
       r: {type: string, max_length: 32}
       intent: {type: string, max_length: 64}
@@ -74,3 +99,6 @@ operations:
           VALUES (:_resource_from, :_epoch_from, :_revision_from, :intent || ':from', :worker, -(:amount::bigint)),
                  (:_resource_to, :_epoch_to, :_revision_to, :intent || ':to', :worker, :amount)
 `
+
+// strictResource reports whether resource is of the strict family.
+func strictResource(resource string) bool { return strings.HasPrefix(resource, "strict/") }

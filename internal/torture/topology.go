@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,27 +20,47 @@ import (
 // gatewayProc is one `fencegw serve` child on a fixed loopback port, so a
 // restart keeps its address.
 type gatewayProc struct {
+	name string // its PostgreSQL sessions' application_name
 	args []string
 	log  string
 	addr string
+	// busy: a fault (a crash and restart, a freeze) has it.
+	busy atomic.Bool
+
+	mu   sync.Mutex // cmd, done: a restart replaces them
 	cmd  *exec.Cmd
 	done chan struct{}
 }
 
-// newGateway is gateway i, serving dbURL with policy, reaching etcd with
-// flags (etcdFlags').
-func newGateway(bin, dir string, i int, dbURL string, flags []string, policy string, unsafe bool) (*gatewayProc, error) {
+// newGateway is gateway i, serving dbURL through l (its links) with
+// policy; extra are more flags of serve's.
+func newGateway(bin, dir string, i int, dbURL string, l *links, members []*etcdMember, policy string, unsafe bool, extra ...string) (*gatewayProc, error) {
 	port, err := pgcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
+	name := fmt.Sprintf("torture-gateway-%d", i)
+	if dbURL, err = l.databaseURL(dbURL, name); err != nil {
+		return nil, err
+	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	args := append([]string{"serve", "--listen", addr, "--database-url", dbURL}, flags...)
+	args := append([]string{"serve", "--listen", addr, "--database-url", dbURL}, l.etcdFlags(members)...)
 	args = append(args, "--policy", policy, "--log-format", "text", "--authority-check", "1s", "--shutdown-delay", "0s", "--shutdown-timeout", "3s")
 	if unsafe {
 		args = append(args, "--unsafe-no-fence")
 	}
-	return &gatewayProc{args: append([]string{bin}, args...), log: filepath.Join(dir, fmt.Sprintf("gateway-%d.log", i)), addr: addr}, nil
+	args = append(args, extra...)
+	return &gatewayProc{name: name, args: append([]string{bin}, args...), log: filepath.Join(dir, fmt.Sprintf("gateway-%d.log", i)), addr: addr}, nil
+}
+
+// pid is the running process's; false if none was started.
+func (g *gatewayProc) pid() (int, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cmd == nil || g.cmd.Process == nil {
+		return 0, false
+	}
+	return g.cmd.Process.Pid, true
 }
 
 // ownEtcdEnv is this process's environment without what would point a
@@ -63,17 +85,20 @@ func (g *gatewayProc) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	g.cmd = exec.Command(g.args[0], g.args[1:]...)
-	g.cmd.Stdout, g.cmd.Stderr = out, out
-	g.cmd.Env = ownEtcdEnv()
-	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := g.cmd.Start(); err != nil {
+	cmd := exec.Command(g.args[0], g.args[1:]...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = ownEtcdEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
 		out.Close()
 		return fmt.Errorf("torture: start gateway: %w", err)
 	}
-	g.done = make(chan struct{})
-	go func() { g.cmd.Wait(); out.Close(); close(g.done) }()
-	return waitReady(ctx, g.url()+"/readyz", g.done)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); out.Close(); close(done) }()
+	g.mu.Lock()
+	g.cmd, g.done = cmd, done
+	g.mu.Unlock()
+	return waitReady(ctx, g.url()+"/readyz", done)
 }
 
 func waitReady(ctx context.Context, url string, exited <-chan struct{}) error {
@@ -95,22 +120,34 @@ func waitReady(ctx context.Context, url string, exited <-chan struct{}) error {
 	}
 }
 
+// process is the running process and its end; nil if none was started.
+func (g *gatewayProc) process() (*os.Process, <-chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cmd == nil || g.cmd.Process == nil {
+		return nil, nil
+	}
+	return g.cmd.Process, g.done
+}
+
 // kill is the crash the nemesis injects: SIGKILL, no shutdown.
 func (g *gatewayProc) kill() {
-	if g.cmd != nil && g.cmd.Process != nil {
-		_ = g.cmd.Process.Kill()
-		<-g.done
+	if p, done := g.process(); p != nil {
+		_ = p.Kill()
+		<-done
 	}
 }
 
 // stop shuts the gateway down as an operator would.
 func (g *gatewayProc) stop() {
-	if g.cmd == nil || g.cmd.Process == nil {
+	p, done := g.process()
+	if p == nil {
 		return
 	}
-	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.Signal(syscall.SIGCONT) // a frozen gateway cannot stop
+	_ = p.Signal(syscall.SIGTERM)
 	select {
-	case <-g.done:
+	case <-done:
 	case <-time.After(5 * time.Second):
 		g.kill()
 	}

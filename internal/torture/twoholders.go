@@ -60,6 +60,18 @@ func newTwoHolders(gateways []string, historyPath string, id int) (*twoHolders, 
 // tries the next gateway when one is down.
 const attempts = 6
 
+// probeTTL is the TTL of the nemesis's leases, and probeWait how long it
+// waits for one. A lease of its own that outlived its round — a release
+// the nemesis's faults broke, an acquire whose answer was lost — holds
+// the resource until its TTL runs out: a short TTL and a wait longer than
+// it let the next round take the resource after it, where a 30 s TTL and
+// no wait left the late holder locked out of its own resource for most
+// of a run.
+const (
+	probeTTL  = 2 * time.Second
+	probeWait = 2*probeTTL + time.Second
+)
+
 func (s *twoHolders) close() { s.file.Close() }
 
 // beforeLoss takes T0 and lets it go, then takes T1 and writes with it
@@ -68,11 +80,11 @@ func (s *twoHolders) close() { s.file.Close() }
 func (s *twoHolders) beforeLoss(ctx context.Context) {
 	s.round++
 	s.old = ""
-	opts := client.AcquireOptions{TTL: 30 * time.Second}
+	opts := client.AcquireOptions{TTL: probeTTL, Wait: probeWait}
 	var first, second *client.Lease
 	for i := 0; i < attempts && second == nil; i++ {
 		c := s.c[i%len(s.c)]
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		actx, cancel := context.WithTimeout(ctx, probeWait+5*time.Second)
 		var err error
 		if first == nil {
 			if first, err = c.Acquire(actx, "res/"+wentBackResource, opts); err == nil {
@@ -106,15 +118,28 @@ func (s *twoHolders) afterLoss(ctx context.Context) (answered bool) {
 	}
 	defer func() { s.old = "" }()
 	for i := 0; i < attempts; i++ {
-		for wait := time.Now().Add(10 * time.Second); time.Now().Before(wait) && !s.ready(ctx, i); {
-			time.Sleep(100 * time.Millisecond)
-		}
-		typ := s.write(ctx, i, s.old, fmt.Sprintf("nemesis-%d-old-%d", s.round, i))
+		g := s.readyGateway(ctx, i, 10*time.Second)
+		typ := s.write(ctx, g, s.old, fmt.Sprintf("nemesis-%d-old-%d", s.round, i))
 		if typ != check.TypeInfo && (typ != check.TypeFail || !s.lastUnavailable) {
 			return true
 		}
 	}
 	return false
+}
+
+// readyGateway is the first gateway, from the i-th on, that is ready,
+// asking each in turn for up to d: a frozen, cut off or restarting
+// gateway does not hold the late holder up while another can write. If
+// none is, the i-th.
+func (s *twoHolders) readyGateway(ctx context.Context, i int, d time.Duration) int {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
+		for k := range s.gateways {
+			if s.ready(ctx, i+k) {
+				return i + k
+			}
+		}
+	}
+	return i
 }
 
 // lateWrite acts out the whole timeline on one primary: T0 taken and let

@@ -2,8 +2,8 @@ package torture
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/client"
-	"github.com/fencegw/fencegw/internal/torture/check"
+	"github.com/fencegw/fencegw/internal/clockskew"
 )
 
 // WorkerMain is one worker process (`fencegw torture-worker`): until its
@@ -38,6 +38,8 @@ func WorkerMain(args []string) int {
 	burst := fs.Int("burst", 1, "up to this many concurrent writes per lease")
 	transfers := fs.Int("transfers", 0, "percentage of rounds that transfer between two resources")
 	dbURL := fs.String("database-url", "", "PostgreSQL, for the read step of the critical section")
+	strict := fs.Int("strict", 0, "percentage of rounds on the strict resources strict/r0..")
+	clockPath := fs.String("clock", "", "the clock page the nemesis steps this worker's clocks with (clockpage.go)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -54,10 +56,23 @@ func WorkerMain(args []string) int {
 	defer f.Close()
 	w := &worker{
 		id: *workerID, rnd: rand.New(rand.NewPCG(uint64(*seed), uint64(*workerID))), ttl: *ttl,
-		resources: *resources, history: json.NewEncoder(f), burst: max(*burst, 1), transfers: *transfers,
+		resources: *resources, history: json.NewEncoder(f), burst: max(*burst, 1), transfers: *transfers, strict: *strict,
+		clock: client.SystemClock,
+	}
+	if *clockPath != "" {
+		if err := clockskew.Check(); err != nil {
+			fmt.Fprintln(os.Stderr, "torture-worker:", err)
+			return 1
+		}
+		if w.page, err = mapClockPage(*clockPath); err != nil {
+			fmt.Fprintln(os.Stderr, "torture-worker:", err)
+			return 1
+		}
+		defer w.page.close()
+		w.clock = pageClock{w.page}
 	}
 	for _, g := range strings.Split(*gateways, ",") {
-		w.clients = append(w.clients, client.New(g))
+		w.clients = append(w.clients, client.New(g, client.WithClock(w.clock)))
 	}
 	if *dbURL != "" {
 		if w.db, err = pgxpool.New(context.Background(), *dbURL); err != nil {
@@ -80,7 +95,10 @@ type worker struct {
 	clients   []*client.Client
 	burst     int
 	transfers int           // percentage of rounds that are transfers
+	strict    int           // percentage of rounds on strict resources
 	db        *pgxpool.Pool // reads only: every write goes through a gateway
+	clock     client.Clock  // the leases' clock: pageClock under clock faults
+	page      *clockPage    // nil: no clock faults
 
 	mu      sync.Mutex // guards history across a burst
 	history *json.Encoder
@@ -95,8 +113,13 @@ func (w *worker) round(deadline time.Time, n int) {
 		w.transferRound(ctx, n)
 		return
 	}
+	family, op := "res", "append"
+	if w.rnd.IntN(100) < w.strict {
+		family, op = "strict", "append_strict"
+	}
 	r := fmt.Sprintf("r%d", w.rnd.IntN(w.resources))
-	lease, err := w.pick().Acquire(ctx, "res/"+r, client.AcquireOptions{TTL: w.ttl, Wait: 3 * w.ttl})
+	lag := w.lag()
+	lease, err := w.pick().Acquire(ctx, family+"/"+r, client.AcquireOptions{TTL: w.ttl, Wait: 3 * w.ttl})
 	if err != nil {
 		time.Sleep(50 * time.Millisecond)
 		return
@@ -104,77 +127,34 @@ func (w *worker) round(deadline time.Time, n int) {
 	defer lease.Release(context.Background())
 
 	// The critical section, in steps: think, read the state, think again.
-	// A pause anywhere here (GC, SIGSTOP) outlives the lease.
+	// A pause anywhere here (GC, SIGSTOP, a suspend) outlives the lease.
 	w.step()
-	w.readState(ctx, "res/"+r)
+	w.readState(ctx, family+"/"+r)
 	w.step()
+	w.suspendIfAsked()
 
 	// Several writes at once under one lease: what coalescing batches.
+	// Each records what the client says of the lease, and is sent anyway.
+	view := w.leaseView(lease, lag)
 	var wg sync.WaitGroup
 	for k := range 1 + w.rnd.IntN(w.burst) {
 		intent := fmt.Sprintf("w%d-%d-%d", w.id, n, k)
 		c := w.pick()
-		wg.Go(func() { w.write(c, lease.Token(), r, intent) })
+		wg.Go(func() { w.write(c, op, lease.Token(), family, r, intent, view) })
 	}
 	wg.Wait()
 }
 
-// step is a step of the critical section: thinking for part of the TTL.
-func (w *worker) step() { time.Sleep(time.Duration(float64(w.ttl) * (0.1 + 0.3*w.rnd.Float64()))) }
-
-// transferRound takes the leases of two resources, in canonical order,
-// and moves money between them, in either direction, with one write fenced
-// on both. Each role is its own intent (X:from, X:to) on its resource, as
-// the log has a row per role.
-func (w *worker) transferRound(ctx context.Context, n int) {
-	i := w.rnd.IntN(w.resources)
-	j := (i + 1 + w.rnd.IntN(w.resources-1)) % w.resources
-	from, to := fmt.Sprintf("r%d", i), fmt.Sprintf("r%d", j)
-	set, err := w.pick().AcquireAll(ctx, []string{"res/" + from, "res/" + to}, client.AcquireOptions{TTL: w.ttl, Wait: 3 * w.ttl})
-	if err != nil {
-		time.Sleep(50 * time.Millisecond)
-		return
-	}
-	defer set.Release(context.Background())
-	w.step()
-	w.readState(ctx, "res/"+from)
-	w.step()
-
-	intent := fmt.Sprintf("w%d-%d-t", w.id, n)
-	fromToken, toToken := set.Lease("res/"+from).Token(), set.Lease("res/"+to).Token()
-	roles := [2]check.Event{
-		{Worker: w.id, Intent: intent + ":from", Resource: "res/" + from, Token: client.Unsigned(fromToken)},
-		{Worker: w.id, Intent: intent + ":to", Resource: "res/" + to, Token: client.Unsigned(toToken)},
-	}
-	for _, ev := range roles {
-		w.record(ev, "invoke", "")
-	}
-	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	args := map[string]any{"from": from, "to": to, "intent": intent, "worker": w.id, "amount": 1 + w.rnd.IntN(100)}
-	_, err = w.pick().Write(wctx, client.RoleTokens(map[string]string{"from": fromToken, "to": toToken}),
-		"transfer", args, client.WithIdempotencyKey(intent))
-	typ, detail := outcome(err)
-	var stale *client.StaleTokenError
-	for k, ev := range roles {
-		d := detail
-		if errors.As(err, &stale) && stale.Role != [2]string{"from", "to"}[k] {
-			// Refused for the other role's fence: this one's says nothing.
-			d = "stale-token of the other role"
-		}
-		w.record(ev, typ, d)
-	}
+// step is a step of the critical section: thinking for part of the TTL,
+// a millisecond or so of it on the CPU (hashing thinkBytes), so that a
+// worker at a cgroup's CPU limit stalls here, as real work would.
+func (w *worker) step() {
+	sha256.Sum256(thinkBytes[:])
+	time.Sleep(time.Duration(float64(w.ttl) * (0.1 + 0.3*w.rnd.Float64())))
 }
 
-func (w *worker) write(c *client.Client, token, r, intent string) {
-	ev := check.Event{Worker: w.id, Intent: intent, Resource: "res/" + r, Token: client.Unsigned(token)}
-	w.record(ev, "invoke", "")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, err := c.Write(ctx, token, "append", map[string]any{"r": r, "intent": intent, "worker": w.id}, client.WithIdempotencyKey(intent))
-	typ, detail := outcome(err)
-	w.record(ev, typ, detail)
-}
+// thinkBytes is what a step hashes: about a millisecond of CPU.
+var thinkBytes [1 << 20]byte
 
 // readState reads what the holder would base its write on. Its result is
 // not checked: the point is the read-then-write shape of a real critical
@@ -187,38 +167,4 @@ func (w *worker) readState(ctx context.Context, resource string) {
 	defer cancel()
 	var n int64
 	_ = w.db.QueryRow(rctx, "SELECT count(*) FROM torture.log WHERE resource = $1", resource).Scan(&n)
-}
-
-// outcome sorts a write's answer: "ok", "fail" when the gateway says it
-// applied nothing (a 4xx problem, or a 503 with outcome not-applied —
-// which the checker holds it to), "info" when it may have (timeouts,
-// broken connections, outcome unknown).
-func outcome(err error) (string, string) {
-	var p *client.ProblemError
-	switch {
-	case err == nil:
-		return "ok", ""
-	case errors.As(err, &p) && (p.Status >= 400 && p.Status < 500 || p.Outcome == "not-applied"):
-		return "fail", p.Kind()
-	}
-	return "info", err.Error()
-}
-
-func (w *worker) record(ev check.Event, typ, detail string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ev.Time, ev.Type, ev.Detail = time.Now(), typ, detail
-	if err := w.history.Encode(ev); err != nil {
-		fmt.Fprintln(os.Stderr, "torture-worker: history:", err)
-		os.Exit(1)
-	}
-}
-
-// exists reports whether the file at path exists; an empty path never does.
-func exists(path string) bool {
-	if path == "" {
-		return false
-	}
-	_, err := os.Stat(path)
-	return err == nil
 }

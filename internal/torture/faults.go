@@ -1,0 +1,90 @@
+package torture
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// faultKind is one kind of fault the nemesis injects: its name in the
+// report's faults, how often a random roll picks it, and whether a run
+// asks for it. Every kind a run asks for is injected at least once: the
+// nemesis goes through them all, in a seeded order, before it rolls, and
+// a run is not done (FaultsMissing) before each has happened.
+type faultKind struct {
+	name string
+	// also are the other counters that mean it happened: an etcd member
+	// fault is a leader or a follower killed, or a member frozen.
+	also    []string
+	weight  int
+	enabled func(Config) bool
+}
+
+var faultKinds = []faultKind{
+	{name: "pause-worker", weight: 30, enabled: func(c Config) bool { return c.Workers > 0 }},
+	{name: "kill-gateway", weight: 9, enabled: func(c Config) bool { return c.KillGateways }},
+	{name: "kill-etcd-leader", also: []string{"kill-etcd-member", "pause-etcd-member"}, weight: 8, enabled: func(c Config) bool { return c.EtcdFaults }},
+	{name: "etcd-quorum-loss", weight: 3, enabled: func(c Config) bool { return c.QuorumLoss }},
+	{name: "slow-network", weight: 6, enabled: func(c Config) bool { return c.SlowNetwork }},
+	{name: "partition-etcd", weight: 3, enabled: func(c Config) bool { return c.Partitions }},
+	{name: "partition-etcd-one-way", weight: 3, enabled: func(c Config) bool { return c.Partitions }},
+	{name: "partition-postgres", weight: 3, enabled: func(c Config) bool { return c.Partitions }},
+	{name: "partition-postgres-one-way", weight: 3, enabled: func(c Config) bool { return c.Partitions }},
+	{name: "pause-gateway", weight: 7, enabled: func(c Config) bool { return c.PauseGateways }},
+	{name: "wall-clock-forward", weight: 3, enabled: func(c Config) bool { return c.ClockFaults }},
+	{name: "wall-clock-back", weight: 3, enabled: func(c Config) bool { return c.ClockFaults }},
+	{name: "suspend-worker", weight: 6, enabled: func(c Config) bool { return c.ClockFaults }},
+	{name: "throttle-worker", weight: 4, enabled: func(c Config) bool { return c.Throttle }},
+	{name: "restart-postgres", weight: 6, enabled: func(c Config) bool { return c.RestartPostgres }},
+}
+
+// maxPostgresRestarts bounds restart-postgres: each takes a second or
+// two of the run with no writes at all.
+const maxPostgresRestarts = 2
+
+// kinds are the fault kinds c asks for, less those skipped on this
+// machine.
+func (c Config) kinds(skipped map[string]string) []faultKind {
+	var ks []faultKind
+	for _, k := range faultKinds {
+		if _, skip := skipped[k.name]; k.enabled(c) && !skip {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// happened reports whether faults counted k.
+func (k faultKind) happened(faults map[string]int) bool {
+	return slices.ContainsFunc(append([]string{k.name}, k.also...), func(n string) bool { return faults[n] > 0 })
+}
+
+// FaultsMissing lists the faults c asks for that faults (the nemesis's
+// counts) does not show, e.g. "1 of the 3 failovers", or "no
+// partition-etcd, suspend-worker": the minimum failovers and rollbacks,
+// the late holder's write, and one of each fault kind the run asks for,
+// less those skipped on this machine (skipped, as in the report). None
+// once the run has done them. The nemesis waits on it, and the command
+// judges a run that ended at its bound by it.
+func (c Config) FaultsMissing(faults map[string]int, skipped map[string]string) []string {
+	var missing []string
+	if got := faults["failover"]; got < c.MinFailovers {
+		missing = append(missing, fmt.Sprintf("%d of the %d failovers", got, c.MinFailovers))
+	}
+	if got := faults["etcd-rollback"]; got < c.MinRollbacks {
+		missing = append(missing, fmt.Sprintf("%d of the %d etcd rollbacks", got, c.MinRollbacks))
+	}
+	if faults["late-holder"] < 1 && !c.AsyncStandby {
+		missing = append(missing, "0 of the 1 late holder's writes")
+	}
+	var none []string
+	for _, k := range c.kinds(skipped) {
+		if !k.happened(faults) {
+			none = append(none, k.name)
+		}
+	}
+	if len(none) > 0 {
+		missing = append(missing, "no "+strings.Join(none, ", "))
+	}
+	return missing
+}

@@ -1,0 +1,62 @@
+package torture
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/fencegw/fencegw/internal/cgroupcpu"
+)
+
+// startGateways starts cfg.Gateways gateways, each reaching dbURL's
+// servers and the etcd members through links of its own. It returns
+// what it started, for the caller to stop, also on an error.
+func startGateways(ctx context.Context, cfg Config, bin, dir, dbURL string, etcd []*etcdMember, policy string) ([]*gatewayProc, []*links, error) {
+	addrs, err := pgAddrs(dbURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	var extra []string
+	if cfg.WriteTransactions > 0 {
+		extra = append(extra, "--max-write-transactions", strconv.Itoa(cfg.WriteTransactions))
+	}
+	var gateways []*gatewayProc
+	var all []*links
+	for i := range cfg.Gateways {
+		l, err := newLinks(addrs, etcd)
+		if err != nil {
+			return gateways, all, err
+		}
+		all = append(all, l)
+		g, err := newGateway(bin, dir, i, dbURL, l, etcd, policy, cfg.UnsafeNoFence, extra...)
+		if err != nil {
+			return gateways, all, err
+		}
+		if err := g.start(ctx); err != nil {
+			return gateways, all, fmt.Errorf("%w (log: %s)", err, g.log)
+		}
+		gateways = append(gateways, g)
+	}
+	return gateways, all, nil
+}
+
+// throttleQuota and throttlePeriod are a throttled worker's CPU limit: at
+// most 1 ms of CPU a second, and the period as long as the kernel allows,
+// so that a worker at its limit stalls for most of a second — a TTL in
+// the CI profile.
+const (
+	throttleQuota  = time.Millisecond
+	throttlePeriod = time.Second
+)
+
+// throttleGroup makes the run's CPU-limited cgroup; nil and why not
+// where the machine does not allow it.
+func throttleGroup() (*cgroupcpu.Group, string) {
+	g, err := cgroupcpu.New(fmt.Sprintf("fencegw-torture-%d", os.Getpid()), throttleQuota, throttlePeriod)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return g, ""
+}

@@ -1,0 +1,10 @@
+package torture
+
+import (
+	"os"
+	"testing"
+
+	"github.com/fencegw/fencegw/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }

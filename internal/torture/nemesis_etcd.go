@@ -1,0 +1,102 @@
+package torture
+
+import (
+	"context"
+	"syscall"
+	"time"
+)
+
+// etcdFault kills the leader, kills a follower or freezes a member, and
+// brings it back: the cluster keeps quorum, the gateways must ride through
+// the election.
+func (n *nemesis) etcdFault(ctx context.Context) bool {
+	if !n.etcdBusy.CompareAndSwap(false, true) {
+		return false
+	}
+	what, i := n.rnd.IntN(4), n.rnd.IntN(len(n.etcd))
+	pause := time.Duration(1500+n.rnd.IntN(1000)) * time.Millisecond
+	n.wg.Go(func() {
+		defer n.etcdBusy.Store(false)
+		kind := "kill-etcd-member"
+		switch {
+		case what < 2:
+			if l, err := leader(ctx, n.etcd, 2*time.Second); err == nil {
+				i, kind = l, "kill-etcd-leader"
+			}
+		case what == 3:
+			p := n.etcd[i].cmd.Process
+			if p.Signal(syscall.SIGSTOP) == nil {
+				n.count("pause-etcd-member")
+				sleep(ctx, pause)
+				_ = p.Signal(syscall.SIGCONT)
+			}
+			return
+		}
+		n.etcd[i].kill()
+		n.count(kind)
+		sleep(ctx, time.Second)
+		if err := n.etcd[i].start(); err != nil {
+			n.log.Error("restarting an etcd member failed", "member", n.etcd[i].name, "error", err)
+		}
+	})
+	return true
+}
+
+// quorumLoss kills two of the three members, leaving one that can elect
+// no leader, for two to three TTLs, then starts them again and waits for
+// a leader: no lease can be granted, renewed or revoked meanwhile, and
+// the leases' TTLs stand still until a leader is elected (etcd then
+// renews them all). The gateways must refuse lease calls and go on
+// taking writes with the tokens they already signed, which only the
+// fence judges.
+func (n *nemesis) quorumLoss(ctx context.Context) bool {
+	if !n.etcdBusy.CompareAndSwap(false, true) {
+		return false
+	}
+	spared := n.rnd.IntN(len(n.etcd))
+	d := n.ttls(2, 3)
+	n.wg.Go(func() {
+		defer n.etcdBusy.Store(false)
+		var down []*etcdMember
+		for i, m := range n.etcd {
+			if i != spared {
+				m.kill()
+				down = append(down, m)
+			}
+		}
+		n.count("etcd-quorum-loss")
+		sleep(ctx, d)
+		for _, m := range down {
+			if err := m.start(); err != nil {
+				n.log.Error("restarting an etcd member failed", "member", m.name, "error", err)
+			}
+		}
+		if _, err := leader(context.WithoutCancel(ctx), n.etcd, 30*time.Second); err != nil {
+			n.log.Error("etcd elected no leader after the quorum loss", "error", err)
+		}
+	})
+	return true
+}
+
+// failovers kills the primary and promotes its standby every
+// FailoverEvery until ctx ends, the first after half an interval. A
+// failover that has begun finishes (with a standby following the new
+// primary) even if ctx ends meanwhile, so the checker finds a primary.
+func (n *nemesis) failovers(ctx context.Context) {
+	next := time.After(n.cfg.FailoverEvery / 2)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-next:
+		}
+		start := time.Now()
+		if err := n.replicated.failover(context.WithoutCancel(ctx)); err != nil {
+			n.log.Error("failover failed", "error", err)
+			return
+		}
+		n.count("failover")
+		n.log.Info("torture: failover done", "took", time.Since(start).Round(time.Millisecond).String())
+		next = time.After(n.cfg.FailoverEvery)
+	}
+}

@@ -1,0 +1,110 @@
+package torture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/internal/torture/check"
+)
+
+// transferRound takes the leases of two resources, in canonical order,
+// and moves money between them, in either direction, with one write fenced
+// on both. Each role is its own intent (X:from, X:to) on its resource, as
+// the log has a row per role.
+func (w *worker) transferRound(ctx context.Context, n int) {
+	i := w.rnd.IntN(w.resources)
+	j := (i + 1 + w.rnd.IntN(w.resources-1)) % w.resources
+	from, to := fmt.Sprintf("r%d", i), fmt.Sprintf("r%d", j)
+	lag := w.lag()
+	set, err := w.pick().AcquireAll(ctx, []string{"res/" + from, "res/" + to}, client.AcquireOptions{TTL: w.ttl, Wait: 3 * w.ttl})
+	if err != nil {
+		time.Sleep(50 * time.Millisecond)
+		return
+	}
+	defer set.Release(context.Background())
+	w.step()
+	w.readState(ctx, "res/"+from)
+	w.step()
+	w.suspendIfAsked()
+
+	intent := fmt.Sprintf("w%d-%d-t", w.id, n)
+	fromLease, toLease := set.Lease("res/"+from), set.Lease("res/"+to)
+	fromToken, toToken := fromLease.Token(), toLease.Token()
+	roles := [2]check.Event{
+		{Worker: w.id, Intent: intent + ":from", Resource: "res/" + from, Token: client.Unsigned(fromToken), Lease: w.leaseView(fromLease, lag)},
+		{Worker: w.id, Intent: intent + ":to", Resource: "res/" + to, Token: client.Unsigned(toToken), Lease: w.leaseView(toLease, lag)},
+	}
+	for _, ev := range roles {
+		w.record(ev, "invoke", "")
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	args := map[string]any{"from": from, "to": to, "intent": intent, "worker": w.id, "amount": 1 + w.rnd.IntN(100)}
+	_, err = w.pick().Write(wctx, client.RoleTokens(map[string]string{"from": fromToken, "to": toToken}),
+		"transfer", args, client.WithIdempotencyKey(intent))
+	typ, detail := outcome(err)
+	var stale *client.StaleTokenError
+	for k, ev := range roles {
+		d := detail
+		if errors.As(err, &stale) && stale.Role != [2]string{"from", "to"}[k] {
+			// Refused for the other role's fence: this one's says nothing.
+			d = "stale-token of the other role"
+		}
+		w.record(ev, typ, d)
+	}
+}
+
+// write sends one op ("append" or "append_strict") to family/r with
+// token, whatever view says of its lease.
+func (w *worker) write(c *client.Client, op, token, family, r, intent string, view check.LeaseView) {
+	ev := check.Event{Worker: w.id, Intent: intent, Resource: family + "/" + r, Token: client.Unsigned(token), Lease: view}
+	w.record(ev, "invoke", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := c.Write(ctx, token, op, map[string]any{"r": r, "intent": intent, "worker": w.id}, client.WithIdempotencyKey(intent))
+	typ, detail := outcome(err)
+	w.record(ev, typ, detail)
+}
+
+// outcome sorts a write's answer: "ok", "fail" when the gateway says it
+// applied nothing (a 4xx problem, or a 503 with outcome not-applied —
+// which the checker holds it to), "info" when it may have (timeouts,
+// broken connections, outcome unknown).
+func outcome(err error) (string, string) {
+	var p *client.ProblemError
+	switch {
+	case err == nil:
+		return "ok", ""
+	case errors.As(err, &p) && (p.Status >= 400 && p.Status < 500 || p.Outcome == "not-applied"):
+		return "fail", p.Kind()
+	}
+	return "info", err.Error()
+}
+
+func (w *worker) record(ev check.Event, typ, detail string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// The history's times are the true time, whatever the leases' clock
+	// says: the checker orders the workers' events by them.
+	ev.Time, ev.Type, ev.Detail = time.Now(), typ, detail
+	if typ != check.TypeInvoke {
+		ev.Lease = check.LeaseView{} // said as the write was sent
+	}
+	if err := w.history.Encode(ev); err != nil {
+		fmt.Fprintln(os.Stderr, "torture-worker: history:", err)
+		os.Exit(1)
+	}
+}
+
+// exists reports whether the file at path exists; an empty path never does.
+func exists(path string) bool {
+	if path == "" {
+		return false
+	}
+	_, err := os.Stat(path)
+	return err == nil
+}
