@@ -37,7 +37,8 @@ type Guard struct {
 
 	mu sync.Mutex // one check at a time
 	// lastRecheck is when a token of an unknown newer epoch last
-	// triggered a check (unix ns).
+	// triggered a check, in ns on the monotonic clock since monoOrigin; 0:
+	// never.
 	lastRecheck atomic.Int64
 }
 
@@ -112,14 +113,19 @@ func (g *Guard) halt(reason *tokens.HaltedError) error {
 // and an etcd read per request.
 const recheckEvery = 250 * time.Millisecond
 
+// monoOrigin anchors the guard's monotonic readings: time.Since reads the
+// monotonic clock, so a wall clock stepped back cannot stop the rechecks
+// for the length of the step, as unix time would.
+var monoOrigin = time.Now()
+
 // Recheck runs Check at once, unless one ran on demand less than
 // recheckEvery ago, and reports whether it ran and succeeded. A gateway
 // calls it on meeting a token of an epoch newer than it knows: a lease
 // taken right after a bump carries the new epoch before the guard's next
 // periodic check.
 func (g *Guard) Recheck(ctx context.Context) bool {
-	now, last := time.Now().UnixNano(), g.lastRecheck.Load()
-	if now-last < int64(recheckEvery) || !g.lastRecheck.CompareAndSwap(last, now) {
+	now, last := int64(time.Since(monoOrigin)), g.lastRecheck.Load()
+	if (last != 0 && now-last < int64(recheckEvery)) || !g.lastRecheck.CompareAndSwap(last, now) {
 		return false
 	}
 	return g.Check(ctx) == nil
