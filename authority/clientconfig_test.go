@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // clientTLS is the client side of TLS from files: the CA that verifies

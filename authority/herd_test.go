@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // rangeCounter counts the reads of etcd keys under prefix that pass

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // TestObserveAllNamesTheHolder: the status page and inspect show which

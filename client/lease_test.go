@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/tokens"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/fencegw/fencegw/client"
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/internal/testcerts"
-	"github.com/fencegw/fencegw/internal/testgw"
-	"github.com/fencegw/fencegw/internal/testjwt"
+	"github.com/fencegw/fencegw/internal/harness/testcerts"
+	"github.com/fencegw/fencegw/internal/harness/testgw"
+	"github.com/fencegw/fencegw/internal/harness/testjwt"
 	"github.com/fencegw/fencegw/jwtauth"
 	"github.com/fencegw/fencegw/tlsfiles"
 )

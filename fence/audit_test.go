@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/fence"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // TestJanitorExpiresKeysAndTrimsAudit: keys past their retention go, fresh

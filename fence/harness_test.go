@@ -11,7 +11,7 @@ import (
 
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/guard"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
 	"github.com/fencegw/fencegw/tokens"

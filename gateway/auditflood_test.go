@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // TestAuditFloodFromOneClient: one client floods the gateway with forged

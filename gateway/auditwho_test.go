@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // rejectionWho reads the client, request id and remote address of the

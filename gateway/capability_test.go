@@ -11,7 +11,7 @@ import (
 
 	"github.com/fencegw/fencegw/gateway"
 
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // TestTokensAreCapabilities is issue 7's reproduction: in the default

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testcerts"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testcerts"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 const billingID = "spiffe://example.org/ns/billing/sa/billing"

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/internal/etcdserver"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/tokens"
 )
 

@@ -100,7 +100,7 @@ func TestMisroutedWriteInACoalescedBatch(t *testing.T) {
 	installGuard(t, h)
 	const account, resource = "acct-47", "account/acct-47"
 	l := h.mustAcquire(resource, 30, 0)
-	defer h.release(l) // etcd is shared by the package's tests
+	defer h.release(l)                                                                 // etcd is shared by the package's tests
 	if r := h.write("credit", l.Token, debit(account, 1)); r.Status != http.StatusOK { // creates the fence row
 		t.Fatalf("first credit: %d %s", r.Status, r.Body)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 func TestLeaseLifecycleOverHTTP(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // TestProblemsCountedApart: fencegw_rejections_total counts only what the

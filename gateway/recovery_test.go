@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // cutProxy forwards TCP connections to target until cut, which closes

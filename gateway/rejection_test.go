@@ -2,7 +2,7 @@ package gateway_test
 
 import (
 	"fmt"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"io"
 	"net/http"
 	"strings"

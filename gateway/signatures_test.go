@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // stampOperations store the token they write under, as an application

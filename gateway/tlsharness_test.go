@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/internal/testcerts"
+	"github.com/fencegw/fencegw/internal/harness/testcerts"
 	"github.com/fencegw/fencegw/tlsfiles"
 )
 

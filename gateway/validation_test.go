@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // TestLeaseLostWithoutSuccessor: A's lease expires and nobody takes the

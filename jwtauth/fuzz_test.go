@@ -10,7 +10,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/fencegw/fencegw/internal/testjwt"
+	"github.com/fencegw/fencegw/internal/harness/testjwt"
 )
 
 // FuzzParseJWKS feeds arbitrary bytes to the JWKS parser: no panics, a

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegw/fencegw/internal/testjwt"
+	"github.com/fencegw/fencegw/internal/harness/testjwt"
 	"github.com/fencegw/fencegw/jwtauth"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/fencegw/fencegw/internal/testjwt"
+	"github.com/fencegw/fencegw/internal/harness/testjwt"
 	"github.com/fencegw/fencegw/jwtauth"
 )
 

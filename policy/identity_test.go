@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegw/fencegw/internal/testcerts"
+	"github.com/fencegw/fencegw/internal/harness/testcerts"
 )
 
 const identityClients = `

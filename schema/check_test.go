@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/schema"
 )
 

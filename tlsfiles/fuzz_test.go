@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/fencegw/fencegw/internal/testcerts"
+	"github.com/fencegw/fencegw/internal/harness/testcerts"
 )
 
 // FuzzParseCAs feeds arbitrary bytes to the CA bundle parser: no panics,

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testcerts"
+	"github.com/fencegw/fencegw/internal/harness/testcerts"
 	"github.com/fencegw/fencegw/tlsfiles"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/fencegw/fencegw/internal/bench"
 	"github.com/fencegw/fencegw/internal/etcdserver"
+	"github.com/fencegw/fencegw/internal/harness/bench"
 	"github.com/fencegw/fencegw/internal/pgcluster"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // passwordFile writes pw to a file of the test's, as `echo` would: with a

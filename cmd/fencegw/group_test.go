@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // groupJob is the command of TestLockStopsTheWholeGroup: a shell (the

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/fencegw/fencegw/guard"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // TestGuardCommand: check fails until install, install says what it did and

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // keysDocOf runs `fencegw keys --json args...` against etcd and decodes

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // TestAWedgedJobLosesItsLock is the seed's §9.2.3: the job stays alive and

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testcerts"
-	"github.com/fencegw/fencegw/internal/testjwt"
+	"github.com/fencegw/fencegw/internal/harness/testcerts"
+	"github.com/fencegw/fencegw/internal/harness/testjwt"
 )
 
 // TestLockOverTLS: lock speaks to an https:// gateway with --tls-ca-file,

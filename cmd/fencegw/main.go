@@ -16,7 +16,7 @@ import (
 
 	"github.com/fencegw/fencegw/internal/buildinfo"
 	"github.com/fencegw/fencegw/internal/clip"
-	"github.com/fencegw/fencegw/internal/torture"
+	"github.com/fencegw/fencegw/internal/harness/torture"
 )
 
 // errUsage marks command-line mistakes: exit status 2, with a pointer to

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/internal/markdown"
-	"github.com/fencegw/fencegw/internal/testenv"
 	"github.com/fencegw/fencegw/internal/transcript"
 )
 

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testcerts"
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testcerts"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // runServe serves cfg until the test ends and returns the API's address.

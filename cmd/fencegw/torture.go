@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fencegw/fencegw/internal/torture"
-	"github.com/fencegw/fencegw/internal/torture/check"
+	"github.com/fencegw/fencegw/internal/harness/torture"
+	"github.com/fencegw/fencegw/internal/harness/torture/check"
 )
 
 func tortureCommand() *cobra.Command {

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
-	"github.com/fencegw/fencegw/internal/testenv"
-	"github.com/fencegw/fencegw/internal/testgw"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testgw"
 	"github.com/fencegw/fencegw/tokens"
 )
 

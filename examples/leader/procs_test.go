@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/internal/holdpoint"
-	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 // process is one run of the built example: a candidate or an observer.

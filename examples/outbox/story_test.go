@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/examples/internal/psp"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/internal/holdpoint"
 	"github.com/fencegw/fencegw/internal/pause"
-	"github.com/fencegw/fencegw/internal/testenv"
 )
 
 // story is how one takeover went.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/fencegw/fencegw/internal/holdpoint"
 
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // binaries are the programs of a pod.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/fencegw/fencegw/client"
 	"github.com/fencegw/fencegw/examples/internal/psp"
-	"github.com/fencegw/fencegw/internal/testenv"
-	"github.com/fencegw/fencegw/internal/testgw"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testgw"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }

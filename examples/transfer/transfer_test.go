@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testenv"
-	"github.com/fencegw/fencegw/internal/testgw"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testgw"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fencegw/fencegw/internal/testcerts"
+	"github.com/fencegw/fencegw/internal/harness/testcerts"
 )
 
 // TestTLS: a cluster started with TLS files serves TLS with them, even

@@ -14,8 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fencegw/fencegw/internal/testgw"
-	"github.com/fencegw/fencegw/internal/torture/check"
+	"github.com/fencegw/fencegw/internal/harness/testgw"
+	"github.com/fencegw/fencegw/internal/harness/torture/check"
 )
 
 // tortureGateway serves the torture's policy on a fresh database holding

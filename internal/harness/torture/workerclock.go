@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
-	"github.com/fencegw/fencegw/internal/torture/check"
+	"github.com/fencegw/fencegw/internal/harness/torture/check"
 )
 
 // lag is how far the worker's monotonic clock is behind its wall clock

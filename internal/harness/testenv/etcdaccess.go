@@ -8,7 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/internal/etcdserver"
-	"github.com/fencegw/fencegw/internal/testcerts"
+	"github.com/fencegw/fencegw/internal/harness/testcerts"
 )
 
 // TLSEtcd is an etcd of a test's own that serves TLS only and wants a

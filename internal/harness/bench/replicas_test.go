@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // buildFencegw builds the fencegw binary the replicas run: this test's
@@ -19,7 +19,7 @@ import (
 func buildFencegw(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "fencegw")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/fencegw").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/fencegw").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
@@ -53,7 +53,7 @@ func TestRunSpreadsOverReplicas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, Config{
-		DatabaseURL: testenv.NewDatabase(t), EtcdEndpoints: testenv.EtcdEndpoints(), Dir: "../../testdata/bench",
+		DatabaseURL: testenv.NewDatabase(t), EtcdEndpoints: testenv.EtcdEndpoints(), Dir: "../../../testdata/bench",
 		Clients: []int{4}, Dists: []Dist{Uniform}, Duration: 200 * time.Millisecond, MinWrites: 20, NoPgbench: true,
 		Replicas: 2, Binary: bin, IdleConnections: 6,
 	})
@@ -105,7 +105,7 @@ func TestReplicasThatFailToStartLeaveNone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cfg := Config{
-		DatabaseURL: testenv.NewDatabase(t), EtcdEndpoints: testenv.EtcdEndpoints(), Dir: "../../testdata/bench",
+		DatabaseURL: testenv.NewDatabase(t), EtcdEndpoints: testenv.EtcdEndpoints(), Dir: "../../../testdata/bench",
 		Clients: []int{1}, Dists: []Dist{Uniform}, Duration: 100 * time.Millisecond, NoPgbench: true,
 		Replicas: 2, Binary: bin, ReplicaArgs: []string{"--no-such-flag"},
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
-	"github.com/fencegw/fencegw/internal/torture/check"
+	"github.com/fencegw/fencegw/internal/harness/torture/check"
 )
 
 // wentBackResource is the resource only the nemesis writes (the workers'

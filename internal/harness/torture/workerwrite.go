@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
-	"github.com/fencegw/fencegw/internal/torture/check"
+	"github.com/fencegw/fencegw/internal/harness/torture/check"
 )
 
 // transferRound takes the leases of two resources, in canonical order,

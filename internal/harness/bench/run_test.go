@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // TestRunWritesWhatItCounts runs a tiny matrix against real PostgreSQL and
@@ -29,7 +29,7 @@ func TestRunWritesWhatItCounts(t *testing.T) {
 	rep, err := Run(ctx, Config{
 		DatabaseURL:   dbURL,
 		EtcdEndpoints: endpoints,
-		Dir:           "../../testdata/bench",
+		Dir:           "../../../testdata/bench",
 		Clients:       []int{1, 4},
 		Dists:         []Dist{Uniform, Hot},
 		Duration:      300 * time.Millisecond,
@@ -187,7 +187,7 @@ func TestRunDrivesAnExternalGateway(t *testing.T) {
 	cfg := Config{
 		DatabaseURL:   dbURL,
 		EtcdEndpoints: testenv.EtcdEndpoints(),
-		Dir:           "../../testdata/bench",
+		Dir:           "../../../testdata/bench",
 		Clients:       []int{1, 2},
 		Dists:         []Dist{Zipf},
 		Duration:      200 * time.Millisecond,

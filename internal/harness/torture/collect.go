@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fencegw/fencegw/internal/torture/check"
+	"github.com/fencegw/fencegw/internal/harness/torture/check"
 )
 
 // collect reads every history and the log table and checks them.

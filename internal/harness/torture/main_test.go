@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/fencegw/fencegw/internal/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }

@@ -1,0 +1,208 @@
+// Package e2e runs `fencegw torture` as an operator would, with the real
+// binary: the fenced runs must pass under every fault and the controls
+// must fail. Its own package, so that these long runs go beside the
+// rest of the suite rather than inside cmd/fencegw's time.
+package e2e_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/fencegw/fencegw/internal/harness/torture/check"
+)
+
+// buildFencegw builds the binary under test into the test's directory.
+func buildFencegw(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "fencegw")
+	out, err := exec.Command("go", "build", "-o", bin, "../../../../cmd/fencegw").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestTortureCIProfile runs the CI profile three times with the real
+// binary. With fencing — once as it is, once under load with coalescing
+// and group commit carrying most writes (more workers and bigger bursts
+// on few resources, one write transaction in flight per gateway) — the
+// checker must find nothing under every fault the nemesis has: workers
+// paused, suspended and throttled, their wall clocks stepped, gateways
+// killed and frozen mid-transaction, etcd members killed and frozen and
+// etcd's quorum lost, PostgreSQL restarted, a gateway partitioned from
+// etcd or PostgreSQL, the network slowed. With fencing off, the same run
+// must show stale writes: a checker that cannot fail would prove nothing.
+func TestTortureCIProfile(t *testing.T) {
+	bin := buildFencegw(t)
+	run := func(extra ...string) (check.Report, string, error) {
+		args := append([]string{"torture", "--json", "--seed", "1"}, extra...)
+		cmd := exec.Command(bin, args...)
+		var out, logs bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &logs
+		err := cmd.Run()
+		var r check.Report
+		dec := json.NewDecoder(&out)
+		if derr := dec.Decode(&r); derr != nil {
+			t.Fatalf("torture %v: no report (%v); exit %v\n%s", extra, derr, err, &logs)
+		}
+		return r, logs.String(), err
+	}
+
+	fenced, logs, err := run()
+	t.Logf("fenced: %s faults %v skipped %v events %v leases %v batching %v", fenced.Verdict, fenced.Faults, fenced.Skipped, fenced.Events, fenced.Leases, fenced.Batching)
+	if err != nil || !fenced.OK() {
+		t.Fatalf("with fencing: %v, %s\n%+v\n%s", err, fenced.Verdict, fenced.Violations, logs)
+	}
+	if fenced.Events["ok"] < 20 || fenced.Faults["pause-worker"] < 5 || fenced.Faults["late-holder"] < 1 {
+		t.Fatalf("the fenced run did too little to prove anything: %v events, %v faults", fenced.Events, fenced.Faults)
+	}
+	requireEveryFault(t, fenced)
+
+	load := []string{"--coalesce", "--group-commit", "--workers", "16", "--resources", "6", "--burst", "12", "--max-write-transactions", "1"}
+	coalesced, logs, err := run(load...)
+	t.Logf("fenced, under load, coalesced, group commit: %s faults %v events %v batching %v", coalesced.Verdict, coalesced.Faults, coalesced.Events, coalesced.Batching)
+	if err != nil || !coalesced.OK() {
+		t.Fatalf("with fencing, coalescing and group commit: %v, %s\n%+v\n%s", err, coalesced.Verdict, coalesced.Violations, logs)
+	}
+	if b := coalesced.Batching; b == nil || 2*b.Shared <= b.Writes {
+		t.Fatalf("under load, coalescing and group commit carried too few writes: %v", b)
+	}
+
+	// The workers' stale writes need a random pause to land between a
+	// lease and its write, which a run on a loaded machine can miss; the
+	// nemesis's late holder writes after its successor in every run, so
+	// the checker must report that one whatever the pauses did.
+	control, logs, err := run("--unsafe-no-fence")
+	t.Logf("control: %s faults %v events %v", control.Verdict, control.Faults, control.Events)
+	if err != nil || control.OK() {
+		t.Fatalf("with fencing off: %v, %s; want violations found\n%s", err, control.Verdict, logs)
+	}
+	late := slices.ContainsFunc(control.Violations, func(v check.Violation) bool {
+		return v.Kind == check.KindStaleWrite && v.Resource == "res/nemesis"
+	})
+	if !late {
+		t.Fatalf("with fencing off the late holder's write (res/nemesis) is not among the violations: %+v", control.Violations)
+	}
+}
+
+// requireEveryFault fails the test unless the run injected every fault
+// kind the CI profile has (the throttle may be skipped where the machine
+// allows no cgroup, with the reason in the report), and its workers'
+// clients met the cases only one of their clocks could see: after a
+// suspend, the lease past its deadline on the wall clock alone; after a
+// wall clock stepped back, on the monotonic clock alone.
+func requireEveryFault(t *testing.T, r check.Report) {
+	t.Helper()
+	for _, kind := range []string{"kill-gateway", "etcd-quorum-loss", "slow-network", "partition-etcd", "partition-etcd-one-way",
+		"partition-postgres", "partition-postgres-one-way", "pause-gateway", "wall-clock-forward", "wall-clock-back",
+		"suspend-worker", "throttle-worker", "restart-postgres"} {
+		if r.Faults[kind] < 1 && (kind != "throttle-worker" || r.Skipped[kind] == "") {
+			t.Errorf("no %s among the faults %v (skipped: %v)", kind, r.Faults, r.Skipped)
+		}
+	}
+	if r.Leases["past-on-wall-clock-only"] < 1 || r.Leases["past-on-monotonic-clock-only"] < 1 {
+		t.Errorf("the clock faults did not reach a write: leases %v", r.Leases)
+	}
+}
+
+// TestTortureFailoverProfile: with a synchronous standby, failovers (the
+// primary SIGKILLed, the standby promoted, a new standby made), between
+// the CI profile's faults — the primary restarted in place, the network
+// to both servers slowed or partitioned among them — lose nothing and let
+// no stale write in; with an asynchronous standby whose
+// WAL is held back (the primary killed only after committing writes the
+// standby never received, one of them the nemesis's with the newer of two
+// tokens it took), the checker finds the acknowledged writes the promotion
+// lost and the older token's write let in after it: the check can fail,
+// and not by luck.
+func TestTortureFailoverProfile(t *testing.T) {
+	bin := buildFencegw(t)
+	run := func(extra ...string) (check.Report, string, error) {
+		args := append([]string{"torture", "--json", "--seed", "1", "--failover", "--failover-every", "5s", "--min-failovers", "2", "--duration", "20s", "--coalesce", "--group-commit"}, extra...)
+		cmd := exec.Command(bin, args...)
+		var out, logs bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &logs
+		err := cmd.Run()
+		var r check.Report
+		if derr := json.NewDecoder(&out).Decode(&r); derr != nil {
+			t.Fatalf("torture %v: no report (%v); exit %v\n%s", extra, derr, err, &logs)
+		}
+		return r, logs.String(), err
+	}
+	synced, logs, err := run()
+	t.Logf("synchronous standby: %s faults %v events %v", synced.Verdict, synced.Faults, synced.Events)
+	if err != nil || !synced.OK() {
+		t.Fatalf("failovers to a synchronous standby: %v, %s\n%+v\n%s", err, synced.Verdict, synced.Violations, logs)
+	}
+	if synced.Faults["failover"] < 2 || synced.Events["ok"] < 10 {
+		t.Fatalf("the failover run did too little to prove anything: %v events, %v faults", synced.Events, synced.Faults)
+	}
+	requireEveryFault(t, synced) // slow network, partitions and restarts of the primary among them
+
+	control, logs, err := run("--async-standby")
+	t.Logf("asynchronous standby: %s faults %v events %v", control.Verdict, control.Faults, control.Events)
+	kinds := map[string]int{}
+	for _, v := range control.Violations {
+		kinds[v.Kind]++
+	}
+	if err != nil || kinds[check.KindLostWrite] == 0 || kinds[check.KindFenceWentBack] == 0 {
+		t.Fatalf("failovers to a lagging asynchronous standby: want lost writes and a stale write let in (%v): %s\n%s", err, control.Verdict, logs)
+	}
+}
+
+// TestTortureEtcdRollbackProfile: etcd restored from an earlier snapshot
+// under load (revisions issued again) halts the gateways; the nemesis runs
+// fencegw epoch bump, the run goes on, and the checker finds nothing: no
+// write with a re-issued token landed over a newer fence.
+func TestTortureEtcdRollbackProfile(t *testing.T) {
+	bin := buildFencegw(t)
+	cmd := exec.Command(bin, "torture", "--json", "--seed", "1", "--etcd-rollback", "--rollback-every", "8s", "--min-rollbacks", "1", "--duration", "20s", "--coalesce", "--group-commit")
+	var out, logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &logs
+	err := cmd.Run()
+	var r check.Report
+	if derr := json.NewDecoder(&out).Decode(&r); derr != nil {
+		t.Fatalf("torture --etcd-rollback: no report (%v); exit %v\n%s", derr, err, &logs)
+	}
+	t.Logf("etcd rollback: %s faults %v events %v", r.Verdict, r.Faults, r.Events)
+	if err != nil || !r.OK() {
+		t.Fatalf("etcd rollbacks: %v, %s\n%+v\n%s", err, r.Verdict, r.Violations, &logs)
+	}
+	if r.Faults["etcd-rollback"] < 1 || r.Faults["halted"] != r.Faults["etcd-rollback"] || r.Faults["epoch-bump"] != r.Faults["etcd-rollback"] {
+		t.Fatalf("every rollback must halt the gateways and be repaired by an epoch bump: %v\n%s", r.Faults, &logs)
+	}
+}
+
+// TestTortureEtcdTLS: with --etcd-tls the torture's etcd cluster serves
+// TLS only and requires client certificates, as production etcd does; the
+// gateways, the nemesis's snapshots and leader look-ups, and the epoch
+// bump after a rollback all reach it with the run's certificates, under
+// the CI profile's faults (etcd members killed and frozen among them),
+// and the checker finds nothing. A gateway without them could not serve a
+// single lease; one given the etcd user of the shell that runs the
+// torture could not start.
+func TestTortureEtcdTLS(t *testing.T) {
+	bin := buildFencegw(t)
+	cmd := exec.Command(bin, "torture", "--json", "--seed", "1", "--etcd-tls", "--etcd-rollback", "--rollback-every", "8s", "--min-rollbacks", "1", "--duration", "20s")
+	// An operator's etcd settings, which the gateways would read and fail
+	// on (no such file) were they not kept from them.
+	cmd.Env = append(cmd.Environ(), "FENCEGW_ETCD_USER=operator", "FENCEGW_ETCD_PASSWORD_FILE=/nonexistent/etcd-password")
+	var out, logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &logs
+	err := cmd.Run()
+	var r check.Report
+	if derr := json.NewDecoder(&out).Decode(&r); derr != nil {
+		t.Fatalf("torture --etcd-tls: no report (%v); exit %v\n%s", derr, err, &logs)
+	}
+	t.Logf("etcd over TLS: %s faults %v events %v", r.Verdict, r.Faults, r.Events)
+	if err != nil || !r.OK() {
+		t.Fatalf("etcd over TLS: %v, %s\n%+v\n%s", err, r.Verdict, r.Violations, &logs)
+	}
+	if r.Events["ok"] < 20 || r.Faults["epoch-bump"] < 1 || r.Faults["etcd-rollback"] < 1 {
+		t.Fatalf("the run did too little over TLS to prove anything: %v events, %v faults\n%s", r.Events, r.Faults, &logs)
+	}
+}
