@@ -22,7 +22,10 @@ import (
 // clock's lag behind the wall clock (low 32 bits), in milliseconds, so
 // one load reads both. Word 1 is a suspend request: suspendNone,
 // suspendAsked (by the nemesis), suspendTaken (by the worker, which then
-// stops itself).
+// stops itself). Words 2 and 3 count the worker's recorded views of a
+// lease past its deadline on one clock alone (viewPastOnWallOnly,
+// viewPastOnMonotonicOnly): how the nemesis learns that a clock fault
+// reached a write, not only a stopped process.
 type clockPage struct {
 	mem []byte
 }
@@ -83,6 +86,18 @@ func (p *clockPage) takeSuspend() bool {
 func (p *clockPage) withdrawSuspend() bool {
 	return atomic.CompareAndSwapInt64(p.word(1), suspendAsked, suspendNone)
 }
+
+// The words counting views past on one clock alone.
+const (
+	viewPastOnWallOnly      = 2
+	viewPastOnMonotonicOnly = 3
+)
+
+// countView is the worker's side: one more recorded view of kind w.
+func (p *clockPage) countView(w int) { atomic.AddInt64(p.word(w), 1) }
+
+// views returns how many views of kind w the worker has recorded.
+func (p *clockPage) views(w int) int64 { return atomic.LoadInt64(p.word(w)) }
 
 // suspendDone clears a request the worker took, once it was resumed.
 func (p *clockPage) suspendDone() { atomic.StoreInt64(p.word(1), suspendNone) }

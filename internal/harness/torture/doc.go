@@ -8,5 +8,7 @@
 // quorum lost, etcd rolled back to a snapshot; PostgreSQL restarted or
 // failed over; each gateway's network to etcd and PostgreSQL slowed or
 // partitioned, one way or both (links.go). The nemesis injects each kind
-// once before it rolls, and a run is not done before each has happened.
+// once before it rolls, and a run is not done before each has happened
+// (a clock fault happens when a worker's write reached the client's check
+// it is for, not when the worker was stopped).
 package torture

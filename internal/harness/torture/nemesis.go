@@ -81,7 +81,7 @@ func (n *nemesis) run(ctx context.Context) {
 	}
 	n.rnd.Shuffle(len(pending), func(i, j int) { pending[i], pending[j] = pending[j], pending[i] })
 	tries := map[string]int{}
-	for {
+	for tick := 0; ; tick++ {
 		select {
 		case <-ctx.Done():
 			n.wg.Wait() // every paused worker resumed, the last failover done
@@ -89,9 +89,14 @@ func (n *nemesis) run(ctx context.Context) {
 		case <-t.C:
 		}
 		var name string
-		if len(pending) > 0 {
+		switch missing := n.missingKind(kinds); {
+		case len(pending) > 0:
 			name, pending = pending[0], pending[1:]
-		} else {
+		case missing != "" && tick%2 == 0:
+			// Injected but not yet counted (a clock fault counts once it
+			// reached a write): again, rather than at the odds of a roll.
+			name = missing
+		default:
 			name = n.roll(kinds)
 		}
 		if n.inject(ctx, name) {
@@ -117,6 +122,18 @@ func (n *nemesis) roll(kinds []faultKind) string {
 		}
 	}
 	return "pause-worker"
+}
+
+// missingKind names a kind the run asks for that has not happened yet,
+// or "".
+func (n *nemesis) missingKind(kinds []faultKind) string {
+	faults := n.counts()
+	for _, k := range kinds {
+		if !k.happened(faults) {
+			return k.name
+		}
+	}
+	return ""
 }
 
 func kindHappened(kinds []faultKind, name string, faults map[string]int) bool {

@@ -18,7 +18,7 @@ func (n *nemesis) suspendWorker(ctx context.Context) bool {
 		return false
 	}
 	var stopped time.Time
-	return n.stopInWorker(ctx, n.rnd.IntN(len(n.workers)), "suspend-worker", n.ttls(2, 3),
+	return n.stopInWorker(ctx, n.rnd.IntN(len(n.workers)), "suspend-worker", viewPastOnWallOnly, n.ttls(2, 3),
 		func(*clockPage) { stopped = time.Now() },
 		func(page *clockPage) {
 			step, lag := page.offsets()
@@ -57,7 +57,7 @@ func (n *nemesis) stepWallClock(ctx context.Context, forward bool) bool {
 		return true
 	}
 	d, stepped := n.ttls(2, 3), false
-	started := n.stopInWorker(ctx, i, "wall-clock-back", d,
+	started := n.stopInWorker(ctx, i, "wall-clock-back", viewPastOnMonotonicOnly, d,
 		func(page *clockPage) {
 			_, lag := page.offsets()
 			page.setOffsets(-(d + n.cfg.TTL), lag)
@@ -79,13 +79,18 @@ func (n *nemesis) stepWallClock(ctx context.Context, forward bool) bool {
 
 // stopInWorker asks worker i to stop itself in its next critical section
 // (suspendIfAsked), and once every thread of it has stopped calls
-// stopped, counts name, keeps it stopped for d, calls resuming and
-// resumes it; then, stopped or not, after (if not nil). The worker stops
-// itself because only it knows where its critical section is: a fault
-// there is the one that outlives a lease. False if the worker is the
-// nemesis's already; a worker that reaches no critical section before the
-// run ends is not stopped, and not counted.
-func (n *nemesis) stopInWorker(ctx context.Context, i int, name string, d time.Duration, stopped, resuming func(*clockPage), after func()) bool {
+// stopped, keeps it stopped for d, calls resuming and resumes it; it
+// counts name once the worker has recorded a write with a view of its
+// lease of the kind the fault is for (view: a clock page word), and then,
+// stopped or not, calls after (if not nil). The worker stops itself
+// because only it knows where its critical section is: a fault there is
+// the one that outlives a lease. Counting the write, not the stop, keeps
+// a run going until its clock faults reached the client's checks (at the
+// run's end the stop is cut short and the clocks set back at once, which
+// would leave nothing for either check to see). False if the worker is
+// the nemesis's already; a worker that reaches no critical section before
+// the run ends is not stopped, and not counted.
+func (n *nemesis) stopInWorker(ctx context.Context, i int, name string, view int, d time.Duration, stopped, resuming func(*clockPage), after func()) bool {
 	if !n.hold(i) {
 		return false
 	}
@@ -109,13 +114,33 @@ func (n *nemesis) stopInWorker(ctx context.Context, i int, name string, d time.D
 			page.suspendDone()
 			return
 		}
+		seen := page.views(view)
 		stopped(page)
-		n.count(name)
 		sleep(ctx, d)
 		resuming(page)
 		page.suspendDone()
 		_ = pause.Resume(pid)
+		// The worker checks its lease at once on resuming; a loaded
+		// machine may take a while to run it, never this long.
+		if waitViews(context.WithoutCancel(ctx), page, view, seen, 4*n.cfg.TTL+5*time.Second) {
+			n.count(name)
+		} else {
+			n.log.Info("a clock fault reached no write", "fault", name, "pid", pid)
+		}
 	})
+	return true
+}
+
+// waitViews waits up to d for the worker to record more views of kind
+// view than seen.
+func waitViews(ctx context.Context, page *clockPage, view int, seen int64, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for page.views(view) <= seen {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return true
 }
 

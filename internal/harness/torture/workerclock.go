@@ -41,7 +41,9 @@ func (w *worker) suspendIfAsked() {
 // The readings are taken before the client's answer, so the client read
 // its clocks no earlier; if the deadline (a keepalive) or the clock page
 // (a step) moved meanwhile, nothing is recorded: the view would prove
-// nothing.
+// nothing. A view past its deadline on one clock alone is counted on the
+// clock page too: the nemesis counts a clock fault only once it reached
+// a write.
 func (w *worker) leaseView(l *client.Lease, lag time.Duration) check.LeaseView {
 	deadline := l.Deadline()
 	var step, lagNow time.Duration
@@ -58,13 +60,22 @@ func (w *worker) leaseView(l *client.Lease, lag time.Duration) check.LeaseView {
 			return check.LeaseView{}
 		}
 	}
-	return check.LeaseView{
+	v := check.LeaseView{
 		Said:        said(err),
 		WallLeftMs:  deadline.Round(0).Sub(now.Round(0)).Milliseconds(),
 		MonoLeftMs:  deadline.Sub(now).Milliseconds(),
 		SuspendedMs: (lagNow - lag).Milliseconds(),
 		WallJumpMs:  step.Milliseconds(),
 	}
+	if w.page != nil {
+		switch {
+		case v.WallLeftMs < 0 && v.MonoLeftMs >= 0:
+			w.page.countView(viewPastOnWallOnly)
+		case v.MonoLeftMs < 0 && v.WallLeftMs >= 0:
+			w.page.countView(viewPastOnMonotonicOnly)
+		}
+	}
+	return v
 }
 
 // said names what Lease.Err returned.
