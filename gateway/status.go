@@ -24,6 +24,9 @@ const (
 	// keys and three etcd reads per lock shown.
 	statusFor        = time.Second
 	statusValueBytes = 200 // bytes of a lock's value shown
+	// statusRefusalsScanned bounds the refusals grouped by resource and
+	// reason for the page's list.
+	statusRefusalsScanned = 1000
 )
 
 // sourceOK is a source's state when it answered.
@@ -38,13 +41,13 @@ type statusView struct {
 	Authority authorityStatus `json:"authority"`
 	// Sources says, for PostgreSQL and etcd, "ok" or why the lists read
 	// from it are missing (null): one being down leaves the rest shown.
-	Sources        statusSources        `json:"sources"`
-	Fences         []fence.FenceRow     `json:"fences"`
-	Locks          []lockStatus         `json:"locks"`
-	LocksTruncated bool                 `json:"locks_truncated"`
-	Rejections     []fence.RejectionRow `json:"rejections"`
-	Bypasses       []fence.BypassRow    `json:"bypasses"`
-	Rates          rateView             `json:"rates"`
+	Sources        statusSources          `json:"sources"`
+	Fences         []fence.FenceRow       `json:"fences"`
+	Locks          []lockStatus           `json:"locks"`
+	LocksTruncated bool                   `json:"locks_truncated"`
+	Rejections     []fence.RejectionGroup `json:"rejections"` // grouped by resource and reason
+	Bypasses       []fence.BypassRow      `json:"bypasses"`
+	Rates          rateView               `json:"rates"`
 }
 
 type authorityStatus struct {
@@ -143,10 +146,10 @@ func (g *Gateway) statusFromPostgres(ctx context.Context, v *statusView) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	fences, err := fence.Fences(ctx, g.cfg.Pool, "", statusRows)
-	var rejections []fence.RejectionRow
+	var rejections []fence.RejectionGroup
 	var bypasses []fence.BypassRow
 	if err == nil {
-		rejections, err = fence.Rejections(ctx, g.cfg.Pool, "", statusRows)
+		rejections, err = fence.RejectionGroups(ctx, g.cfg.Pool, "", statusRows, statusRefusalsScanned)
 	}
 	if err == nil {
 		bypasses, err = fence.Bypasses(ctx, g.cfg.Pool, statusRows)

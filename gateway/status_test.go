@@ -61,6 +61,8 @@ type statusRejection struct {
 	Reason    string    `json:"reason"`
 	Presented string    `json:"presented"`
 	Current   string    `json:"current"`
+	Count     int64     `json:"count"`
+	FirstAt   time.Time `json:"first_at"`
 }
 
 // status reads GET /v1/status, failing the test on anything but 200.
@@ -157,7 +159,7 @@ func TestStatusShowsFencesLocksAndRefusals(t *testing.T) {
 	v := h.waitStatus("the refusal", func(v statusJSON) bool {
 		return slices.ContainsFunc(v.Rejections, func(r statusRejection) bool {
 			return r.Resource == "account/acct-81" && r.Reason == "stale-token" && r.Operation == "debit" &&
-				r.Presented == old.Plain && r.Current == held.Plain
+				r.Presented == old.Plain && r.Current == held.Plain && r.Count == 1 && r.FirstAt.Equal(r.At)
 		})
 	})
 	if v.Sources.Postgres != "ok" || v.Sources.Etcd != "ok" {

@@ -72,7 +72,7 @@ func testStatusPageShowsRefusals(t *testing.T, browser context.Context) {
 
 	page.waitFor("the refusal in refused writes, and who", rowWith("rejections", map[string]string{
 		"resource": "account/acct-91", "operation": "debit", "reason": "stale-token", "presented": old.Plain, "current": held.Plain,
-		"client": "anonymous", "remote": "127.0.0.1",
+		"client": "anonymous", "remote": "127.0.0.1", "refusals": "1",
 	}))
 	page.waitFor("the lock held, with its waiter", rowWith("locks", map[string]string{
 		"resource": "account/acct-91", "holder": held.Plain, "waiters": "1", "client": "anonymous",

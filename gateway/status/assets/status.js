@@ -41,8 +41,8 @@
     return td;
   }
 
-  function whenCell(at) {
-    const td = cell(ago(at), "when");
+  function whenCell(at, cls) {
+    const td = cell(ago(at), cls || "when");
     td.title = new Date(at).toISOString();
     return td;
   }
@@ -124,7 +124,8 @@
       cell(r.reason, "reason"),
       cell(r.presented || "", "presented"),
       cell(r.current || "", "current"),
-      cell(r.suppressed ? "+" + r.suppressed : "", "suppressed"),
+      cell(String(r.count), "refusals"),
+      whenCell(r.first_at, "since"),
       cell(r.remote_addr || "", "remote"),
       cell(r.request_id || "", "request"),
     ]);
