@@ -20,7 +20,7 @@ func Dial(endpoints []string) (*clientv3.Client, error) {
 type StoreSize struct{ Total, InUse int64 }
 
 // ReadStoreSize asks every endpoint for its status at once and keeps the
-// first answer for StoreSize; the guard calls it with each check. All at
+// first answer for StoreSize; the watchdog calls it with each check. All at
 // once, not in turn: a call to a member that is down waits until its
 // context ends (etcd's client waits for a connection), so a dead first
 // endpoint would eat the whole check's time.

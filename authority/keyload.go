@@ -15,7 +15,7 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// Loading the signing keys: once on first use, at each guard check, and
+// Loading the signing keys: once on first use, at each watchdog check, and
 // when a signature no loaded key verifies needs etcd's word (keys.go holds
 // what they are and how they rotate).
 
@@ -61,7 +61,7 @@ func (a *Etcd) keySet(ctx context.Context) (*keySet, error) {
 }
 
 // ReloadKeys reads the signing keys from etcd now, creating the first key
-// if there is none. The guard calls it on each check, and a signature no
+// if there is none. The watchdog calls it on each check, and a signature no
 // known key verifies makes the keys load again (at most every 250 ms:
 // keysReadSince), so a rotation reaches every replica before tokens signed
 // with the new key reach it, or on their first sight.

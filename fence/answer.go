@@ -20,7 +20,7 @@ func answer(req *Request, results []Result) Response {
 	n := 16
 	for i := range results {
 		n += 96 + len(req.Writes[i].Operation.Name)
-		for _, k := range req.Writes[i].Keys {
+		for _, k := range req.Writes[i].Resources {
 			n += 48 + len(k)
 		}
 		for _, st := range results[i].Statements {
@@ -50,7 +50,7 @@ func appendResult(b []byte, w *Write, res Result) []byte {
 	b = appendJSONString(b, op.Name)
 	if !op.Named() {
 		b = append(b, `,"resource":`...)
-		b = appendJSONString(b, w.Keys[0])
+		b = appendJSONString(b, w.Resources[0])
 		b = append(b, `,"token":"`...)
 		b, _ = w.Tokens[0].Unsigned().AppendText(b) // answers may be stored and replayed: no capability in them
 		b = append(b, '"')
@@ -63,7 +63,7 @@ func appendResult(b []byte, w *Write, res Result) []byte {
 			b = append(b, `{"role":`...)
 			b = appendJSONString(b, role.Name)
 			b = append(b, `,"resource":`...)
-			b = appendJSONString(b, w.Keys[i])
+			b = appendJSONString(b, w.Resources[i])
 			b = append(b, `,"token":"`...)
 			b, _ = w.Tokens[i].Unsigned().AppendText(b)
 			b = append(b, `"}`...)

@@ -58,9 +58,9 @@ func TestAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	weird := "account/\"quoted\"\\ \n\x01 é \xff"
-	one := Write{Operation: pol.Operations["debit"], Keys: []string{weird},
+	one := Write{Operation: pol.Operations["debit"], Resources: []string{weird},
 		Tokens: []tokens.Token{{Epoch: 3, Revision: 9223372036854775807}}}
-	two := Write{Operation: pol.Operations["transfer"], Keys: []string{"account/a", "account/b"},
+	two := Write{Operation: pol.Operations["transfer"], Resources: []string{"account/a", "account/b"},
 		Tokens: []tokens.Token{{Epoch: 1, Revision: 42}, {Epoch: 1, Revision: 57}}}
 	stmts := Result{Statements: []StatementResult{
 		{RowsAffected: 1, Rows: []byte("[{\"id\":\"acct-1\"}, \n {\"id\":\"acct-2\"}]")},
@@ -135,7 +135,7 @@ func BenchmarkAnswer(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := &Request{Writes: []Write{{Operation: pol.Operations["debit"], Keys: []string{"account/acct-1"}, Tokens: []tokens.Token{{Epoch: 1, Revision: 4242}}}}}
+	req := &Request{Writes: []Write{{Operation: pol.Operations["debit"], Resources: []string{"account/acct-1"}, Tokens: []tokens.Token{{Epoch: 1, Revision: 4242}}}}}
 	results := []Result{{Statements: []StatementResult{{RowsAffected: 1, Rows: []byte(`[{"balance_cents":900}]`)}, {RowsAffected: 1}}}}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -100,7 +100,7 @@ func TestBatchOnStrictResourceFencesOnce(t *testing.T) {
 // stored answer, and the key with other writes is a mismatch.
 func TestKeyedBatchRunsOnce(t *testing.T) {
 	d := newDB(t)
-	key := &fence.Key{Client: "c", Scope: "batch", Key: "b1", Fingerprint: [32]byte{1}, Retention: 3600e9}
+	key := &fence.IdempotencyKey{Client: "c", Scope: "batch", Value: "b1", Fingerprint: [32]byte{1}, Retention: 3600e9}
 	first, err := d.apply(key, debit(d, "acct-27", 10, 80), debit(d, "acct-28", 10, 80))
 	if err != nil || first.Replayed {
 		t.Fatalf("first: %+v, %v", first, err)

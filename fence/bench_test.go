@@ -17,9 +17,9 @@ func BenchmarkApply(b *testing.B) {
 	d := newBenchDB(b)
 	ctx := context.Background()
 	keys := 0 // across runs of the sub-benchmark: a key used before would replay
-	key := func(int) *fence.Key {
+	key := func(int) *fence.IdempotencyKey {
 		keys++
-		return &fence.Key{Client: "b", Scope: "debit", Key: fmt.Sprint("k", keys), Retention: 3600e9}
+		return &fence.IdempotencyKey{Client: "b", Scope: "debit", Value: fmt.Sprint("k", keys), Retention: 3600e9}
 	}
 	for _, bm := range []struct {
 		name    string

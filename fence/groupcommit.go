@@ -106,7 +106,7 @@ func (c *committer) run(ctx context.Context, conn *pgxpool.Conn, units []*unit) 
 	if c.onBatch != nil {
 		c.onBatch(len(batch))
 	}
-	if len(batch) == 1 && batch[0].req.Key == nil {
+	if len(batch) == 1 && batch[0].req.IdempotencyKey == nil {
 		batch[0].resp, batch[0].err = c.store.applyImplicit(ctx, held, batch[0].req)
 		return held
 	}

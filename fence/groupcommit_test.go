@@ -163,7 +163,7 @@ func (gs *groupStore) applyAsync(t *testing.T, writes ...fence.Write) <-chan out
 // applyKeyedAsync applies writes as one request with an idempotency key.
 func (gs *groupStore) applyKeyedAsync(t *testing.T, key string, writes ...fence.Write) <-chan outcome {
 	t.Helper()
-	req, err := fence.NewRequest(writes, &fence.Key{Client: "t", Scope: "credit", Key: key, Retention: time.Hour})
+	req, err := fence.NewRequest(writes, &fence.IdempotencyKey{Client: "t", Scope: "credit", Value: key, Retention: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

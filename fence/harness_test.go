@@ -79,15 +79,15 @@ func (d *db) write(op, body string, toks ...tokens.Token) fence.Write {
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	keys, err := o.ResourceKeys(nil, args)
+	keys, err := o.Resources(nil, args)
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	return fence.Write{Operation: o, Args: args, Keys: keys, Tokens: toks}
+	return fence.Write{Operation: o, Args: args, Resources: keys, Tokens: toks}
 }
 
 // apply applies writes as one request.
-func (d *db) apply(key *fence.Key, writes ...fence.Write) (fence.Response, error) {
+func (d *db) apply(key *fence.IdempotencyKey, writes ...fence.Write) (fence.Response, error) {
 	d.t.Helper()
 	req, err := fence.NewRequest(writes, key)
 	if err != nil {

@@ -18,13 +18,13 @@ type DB interface {
 }
 
 // storedResponse reads the answer stored for a completed key.
-func storedResponse(ctx context.Context, db DB, k *Key) (Response, error) {
+func storedResponse(ctx context.Context, db DB, k *IdempotencyKey) (Response, error) {
 	r := Response{Replayed: true}
 	err := db.QueryRow(ctx, "SELECT status, response FROM fencegw.idempotency_keys WHERE (client, operation, key) = ($1, $2, $3)",
-		k.Client, k.Scope, k.Key).Scan(&r.Status, &r.Body)
+		k.Client, k.Scope, k.Value).Scan(&r.Status, &r.Body)
 	if err != nil {
 		// The request was applied earlier; only its answer is out of reach.
-		return Response{}, fmt.Errorf("%w (%w): reading the stored response of key %q: %w", ErrUnavailable, ErrOutcomeUnknown, k.Key, err)
+		return Response{}, fmt.Errorf("%w (%w): reading the stored response of key %q: %w", ErrUnavailable, ErrOutcomeUnknown, k.Value, err)
 	}
 	return r, nil
 }
@@ -43,22 +43,22 @@ const settleSQL = "SELECT replayed, status, response FROM fencegw.settle_key($1,
 // the key already has one, which it returns (Replayed) instead. With
 // refusal nil it only waits and returns the key's response, if any (ok
 // false if none). ctx bounds the wait.
-func (s *Store) Settle(ctx context.Context, k *Key, refusal *Response) (r Response, ok bool, err error) {
+func (s *Store) Settle(ctx context.Context, k *IdempotencyKey, refusal *Response) (r Response, ok bool, err error) {
 	var status *int
 	var body []byte
 	if refusal != nil {
 		status, body = &refusal.Status, refusal.Body
 	}
-	err = s.pool.QueryRow(ctx, settleSQL, k.Client, k.Scope, k.Key, k.Fingerprint[:], k.Retention, status, body).
+	err = s.pool.QueryRow(ctx, settleSQL, k.Client, k.Scope, k.Value, k.Fingerprint[:], k.Retention, status, body).
 		Scan(&r.Replayed, &r.Status, &r.Body)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return Response{}, false, nil
 	case errors.As(err, &pgErr) && pgErr.Code == sqlstateMismatch:
-		return Response{}, false, &KeyMismatchError{Key: k.Key}
+		return Response{}, false, &KeyMismatchError{Key: k.Value}
 	case err != nil:
-		return Response{}, false, fmt.Errorf("%w (%w): settling key %q: %w", ErrUnavailable, ErrOutcomeUnknown, k.Key, err)
+		return Response{}, false, fmt.Errorf("%w (%w): settling key %q: %w", ErrUnavailable, ErrOutcomeUnknown, k.Value, err)
 	}
 	return r, true, nil
 }

@@ -69,13 +69,13 @@ func (s *Store) queueRequest(b *pgx.Batch, req *Request) {
 		op := w.Operation
 		if batched {
 			start := len(args)
-			args = append(args, strings.Join(w.Keys, "\n"))
+			args = append(args, strings.Join(w.Resources, "\n"))
 			next(scopeSQL, start)
 		}
 		for i := range op.Statements {
 			st := &op.Statements[i]
 			start := len(args)
-			args = op.Bind(args, st, w.Args, w.Keys, w.Tokens)
+			args = op.Bind(args, st, w.Args, w.Resources, w.Tokens)
 			next(st.SQL, start)
 		}
 	}

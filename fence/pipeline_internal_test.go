@@ -27,11 +27,11 @@ func TestQueuedParametersAreTheirOwn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		keys, err := o.ResourceKeys(nil, args)
+		keys, err := o.Resources(nil, args)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return Write{Operation: o, Args: args, Keys: keys, Tokens: toks}
+		return Write{Operation: o, Args: args, Resources: keys, Tokens: toks}
 	}
 	t1, t2 := tokens.Token{Epoch: 1, Revision: 7}, tokens.Token{Epoch: 1, Revision: 9}
 	debit := func(account string) Write {
@@ -59,10 +59,10 @@ func TestQueuedParametersAreTheirOwn(t *testing.T) {
 			for wi := range req.Writes {
 				w := &req.Writes[wi]
 				if len(req.Writes) > 1 {
-					want = append(want, []any{strings.Join(w.Keys, "\n")})
+					want = append(want, []any{strings.Join(w.Resources, "\n")})
 				}
 				for i := range w.Operation.Statements {
-					want = append(want, w.Operation.Bind(nil, &w.Operation.Statements[i], w.Args, w.Keys, w.Tokens))
+					want = append(want, w.Operation.Bind(nil, &w.Operation.Statements[i], w.Args, w.Resources, w.Tokens))
 				}
 			}
 			if len(req.Writes) > 1 {

@@ -82,7 +82,7 @@ func (s *Store) Read(ctx context.Context, req *Request) (ReadResult, error) {
 		for i := range w.Operation.Statements {
 			st := &w.Operation.Statements[i]
 			start := len(args)
-			args = w.Operation.Bind(args, st, w.Args, w.Keys, w.Tokens)
+			args = w.Operation.Bind(args, st, w.Args, w.Resources, w.Tokens)
 			b.Queue(st.SQL, args[start:len(args):len(args)]...)
 		}
 	}

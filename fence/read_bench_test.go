@@ -32,7 +32,7 @@ func BenchmarkRead(b *testing.B) {
 		}
 	})
 	st := &w.Operation.Statements[0]
-	args := w.Operation.Bind(nil, st, w.Args, w.Keys, w.Tokens)
+	args := w.Operation.Bind(nil, st, w.Args, w.Resources, w.Tokens)
 	b.Run("plain-select", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

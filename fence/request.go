@@ -15,16 +15,17 @@ import (
 type Write struct {
 	Operation *policy.Operation
 	Args      policy.Values
-	Keys      []string       // the resource of each role, indexed like Operation.Roles
+	Resources []string       // the resource of each role, indexed like Operation.Roles
 	Tokens    []tokens.Token // the token presented for each role
 }
 
-// Key is an Idempotency-Key in its scope: the client and what it was sent
-// to (an operation's name, or a batch), with the request's fingerprint.
-type Key struct {
+// IdempotencyKey is an Idempotency-Key header's value in its scope: the
+// client and what it was sent to (an operation's name, or a batch), with
+// the request's fingerprint.
+type IdempotencyKey struct {
 	Client      string
 	Scope       string
-	Key         string
+	Value       string
 	Fingerprint [32]byte
 	Retention   time.Duration // how long a completed key is kept
 }
@@ -32,8 +33,8 @@ type Key struct {
 // Request is what one client call asks for: one write, or an atomic batch
 // of writes, applied all or nothing. Build it with NewRequest or NewBatch.
 type Request struct {
-	Writes []Write
-	Key    *Key // nil without an Idempotency-Key
+	Writes         []Write
+	IdempotencyKey *IdempotencyKey // nil without an Idempotency-Key
 	// Batch says the writes came as a batch (NewBatch), whose answer
 	// lists them even when there is one.
 	Batch bool
@@ -80,34 +81,34 @@ type fence struct {
 // role must name another resource; within one request, a resource may be
 // fenced by several writes only under one token, and its fence advances
 // once. Either breach is ErrConflict.
-func NewRequest(writes []Write, key *Key) (*Request, error) {
+func NewRequest(writes []Write, key *IdempotencyKey) (*Request, error) {
 	return newRequest(writes, key, false)
 }
 
 // NewBatch is NewRequest for writes sent as a batch: its answer lists
 // them, even one, and its errors name the write they belong to.
-func NewBatch(writes []Write, key *Key) (*Request, error) {
+func NewBatch(writes []Write, key *IdempotencyKey) (*Request, error) {
 	return newRequest(writes, key, true)
 }
 
-func newRequest(writes []Write, key *Key, batch bool) (*Request, error) {
-	req := &Request{Writes: writes, Key: key, Batch: batch}
-	if len(writes) == 1 && len(writes[0].Keys) == 1 {
+func newRequest(writes []Write, key *IdempotencyKey, batch bool) (*Request, error) {
+	req := &Request{Writes: writes, IdempotencyKey: key, Batch: batch}
+	if len(writes) == 1 && len(writes[0].Resources) == 1 {
 		w := &writes[0]
-		req.one[0] = fence{resource: w.Keys[0], token: w.Tokens[0], strict: w.Operation.Roles[0].Resource.Compare == policy.Strict}
+		req.one[0] = fence{resource: w.Resources[0], token: w.Tokens[0], strict: w.Operation.Roles[0].Kind.Compare == policy.Strict}
 		req.fences = req.one[:]
 		return req, nil
 	}
 	for wi := range writes {
 		w := &writes[wi]
-		for ri, key := range w.Keys {
-			if j := slices.Index(w.Keys[:ri], key); j >= 0 {
+		for ri, key := range w.Resources {
+			if j := slices.Index(w.Resources[:ri], key); j >= 0 {
 				return nil, inWrite(req, failedAt{-1, wi}, fmt.Errorf("%w: roles %s and %s of %s are both %s: a write's roles must be different resources",
 					ErrConflict, w.Operation.Roles[j].Name, w.Operation.Roles[ri].Name, w.Operation.Name, key))
 			}
 		}
-		for ri, key := range w.Keys {
-			strict := w.Operation.Roles[ri].Resource.Compare == policy.Strict
+		for ri, key := range w.Resources {
+			strict := w.Operation.Roles[ri].Kind.Compare == policy.Strict
 			i, found := slices.BinarySearchFunc(req.fences, key, func(f fence, k string) int { return cmp.Compare(f.resource, k) })
 			if !found {
 				req.fences = slices.Insert(req.fences, i, fence{resource: key, token: w.Tokens[ri], strict: strict, write: wi, role: ri})
@@ -133,14 +134,14 @@ func newRequest(writes []Write, key *Key, batch bool) (*Request, error) {
 // Requests of several fences run alone: queueing them on every resource
 // would tie those resources' batches together.
 func (req *Request) coalescable() bool {
-	return len(req.Writes) == 1 && len(req.fences) == 1 && req.Writes[0].Operation.Roles[0].Resource.Coalesce
+	return len(req.Writes) == 1 && len(req.fences) == 1 && req.Writes[0].Operation.Roles[0].Kind.Coalesce
 }
 
 // groupCommits reports whether req, a coalescable request, may share a
 // transaction with other resources' units: its resource's setting, else
 // the store's.
 func (req *Request) groupCommits(byDefault bool) bool {
-	if g := req.Writes[0].Operation.Roles[0].Resource.GroupCommit; g != nil {
+	if g := req.Writes[0].Operation.Roles[0].Kind.GroupCommit; g != nil {
 		return *g
 	}
 	return byDefault

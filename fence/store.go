@@ -119,7 +119,7 @@ func (s *Store) Apply(ctx context.Context, req *Request) (Response, error) {
 
 // applyOn applies one request on a connection the caller holds.
 func (s *Store) applyOn(ctx context.Context, conn *pgxpool.Conn, req *Request) (Response, error) {
-	if req.Key == nil {
+	if req.IdempotencyKey == nil {
 		return s.applyImplicit(ctx, conn, req)
 	}
 	p := &pending{req: req}

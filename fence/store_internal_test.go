@@ -32,7 +32,7 @@ func TestRequestRefusesASessionInsideATransaction(t *testing.T) {
 	}
 	s := &Store{pool: pool}
 	_, errImplicit := s.applyImplicit(t.Context(), conn, &Request{})
-	p := &pending{req: &Request{Key: &Key{}}}
+	p := &pending{req: &Request{IdempotencyKey: &IdempotencyKey{}}}
 	s.runTx(t.Context(), conn, []*pending{p})
 	for name, err := range map[string]error{"implicit": errImplicit, "explicit": p.err} {
 		if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown) {

@@ -88,7 +88,7 @@ func (s *Store) runTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 			}
 			return nil
 		}
-		if p.req.Key == nil {
+		if p.req.IdempotencyKey == nil {
 			p.resp, p.err = s.applyImplicit(ctx, conn, p.req)
 		} else {
 			s.tryTx(ctx, conn, []*pending{p})
@@ -108,7 +108,7 @@ func (s *Store) runTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending) (retryAlone bool) {
 	if len(batch) > 1 {
 		try := s.tryWhole
-		if !slices.ContainsFunc(batch, func(p *pending) bool { return p.req.Key != nil }) {
+		if !slices.ContainsFunc(batch, func(p *pending) bool { return p.req.IdempotencyKey != nil }) {
 			try = s.tryImplicit
 		}
 		rest, settled, alone := try(ctx, conn, batch)
@@ -335,8 +335,8 @@ func (s *Store) commit(ctx context.Context, conn *pgxpool.Conn, batch []*pending
 		b.Queue(unscopeSQL)
 	}
 	for _, p := range batch {
-		if k := p.req.Key; k != nil && p.err == nil && !p.replay && !p.retry {
-			b.Queue(storeSQL, k.Client, k.Scope, k.Key, p.resp.Status, p.resp.Body)
+		if k := p.req.IdempotencyKey; k != nil && p.err == nil && !p.replay && !p.retry {
+			b.Queue(storeSQL, k.Client, k.Scope, k.Value, p.resp.Status, p.resp.Body)
 		}
 	}
 	b.Queue("COMMIT")
@@ -430,8 +430,8 @@ func (s *Store) queueInTx(b *pgx.Batch, req *Request, savepoints bool, i int) {
 	if savepoints {
 		b.Queue("SAVEPOINT " + savepoint(i))
 	}
-	if k := req.Key; k != nil {
-		b.Queue(claimSQL, k.Client, k.Scope, k.Key, k.Fingerprint[:], k.Retention)
+	if k := req.IdempotencyKey; k != nil {
+		b.Queue(claimSQL, k.Client, k.Scope, k.Value, k.Fingerprint[:], k.Retention)
 	}
 	s.queueRequest(b, req)
 	if savepoints {
@@ -459,7 +459,7 @@ func (s *Store) readRound(br pgx.BatchResults, preamble int, batch []*pending, n
 		if savepoints {
 			_, err = br.Exec()
 		}
-		if err == nil && p.req.Key != nil {
+		if err == nil && p.req.IdempotencyKey != nil {
 			_, err = br.Exec()
 		}
 		var results []Result
@@ -496,13 +496,13 @@ func contended(err error) bool {
 // settleFailed answers a request whose part of the pipeline raised.
 func settleFailed(p *pending, err error, at failedAt) {
 	var pgErr *pgconn.PgError
-	if p.req.Key != nil && errors.As(err, &pgErr) {
+	if p.req.IdempotencyKey != nil && errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case sqlstateReplay:
 			p.replay = true
 			return
 		case sqlstateMismatch:
-			p.err = &KeyMismatchError{Key: p.req.Key.Key}
+			p.err = &KeyMismatchError{Key: p.req.IdempotencyKey.Value}
 			return
 		}
 	}
@@ -522,7 +522,7 @@ func (s *Store) answerReplays(ctx context.Context, conn *pgxpool.Conn, batch []*
 		if conn != nil && usable(conn) {
 			q = conn
 		}
-		p.resp, p.err = storedResponse(rctx, q, p.req.Key)
+		p.resp, p.err = storedResponse(rctx, q, p.req.IdempotencyKey)
 		cancel()
 	}
 }

@@ -14,8 +14,8 @@ import (
 // if it is keyed and failed, settles its key's outcome.
 func (g *Gateway) apply(ctx context.Context, req *fence.Request, scope *problemScope) (fence.Response, error) {
 	resp, err := g.validateAndApply(ctx, req, scope)
-	if err != nil && req.Key != nil {
-		return g.settle(ctx, req.Key, err, *scope)
+	if err != nil && req.IdempotencyKey != nil {
+		return g.settle(ctx, req.IdempotencyKey, err, *scope)
 	}
 	return resp, err
 }
@@ -34,8 +34,8 @@ func (g *Gateway) validateAll(ctx context.Context, req *fence.Request, scope *pr
 	for wi := range req.Writes {
 		w := &req.Writes[wi]
 		for i, role := range w.Operation.Roles {
-			if err := g.validate(ctx, w.Keys[i], client, w.Tokens[i], role.Resource.Validation); err != nil {
-				scope.Resource, scope.Role, scope.Presented = w.Keys[i], role.Name, w.Tokens[i].Unsigned()
+			if err := g.validate(ctx, w.Resources[i], client, w.Tokens[i], role.Kind.Validation); err != nil {
+				scope.Resource, scope.Role, scope.Presented = w.Resources[i], role.Name, w.Tokens[i].Unsigned()
 				return req.InWrite(wi, err)
 			}
 		}
@@ -46,9 +46,9 @@ func (g *Gateway) validateAll(ctx context.Context, req *fence.Request, scope *pr
 // validate asks the authority about one token presented by client.
 func (g *Gateway) validate(ctx context.Context, resource, client string, tok tokens.Token, mode tokens.Validation) error {
 	err := g.cfg.Authority.Validate(ctx, resource, client, tok, mode)
-	if err != nil && tok.Epoch > g.cfg.Authority.Epoch() && errors.Is(err, tokens.ErrRejected) && g.guard.Recheck(ctx) {
+	if err != nil && tok.Epoch > g.cfg.Authority.Epoch() && errors.Is(err, tokens.ErrRejected) && g.watchdog.Recheck(ctx) {
 		// A lease taken after `fencegw epoch bump` carries the new epoch
-		// before this gateway's guard has seen it: look now, then ask again.
+		// before this gateway's watchdog has seen it: look now, then ask again.
 		err = g.cfg.Authority.Validate(ctx, resource, client, tok, mode)
 	}
 	return err
@@ -70,7 +70,7 @@ func (g *Gateway) validate(ctx context.Context, resource, client string, tok tok
 // the key's outcome is unknown, since an earlier attempt may still be on
 // its way (queued in this replica or another). Every other failure is
 // answered as it is.
-func (g *Gateway) settle(ctx context.Context, key *fence.Key, err error, scope problemScope) (fence.Response, error) {
+func (g *Gateway) settle(ctx context.Context, key *fence.IdempotencyKey, err error, scope problemScope) (fence.Response, error) {
 	var (
 		refusal   *fence.Response
 		finalAsIs bool // with nothing stored, err is answered as it is

@@ -55,10 +55,10 @@ func (g *Gateway) batch(r *http.Request, scope *problemScope) (fence.Response, e
 		fp := writes[i].Operation.Fingerprint(writes[i].Args)
 		h.Write(fp[:])
 	}
-	var k *fence.Key
+	var k *fence.IdempotencyKey
 	if once {
 		scope.Keyed = true
-		k = &fence.Key{Client: clientName(r.Context()), Scope: policy.BatchName, Key: key, Retention: g.retention}
+		k = &fence.IdempotencyKey{Client: clientName(r.Context()), Scope: policy.BatchName, Value: key, Retention: g.retention}
 		h.Sum(k.Fingerprint[:0])
 	}
 	req, err := fence.NewBatch(writes, k)

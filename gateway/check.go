@@ -70,7 +70,7 @@ func (g *Gateway) check(r *http.Request, scope *problemScope) (CheckResult, erro
 	if !op.Named() {
 		scope.Presented = toks[0].Unsigned()
 	}
-	req, err := fence.NewRequest([]fence.Write{{Operation: op, Keys: keys, Tokens: toks}}, nil)
+	req, err := fence.NewRequest([]fence.Write{{Operation: op, Resources: keys, Tokens: toks}}, nil)
 	if err != nil {
 		return CheckResult{}, err
 	}
@@ -98,11 +98,11 @@ func (g *Gateway) checkOperation(roles []checkRole) (*policy.Operation, []string
 	op := &policy.Operation{Name: checkOperation, Read: true}
 	keys := make([]string, len(roles))
 	for i, cr := range roles {
-		kind := g.cfg.Policy.ResourceFor(cr.resource)
+		kind := g.cfg.Policy.KindOf(cr.resource)
 		if kind == nil {
 			return nil, nil, badRequest("check: no resource of the policy is named like %q", clip.String(cr.resource, 128))
 		}
-		op.Roles = append(op.Roles, policy.Role{Name: cr.role, Resource: kind})
+		op.Roles = append(op.Roles, policy.Role{Name: cr.role, Kind: kind})
 		keys[i] = cr.resource
 	}
 	return op, keys, nil

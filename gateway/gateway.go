@@ -118,7 +118,7 @@ type Gateway struct {
 	cfg        Config
 	log        *slog.Logger
 	store      *fence.Store
-	guard      *authority.Guard
+	watchdog      *authority.Watchdog
 	auditor    *auditor
 	readiness  readiness
 	status     statusBoard // GET /status and /v1/status
@@ -214,7 +214,7 @@ func New(cfg Config) (*Gateway, error) {
 		Name: "fencegw_writes_waiting_for_connection",
 		Help: "Writes of coalescing resources waiting in line for one of the pool's connections (with group commit, the next group).",
 	}, func() float64 { return float64(store.WaitingForConnection()) }))
-	g.guard = authority.NewGuard(cfg.Authority, fence.Records{DB: cfg.Pool}, g.log)
+	g.watchdog = authority.NewWatchdog(cfg.Authority, fence.Records{DB: cfg.Pool}, g.log)
 	g.auditor = newAuditor(store, g.log, g.metrics.auditDropped)
 	calls := cmp.Or(cfg.MaxLeaseRequests, DefaultMaxLeaseRequests)
 	perClient := calls
@@ -233,9 +233,9 @@ func New(cfg Config) (*Gateway, error) {
 // Store is the gateway's fenced-transaction store, for the janitor.
 func (g *Gateway) Store() *fence.Store { return g.store }
 
-// Guard is the gateway's guard of the token authority: run it, or ask it
+// Watchdog is the gateway's rollback watchdog of the token authority: run it, or ask it
 // for a check now.
-func (g *Gateway) Guard() *authority.Guard { return g.guard }
+func (g *Gateway) Watchdog() *authority.Watchdog { return g.watchdog }
 
 // allowedMethods is the Allow header of a 405 for path (RFC 9110): the
 // methods router serves it with.

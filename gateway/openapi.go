@@ -157,14 +157,14 @@ func argsAndToken(op *policy.Operation) (props obj, required []string, token obj
 
 func rolesText(op *policy.Operation) string {
 	if !op.Named() {
-		return "the resource " + op.Roles[0].Key.String()
+		return "the resource " + op.Roles[0].Template.String()
 	}
 	out := ""
 	for i, r := range op.Roles {
 		if i > 0 {
 			out += ", "
 		}
-		out += r.Name + " (" + r.Key.String() + ")"
+		out += r.Name + " (" + r.Template.String() + ")"
 	}
 	return out
 }

@@ -77,13 +77,13 @@ func (g *Gateway) read(r *http.Request, scope *problemScope) (ReadResult, error)
 	wr := &req.Writes[0]
 	out := ReadResult{Operation: op.Name, Statements: statementResults(res.Results[0])}
 	if !op.Named() {
-		out.Resource, out.Token = wr.Keys[0], wr.Tokens[0].Unsigned()
-		out.Fence, _ = res.Fence(wr.Keys[0])
+		out.Resource, out.Token = wr.Resources[0], wr.Tokens[0].Unsigned()
+		out.Fence, _ = res.Fence(wr.Resources[0])
 		return out, nil
 	}
 	for i, role := range op.Roles {
-		f, _ := res.Fence(wr.Keys[i])
-		out.Fences = append(out.Fences, ReadFence{Role: role.Name, Resource: wr.Keys[i], Token: wr.Tokens[i].Unsigned(), Fence: f})
+		f, _ := res.Fence(wr.Resources[i])
+		out.Fences = append(out.Fences, ReadFence{Role: role.Name, Resource: wr.Resources[i], Token: wr.Tokens[i].Unsigned(), Fence: f})
 	}
 	return out, nil
 }

@@ -40,9 +40,9 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (fence.Response, e
 		return fence.Response{}, err
 	}
 	wr := &lone.w[0]
-	var k *fence.Key
+	var k *fence.IdempotencyKey
 	if once {
-		k = &fence.Key{Client: clientName(r.Context()), Scope: op.Name, Key: key, Fingerprint: op.Fingerprint(wr.Args), Retention: g.retention}
+		k = &fence.IdempotencyKey{Client: clientName(r.Context()), Scope: op.Name, Value: key, Fingerprint: op.Fingerprint(wr.Args), Retention: g.retention}
 		scope.Keyed = true
 	}
 	req, err := fence.NewRequest(lone.w[:], k)
@@ -99,7 +99,7 @@ func (g *Gateway) call(r *http.Request, scope *problemScope, lone *loneWrite, re
 		return nil, err
 	}
 	if !op.Named() {
-		scope.Resource = lone.w[0].Keys[0]
+		scope.Resource = lone.w[0].Resources[0]
 	}
 	return op, nil
 }
@@ -119,11 +119,11 @@ func decodeWrite(op *policy.Operation, body []byte, toks []tokens.Token, keys []
 	if err != nil {
 		return fence.Write{}, err
 	}
-	keys, err = op.ResourceKeys(keys, args)
+	keys, err = op.Resources(keys, args)
 	if err != nil {
 		return fence.Write{}, err
 	}
-	return fence.Write{Operation: op, Args: args, Keys: keys, Tokens: toks}, nil
+	return fence.Write{Operation: op, Args: args, Resources: keys, Tokens: toks}, nil
 }
 
 // answer sends a write's (or a batch's) response or problem, and counts

@@ -196,12 +196,12 @@ func (op *Operation) argNames() string {
 	return strings.Join(names, ", ")
 }
 
-// ResourceKeys derives, role by role, the resources the request writes
+// Resources derives, role by role, the resources the request writes
 // under, checks that each is an acceptable resource name, and appends
 // them to dst (which may be nil).
-func (op *Operation) ResourceKeys(dst []string, vals Values) ([]string, error) {
+func (op *Operation) Resources(dst []string, vals Values) ([]string, error) {
 	for i := range op.Roles {
-		key := op.Roles[i].Key.render(func(name string) any { return vals[op.argIndex[name]] })
+		key := op.Roles[i].Template.render(func(name string) any { return vals[op.argIndex[name]] })
 		if err := tokens.CheckResource(key); err != nil {
 			return nil, argErrorf("", "the resource key %q built from the arguments: %v", clip.String(key, 64), err)
 		}

@@ -81,9 +81,9 @@ func TestResourceKeyAndBind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := run.ResourceKeys(nil, vals)
+	keys, err := run.Resources(nil, vals)
 	if err != nil || !slices.Equal(keys, []string{"job/2026-10-18/7"}) {
-		t.Fatalf("ResourceKeys = %q, %v; want [job/2026-10-18/7]", keys, err)
+		t.Fatalf("Resources = %q, %v; want [job/2026-10-18/7]", keys, err)
 	}
 
 	debit := p.Operations["debit"]
@@ -117,8 +117,8 @@ operations:
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := op.ResourceKeys(nil, vals); !errors.Is(err, ErrBadArgs) {
-			t.Errorf("ResourceKeys(%q) = %v, want ErrBadArgs", id, err)
+		if _, err := op.Resources(nil, vals); !errors.Is(err, ErrBadArgs) {
+			t.Errorf("Resources(%q) = %v, want ErrBadArgs", id, err)
 		}
 	}
 }

@@ -37,7 +37,7 @@ func BenchmarkBind(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		keys, _ := op.ResourceKeys(nil, vals)
+		keys, _ := op.Resources(nil, vals)
 		// As the fence package binds: every statement into one slice.
 		args := make([]any, 0, n)
 		for i := range op.Statements {

@@ -31,7 +31,7 @@ func validName(s string) bool { return len(s) <= maxNameLength && nameRE.MatchSt
 
 func compile(file string, doc *fileDoc) (*Policy, error) {
 	var ps problems
-	p := &Policy{Source: file, Resources: map[string]*Resource{}, Operations: map[string]*Operation{}}
+	p := &Policy{Source: file, Resources: map[string]*ResourceKind{}, Operations: map[string]*Operation{}}
 	for _, name := range sortedKeys(doc.Resources) {
 		if r := compileResource(&ps, name, doc.Resources[name]); r != nil {
 			p.Resources[name] = r
@@ -55,9 +55,9 @@ func compile(file string, doc *fileDoc) (*Policy, error) {
 	return p, nil
 }
 
-func compileResource(ps *problems, name string, fr fileResource) *Resource {
+func compileResource(ps *problems, name string, fr fileResource) *ResourceKind {
 	entry := "resources." + name
-	r := &Resource{Name: name}
+	r := &ResourceKind{Name: name}
 	ok := true
 	if !validName(name) {
 		ps.add(entry, "resource names are lower-case letters, digits and '_', starting with a letter")
@@ -109,7 +109,7 @@ func compileResource(ps *problems, name string, fr fileResource) *Resource {
 		ps.add(entry+".key", "%v", err)
 		ok = false
 	}
-	r.Key = t
+	r.Template = t
 	if !ok {
 		return nil
 	}
@@ -143,11 +143,11 @@ func compileOperation(ps *problems, p *Policy, name string, fo fileOperation) *O
 	used := map[string]bool{}
 	compileRoles(ps, p, entry, op, fo)
 	for _, role := range op.Roles {
-		for _, an := range role.Key.args() {
+		for _, an := range role.Template.args() {
 			i, ok := op.argIndex[an]
 			switch {
 			case !ok:
-				ps.add(entry+".args", "the key %q needs argument %q", role.Key, an)
+				ps.add(entry+".args", "the key %q needs argument %q", role.Template, an)
 			case op.Args[i].Type == Boolean:
 				ps.add(entry+".args."+an, "a boolean cannot be part of a resource key")
 			}
@@ -189,7 +189,7 @@ func compileRoles(ps *problems, p *Policy, entry string, op *Operation, fo fileO
 			ps.add(entry+".resource", "unknown resource %q", fo.Resource)
 			return
 		}
-		op.Roles = []Role{{Resource: r, Key: r.Key}}
+		op.Roles = []Role{{Kind: r, Template: r.Template}}
 	case len(fo.Resources) > maxRoles:
 		ps.add(entry+".resources", "%d roles, at most %d", len(fo.Resources), maxRoles)
 	case len(fo.Resources) > 0:
@@ -212,7 +212,7 @@ func compileRoles(ps *problems, p *Policy, entry string, op *Operation, fo fileO
 			keys[t.source] = name
 			kind := p.kindOf(ps, rentry, t)
 			if kind != nil {
-				op.Roles = append(op.Roles, Role{Name: name, Resource: kind, Key: t})
+				op.Roles = append(op.Roles, Role{Name: name, Kind: kind, Template: t})
 			}
 		}
 	default:
@@ -225,10 +225,10 @@ func compileRoles(ps *problems, p *Policy, entry string, op *Operation, fo fileO
 // in the same places, e.g. account for "account/{from}" when account's key
 // is "account/{account}". The kind sets the compare mode, validation and
 // coalescing, and its guarded tables cover the role's rows.
-func (p *Policy) kindOf(ps *problems, entry string, t *Template) *Resource {
-	var found []*Resource
+func (p *Policy) kindOf(ps *problems, entry string, t *Template) *ResourceKind {
+	var found []*ResourceKind
 	for _, name := range sortedKeys(p.Resources) {
-		if r := p.Resources[name]; r.Key.sameShape(t) {
+		if r := p.Resources[name]; r.Template.sameShape(t) {
 			found = append(found, r)
 		}
 	}
@@ -246,7 +246,7 @@ func (p *Policy) kindOf(ps *problems, entry string, t *Template) *Resource {
 // exampleKey is a resource key of p to show in a message.
 func exampleKey(p *Policy) string {
 	for _, name := range sortedKeys(p.Resources) {
-		return p.Resources[name].Key.String()
+		return p.Resources[name].Template.String()
 	}
 	return "account/{account}"
 }
@@ -407,18 +407,18 @@ func (p *Policy) Describe() string {
 		if r.GroupCommit != nil {
 			group = fmt.Sprint(*r.GroupCommit)
 		}
-		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s, validation %s, lock-delay %s, max hold %s, coalesce %t, group commit %s\n", r.Name, r.Key, r.Compare, r.Validation, r.LockDelay, maxHoldText(r.MaxHold), r.Coalesce, group)
+		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s, validation %s, lock-delay %s, max hold %s, coalesce %t, group commit %s\n", r.Name, r.Template, r.Compare, r.Validation, r.LockDelay, maxHoldText(r.MaxHold), r.Coalesce, group)
 	}
 	for _, name := range sortedKeys(p.Operations) {
 		op := p.Operations[name]
 		if op.Named() {
 			roles := make([]string, len(op.Roles))
 			for i, r := range op.Roles {
-				roles[i] = fmt.Sprintf("%s %q (%s)", r.Name, r.Key, r.Resource.Name)
+				roles[i] = fmt.Sprintf("%s %q (%s)", r.Name, r.Template, r.Kind.Name)
 			}
 			fmt.Fprintf(&b, "\noperation %s on roles %s\n", op.Name, strings.Join(roles, ", "))
 		} else {
-			fmt.Fprintf(&b, "\noperation %s on %s\n", op.Name, op.Roles[0].Resource.Name)
+			fmt.Fprintf(&b, "\noperation %s on %s\n", op.Name, op.Roles[0].Kind.Name)
 		}
 		for _, a := range op.Args {
 			fmt.Fprintf(&b, "  arg %s: %s\n", a.Name, a.Type)

@@ -19,7 +19,7 @@ func (p *Policy) Digest() string { return hex.EncodeToString(p.digest[:]) }
 func (p *Policy) FenceSettings() string {
 	lines := make([]string, 0, len(p.Resources))
 	for _, r := range p.Resources {
-		lines = append(lines, fmt.Sprintf("%s: key %s, %s, validation %s, lock delay %s", r.Name, r.Key, r.Compare, r.Validation, r.LockDelay))
+		lines = append(lines, fmt.Sprintf("%s: key %s, %s, validation %s, lock delay %s", r.Name, r.Template, r.Compare, r.Validation, r.LockDelay))
 	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")

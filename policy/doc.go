@@ -15,26 +15,30 @@
 // same problems with the schema's words; a test holds the schema to the
 // file's Go structs.
 //
-// # Resources and their keys (policy.go, template.go)
+// # Resource kinds and their templates (policy.go, template.go)
 //
-// A Resource is a kind of lockable thing: a key Template ("account/{account}")
-// over an operation's arguments, a Compare mode (Monotonic: token >= fence;
-// Strict: token > fence), a token Validation, a lock-delay, and whether its
-// writes coalesce and group-commit. ResourceFor finds the kind of a
-// concrete resource name. Invariant: the client never names the resource
-// of a write; its arguments do, through the template, so a holder of
-// account/acct-1 cannot write account/acct-2 with its token.
+// A resource is one lockable thing, named by a string (account/acct-1); a
+// ResourceKind is a kind of them, declared under the file's resources:
+// a Template ("account/{account}") over an operation's arguments, a
+// Compare mode (Monotonic: token >= fence; Strict: token > fence), a token
+// Validation, a lock-delay, and whether its writes coalesce and
+// group-commit. KindOf finds the kind of a resource. Invariant: the
+// client never names the resource of a write; its arguments do, through
+// the template, so a holder of account/acct-1 cannot write account/acct-2
+// with its token.
 //
 // # Operations, arguments and SQL (args.go, jsonargs.go, sqlscan.go)
 //
 // An Operation has Roles (one resource, or named roles of several: a
-// transfer's from and to), typed Args, and 1 to 16 Statements, each one SQL
-// statement with :name parameters, compiled to $n and wrapped so that
+// transfer's from and to; each a Kind and a Template), typed Args, and 1
+// to 16 Statements, each one SQL statement with :name parameters,
+// compiled to $n and wrapped so that
 // expect_rows is checked inside the database (a check in Go would come
 // after an implicit commit). A write's statements run in the transaction
 // that advances its fences; a read's (kind: read) are SELECTs only, checked
 // here. DecodeArgs reads a request body as strictly as the file (each
-// argument once, typed, bounded); Bind lays out a statement's parameters:
+// argument once, typed, bounded); Resources derives a call's resources
+// from its arguments; Bind lays out a statement's parameters:
 // arguments, and the builtins :_resource, :_epoch, :_revision and :_token
 // of each role. :_token binds E:R, never the signature, a capability. A
 // Fingerprint identifies a call's arguments for idempotency keys.

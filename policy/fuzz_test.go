@@ -31,7 +31,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for name, op := range p.Operations {
-			if len(op.Roles) == 0 || op.Roles[0].Resource == nil || op.Roles[0].Key == nil || len(op.Statements) == 0 {
+			if len(op.Roles) == 0 || op.Roles[0].Kind == nil || op.Roles[0].Template == nil || len(op.Statements) == 0 {
 				t.Fatalf("operation %s accepted without resource or statements", name)
 			}
 		}

@@ -11,8 +11,8 @@ import (
 // of its rows unless the transaction is a gateway write fenced on that
 // row's resource, or declared an audited bypass.
 type GuardedTable struct {
-	Table    string // schema-qualified, e.g. demo.accounts
-	Resource *Resource
+	Table string // schema-qualified, e.g. demo.accounts
+	Kind  *ResourceKind
 	// Columns maps each argument of the resource's key template to the
 	// column that holds its value in a row.
 	Columns map[string]string
@@ -28,8 +28,8 @@ type KeyPart struct {
 // KeyParts spells the row's resource key: the resource's key template with
 // its arguments replaced by the columns that hold them.
 func (g *GuardedTable) KeyParts() []KeyPart {
-	parts := make([]KeyPart, len(g.Resource.Key.parts))
-	for i, p := range g.Resource.Key.parts {
+	parts := make([]KeyPart, len(g.Kind.Template.parts))
+	for i, p := range g.Kind.Template.parts {
 		if p.arg == "" {
 			parts[i] = KeyPart{Literal: p.literal}
 		} else {
@@ -69,12 +69,12 @@ func compileGuarded(ps *problems, p *Policy, tables map[string]fileGuarded) {
 			ps.add(entry+".resource", "%q is not a declared resource", fg.Resource)
 			continue
 		}
-		args := r.Key.args()
+		args := r.Template.args()
 		for _, arg := range args {
 			col, found := fg.Columns[arg]
 			switch {
 			case !found:
-				ps.add(entry+".columns", "no column for {%s} of %s's key %q", arg, r.Name, r.Key)
+				ps.add(entry+".columns", "no column for {%s} of %s's key %q", arg, r.Name, r.Template)
 				ok = false
 			case !columnRE.MatchString(col):
 				ps.add(entry+".columns."+arg, "%q: want a column name in lower-case letters, digits and '_'", col)
@@ -83,12 +83,12 @@ func compileGuarded(ps *problems, p *Policy, tables map[string]fileGuarded) {
 		}
 		for _, arg := range sortedKeys(fg.Columns) {
 			if !slices.Contains(args, arg) {
-				ps.add(entry+".columns."+arg, "%s's key %q has no {%s}", r.Name, r.Key, arg)
+				ps.add(entry+".columns."+arg, "%s's key %q has no {%s}", r.Name, r.Template, arg)
 				ok = false
 			}
 		}
 		if ok {
-			p.Guarded = append(p.Guarded, &GuardedTable{Table: table, Resource: r, Columns: fg.Columns})
+			p.Guarded = append(p.Guarded, &GuardedTable{Table: table, Kind: r, Columns: fg.Columns})
 		}
 	}
 }
@@ -96,7 +96,7 @@ func compileGuarded(ps *problems, p *Policy, tables map[string]fileGuarded) {
 // describeGuarded renders the guarded tables for Describe.
 func (p *Policy) describeGuarded(b *strings.Builder) {
 	for _, g := range p.Guarded {
-		b.WriteString("\nguarded table " + g.Table + ": rows of " + g.Resource.Name + ", key ")
+		b.WriteString("\nguarded table " + g.Table + ": rows of " + g.Kind.Name + ", key ")
 		for _, part := range g.KeyParts() {
 			if part.Column != "" {
 				b.WriteString("{" + part.Column + "}")

@@ -34,7 +34,7 @@ const maxMatchChecks = 1 << 14
 // roleMatcher matches what role's key renders from op's arguments.
 func roleMatcher(op *Operation, role Role) *keyMatcher {
 	m := &keyMatcher{}
-	for _, p := range role.Key.parts {
+	for _, p := range role.Template.parts {
 		if p.arg == "" {
 			m.parts = append(m.parts, matchPart{literal: p.literal})
 			continue

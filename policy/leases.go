@@ -30,26 +30,26 @@ var (
 // LeaseKind is what a lease name is to the policy: a resource some
 // operation writes, or a lock-only name.
 type LeaseKind struct {
-	Resource *Resource // nil for a lock-only name
-	LockOnly string    // the leases: entry; "" for a resource
+	ResourceKind *ResourceKind // nil for a lock-only name
+	LockOnly     string        // the leases: entry; "" for a resource
 }
 
 // LockDelay is how long the lock stays ungranted after a holder's lease
 // expired: the resource's lock_delay; none for a lock-only name.
 func (k LeaseKind) LockDelay() time.Duration {
-	if k.Resource == nil {
+	if k.ResourceKind == nil {
 		return 0
 	}
-	return k.Resource.LockDelay
+	return k.ResourceKind.LockDelay
 }
 
 // MaxHold bounds how long one lease may hold the lock: the resource's
 // max_hold; none (0) for a lock-only name.
 func (k LeaseKind) MaxHold() time.Duration {
-	if k.Resource == nil {
+	if k.ResourceKind == nil {
 		return 0
 	}
-	return k.Resource.MaxHold
+	return k.ResourceKind.MaxHold
 }
 
 // writer is one role of one operation, and what its key renders.
@@ -75,9 +75,9 @@ func (p *Policy) Lease(c *Client, name string) (LeaseKind, error) {
 	for _, w := range p.writers {
 		if _, ok := w.matcher.match(name); ok {
 			if c == nil || c.MayCall(w.op.Name) {
-				return LeaseKind{Resource: w.role.Resource}, nil
+				return LeaseKind{ResourceKind: w.role.Kind}, nil
 			}
-			kinds = appendNew(kinds, "a "+w.role.Resource.Name)
+			kinds = appendNew(kinds, "a "+w.role.Kind.Name)
 		}
 	}
 	for _, l := range p.lockOnly {
@@ -101,7 +101,7 @@ func (p *Policy) Lease(c *Client, name string) (LeaseKind, error) {
 func (p *Policy) leaseKeys() string {
 	var keys []string
 	for _, w := range p.writers {
-		keys = appendNew(keys, w.role.Resource.Key.String())
+		keys = appendNew(keys, w.role.Kind.Template.String())
 	}
 	for _, l := range p.lockOnly {
 		keys = appendNew(keys, l.key.String())
@@ -130,7 +130,7 @@ func compileLeases(ps *problems, p *Policy, entries map[string]string) {
 			p.writers = append(p.writers, writer{op: op, role: role, matcher: roleMatcher(op, role)})
 		}
 	}
-	slices.SortStableFunc(p.writers, func(a, b writer) int { return strings.Compare(a.role.Resource.Name, b.role.Resource.Name) })
+	slices.SortStableFunc(p.writers, func(a, b writer) int { return strings.Compare(a.role.Kind.Name, b.role.Kind.Name) })
 	for _, name := range sortedKeys(entries) {
 		entry := "leases." + name
 		if !validName(name) {
@@ -151,9 +151,9 @@ func compileLeases(ps *problems, p *Policy, entries map[string]string) {
 }
 
 // shapeOf returns the resource whose key has t's shape, if any.
-func (p *Policy) shapeOf(t *Template) *Resource {
+func (p *Policy) shapeOf(t *Template) *ResourceKind {
 	for _, name := range sortedKeys(p.Resources) {
-		if r := p.Resources[name]; r.Key.sameShape(t) {
+		if r := p.Resources[name]; r.Template.sameShape(t) {
 			return r
 		}
 	}

@@ -92,8 +92,8 @@ func TestLeaseNames(t *testing.T) {
 				return
 			}
 			got := k.LockOnly
-			if k.Resource != nil {
-				got = k.Resource.Name
+			if k.ResourceKind != nil {
+				got = k.ResourceKind.Name
 			}
 			if err != nil || got != tt.kind {
 				t.Fatalf("Lease(%s, %q) = %q, %v; want %q", tt.client, tt.lease, got, err, tt.kind)
@@ -151,14 +151,14 @@ func FuzzLeaseNames(f *testing.F) {
 				for _, part := range w.matcher.parts {
 					if part.value {
 						if !part.accepts(vals[0]) {
-							t.Fatalf("%s: %q matched with value %q, which %s does not accept", w.role.Key, name, vals[0], part.arg.Name)
+							t.Fatalf("%s: %q matched with value %q, which %s does not accept", w.role.Template, name, vals[0], part.arg.Name)
 						}
 						byArg[part.arg.Name] = converted(t, part.arg, vals[0])
 						vals = vals[1:]
 					}
 				}
-				if got := w.role.Key.render(func(arg string) any { return byArg[arg] }); got != name {
-					t.Fatalf("%s: %q matched, but its values render %q", w.role.Key, name, got)
+				if got := w.role.Template.render(func(arg string) any { return byArg[arg] }); got != name {
+					t.Fatalf("%s: %q matched, but its values render %q", w.role.Template, name, got)
 				}
 			}
 			vals := Values(make([]any, len(w.op.Args)))
@@ -177,12 +177,12 @@ func FuzzLeaseNames(f *testing.F) {
 			if vals == nil {
 				continue
 			}
-			key := w.role.Key.render(func(arg string) any { return vals[w.op.argIndex[arg]] })
+			key := w.role.Template.render(func(arg string) any { return vals[w.op.argIndex[arg]] })
 			if tokens.CheckResource(key) != nil {
 				continue
 			}
 			if _, ok := w.matcher.match(key); !ok {
-				t.Fatalf("%s renders %q from accepted values, and its matcher refuses it", w.role.Key, key)
+				t.Fatalf("%s renders %q from accepted values, and its matcher refuses it", w.role.Template, key)
 			}
 		}
 		for _, l := range p.lockOnly {

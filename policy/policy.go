@@ -32,7 +32,7 @@ func (c Compare) String() string {
 // use.
 type Policy struct {
 	Source     string
-	Resources  map[string]*Resource
+	Resources  map[string]*ResourceKind
 	Operations map[string]*Operation
 	Guarded    []*GuardedTable // sorted by table
 	clients    clientIndex     // by name, token, certificate, JWT
@@ -42,10 +42,10 @@ type Policy struct {
 	digest     [32]byte // SHA-256 of the file
 }
 
-// Resource is a kind of lockable thing and how its fence compares tokens.
-type Resource struct {
+// ResourceKind is a kind of lockable thing and how its fence compares tokens.
+type ResourceKind struct {
 	Name       string
-	Key        *Template
+	Template   *Template
 	Compare    Compare
 	Validation tokens.Validation
 	LockDelay  time.Duration // after an expired (not released) lease
@@ -85,9 +85,9 @@ type Operation struct {
 // Role is one resource an operation writes under, and how its key is
 // derived from the operation's arguments.
 type Role struct {
-	Name     string    // "" for an operation of one resource
-	Resource *Resource // the kind: compare mode, validation, coalescing
-	Key      *Template // over the operation's arguments
+	Name     string        // "" for an operation of one resource
+	Kind     *ResourceKind // the kind: compare mode, validation, coalescing
+	Template *Template     // over the operation's arguments
 }
 
 // Named reports whether the operation's roles have names: a request then
@@ -186,12 +186,12 @@ func (s *Statement) Params() []string { return s.params }
 // OperationNames returns the operation names in sorted order.
 func (p *Policy) OperationNames() []string { return sortedKeys(p.Operations) }
 
-// ResourceFor returns the policy resource whose key template matches a
+// KindOf returns the policy resource whose key template matches a
 // lease's resource name, e.g. "account" for "account/acct-1"; nil if none.
 // Templates are tried in name order; the first match wins.
-func (p *Policy) ResourceFor(key string) *Resource {
+func (p *Policy) KindOf(key string) *ResourceKind {
 	for _, name := range sortedKeys(p.Resources) {
-		if r := p.Resources[name]; r.Key.match(key) {
+		if r := p.Resources[name]; r.Template.match(key) {
 			return r
 		}
 	}

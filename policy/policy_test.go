@@ -65,8 +65,8 @@ func TestReadOperation(t *testing.T) {
 func TestParseGood(t *testing.T) {
 	p := mustParse(t, goodPolicy)
 	debit := p.Operations["debit"]
-	if debit.Roles[0].Resource.Compare != Monotonic || p.Resources["job"].Compare != Strict {
-		t.Errorf("compare modes: account %v, job %v; want monotonic, strict", debit.Roles[0].Resource.Compare, p.Resources["job"].Compare)
+	if debit.Roles[0].Kind.Compare != Monotonic || p.Resources["job"].Compare != Strict {
+		t.Errorf("compare modes: account %v, job %v; want monotonic, strict", debit.Roles[0].Kind.Compare, p.Resources["job"].Compare)
 	}
 	if got := debit.Statements[0].Kind; got != Counted {
 		t.Errorf("debit statement 0 kind = %v, want Counted", got)
@@ -213,7 +213,7 @@ clients:
 	}
 }
 
-func TestResourceForAndLockDelay(t *testing.T) {
+func TestKindOfAndLockDelay(t *testing.T) {
 	p := mustParse(t, strings.Replace(goodPolicy, `key: "account/{account}"`, "key: \"account/{account}\"\n    lock_delay: 3s", 1))
 	tests := []struct{ key, want string }{
 		{"account/acct-1", "account"},
@@ -224,11 +224,11 @@ func TestResourceForAndLockDelay(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := ""
-		if r := p.ResourceFor(tt.key); r != nil {
+		if r := p.KindOf(tt.key); r != nil {
 			got = r.Name
 		}
 		if got != tt.want {
-			t.Errorf("ResourceFor(%q) = %q, want %q", tt.key, got, tt.want)
+			t.Errorf("KindOf(%q) = %q, want %q", tt.key, got, tt.want)
 		}
 	}
 	if d := p.Resources["account"].LockDelay; d != 3*time.Second {

@@ -40,17 +40,17 @@ func TestRolesCompile(t *testing.T) {
 		t.Fatalf("roles = %+v, want from and to", op.Roles)
 	}
 	for _, r := range op.Roles {
-		if r.Resource != p.Resources["account"] {
-			t.Errorf("role %s is a %v, want an account: its key has an account's shape", r.Name, r.Resource.Name)
+		if r.Kind != p.Resources["account"] {
+			t.Errorf("role %s is a %v, want an account: its key has an account's shape", r.Name, r.Kind.Name)
 		}
 	}
 	vals, err := op.DecodeArgs([]byte(`{"from":"a1","to":"a2","amount":5}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := op.ResourceKeys(nil, vals)
+	keys, err := op.Resources(nil, vals)
 	if err != nil || !slices.Equal(keys, []string{"account/a1", "account/a2"}) {
-		t.Fatalf("ResourceKeys = %q, %v", keys, err)
+		t.Fatalf("Resources = %q, %v", keys, err)
 	}
 	toks := []tokens.Token{{Epoch: 1, Revision: 42, Sig: tokens.Sig{1}}, {Epoch: 1, Revision: 57, Sig: tokens.Sig{2}}} // :_token_from binds E:R only
 	got := op.Bind(nil, &op.Statements[2], vals, keys, toks)

@@ -43,14 +43,14 @@ func newWriter(t *testing.T, dbURL string) *writer {
 
 // apply applies one write of op with the JSON arguments args, one token
 // per resource (revisions of epoch 1).
-func (w *writer) apply(key *fence.Key, op, args string, revisions ...int64) (fence.Response, error) {
+func (w *writer) apply(key *fence.IdempotencyKey, op, args string, revisions ...int64) (fence.Response, error) {
 	w.t.Helper()
 	o := w.pol.Operations[op]
 	decoded, err := o.DecodeArgs([]byte(args))
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	keys, err := o.ResourceKeys(nil, decoded)
+	keys, err := o.Resources(nil, decoded)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func (w *writer) apply(key *fence.Key, op, args string, revisions ...int64) (fen
 	for _, r := range revisions {
 		toks = append(toks, tokens.Token{Epoch: 1, Revision: r})
 	}
-	req, err := fence.NewRequest([]fence.Write{{Operation: o, Args: decoded, Keys: keys, Tokens: toks}}, key)
+	req, err := fence.NewRequest([]fence.Write{{Operation: o, Args: decoded, Resources: keys, Tokens: toks}}, key)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -85,14 +85,14 @@ func checkFencedWrites(t *testing.T, dbURL string, conn *pgx.Conn) {
 	if _, err := w.apply(nil, "debit", `{"account": "acct-1", "amount_cents": 5000}`, 6); !errors.As(err, &precondition) {
 		t.Fatalf("overdraft: %v, want a failed precondition", err)
 	}
-	key := &fence.Key{Client: "c", Scope: "credit", Key: "k1", Fingerprint: [32]byte{1}, Retention: time.Hour}
+	key := &fence.IdempotencyKey{Client: "c", Scope: "credit", Value: "k1", Fingerprint: [32]byte{1}, Retention: time.Hour}
 	for i, replayed := range []bool{false, true} {
 		r, err := w.apply(key, "credit", `{"account": "acct-3", "amount_cents": 10}`, 7)
 		if err != nil || r.Replayed != replayed {
 			t.Fatalf("keyed credit #%d: %+v, %v; want replayed %t", i+1, r, err, replayed)
 		}
 	}
-	refused := &fence.Key{Client: "c", Scope: "debit", Key: "k2", Fingerprint: [32]byte{2}, Retention: time.Hour}
+	refused := &fence.IdempotencyKey{Client: "c", Scope: "debit", Value: "k2", Fingerprint: [32]byte{2}, Retention: time.Hour}
 	if r, ok, err := w.store.Settle(context.Background(), refused, &fence.Response{Status: 409, Body: []byte("stale")}); err != nil || !ok || r.Replayed {
 		t.Fatalf("Settle: %+v %t %v; want the refusal stored", r, ok, err)
 	}

@@ -192,7 +192,7 @@ func policySheet(addr string, cfg serveConfig, dbNote, guarded string) string {
 			op := pol.Operations[name]
 			keys := make([]string, len(op.Roles))
 			for i, r := range op.Roles {
-				keys[i] = strings.TrimPrefix(r.Name+": ", ": ") + r.Key.String()
+				keys[i] = strings.TrimPrefix(r.Name+": ", ": ") + r.Template.String()
 			}
 			kind := ""
 			if op.Read {

@@ -90,7 +90,7 @@ func runGuard(ctx context.Context, cfg serveConfig, action string, out io.Writer
 				tables += ", "
 			}
 			tables += g.Table
-			fmt.Fprintf(out, "guarded %s: rows of %s\n", g.Table, g.Resource.Name)
+			fmt.Fprintf(out, "guarded %s: rows of %s\n", g.Table, g.Kind.Name)
 		}
 		fmt.Fprintf(out, guardGrants, tables)
 		return nil

@@ -129,7 +129,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	// A halted authority is not a start-up failure: the gateway serves
 	// /readyz with the reason and refuses writes until `fencegw epoch bump`.
 	// etcd answered just now: a failure here is no reason to wait.
-	if err := gw.Guard().Check(startCtx); err != nil && !errors.Is(err, tokens.ErrHalted) {
+	if err := gw.Watchdog().Check(startCtx); err != nil && !errors.Is(err, tokens.ErrHalted) {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -169,7 +169,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	defer stopOps() // after the API: probes see /readyz fail while it drains
 	stopBackground := runBackground(ctx,
 		func(ctx context.Context) { gw.Store().RunJanitor(ctx, cfg.IdempotencyRetention, log) },
-		func(ctx context.Context) { gw.Guard().Run(ctx, cfg.AuthorityCheck) },
+		func(ctx context.Context) { gw.Watchdog().Run(ctx, cfg.AuthorityCheck) },
 		func(ctx context.Context) { gw.RunReplicaCheck(ctx, cfg.AuthorityCheck) },
 		gw.RunAudit,
 		gw.RunHoldTimes,

@@ -179,7 +179,7 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 func (e *env) signedTokens(ctx context.Context, tok tokens.Token) ([]string, error) {
 	out := make([]string, Accounts)
 	for id := int64(1); id <= Accounts; id++ {
-		keys, err := e.work.op.ResourceKeys(nil, e.work.args(id))
+		keys, err := e.work.op.Resources(nil, e.work.args(id))
 		if err != nil {
 			return nil, err
 		}

@@ -59,10 +59,10 @@ func directWriter(store *fence.Store, w workload, tok tokens.Token) writeFunc {
 	toks := []tokens.Token{tok}
 	return func(ctx context.Context, id int64) (string, string) {
 		args := w.args(id)
-		keys, err := w.op.ResourceKeys(nil, args)
+		keys, err := w.op.Resources(nil, args)
 		var req *fence.Request
 		if err == nil {
-			req, err = fence.NewRequest([]fence.Write{{Operation: w.op, Args: args, Keys: keys, Tokens: toks}}, nil)
+			req, err = fence.NewRequest([]fence.Write{{Operation: w.op, Args: args, Resources: keys, Tokens: toks}}, nil)
 		}
 		if err == nil {
 			_, err = store.Apply(ctx, req)

@@ -49,7 +49,7 @@ func startGateway(ctx context.Context, e *env, poolSize int) (_ *inProcess, err 
 	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	// Loads the current epoch: until then every token is of the wrong one.
-	if err := gw.Guard().Check(ctx); err != nil {
+	if err := gw.Watchdog().Check(ctx); err != nil {
 		return nil, fmt.Errorf("bench: gateway: %w", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

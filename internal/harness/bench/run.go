@@ -33,7 +33,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Gateway:         gatewayName(cfg),
 		Replicas:        cfg.Replicas,
 		EtcdInProcess:   cfg.EtcdInProcess,
-		Coalesce:        e.work.op.Roles[0].Resource.Coalesce,
+		Coalesce:        e.work.op.Roles[0].Kind.Coalesce,
 		GroupCommit:     groupCommits(e.work, cfg),
 		Server:          srv,
 		GOMAXPROCS:      runtime.GOMAXPROCS(0),
@@ -94,7 +94,7 @@ func describe(w workload) string {
 // groupCommits says whether the in-process gateway groups the workload's
 // writes: its resource's setting, else the gateway's.
 func groupCommits(w workload, cfg Config) bool {
-	r := w.op.Roles[0].Resource
+	r := w.op.Roles[0].Kind
 	if !r.Coalesce {
 		return false
 	}

@@ -96,7 +96,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := gw.Guard().Check(ctx); err != nil {
+	if err := gw.Watchdog().Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	gw.SetReady(true)

@@ -27,10 +27,10 @@ type RecordStore interface {
 	Start(ctx context.Context, rec tokens.Record) error
 }
 
-// Guard keeps an authority honest against the resource side's record: it
+// Watchdog keeps an authority honest against the resource side's record: it
 // halts the authority when etcd went back in time or was replaced, and
 // resumes it once an operator has bumped the epoch.
-type Guard struct {
+type Watchdog struct {
 	auth    *Etcd
 	records RecordStore
 	log     *slog.Logger
@@ -42,16 +42,16 @@ type Guard struct {
 	lastRecheck atomic.Int64
 }
 
-// NewGuard returns the guard of auth against records.
-func NewGuard(auth *Etcd, records RecordStore, log *slog.Logger) *Guard {
-	return &Guard{auth: auth, records: records, log: log}
+// NewWatchdog returns the rollback watchdog of auth against records.
+func NewWatchdog(auth *Etcd, records RecordStore, log *slog.Logger) *Watchdog {
+	return &Watchdog{auth: auth, records: records, log: log}
 }
 
 // Check runs one reconciliation of etcd with the record: it halts the
 // authority if etcd went backwards (lower epoch or revision, another
 // cluster), and otherwise records the newest revision and resumes it. An
 // unreachable etcd or PostgreSQL is reported, not a reason to halt.
-func (g *Guard) Check(ctx context.Context) error {
+func (g *Watchdog) Check(ctx context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	a := g.auth
@@ -100,7 +100,7 @@ func (g *Guard) Check(ctx context.Context) error {
 }
 
 // halt stops the authority for the reason given, saying so once.
-func (g *Guard) halt(reason *tokens.HaltedError) error {
+func (g *Watchdog) halt(reason *tokens.HaltedError) error {
 	if g.auth.Halted() == nil {
 		g.log.Error("token authority halted: writes and leases are refused", "reason", reason.Reason)
 	}
@@ -113,7 +113,7 @@ func (g *Guard) halt(reason *tokens.HaltedError) error {
 // and an etcd read per request.
 const recheckEvery = 250 * time.Millisecond
 
-// monoOrigin anchors the guard's monotonic readings: time.Since reads the
+// monoOrigin anchors the watchdog's monotonic readings: time.Since reads the
 // monotonic clock, so a wall clock stepped back cannot stop the rechecks
 // for the length of the step, as unix time would.
 var monoOrigin = time.Now()
@@ -121,9 +121,9 @@ var monoOrigin = time.Now()
 // Recheck runs Check at once, unless one ran on demand less than
 // recheckEvery ago, and reports whether it ran and succeeded. A gateway
 // calls it on meeting a token of an epoch newer than it knows: a lease
-// taken right after a bump carries the new epoch before the guard's next
+// taken right after a bump carries the new epoch before the watchdog's next
 // periodic check.
-func (g *Guard) Recheck(ctx context.Context) bool {
+func (g *Watchdog) Recheck(ctx context.Context) bool {
 	now, last := int64(time.Since(monoOrigin)), g.lastRecheck.Load()
 	if (last != 0 && now-last < int64(recheckEvery)) || !g.lastRecheck.CompareAndSwap(last, now) {
 		return false
@@ -132,7 +132,7 @@ func (g *Guard) Recheck(ctx context.Context) bool {
 }
 
 // Run calls Check every interval until ctx ends.
-func (g *Guard) Run(ctx context.Context, every time.Duration) {
+func (g *Watchdog) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
