@@ -10,7 +10,7 @@ import (
 // unit in flight commits, everything queued meanwhile becomes the
 // resource's next unit (up to maxGroup requests), which the committer
 // runs as one transaction, or within a group of units of other resources.
-// So PostgreSQL commits once per batch instead of once per request. Each
+// So PostgreSQL commits once per group instead of once per request. Each
 // request stays atomic in its own savepoint, serial order is arrival
 // order, a resource has at most one unit in flight, and no request is
 // answered before the commit that makes it durable.
@@ -35,12 +35,12 @@ func newCoalescer(com *committer) *coalescer {
 // in flight or in the committer's line.
 func (c *coalescer) apply(ctx context.Context, req *Request) (Response, error) {
 	resource := req.fences[0].resource
-	// The request, its unit and the unit's batch, should it find its
+	// The request, its unit and the unit's requests, should it find its
 	// resource idle, in one allocation: this runs on every write.
 	a := &struct {
-		p     pending
-		u     unit
-		batch [1]*pending
+		p        pending
+		u        unit
+		requests [1]*pending
 	}{p: pending{req: req}}
 	p := &a.p
 	p.answered.Add(1)
@@ -58,8 +58,8 @@ func (c *coalescer) apply(ctx context.Context, req *Request) (Response, error) {
 	c.queues[resource] = nil // busy, nobody waiting: no queue allocated
 	c.mu.Unlock()
 
-	a.batch[0] = p
-	a.u = c.unit(resource, a.batch[:])
+	a.requests[0] = p
+	a.u = c.unit(resource, a.requests[:])
 	a.u.ctx = ctx
 	if !c.com.runInline(ctx, &a.u) {
 		p.answered.Wait()
@@ -67,11 +67,11 @@ func (c *coalescer) apply(ctx context.Context, req *Request) (Response, error) {
 	return p.resp, p.err
 }
 
-// unit makes batch a unit of resource, to be in flight next.
-func (c *coalescer) unit(resource string, batch []*pending) unit {
+// unit makes requests a unit of resource, to be in flight next.
+func (c *coalescer) unit(resource string, requests []*pending) unit {
 	return unit{
-		resource: resource, batch: batch,
-		alone: !batch[0].req.groupCommits(c.com.store.groupCommit),
+		resource: resource, requests: requests,
+		alone: !requests[0].req.groupCommits(c.com.store.groupCommit),
 		coal:  c,
 	}
 }
@@ -87,10 +87,10 @@ func (c *coalescer) handOn(resource string) {
 		return
 	}
 	n := min(len(q.waiting), maxGroup)
-	batch := q.waiting[:n:n]
+	requests := q.waiting[:n:n]
 	q.waiting = q.waiting[n:]
 	c.mu.Unlock()
-	u := c.unit(resource, batch)
+	u := c.unit(resource, requests)
 	c.com.enqueue(&u)
 }
 

@@ -30,9 +30,9 @@ const spillAfter = 20 * time.Millisecond
 // Nothing waits for a group to fill: a group is what queued while the
 // previous transaction was in flight.
 type committer struct {
-	store   *Store
-	timeout time.Duration // bounds a transaction of units in line
-	onBatch func(size int)
+	store         *Store
+	timeout       time.Duration // bounds a transaction of units in line
+	onTransaction func(size int)
 	// steady is how many transactions start without waiting: all slots,
 	// or with group commit one; past it, another starts only when the
 	// line has not moved for spillAfter.
@@ -54,7 +54,7 @@ type committer struct {
 func newCommitter(s *Store, slots, steady int, timeout time.Duration, onBatch func(int)) *committer {
 	slots = max(slots, 1)
 	return &committer{
-		store: s, timeout: timeout, onBatch: onBatch, steady: min(max(steady, 1), slots),
+		store: s, timeout: timeout, onTransaction: onBatch, steady: min(max(steady, 1), slots),
 		busy: make([]bool, slots), started: make([]time.Time, slots), spillAfter: spillAfter,
 	}
 }

@@ -34,7 +34,7 @@ import (
 )
 
 // maxGroup bounds the writes of one transaction, a group of units or one
-// hot resource's batch: every fence row in it stays locked until its
+// hot resource's unit: every fence row in it stays locked until its
 // COMMIT, so a bigger group trades latency for throughput. It stays below
 // PostgreSQL's per-transaction cache of 64 subtransactions, beyond which
 // every snapshot on the server gets slower.
@@ -56,7 +56,7 @@ func groupTransactions() int { return max(2, runtime.GOMAXPROCS(0)) }
 // queued behind the resource's previous unit.
 type unit struct {
 	resource string
-	batch    []*pending
+	requests []*pending
 	// alone: never merged with other units (group commit is off for its
 	// resource).
 	alone bool
@@ -75,15 +75,15 @@ type unit struct {
 // afterwards, if any. A panic becomes every request's error instead of
 // leaving callers waiting and resources busy.
 func (c *committer) run(ctx context.Context, conn *pgxpool.Conn, units []*unit) (held *pgxpool.Conn) {
-	all, batch := gather(units)
+	all, inTx := gather(units)
 	defer func() {
 		if p := recover(); p != nil {
 			if held != nil {
 				held.Release() // the pool closes it if it is mid-anything
 			}
 			held = nil
-			for _, pd := range batch {
-				pd.resp, pd.err = Response{}, fmt.Errorf("fence: transaction of %d writes panicked: %v", len(batch), p)
+			for _, pd := range inTx {
+				pd.resp, pd.err = Response{}, fmt.Errorf("fence: transaction of %d writes panicked: %v", len(inTx), p)
 			}
 		}
 		for _, pd := range all {
@@ -93,25 +93,25 @@ func (c *committer) run(ctx context.Context, conn *pgxpool.Conn, units []*unit) 
 			u.coal.handOn(u.resource)
 		}
 	}()
-	if len(batch) == 0 {
+	if len(inTx) == 0 {
 		return conn
 	}
 	held, err := c.store.readyConn(ctx, conn)
 	if err != nil {
-		for _, pd := range batch {
+		for _, pd := range inTx {
 			pd.err = err
 		}
 		return nil
 	}
-	if c.onBatch != nil {
-		c.onBatch(len(batch))
+	if c.onTransaction != nil {
+		c.onTransaction(len(inTx))
 	}
-	if len(batch) == 1 && batch[0].req.IdempotencyKey == nil {
-		batch[0].resp, batch[0].err = c.store.applyImplicit(ctx, held, batch[0].req)
+	if len(inTx) == 1 && inTx[0].req.IdempotencyKey == nil {
+		inTx[0].resp, inTx[0].err = c.store.applyImplicit(ctx, held, inTx[0].req)
 		return held
 	}
-	held = c.store.runTx(ctx, held, batch)
-	c.store.answerReplays(ctx, held, batch)
+	held = c.store.runTx(ctx, held, inTx)
+	c.store.answerReplays(ctx, held, inTx)
 	return held
 }
 
@@ -119,20 +119,20 @@ func (c *committer) run(ctx context.Context, conn *pgxpool.Conn, units []*unit) 
 // a unit whose caller gave up before it could start is answered
 // unavailable instead, as it would have been had it waited for the pool.
 // One unit's requests are used as they are, so a lone write copies none.
-func gather(units []*unit) (all, batch []*pending) {
+func gather(units []*unit) (all, inTx []*pending) {
 	if len(units) == 1 {
 		if giveUp(units[0]) {
-			return units[0].batch, nil
+			return units[0].requests, nil
 		}
-		return units[0].batch, units[0].batch
+		return units[0].requests, units[0].requests
 	}
 	for _, u := range units {
-		all = append(all, u.batch...)
+		all = append(all, u.requests...)
 		if !giveUp(u) {
-			batch = append(batch, u.batch...)
+			inTx = append(inTx, u.requests...)
 		}
 	}
-	return all, batch
+	return all, inTx
 }
 
 // giveUp answers u's requests unavailable, and reports true, if u's
@@ -141,7 +141,7 @@ func giveUp(u *unit) bool {
 	if u.ctx == nil || u.ctx.Err() == nil {
 		return false
 	}
-	for _, p := range u.batch {
+	for _, p := range u.requests {
 		p.err = fmt.Errorf("%w: no PostgreSQL connection in time, nothing was written: %w", ErrUnavailable, u.ctx.Err())
 	}
 	return true
@@ -155,7 +155,7 @@ func (s *Store) WaitingForConnection() int {
 	defer c.mu.Unlock()
 	n := 0
 	for _, u := range c.queue {
-		n += len(u.batch)
+		n += len(u.requests)
 	}
 	return n
 }
@@ -164,14 +164,14 @@ func (s *Store) WaitingForConnection() int {
 // one, or with group commit as many as fit in maxGroup writes, in
 // canonical order. c.mu is held.
 func (c *committer) take() []*unit {
-	units, n := []*unit{c.queue[0]}, len(c.queue[0].batch)
+	units, n := []*unit{c.queue[0]}, len(c.queue[0].requests)
 	i := 1
 	for ; !units[0].alone && i < len(c.queue); i++ {
 		u := c.queue[i]
-		if u.alone || n+len(u.batch) > maxGroup {
+		if u.alone || n+len(u.requests) > maxGroup {
 			break
 		}
-		units, n = append(units, u), n+len(u.batch)
+		units, n = append(units, u), n+len(u.requests)
 	}
 	c.queue[0] = nil
 	c.queue = c.queue[i:]
