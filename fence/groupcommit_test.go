@@ -122,7 +122,7 @@ func newGroupStore(t *testing.T, d *db, conns int32, gate *commitGate) *groupSto
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	gs.Store, err = fence.New(fence.Config{Pool: pool, GroupCommit: true, OnBatch: func(n int) {
+	gs.Store, err = fence.New(fence.Config{Pool: pool, GroupCommit: true, OnTransaction: func(n int) {
 		gs.mu.Lock()
 		gs.sizes = append(gs.sizes, n)
 		gs.mu.Unlock()

@@ -20,8 +20,9 @@ type Config struct {
 	// BatchTimeout bounds the PostgreSQL work of one coalesced batch: its
 	// requests' own deadlines no longer apply once they are queued.
 	BatchTimeout time.Duration
-	// OnBatch, if set, is told the size of every coalesced batch.
-	OnBatch func(size int)
+	// OnTransaction, if set, is told how many requests each transaction of
+	// coalesced or grouped writes carries.
+	OnTransaction func(size int)
 	// NoCoalescing applies every request alone, whatever its resource
 	// says: one write, one commit, the baseline `fencegw bench` measures
 	// the gateway against.
@@ -88,7 +89,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.GroupCommit {
 		steady = 1
 	}
-	s.coal = newCoalescer(newCommitter(s, slots, steady, cfg.BatchTimeout, cfg.OnBatch))
+	s.coal = newCoalescer(newCommitter(s, slots, steady, cfg.BatchTimeout, cfg.OnTransaction))
 	return s, nil
 }
 

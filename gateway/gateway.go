@@ -204,7 +204,7 @@ func New(cfg Config) (*Gateway, error) {
 	store, err := fence.New(fence.Config{
 		Pool: cfg.Pool, BatchTimeout: g.writeTTL, UnsafeNoFence: cfg.UnsafeNoFence, GroupCommit: !cfg.NoGroupCommit,
 		MaxTransactions: cfg.MaxWriteTransactions,
-		OnBatch:         func(n int) { g.metrics.batchSize.Observe(float64(n)) },
+		OnTransaction:         func(n int) { g.metrics.batchSize.Observe(float64(n)) },
 	})
 	if err != nil {
 		return nil, err
