@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/fencegw/fencegw/internal/reload"
 )
@@ -22,6 +23,7 @@ type Client struct {
 	bearer     string
 	bearerFile *reload.Files[string] // WithBearerFile
 	clock      Clock
+	onRenewErr func(RenewFailure) // WithRenewFailures
 }
 
 // Option configures a Client.
@@ -37,6 +39,23 @@ func WithBearerToken(token string) Option { return func(c *Client) { c.bearer = 
 // WithClock makes the Client's leases measure time on clk instead of
 // SystemClock.
 func WithClock(clk Clock) Option { return func(c *Client) { c.clock = clk } }
+
+// RenewFailure is a keepalive that failed and will be retried: the
+// gateway unreachable, a 503, a proxy's page. It is the "danger to come"
+// of a lease: renewed in time, nothing is lost; not, and the lease ends at
+// Left from the failure. (A gateway's 404 ends the lease at once: Done.)
+type RenewFailure struct {
+	Resource string
+	LeaseID  string
+	Err      error
+	Left     time.Duration // until the lease's local deadline
+}
+
+// WithRenewFailures calls f, on the lease's keepalive goroutine, for each
+// keepalive that failed and will be retried: for a log line or a metric of
+// the job's own (the gateway counts only the renewals that reach it). f
+// must return promptly; the next keepalive waits for it.
+func WithRenewFailures(f func(RenewFailure)) Option { return func(c *Client) { c.onRenewErr = f } }
 
 // New returns a Client of the gateway at baseURL, e.g.
 // "http://127.0.0.1:8080" or "https://gw.example.org" (see WithTLSFiles). A malformed URL surfaces as the error of the

@@ -35,6 +35,9 @@ func (l *Lease) keepAlive() {
 			// Network, 503, a proxy's page, a cancelled request: only the
 			// gateway's 404 means lost; the rest is retried until the
 			// deadline.
+			if f := l.c.onRenewErr; f != nil {
+				f(RenewFailure{Resource: l.resource, LeaseID: l.id, Err: err, Left: l.Deadline().Sub(l.clock.Now())})
+			}
 			wait = retry
 			retry = l.nextRetry(retry)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,7 +101,13 @@ func TestLeaseExpiresWhileGatewayUnreachable(t *testing.T) {
 			proxy := newFaultProxy(t, base)
 			clk := newFakeClock()
 			start := clk.Now()
-			c := client.New(proxy.URL, client.WithClock(clk))
+			var mu sync.Mutex
+			var failures []client.RenewFailure
+			c := client.New(proxy.URL, client.WithClock(clk), client.WithRenewFailures(func(f client.RenewFailure) {
+				mu.Lock()
+				defer mu.Unlock()
+				failures = append(failures, f)
+			}))
 			ctx := context.Background()
 			l, err := c.Acquire(ctx, "account/"+account, client.AcquireOptions{TTL: 3 * time.Second})
 			if err != nil {
@@ -134,6 +141,19 @@ func TestLeaseExpiresWhileGatewayUnreachable(t *testing.T) {
 				t.Fatalf("Err = %v, want ErrLeaseExpired", l.Err())
 			}
 			checkNoKeepalive(t)
+			// Each failed keepalive was reported, as the danger it is:
+			// with the time left, less each time.
+			mu.Lock()
+			defer mu.Unlock()
+			if n := proxy.count("keepalive"); len(failures) != n {
+				t.Errorf("%d renew failures reported, %d keepalives failed", len(failures), n)
+			}
+			for i, f := range failures {
+				if f.Resource != "account/"+account || f.LeaseID != l.ID() || f.Err == nil || f.Left <= 0 ||
+					i > 0 && f.Left >= failures[i-1].Left {
+					t.Errorf("renew failure %d: %+v, want the lease's, an error and less time left than the one before", i, f)
+				}
+			}
 
 			writes := proxy.count("write")
 			if _, err := l.Write(ctx, "debit", debit(account, 1)); !errors.Is(err, client.ErrLeaseExpired) {

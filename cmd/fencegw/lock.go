@@ -144,6 +144,12 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 	if err != nil {
 		return err
 	}
+	// A renewal that fails is the danger to come: said while there is
+	// still time, not only once the lease is gone.
+	opts = append(opts, client.WithRenewFailures(func(f client.RenewFailure) {
+		fmt.Fprintf(os.Stderr, "fencegw lock: renewing %s failed (%v): the lease ends in %s unless a renewal gets through\n",
+			f.Resource, f.Err, f.Left.Round(time.Millisecond))
+	}))
 	c := client.New(o.gateway, opts...)
 	set, err := c.AcquireAll(ctx, resources, client.AcquireOptions{TTL: o.ttl, Wait: o.wait})
 	var problem *client.ProblemError

@@ -9,11 +9,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -268,5 +272,61 @@ func TestLockSendsTheBearerToken(t *testing.T) {
 	t.Setenv("FENCEGW_BEARER_TOKEN", "billing-secret")
 	if err := execute(ctx, io.Discard, "lock", "--gateway", base, "account/acct-11", "--", "true"); err != nil {
 		t.Fatalf("lock with the bearer token = %v", err)
+	}
+}
+
+// TestLockWarnsWhileRenewalsFail: a gateway that stops answering (a
+// proxy's 503s) leaves the lease to run out; before it does, fencegw lock
+// says each failed renewal and the time left, then stops the command as
+// on a lost lease.
+func TestLockWarnsWhileRenewalsFail(t *testing.T) {
+	bin := buildFencegw(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dbURL := migrated(t)
+	addrs, served := make(chan string, 1), make(chan error, 1)
+	go func() {
+		served <- serve(ctx, serveConfigFor(t, dbURL, "../../testdata/demo/policy.yaml"), func(a string) { addrs <- a })
+	}()
+	defer func() { cancel(); <-served }()
+	target, err := url.Parse("http://" + <-addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failing atomic.Bool
+	forward := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			http.Error(w, "503 Service Temporarily Unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+
+	dir := t.TempDir()
+	var out bytes.Buffer // read once the command is done
+	cmd := exec.Command(bin, "lock", "--gateway", proxy.URL, "--ttl", "2s", "--grace", "1s", "account/acct-17", "--",
+		"sh", "-c", "touch "+filepath.Join(dir, "ready")+"; exec sleep 60")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	if !testenv.WaitFor(20*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "ready")); return err == nil }) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the command never started:\n%s", out.String())
+	}
+	failing.Store(true)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitLeaseLost {
+		t.Fatalf("fencegw lock exit = %v, want status %d\n%s", err, exitLeaseLost, out.String())
+	}
+	warned := strings.Index(out.String(), "fencegw lock: renewing account/acct-17 failed")
+	lost := strings.Index(out.String(), "fencegw lock: lost account/acct-17")
+	if warned < 0 || lost < warned || !strings.Contains(out.String(), "unless a renewal gets through") {
+		t.Fatalf("want a failed renewal said, with the time left, before the loss:\n%s", out.String())
 	}
 }
