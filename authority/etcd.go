@@ -48,6 +48,8 @@ type Etcd struct {
 	keysErr     error
 
 	dbSize, dbInUse atomic.Int64 // etcd's store, as ReadStoreSize last found it
+
+	transitions atomic.Int64 // grants this process recorded (Transitions)
 }
 
 // NewEtcd returns the authority for cli, at DefaultEpoch until Resume sets

@@ -71,16 +71,18 @@ func parseHold(kvs []*mvccpb.KeyValue) (holdRecord, bool) {
 // the lease is revoked, and its holder must stop as on any lost lease.
 var ErrHeldTooLong = errors.New("authority: held past the resource's max_hold")
 
-// recordHold records the hold of lease id, granted now.
-func (a *Etcd) recordHold(ctx context.Context, id LeaseID, ttl, maxHold time.Duration) error {
+// recordHold records the hold of lease id, granted now, and the grant
+// itself (ops: grantOps, holderrecord.go) in the same transaction.
+func (a *Etcd) recordHold(ctx context.Context, id LeaseID, ttl, maxHold time.Duration, ops ...clientv3.Op) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	now := a.now()
 	with := clientv3.WithLease(clientv3.LeaseID(id))
-	_, err := a.cli.Txn(ctx).Then(
+	ops = append([]clientv3.Op{
 		clientv3.OpPut(holdKey(id), holdRecord{granted: now, ttl: ttl, maxHold: maxHold}.value(), with),
 		clientv3.OpPut(renewedKey(id), strconv.FormatInt(now.UnixMilli(), 10), with),
-	).Commit()
+	}, ops...)
+	_, err := a.cli.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
 		return unavailable("record the hold", err)
 	}
@@ -154,6 +156,7 @@ func (a *Etcd) Reap(ctx context.Context, revoked func(LeaseID, string)) error {
 		default:
 			continue
 		}
+		a.markEnding(ctx, id, EndingRevoked)
 		if _, err := a.cli.Revoke(ctx, clientv3.LeaseID(id)); err != nil && !errors.Is(leaseError("revoke", err), ErrLeaseNotFound) {
 			continue
 		}

@@ -213,7 +213,7 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	}
 	if err == nil {
 		// From the grant: a wait in line is no hold.
-		err = a.recordHold(ctx, id, time.Duration(grant.TTL)*time.Second, opts.MaxHold)
+		err = a.recordHold(ctx, id, time.Duration(grant.TTL)*time.Second, opts.MaxHold, grantOps(lease, opts.Value)...)
 	}
 	if err == nil && opts.Key != "" {
 		err = a.grantedAcquisition(ctx, lease, opts)
@@ -223,6 +223,7 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 		return Lease{}, err
 	}
 	lease.TTL = time.Duration(grant.TTL) * time.Second
+	a.transitions.Add(1)
 	// The token is a capability: good for this resource and this owner,
 	// signed by the key recorded with the lease.
 	lease.Token, _ = ring.SignWith(lease.signer, lease.Token, resource, opts.Owner)
@@ -248,6 +249,7 @@ func (a *Etcd) Abandon(ctx context.Context, id LeaseID, owner string) {
 		if resp, err := a.cli.Get(cctx, delayIndexKey(id)); err == nil {
 			_ = a.dropLastHolder(cctx, delayOf(resp.Kvs)) // best effort: a lock-delay not owed
 		}
+		a.markEnding(cctx, id, EndingRevoked)
 		_, err := a.cli.Revoke(cctx, clientv3.LeaseID(id))
 		return err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound)
 	}
@@ -519,6 +521,7 @@ func (a *Etcd) Release(ctx context.Context, id LeaseID, owner string) error {
 	if err := a.dropLastHolder(ctx, delay); err != nil {
 		return err
 	}
+	a.markEnding(ctx, id, EndingReleased)
 	resp, err := a.cli.Revoke(ctx, clientv3.LeaseID(id))
 	if err != nil {
 		return leaseError("release lease", err)

@@ -40,6 +40,9 @@ type LockState struct {
 	Holder   *Contender  // nil when the lock is free
 	Waiters  []Contender // in the order they will be granted: Observe's first maxObserved-1, none from ObserveAll
 	Waiting  int64       // all the waiters, shown or not
+	// Transitions counts the grants of the lock so far, the current
+	// holder's included (Kubernetes' leaseTransitions).
+	Transitions int64
 }
 
 // Observe reports a resource's holder and waiters without taking part, so a
@@ -53,17 +56,23 @@ func (a *Etcd) Observe(ctx context.Context, resource string) (LockState, error) 
 	}
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	resp, err := a.cli.Get(ctx, lockKeyPrefix(resource), clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(maxObserved))
+	txn, err := a.cli.Txn(ctx).Then(
+		clientv3.OpGet(lockKeyPrefix(resource), clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(maxObserved)),
+		clientv3.OpGet(transitionsKey(resource), clientv3.WithKeysOnly()),
+	).Commit()
 	if err != nil {
 		return LockState{}, unavailable("observe lock", err)
 	}
+	resp := txn.Responses[0].GetResponseRange()
+	resp.Header = txn.Header
 	a.observe(resp.Header.Revision)
 	epochs, err := a.epochsAt(ctx)
 	if err != nil {
 		return LockState{}, err
 	}
-	st := LockState{Resource: resource, Revision: resp.Header.Revision, Waiting: max(resp.Count-1, 0)}
+	st := LockState{Resource: resource, Revision: resp.Header.Revision, Waiting: max(resp.Count-1, 0),
+		Transitions: versionOf(txn.Responses[1].GetResponseRange().GetKvs())}
 	for i, kv := range resp.Kvs {
 		st.add(a.contender(ctx, kv, epochs, i == 0))
 	}
@@ -229,7 +238,8 @@ func (a *Etcd) observeHolder(ctx context.Context, st *LockState, keyPrefix strin
 	key := string(resp.Kvs[0].Key)
 	id, _ := ParseLeaseID(strings.TrimPrefix(key, keyPrefix))
 	owner := ownerKey(id)
-	holder, err := a.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithRev(st.Revision)), clientv3.OpGet(owner, clientv3.WithRev(st.Revision))).Commit()
+	holder, err := a.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithRev(st.Revision)), clientv3.OpGet(owner, clientv3.WithRev(st.Revision)),
+		clientv3.OpGet(transitionsKey(st.Resource), clientv3.WithRev(st.Revision), clientv3.WithKeysOnly())).Commit()
 	if err != nil {
 		return unavailable("observe lock", err)
 	}
@@ -242,6 +252,7 @@ func (a *Etcd) observeHolder(ctx context.Context, st *LockState, keyPrefix strin
 		c.Owner = string(owners[0].Value)
 	}
 	st.Holder, st.Waiting = &c, max(resp.Count-1, 0)
+	st.Transitions = versionOf(holder.Responses[2].GetResponseRange().GetKvs())
 	return nil
 }
 
@@ -313,6 +324,15 @@ func (a *Etcd) epochsAt(ctx context.Context) (func(rev int64) int64, error) {
 		}
 		return epoch
 	}, nil
+}
+
+// versionOf is the etcd version of the key read into kvs (how often it
+// was written since it was created), 0 if there is none.
+func versionOf(kvs []*mvccpb.KeyValue) int64 {
+	if len(kvs) == 0 {
+		return 0
+	}
+	return kvs[0].Version
 }
 
 // checkValue bounds a lock key's value; it lives in etcd, not PostgreSQL.

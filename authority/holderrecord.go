@@ -1,0 +1,111 @@
+package authority
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// What watchers follow (watch.go) lives apart from the lock keys, under
+// one prefix per resource, so that one etcd watch of a range sees a
+// resource's (or a prefix's) every grant, value change and end in
+// revision order:
+//   - /fencegw/held/<escaped resource>/holder: the holder's record (lease,
+//     token, value), attached to the holder's lease. It is written when
+//     the lock is granted, not when a key becomes first in line: a waiter
+//     first in line may still wait out a lock-delay, or give up. etcd
+//     deletes it with the lease, whatever ended it.
+//   - /fencegw/held/<escaped resource>/transitions: written at every
+//     grant, in the same transaction as the record, and never deleted:
+//     its etcd version counts the grants (Kubernetes' leaseTransitions).
+//     One key per resource ever locked, as fencegw.fences keeps one row.
+//
+// A deleted record does not say why the lease ended. A release or a
+// revocation first marks the lease (endingKey, attached to it, so it goes
+// with the lease); a watcher reads the mark as it was just before the
+// deletion, and a lease that ended unmarked expired.
+const (
+	heldPrefix   = "/fencegw/held/"
+	endingPrefix = "/fencegw/endings/"
+)
+
+const (
+	holderRecordName = "holder"
+	transitionsName  = "transitions"
+)
+
+func heldKeyPrefix(resource string) string { return heldPrefix + url.PathEscape(resource) + "/" }
+
+func holderRecordKey(resource string) string { return heldKeyPrefix(resource) + holderRecordName }
+
+func transitionsKey(resource string) string { return heldKeyPrefix(resource) + transitionsName }
+
+func endingKey(id LeaseID) string { return endingPrefix + id.String() }
+
+// holderRecord is the value of a resource's holder record.
+type holderRecord struct {
+	Lease string `json:"lease"` // hex
+	Token string `json:"token"` // unsigned: the record is no capability
+	Value string `json:"value"`
+}
+
+// grantOps record lease l, granted with value, as its resource's holder.
+func grantOps(l Lease, value string) []clientv3.Op {
+	b, _ := json.Marshal(holderRecord{Lease: l.ID.String(), Token: l.Token.Unsigned().String(), Value: value}) // strings only: cannot fail
+	return []clientv3.Op{
+		clientv3.OpPut(transitionsKey(l.Resource), l.ID.String()),
+		clientv3.OpPut(holderRecordKey(l.Resource), string(b), clientv3.WithLease(clientv3.LeaseID(l.ID))),
+	}
+}
+
+// Transitions counts the grants this process recorded, each a lock's
+// transition to a new holder (a retry that joins its first attempt's
+// lease is none): summed over replicas, every lock's.
+func (a *Etcd) Transitions() int64 { return a.transitions.Load() }
+
+// Ending is how a lease ended, as watchers are told.
+type Ending string
+
+// Endings. EndingUnknown is a lease whose end etcd has compacted away.
+const (
+	EndingReleased Ending = "released"
+	EndingExpired  Ending = "expired"
+	EndingRevoked  Ending = "revoked"
+	EndingUnknown  Ending = "ended"
+)
+
+// markEnding records, before lease id is revoked, how it ends. Best
+// effort: a lease whose mark failed still ends, and reads as expired.
+func (a *Etcd) markEnding(ctx context.Context, id LeaseID, how Ending) {
+	_, _ = a.cli.Put(ctx, endingKey(id), string(how), clientv3.WithLease(clientv3.LeaseID(id)))
+}
+
+// heldKeyParts splits a key under heldPrefix into its resource and what
+// it is (holderRecordName or transitionsName); ok is false for any other
+// key.
+func heldKeyParts(key string) (resource, name string, ok bool) {
+	escaped, name, found := strings.Cut(strings.TrimPrefix(key, heldPrefix), "/")
+	if !found || (name != holderRecordName && name != transitionsName) {
+		return "", "", false
+	}
+	resource, err := url.PathUnescape(escaped)
+	if err != nil || url.PathEscape(resource) != escaped || tokens.CheckResource(resource) != nil {
+		return "", "", false
+	}
+	return resource, name, true
+}
+
+// parseHolderRecord reads a holder record; ok is false for one fencegw
+// did not write.
+func parseHolderRecord(b []byte) (rec holderRecord, id LeaseID, ok bool) {
+	if json.Unmarshal(b, &rec) != nil {
+		return holderRecord{}, 0, false
+	}
+	id, err := ParseLeaseID(rec.Lease)
+	return rec, id, err == nil
+}
