@@ -46,4 +46,13 @@
 // expiry alone decides when it ends (lockdelay.go). Observe shows
 // a resource's holder and waiters, for leader election; ObserveAll every
 // resource's holder and how many wait, for inspect and the status page.
+//
+// # Watches and transitions
+//
+// Each grant records the holder (lease, token, value) in a key attached to
+// its lease and counts itself in the resource's transitions key, in one
+// transaction (holderrecord.go); SetValue rewrites the record, and a
+// release or revocation marks how the lease ends before it ends. Watch
+// follows those records with one etcd watch from a revision, so a watcher
+// that resumes after the last revision it saw misses nothing.
 package authority

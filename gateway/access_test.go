@@ -129,8 +129,8 @@ func TestMethodNotAllowedSaysWhatIs(t *testing.T) {
 	for _, tc := range []struct{ method, path, allow string }{
 		{http.MethodPut, "/v1/ops/debit", "POST"},
 		{http.MethodPost, "/livez", "GET, HEAD"},
-		{http.MethodPost, "/v1/leases/abc", "DELETE"},
-		{http.MethodPut, "/v1/leases/a%2Fb", "DELETE"},
+		{http.MethodPost, "/v1/leases/abc", "PATCH, DELETE"},
+		{http.MethodPut, "/v1/leases/a%2Fb", "PATCH, DELETE"},
 		{http.MethodPut, "/v1/leases", "GET, HEAD, POST"},
 	} {
 		r := h.do(tc.method, tc.path, nil, debit("acct-1", 5))

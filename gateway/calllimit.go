@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"sync"
@@ -16,6 +17,7 @@ type callLimit struct {
 	perClient map[string]int
 	max       int
 	maxClient int
+	what      string // what is counted, for errors; "" for lease calls
 }
 
 func newCallLimit(max, perClient int) *callLimit {
@@ -27,11 +29,12 @@ func newCallLimit(max, perClient int) *callLimit {
 func (c *callLimit) enter(client string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	what := cmp.Or(c.what, "lease calls")
 	switch {
 	case c.total >= c.max:
-		return fmt.Errorf("%w: %d lease calls in progress, the most this gateway serves at once", ErrOverloaded, c.total)
+		return fmt.Errorf("%w: %d %s in progress, the most this gateway serves at once", ErrOverloaded, c.total, what)
 	case c.perClient[client] >= c.maxClient:
-		return fmt.Errorf("%w: %d lease calls of this client in progress, its share", ErrOverloaded, c.perClient[client])
+		return fmt.Errorf("%w: %d %s of this client in progress, its share", ErrOverloaded, c.perClient[client], what)
 	}
 	c.total++
 	c.perClient[client]++

@@ -58,4 +58,7 @@
 //
 // The lease API is etcd's concurrency recipe over HTTP, so any language can
 // hold a lock: grants in arrival order, keepalives, release, observation.
+// A holder may publish a new value (PATCH); GET /v1/leases/watch streams a
+// lock's changes as Server-Sent Events with etcd revisions as event IDs
+// (watch.go), bounded apart from the other lease calls.
 package gateway

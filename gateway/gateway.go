@@ -71,6 +71,14 @@ type Config struct {
 	// and releases are not counted. Default: 4,096, a quarter of it per
 	// client when the policy declares clients.
 	MaxLeaseRequests int
+	// MaxWatches bounds the watch streams this replica serves at once,
+	// and each client's share of them, as MaxLeaseRequests bounds lease
+	// calls; past it, 503. Default: 1,024, a quarter of it per client when
+	// the policy declares clients.
+	MaxWatches int
+	// WatchHeartbeat is how often an idle watch stream gets a comment, so
+	// that proxies do not close it. Default: 15 s.
+	WatchHeartbeat time.Duration
 	// NoGroupCommit turns group commit off: by default the writes of
 	// coalescing resources that wait for a connection are committed
 	// together, across resources (fence.Config.GroupCommit). A resource's
@@ -124,6 +132,7 @@ type Gateway struct {
 	status     statusBoard // GET /status and /v1/status
 	replicas   *replicas
 	leaseCalls *callLimit
+	watchCalls *callLimit // watch.go
 	admit      *admission
 	metrics    *metrics
 	requestIDs *requestIDs
@@ -222,6 +231,7 @@ func New(cfg Config) (*Gateway, error) {
 		perClient = max(1, calls/4)
 	}
 	g.leaseCalls = newCallLimit(calls, perClient)
+	g.setUpWatches()
 	for _, c := range cfg.Collectors {
 		if err := g.metrics.registry.Register(c); err != nil {
 			return nil, fmt.Errorf("gateway: Config.Collectors: %w", err)
@@ -292,6 +302,8 @@ func (g *Gateway) Handler() http.Handler {
 		v1(r, http.MethodGet, "/openapi.json", g.handleOpenAPI)
 		v1(r.With(g.limitLeaseCalls), http.MethodPost, "/leases", g.handleAcquire)
 		v1(r.With(g.limitLeaseCalls), http.MethodGet, "/leases", g.handleObserve)
+		v1(r, http.MethodGet, "/leases/watch", g.handleWatch) // bounded by watchCalls, apart
+		v1(r, http.MethodPatch, "/leases/{id}", g.handleSetValue)
 		// Renewals and releases are never refused for a lack of places:
 		// each is one bounded etcd call, and a holder that cannot renew or
 		// release would hold its lock the longer.

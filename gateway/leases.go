@@ -173,6 +173,8 @@ type lockStateJSON struct {
 	Holder   *contenderJSON  `json:"holder"`
 	Waiters  []contenderJSON `json:"waiters"` // the first 99 in line
 	Waiting  int64           `json:"waiting"` // all of them
+	// Transitions counts the lock's grants, the holder's included.
+	Transitions int64 `json:"transitions"`
 	// Truncated says there are more waiters than shown.
 	Truncated bool `json:"truncated,omitempty"`
 }
@@ -195,7 +197,7 @@ func (g *Gateway) handleObserve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := lockStateJSON{Resource: st.Resource, Revision: st.Revision, Waiters: []contenderJSON{}, Waiting: st.Waiting,
-		Truncated: st.Waiting > int64(len(st.Waiters))}
+		Truncated: st.Waiting > int64(len(st.Waiters)), Transitions: st.Transitions}
 	if st.Holder != nil {
 		h := contender(*st.Holder)
 		out.Holder = &h

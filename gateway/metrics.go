@@ -9,21 +9,22 @@ import (
 // metrics are registered on a registry of the gateway's own, so several
 // gateways can live in one process (tests, dev mode).
 type metrics struct {
-	registry    *prometheus.Registry
-	writes      *prometheus.CounterVec
-	reads       *prometheus.CounterVec
-	readLatency prometheus.Histogram
-	rejections  *prometheus.CounterVec // the fence's and the authority's refusals only (fenceRefusals)
-	problems    *prometheus.CounterVec // every other problem answered, but 404 and 405
-	unrouted    *prometheus.CounterVec // 404 and 405
-	clientGone  prometheus.Counter     // requests whose client hung up before the answer
-	latency     *prometheus.HistogramVec
-	leases      *prometheus.CounterVec
-	batchSize   prometheus.Histogram
-	waiting     prometheus.Gauge
-	waited      prometheus.Histogram
-	leaseWait   prometheus.Histogram
-	leaseHold   prometheus.Histogram
+	watchMetrics // watchmetrics.go
+	registry     *prometheus.Registry
+	writes       *prometheus.CounterVec
+	reads        *prometheus.CounterVec
+	readLatency  prometheus.Histogram
+	rejections   *prometheus.CounterVec // the fence's and the authority's refusals only (fenceRefusals)
+	problems     *prometheus.CounterVec // every other problem answered, but 404 and 405
+	unrouted     *prometheus.CounterVec // 404 and 405
+	clientGone   prometheus.Counter     // requests whose client hung up before the answer
+	latency      *prometheus.HistogramVec
+	leases       *prometheus.CounterVec
+	batchSize    prometheus.Histogram
+	waiting      prometheus.Gauge
+	waited       prometheus.Histogram
+	leaseWait    prometheus.Histogram
+	leaseHold    prometheus.Histogram
 	// auditDropped counts refusals not recorded: the audit queue was full.
 	auditDropped prometheus.Counter
 	ops          map[string]opMetrics // per policy operation, resolved once

@@ -41,7 +41,8 @@ func OpenAPI(pol *policy.Policy, version string) ([]byte, error) {
 	paths["/v1/batch"] = obj{"post": batchPath(pol)}
 	paths["/v1/leases"] = obj{"post": acquirePath(pol), "get": observePath(pol)}
 	paths["/v1/leases/{id}/keepalive"] = obj{"post": keepAlivePath(pol)}
-	paths["/v1/leases/{id}"] = obj{"delete": releasePath(pol)}
+	paths["/v1/leases/{id}"] = obj{"delete": releasePath(pol), "patch": setValuePath(pol)}
+	paths["/v1/leases/watch"] = obj{"get": watchPath(pol)}
 	paths["/v1/openapi.json"] = obj{"get": obj{
 		"operationId": "openapi", "summary": "This document.", "security": security(pol),
 		"responses": withProblems(obj{"200": obj{"description": "The OpenAPI document.", "content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}}, "unauthorized"),
@@ -416,7 +417,9 @@ func schemas(pol *policy.Policy) obj {
 			"resource": obj{"type": "string"}, "revision": obj{"type": "integer"},
 			"holder":  obj{"oneOf": []any{obj{"type": "null"}, obj{"$ref": "#/components/schemas/Contender"}}},
 			"waiters": obj{"type": "array", "items": obj{"$ref": "#/components/schemas/Contender"}},
-			"waiting": obj{"type": "integer"}, "truncated": obj{"type": "boolean"}}},
+			"waiting": obj{"type": "integer"}, "truncated": obj{"type": "boolean"},
+			"transitions": obj{"type": "integer", "description": "The lock's grants so far, the holder's included."}}},
+		"WatchEvent": watchEventSchema(),
 		"Contender": obj{"type": "object", "properties": obj{
 			"token": obj{"type": "string"}, "ttl": obj{"type": "integer"}, "value": obj{"type": "string"}}},
 	}

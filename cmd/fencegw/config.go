@@ -29,6 +29,7 @@ type serveConfig struct {
 	MaxConnections  int   // the API listener's; 0: from the fd limit (maxconns.go)
 	MaxLeases       int64 // per client
 	MaxLeaseCalls   int
+	MaxWatches      int // watch streams at once
 	GroupCommit     bool
 	WriteTxs        int // coalescing resources' transactions in flight; 0: the default
 	ShutdownDelay   time.Duration
@@ -75,6 +76,7 @@ func (c *serveConfig) bind(cmd *cobra.Command, d flagDefaults) {
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 0, "writes past the admission gate at once; more wait for a turn, at most --write-timeout (0: eight per pooled connection, at least 64)")
 	fs.Int64Var(&c.MaxLeases, "max-leases-per-client", gateway.DefaultMaxLeasesPerClient, "leases one client may hold or wait for at once, counted across replicas (all callers are one client without clients in the policy)")
 	fs.IntVar(&c.MaxLeaseCalls, "max-lease-requests", gateway.DefaultMaxLeaseRequests, "acquisitions and observations this gateway serves at once (a quarter each client, with clients); more get 503")
+	fs.IntVar(&c.MaxWatches, "max-watches", gateway.DefaultMaxWatches, "watch streams this gateway serves at once (a quarter each client, with clients); more get 503")
 	fs.IntVar(&c.MaxConnections, "max-connections", 0, "client connections open at once on the API listener, idle keep-alive ones included; past it a connection is answered 503 and closed (closed before the handshake with TLS) (0: the open-file limit less a reserve for PostgreSQL, etcd and the ops listener: a quarter of it, at most 1,024)")
 	fs.BoolVar(&c.GroupCommit, "group-commit", true, "commit the writes of coalescing resources that wait for a connection together, across resources (a resource's group_commit wins; --group-commit=false turns it off)")
 	fs.IntVar(&c.WriteTxs, "max-write-transactions", 0, "coalescing resources' transactions in flight at most; writes that find them busy wait in line. With group commit those share the next, and a transaction beyond the first starts only when the line has not moved for 20 ms (a stuck write) (0: with group commit one per core (GOMAXPROCS, at least 2), else the pool's size)")
@@ -177,8 +179,8 @@ func (c *serveConfig) checkValues() error {
 		return fmt.Errorf("%w: --max-in-flight and --max-write-transactions must not be negative", errUsage)
 	case c.MaxConnections < 0:
 		return fmt.Errorf("%w: --max-connections must not be negative (0: from the open-file limit)", errUsage)
-	case c.MaxLeases < 0 || c.MaxLeaseCalls < 0:
-		return fmt.Errorf("%w: --max-leases-per-client and --max-lease-requests must not be negative", errUsage)
+	case c.MaxLeases < 0 || c.MaxLeaseCalls < 0 || c.MaxWatches < 0:
+		return fmt.Errorf("%w: --max-leases-per-client, --max-lease-requests and --max-watches must not be negative", errUsage)
 	case c.MaxBodyBytes < 1:
 		return fmt.Errorf("%w: --max-body must be positive", errUsage)
 	case c.LogFormat != "json" && c.LogFormat != "text":

@@ -75,6 +75,8 @@ type lockRow struct {
 	TTL     int64        `json:"ttl"` // seconds left, as in the HTTP API
 	Value   string       `json:"value,omitempty"`
 	Waiters int64        `json:"waiters"`
+	// Transitions counts the lock's grants, the holder's included.
+	Transitions int64 `json:"transitions"`
 }
 
 // runInspect serves `fencegw inspect`.
@@ -163,7 +165,7 @@ func inspectEtcd(ctx context.Context, cfg serveConfig, in *inspection, prefix st
 		h := st.Holder
 		in.Locks = append(in.Locks, lockRow{
 			Resource: st.Resource, Holder: h.Token, LeaseID: h.LeaseID.String(),
-			TTL: int64(h.TTL / time.Second), Value: h.Value, Waiters: st.Waiting,
+			TTL: int64(h.TTL / time.Second), Value: h.Value, Waiters: st.Waiting, Transitions: st.Transitions,
 		})
 	}
 	return nil
@@ -189,9 +191,9 @@ func (in *inspection) writeText(out io.Writer) error {
 		more = ", etcd unavailable"
 	}
 	fmt.Fprintf(tw, "\nlocks held (%d%s):\n", len(in.Locks), more)
-	fmt.Fprintln(tw, "  RESOURCE\tHOLDER\tLEASE\tTTL LEFT\tWAITERS\tVALUE")
+	fmt.Fprintln(tw, "  RESOURCE\tHOLDER\tLEASE\tTTL LEFT\tWAITERS\tTRANSITIONS\tVALUE")
 	for _, l := range in.Locks {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%ds\t%d\t%s\n", oneLine(l.Resource), l.Holder, l.LeaseID, l.TTL, l.Waiters, oneLine(l.Value))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%ds\t%d\t%d\t%s\n", oneLine(l.Resource), l.Holder, l.LeaseID, l.TTL, l.Waiters, l.Transitions, oneLine(l.Value))
 	}
 	fmt.Fprintf(tw, "\nrefused writes, newest first (%d):\n", len(in.Rejections))
 	fmt.Fprintln(tw, "  AT\tCLIENT\tRESOURCE\tOPERATION\tREASON\tPRESENTED\tCURRENT\tREMOTE\tREQUEST")

@@ -74,7 +74,7 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("never saw the lock with its waiter: %+v", in.Locks)
 	}
 	l := in.Locks[0]
-	if l.Resource != prefix+"a" || l.Holder != held.Token.Unsigned() || l.LeaseID != held.ID.String() || l.TTL <= 0 || l.Value != "worker-1\x1b[2J" {
+	if l.Resource != prefix+"a" || l.Holder != held.Token.Unsigned() || l.LeaseID != held.ID.String() || l.TTL <= 0 || l.Value != "worker-1\x1b[2J" || l.Transitions != 1 {
 		t.Errorf("lock = %+v, want held by %s (lease %s)", l, held.Token, held.ID)
 	}
 	if len(in.Fences) != 1 || in.Fences[0].Resource != prefix+"a" || in.Fences[0].Token.String() != "1:5" {

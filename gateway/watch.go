@@ -1,0 +1,196 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/internal/clip"
+)
+
+// Watch limits' defaults.
+const (
+	DefaultMaxWatches     = 1024
+	DefaultWatchHeartbeat = 15 * time.Second
+)
+
+// watchQueue bounds the events of one watch not yet written to its
+// client: a client that falls that far behind is cut off, and resumes
+// with Last-Event-ID, rather than have the gateway buffer for it.
+const watchQueue = 256
+
+// watchWriteTimeout bounds each write of a watch stream: a client that
+// takes nothing for this long is cut off even before its queue fills.
+const watchWriteTimeout = 10 * time.Second
+
+// watchEventJSON is one event of a watch stream, its SSE data.
+type watchEventJSON struct {
+	Type     string `json:"type"`
+	Resource string `json:"resource,omitempty"`
+	Revision int64  `json:"revision"`
+	// Holder is the lock's holder (state, granted, value; null in a state
+	// when the lock is free) or the lease that ended, as GET /v1/leases
+	// shows it: no lease ID, no signature.
+	Holder      *contenderJSON `json:"holder"`
+	Transitions int64          `json:"transitions"`
+}
+
+// handleWatch serves GET /v1/leases/watch?resource=… (or ?prefix=…) as
+// Server-Sent Events: the state of the locks, then every change, each
+// with its etcd revision as the event ID, until the client leaves, falls
+// behind, or the gateway shuts down. A client resuming with Last-Event-ID
+// gets what came after it, without the state (authority.Watch).
+func (g *Gateway) handleWatch(w http.ResponseWriter, r *http.Request) {
+	resource, prefix, err := watchQuery(r.URL.RawQuery)
+	if err != nil {
+		g.writeProblem(w, r, err, problemScope{})
+		return
+	}
+	scope := problemScope{Resource: cmp.Or(resource, prefix)}
+	if resource != "" {
+		_, err = g.cfg.Policy.Lease(clientOf(r.Context()), resource)
+	} else {
+		err = g.cfg.Policy.LeasePrefix(clientOf(r.Context()), prefix)
+	}
+	if err != nil {
+		g.writeProblem(w, r, err, scope)
+		return
+	}
+	after, err := lastEventID(r.Header.Values("Last-Event-ID"))
+	if err != nil {
+		g.writeProblem(w, r, err, scope)
+		return
+	}
+	client := clientName(r.Context())
+	if err := g.watchCalls.enter(client); err != nil {
+		g.writeProblem(w, r, err, scope)
+		return
+	}
+	defer g.watchCalls.leave(client)
+	if g.stopWaits.Err() != nil {
+		g.writeProblem(w, r, ErrShuttingDown, scope)
+		return
+	}
+	// The stream ends when the gateway stops waits to shut down: it would
+	// outlast any drain. Its client resumes on another replica.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(g.stopWaits, cancel)()
+	watch, err := g.cfg.Authority.Watch(ctx, authority.WatchOptions{Resource: resource, Prefix: prefix, After: after, Queue: watchQueue})
+	if err != nil {
+		if errors.Is(err, authority.ErrFutureRevision) {
+			err = badRequest("Last-Event-ID %d: %v; resume from an ID this gateway sent, or start again without one", after, err)
+		}
+		g.writeProblem(w, r, err, scope)
+		return
+	}
+	defer watch.Stop()
+	g.metrics.watches.Inc()
+	defer g.metrics.watches.Dec()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // proxies that buffer answers: not this one
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(b []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !send([]byte(": watching\n\n")) {
+		return
+	}
+	heartbeat := time.NewTicker(cmp.Or(g.cfg.WatchHeartbeat, DefaultWatchHeartbeat))
+	defer heartbeat.Stop()
+	for {
+		select {
+		case ev, ok := <-watch.Events:
+			if !ok {
+				if errors.Is(watch.Err(), authority.ErrSlowReader) {
+					g.metrics.watchCutOff.Inc()
+				}
+				return
+			}
+			if !send(sseEvent(ev)) {
+				return
+			}
+		case <-heartbeat.C:
+			// A comment: proxies that close idle streams see traffic, and
+			// clients see nothing.
+			if !send([]byte(": heartbeat\n\n")) {
+				return
+			}
+		}
+	}
+}
+
+// sseEvent is ev as a Server-Sent Event. Changes and synced carry their
+// revision as the event ID, and so does nothing else: a client that
+// resumes after a state event it has seen half of, or after a relist,
+// is sent the state whole again.
+func sseEvent(ev authority.LockEvent) []byte {
+	out := watchEventJSON{Type: string(ev.Type), Resource: ev.Resource, Revision: ev.Revision, Transitions: ev.Transitions}
+	if ev.Holder != nil {
+		h := contender(*ev.Holder)
+		out.Holder = &h
+	}
+	data, _ := json.Marshal(out) // strings and numbers: cannot fail
+	var b []byte
+	if ev.Type != authority.EventState && ev.Type != authority.EventRelist {
+		b = fmt.Appendf(b, "id: %d\n", ev.Revision)
+	}
+	return fmt.Appendf(b, "event: %s\ndata: %s\n\n", ev.Type, data)
+}
+
+// watchQuery reads the query of a watch as strictly as an observation's:
+// resource or prefix, once, and nothing else.
+func watchQuery(rawQuery string) (resource, prefix string, _ error) {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return "", "", badRequest("the query string is not valid: want ?resource=… or ?prefix=…")
+	}
+	for k := range q {
+		if k != "resource" && k != "prefix" {
+			return "", "", badRequest("unknown query parameter %q: a watch takes resource or prefix", clip.String(k, 32))
+		}
+	}
+	r, p := q["resource"], q["prefix"]
+	switch {
+	case len(r)+len(p) != 1:
+		return "", "", badRequest("want ?resource=… or ?prefix=…, once: got resource %d times, prefix %d times", len(r), len(p))
+	case len(r) == 1 && r[0] != "":
+		return r[0], "", nil
+	case len(p) == 1 && p[0] != "":
+		return "", p[0], nil
+	}
+	return "", "", badRequest("an empty resource or prefix: name the lock, or the start of the names to follow")
+}
+
+// lastEventID reads the Last-Event-ID header of a resumed watch: none, or
+// one revision as this gateway writes it (a positive decimal, no sign, no
+// leading zero). 0: no header, start with the state.
+func lastEventID(values []string) (int64, error) {
+	switch len(values) {
+	case 0:
+		return 0, nil
+	case 1:
+	default:
+		return 0, badRequest("%d Last-Event-ID headers: send one", len(values))
+	}
+	v := values[0]
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != v {
+		return 0, badRequest("Last-Event-ID %q: want the id of an event this watch sent, a positive whole number", clip.String(v, 32))
+	}
+	return n, nil
+}
