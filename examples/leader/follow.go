@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/fencegw/fencegw/client"
 )
@@ -18,54 +17,63 @@ func observe(ctx context.Context, cfg config, ev *events) error {
 	return nil
 }
 
-// follow prints who leads the group whenever the leader or the number of
-// waiting candidates changes, looking every cfg.Poll until ctx ends. It
-// reads the lock's holder and waiters; it takes no part in the election.
-// A holder whose name is self is left out: that is this candidate, granted
-// the lease a moment before its campaign stops following. The holder shown
-// is the candidate first in line: after an expiry, it may still be waiting
-// out the lock-delay, not yet told that it leads.
+// follow prints who leads the group, and each change of leader, value or
+// end of a term, as the gateway's watch of the lock reports them, until
+// ctx ends. It takes no part in the election, and does not poll: the
+// watch pushes every change, and resumes where it broke if its stream
+// does. A leader whose name is self is left out: that is this candidate,
+// granted the lease a moment before its campaign stops following. A
+// refused watch is asked for again every cfg.Poll.
 func follow(ctx context.Context, c *client.Client, cfg config, self string, ev *events) {
-	tick := time.NewTicker(cfg.Poll)
-	defer tick.Stop()
-	last := ""
-	for {
-		st, err := c.Observe(ctx, cfg.resource())
-		if ctx.Err() != nil {
-			return
+	for ctx.Err() == nil {
+		events, err := c.Watch(ctx, cfg.resource())
+		if err != nil {
+			if ctx.Err() == nil {
+				ev.printf("watch: %v", err)
+				pause(ctx, cfg.Poll)
+			}
+			continue
 		}
-		if key, line := describe(st, err); key != last && !leads(st, self) {
-			ev.printf("%s", line)
-			last = key
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+		for e := range events {
+			if e.Type == "error" {
+				ev.printf("watch: %v", e.Err)
+				pause(ctx, cfg.Poll)
+				break
+			}
+			if line := describe(e); line != "" && !leads(e, self) {
+				ev.printf("%s", line)
+			}
 		}
 	}
 }
 
-// describe says what an observation shows, and a key that changes when
-// the leader or the number of waiters does, not when the remaining TTL
-// ticks down.
-func describe(st *client.LockState, err error) (key, line string) {
-	switch {
-	case err != nil:
-		return "error " + err.Error(), fmt.Sprintf("observe: %v", err)
-	case st.Holder == nil:
-		return fmt.Sprintf("none %d", len(st.Waiters)), fmt.Sprintf("no leader (%d waiting)", len(st.Waiters))
+// describe says what a watch event shows of the election; "" for events
+// that show nothing new (synced; relist, which the state follows).
+func describe(e client.WatchEvent) string {
+	switch e.Type {
+	case "state", "granted", "value":
+		if e.Holder == nil {
+			return "no leader"
+		}
+		line := fmt.Sprintf("following %s (token %s, term %d", nameOf(e.Holder), e.Holder.Token, e.Transitions)
+		if e.Type == "state" {
+			line += fmt.Sprintf(", ttl %s", e.Holder.TTL)
+		}
+		return line + ")"
+	case "released", "expired", "revoked", "ended":
+		return fmt.Sprintf("no leader: %s's lease %s", nameOf(e.Holder), e.Type)
 	}
-	h := st.Holder
-	name := h.Value
-	if name == "" {
-		name = "(no name)"
-	}
-	return fmt.Sprintf("%s %d", h.Token, len(st.Waiters)),
-		fmt.Sprintf("following %s (token %s, ttl %s, %d waiting)", name, h.Token, h.TTL, len(st.Waiters))
+	return ""
 }
 
-// leads reports whether st shows name as the holder.
-func leads(st *client.LockState, name string) bool {
-	return name != "" && st != nil && st.Holder != nil && st.Holder.Value == name
+func nameOf(h *client.Contender) string {
+	if h == nil || h.Value == "" {
+		return "(no name)"
+	}
+	return h.Value
+}
+
+// leads reports whether e shows name as the leader.
+func leads(e client.WatchEvent, name string) bool {
+	return name != "" && e.Holder != nil && e.Holder.Value == name && (e.Type == "state" || e.Type == "granted" || e.Type == "value")
 }

@@ -25,7 +25,9 @@ func TestObservation(t *testing.T) {
 	gw := startGateway(t)
 	e := election{bin: buildLeader(t), gateway: gw.URL, group: "g1"}
 	a, b, c := e.start(t, "a"), e.start(t, "b"), e.start(t, "c")
-	watcher := e.start(t, "watcher", "--observe")
+	// The watcher follows by watch, not by polling: asked to look again
+	// only every hour, it still sees each succession.
+	watcher := e.start(t, "watcher", "--observe", "--poll", "1h")
 	gc := client.New(gw.URL)
 
 	holder, token, leader := awaitLeader(t, gc, e.group, a, b, c)

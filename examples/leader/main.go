@@ -41,7 +41,7 @@ type config struct {
 	TTL     time.Duration
 	Every   time.Duration // between the leader's writes
 	Wait    time.Duration // how long one lease request waits before queueing again
-	Poll    time.Duration // between observations while following
+	Poll    time.Duration // before watching again after a refused watch
 	Observe bool          // follow only, never campaign
 }
 
@@ -55,7 +55,7 @@ func main() {
 	flag.DurationVar(&cfg.TTL, "ttl", 5*time.Second, "lease TTL: how long a silent leader leads on")
 	flag.DurationVar(&cfg.Every, "every", time.Second, "how often the leader writes")
 	flag.DurationVar(&cfg.Wait, "wait", 5*time.Minute, "how long one lease request waits in line (at most 5m)")
-	flag.DurationVar(&cfg.Poll, "poll", 500*time.Millisecond, "how often a follower looks who leads")
+	flag.DurationVar(&cfg.Poll, "poll", 500*time.Millisecond, "how long a follower waits before asking again for a watch the gateway refused")
 	flag.BoolVar(&cfg.Observe, "observe", false, "only follow: print who leads, never campaign")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
