@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -40,6 +41,10 @@ const (
 	// EventRelist: etcd compacted past the revision a watch resumed
 	// after, so changes were lost; the state follows again, as at a start.
 	EventRelist EventType = "relist"
+	// EventProgress: every change up to Revision has been sent. An idle
+	// watch resumed after it does not start from an older revision, which
+	// etcd may have compacted meanwhile. Only with WatchOptions.Progress.
+	EventProgress EventType = "progress"
 )
 
 // LockEvent is one thing a watch reports.
@@ -69,6 +74,9 @@ type WatchOptions struct {
 	// Queue bounds the events sent and not yet taken; a reader that falls
 	// that far behind is cut off (ErrSlowReader) rather than buffered for.
 	Queue int
+	// Progress, if set, is how often etcd is asked how far the watch has
+	// come (EventProgress).
+	Progress time.Duration
 }
 
 // LockWatch is a running watch.
@@ -134,7 +142,7 @@ func (a *Etcd) Watch(ctx context.Context, opts WatchOptions) (*LockWatch, error)
 	ctx, cancel := context.WithCancel(ctx)
 	events := make(chan LockEvent, opts.Queue)
 	w := &LockWatch{Events: events, cancel: cancel, done: make(chan struct{})}
-	f := &follower{a: a, from: from, end: clientv3.GetPrefixRangeEnd(from), one: opts.Resource, out: events}
+	f := &follower{a: a, from: from, end: clientv3.GetPrefixRangeEnd(from), one: opts.Resource, out: events, progress: opts.Progress}
 	go func() { // owned by w: Stop, or ctx, ends it
 		defer close(w.done)
 		defer close(events)
@@ -150,6 +158,7 @@ type follower struct {
 	from, end string // the range of holder records followed
 	one       string // the resource, for a watch of one
 	out       chan<- LockEvent
+	progress  time.Duration
 }
 
 // compactedError ends a follow that started after a compacted revision.
@@ -195,7 +204,27 @@ func (f *follower) follow(ctx context.Context, after int64) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	transitions := map[string]int64{} // known counts, so most events need no read
-	for wr := range f.a.cli.Watch(wctx, f.from, clientv3.WithRange(f.end), clientv3.WithRev(after+1), clientv3.WithPrevKV()) {
+	var ask <-chan time.Time
+	if f.progress > 0 {
+		t := time.NewTicker(f.progress)
+		defer t.Stop()
+		ask = t.C
+	}
+	changes := f.a.cli.Watch(wctx, f.from, clientv3.WithRange(f.end), clientv3.WithRev(after+1), clientv3.WithPrevKV())
+	for {
+		var wr clientv3.WatchResponse
+		var open bool
+		select {
+		case wr, open = <-changes:
+		case <-ask:
+			// etcd answers on every watch of this stream once each is
+			// synced: a progress notification at the revision it reached.
+			_ = f.a.cli.RequestProgress(wctx)
+			continue
+		}
+		if !open {
+			break
+		}
 		if wr.CompactRevision != 0 {
 			return &compactedError{rev: wr.CompactRevision}
 		}
@@ -203,7 +232,11 @@ func (f *follower) follow(ctx context.Context, after int64) error {
 			return unavailable("watch locks", err)
 		}
 		f.a.observe(wr.Header.Revision)
-		for _, ev := range f.changes(ctx, wr.Events, transitions) {
+		evs := f.changes(ctx, wr.Events, transitions)
+		if wr.IsProgressNotify() && f.progress > 0 {
+			evs = append(evs, LockEvent{Type: EventProgress, Revision: wr.Header.Revision})
+		}
+		for _, ev := range evs {
 			select {
 			case f.out <- ev:
 			default:

@@ -275,3 +275,51 @@ func TestSetValueOnlyByTheHolder(t *testing.T) {
 		t.Fatalf("the waiter, granted: %v", err)
 	}
 }
+
+// TestWatchProgressOutlivesACompaction: an idle watch with Progress learns
+// how far etcd has come, so a watch resumed from there after a compaction
+// gets the changes that follow, not a relist.
+func TestWatchProgressOutlivesACompaction(t *testing.T) {
+	_, cli := testenv.PrivateEtcd(t)
+	a := authority.NewEtcd(cli)
+	const res, other = "watch/idle", "watch/busy"
+	w, err := a.Watch(t.Context(), authority.WatchOptions{Resource: res, Queue: 16, Progress: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, w, "state watch/idle #0")
+	expect(t, w, "synced  #0")
+	for range 3 { // changes elsewhere move etcd on
+		l, err := a.Acquire(t.Context(), other, authority.AcquireOptions{TTL: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Release(t.Context(), l.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newest, err := a.Revision(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress authority.LockEvent
+	for progress.Revision < newest {
+		if progress = next(t, w); progress.Type != authority.EventProgress {
+			t.Fatalf("got %s, want only progress on an idle lock", describe(progress))
+		}
+	}
+	w.Stop()
+	if _, err := cli.Compact(t.Context(), progress.Revision); err != nil {
+		t.Fatal(err)
+	}
+	l, err := a.Acquire(t.Context(), res, authority.AcquireOptions{TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err = a.Watch(t.Context(), authority.WatchOptions{Resource: res, After: progress.Revision, Queue: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	expect(t, w, fmt.Sprintf("granted %s #1 %s=%q", res, l.Token.Unsigned(), ""))
+}

@@ -36,15 +36,16 @@ func newSSEReader(r io.Reader) *sseReader {
 // errSSELine ends a stream with a line longer than maxSSELine.
 var errSSELine = errors.New("client: watch stream: a line too long")
 
-// next returns the next event that carries data; io.EOF at the end of the
-// stream (an event cut off by it is dropped, as the format says).
+// next returns the next event that carries data or an id (an id alone
+// moves the last event ID on, and dispatches nothing); io.EOF at the end
+// of the stream (an event cut off by it is dropped, as the format says).
 func (r *sseReader) next() (sseMessage, error) {
 	var m sseMessage
 	var data []string
 	for r.sc.Scan() {
 		line := r.sc.Text()
 		if line == "" {
-			if data == nil {
+			if data == nil && m.ID == "" {
 				m = sseMessage{}
 				continue
 			}

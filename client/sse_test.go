@@ -8,11 +8,13 @@ import (
 )
 
 // TestSSEReader: fields, comments, multi-line data and every line end;
-// an event cut off by the end of the stream is dropped.
+// an id alone is read (it moves the last event ID on), an event with
+// neither data nor id is not, and one cut off by the end of the stream is
+// dropped.
 func TestSSEReader(t *testing.T) {
-	stream := ": watching\n\nid: 7\nevent: granted\ndata: {\"a\":1}\n\n: heartbeat\r\n\r\nevent:value\rdata: x\rdata: y\r\rid: 9\nevent: cut"
+	stream := ": watching\n\nid: 7\nevent: granted\ndata: {\"a\":1}\n\n: heartbeat\r\n\r\nevent:value\rdata: x\rdata: y\r\rid: 8\n: progress\n\nevent: lone\n\nid: 9\nevent: cut"
 	r := newSSEReader(strings.NewReader(stream))
-	want := []sseMessage{{ID: "7", Event: "granted", Data: `{"a":1}`}, {Event: "value", Data: "x\ny"}}
+	want := []sseMessage{{ID: "7", Event: "granted", Data: `{"a":1}`}, {Event: "value", Data: "x\ny"}, {ID: "8"}}
 	for i, w := range want {
 		m, err := r.next()
 		if err != nil || m != w {

@@ -154,6 +154,10 @@ func (c *Client) followWatch(ctx context.Context, body io.Reader, lastID *string
 		if err != nil {
 			return got, err
 		}
+		if m.Data == "" && m.Event == "" {
+			*lastID = m.ID // progress: every change up to it was sent
+			continue
+		}
 		var data watchEventJSON
 		if json.Unmarshal([]byte(m.Data), &data) != nil || data.Type != m.Event {
 			return got, fmt.Errorf("%w: a watch event that is not one: %q", ErrUnexpectedResponse, printable(m.Data, 100))

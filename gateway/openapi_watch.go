@@ -13,7 +13,7 @@ func watchPath(pol *policy.Policy) obj {
 	return obj{
 		"operationId": "watchLocks",
 		"summary":     "Follow a lock, or every lock under a prefix, as Server-Sent Events: the state, then every grant, value change and end.",
-		"description": "Each event's data is a WatchEvent; its SSE event name is its type. Changes and `synced` carry their etcd revision as the SSE id: resume with `Last-Event-ID` to get every change after it, without the state. `relist` says etcd compacted past that revision: what the client knew is void, and the state follows again. Comments (`: heartbeat`) keep idle streams open through proxies. A client that falls far behind is cut off, and resumes.",
+		"description": "Each event's data is a WatchEvent; its SSE event name is its type. Changes and `synced` carry their etcd revision as the SSE id: resume with `Last-Event-ID` to get every change after it, without the state. `relist` says etcd compacted past that revision: what the client knew is void, and the state follows again. Comments (`: heartbeat`) keep idle streams open through proxies; an id with no data (progress) moves the client's last event id on. A client that falls far behind is cut off, and resumes.",
 		"security":    security(pol),
 		"parameters": []any{
 			obj{"name": "resource", "in": "query", "required": false, "schema": name, "description": "The lock to follow; or prefix, not both. The caller's, as for POST /v1/leases, else 403."},

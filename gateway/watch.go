@@ -83,7 +83,8 @@ func (g *Gateway) handleWatch(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(g.stopWaits, cancel)()
-	watch, err := g.cfg.Authority.Watch(ctx, authority.WatchOptions{Resource: resource, Prefix: prefix, After: after, Queue: watchQueue})
+	every := cmp.Or(g.cfg.WatchHeartbeat, DefaultWatchHeartbeat)
+	watch, err := g.cfg.Authority.Watch(ctx, authority.WatchOptions{Resource: resource, Prefix: prefix, After: after, Queue: watchQueue, Progress: every})
 	if err != nil {
 		if errors.Is(err, authority.ErrFutureRevision) {
 			err = badRequest("Last-Event-ID %d: %v; resume from an ID this gateway sent, or start again without one", after, err)
@@ -110,7 +111,7 @@ func (g *Gateway) handleWatch(w http.ResponseWriter, r *http.Request) {
 	if !send([]byte(": watching\n\n")) {
 		return
 	}
-	heartbeat := time.NewTicker(cmp.Or(g.cfg.WatchHeartbeat, DefaultWatchHeartbeat))
+	heartbeat := time.NewTicker(every)
 	defer heartbeat.Stop()
 	for {
 		select {
@@ -134,11 +135,17 @@ func (g *Gateway) handleWatch(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// sseEvent is ev as a Server-Sent Event. Changes and synced carry their
-// revision as the event ID, and so does nothing else: a client that
+// sseEvent is ev as a Server-Sent Event. Changes, synced and progress
+// carry their revision as the event ID, and nothing else does: a client that
 // resumes after a state event it has seen half of, or after a relist,
 // is sent the state whole again.
 func sseEvent(ev authority.LockEvent) []byte {
+	if ev.Type == authority.EventProgress {
+		// An id and no data: clients (EventSource too) take the id as the
+		// last one seen and dispatch nothing, so an idle stream resumes
+		// from a revision etcd still has.
+		return fmt.Appendf(nil, "id: %d\n: progress\n\n", ev.Revision)
+	}
 	out := watchEventJSON{Type: string(ev.Type), Resource: ev.Resource, Revision: ev.Revision, Transitions: ev.Transitions}
 	if ev.Holder != nil {
 		h := contender(*ev.Holder)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,16 +199,39 @@ func TestWatchPrefixAndHeartbeat(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	h = h.sibling(func(c *gateway.Config) { c.WatchHeartbeat = 50 * time.Millisecond })
 	s, _ := h.watch("prefix=account/acct-7062", nil)
-	for s.nextEvent().Event != "synced" {
+	var synced sseEvent
+	for synced.Event != "synced" {
+		synced = s.nextEvent()
 	}
-	if ev := s.next(); ev.Comment != "heartbeat" {
-		t.Fatalf("idle stream: got %s, want a heartbeat comment", ev)
+	// Idle: heartbeats, and progress (an id alone) as etcd moves on.
+	other := h.mustAcquire("account/acct-7065", 10, 0)
+	h.release(other)
+	var heartbeat, progress bool
+	for !heartbeat || !progress {
+		ev := s.next()
+		switch {
+		case ev.Comment == "heartbeat":
+			heartbeat = true
+		case ev.Comment == "progress" && ev.Event == "" && revisionOf(t, ev.ID) > revisionOf(t, synced.ID):
+			progress = true
+		case ev.Comment != "progress":
+			t.Fatalf("idle stream: got %s, want heartbeats and progress", ev)
+		}
 	}
 	a := h.mustAcquire("account/acct-70621", 10, 0)
 	defer h.release(a)
 	if ev := s.nextEvent(); ev.Event != "granted" || ev.Data.Resource != "account/acct-70621" {
 		t.Fatalf("got %s, want acct-621 granted", ev)
 	}
+}
+
+func revisionOf(t *testing.T, id string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		t.Fatalf("event id %q: %v", id, err)
+	}
+	return n
 }
 
 // TestWatchBadInput: a watch outside the client's scope, a bad query, a
