@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -333,5 +334,30 @@ func TestSetValueOnlyByTheHolderOverHTTP(t *testing.T) {
 	}
 	if st.Holder == nil || st.Holder.Value != "first" || st.Transitions != before.Transitions {
 		t.Fatalf("after refused updates: %+v, want the holder's value first and %d transitions", st, before.Transitions)
+	}
+}
+
+// TestWatchOutlivesTheServersReadTimeout: a stream stays open past the
+// http.Server's ReadTimeout (fencegw serve sets one), and its per-write
+// deadlines past the server's WriteTimeout: a stream lives as long as
+// its client reads.
+func TestWatchOutlivesTheServersReadTimeout(t *testing.T) {
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	gw := h.sibling(func(c *gateway.Config) { c.WatchHeartbeat = 20 * time.Millisecond }).gw
+	const readTimeout = 100 * time.Millisecond
+	srv := httptest.NewUnstartedServer(gw.Handler())
+	srv.Config.ReadTimeout = readTimeout
+	srv.Config.WriteTimeout = readTimeout
+	srv.Start()
+	t.Cleanup(srv.Close)
+	h = &harness{t: t, base: srv.URL, pool: h.pool, auth: h.auth, gw: gw, policy: h.policy}
+	s, _ := h.watch("resource=account/acct-7066", nil)
+	opened := time.Now()
+	for time.Since(opened) < 10*readTimeout { // heartbeats keep coming, or next fails
+		s.next()
+	}
+	a := h.mustAcquire("account/acct-7066", 10, 0)
+	defer h.release(a)
+	for ev := s.nextEvent(); ev.Event != "granted"; ev = s.nextEvent() {
 	}
 }
