@@ -126,7 +126,7 @@ type Gateway struct {
 	cfg        Config
 	log        *slog.Logger
 	store      *fence.Store
-	watchdog      *authority.Watchdog
+	watchdog   *authority.Watchdog
 	auditor    *auditor
 	readiness  readiness
 	status     statusBoard // GET /status and /v1/status
@@ -213,7 +213,7 @@ func New(cfg Config) (*Gateway, error) {
 	store, err := fence.New(fence.Config{
 		Pool: cfg.Pool, BatchTimeout: g.writeTTL, UnsafeNoFence: cfg.UnsafeNoFence, GroupCommit: !cfg.NoGroupCommit,
 		MaxTransactions: cfg.MaxWriteTransactions,
-		OnTransaction:         func(n int) { g.metrics.batchSize.Observe(float64(n)) },
+		OnTransaction:   func(n int) { g.metrics.batchSize.Observe(float64(n)) },
 	})
 	if err != nil {
 		return nil, err
