@@ -156,7 +156,9 @@ func (a *Etcd) Reap(ctx context.Context, revoked func(LeaseID, string)) error {
 		default:
 			continue
 		}
-		a.markEnding(ctx, id, EndingRevoked)
+		if err := a.markEnding(ctx, id, ending{How: EndRevoked, Actor: GatewayActor, Reason: why}); err != nil && !errors.Is(err, ErrLeaseNotFound) {
+			continue // etcd away: the next round looks again
+		}
 		if _, err := a.cli.Revoke(ctx, clientv3.LeaseID(id)); err != nil && !errors.Is(leaseError("revoke", err), ErrLeaseNotFound) {
 			continue
 		}

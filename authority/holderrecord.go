@@ -1,7 +1,6 @@
 package authority
 
 import (
-	"context"
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -78,12 +77,6 @@ const (
 	EndingRevoked  Ending = "revoked"
 	EndingUnknown  Ending = "ended"
 )
-
-// markEnding records, before lease id is revoked, how it ends. Best
-// effort: a lease whose mark failed still ends, and reads as expired.
-func (a *Etcd) markEnding(ctx context.Context, id LeaseID, how Ending) {
-	_, _ = a.cli.Put(ctx, endingKey(id), string(how), clientv3.WithLease(clientv3.LeaseID(id)))
-}
 
 // heldKeyParts splits a key under heldPrefix into its resource and what
 // it is (holderRecordName or transitionsName); ok is false for any other

@@ -246,10 +246,12 @@ func (a *Etcd) Abandon(ctx context.Context, id LeaseID, owner string) {
 	revoke := func(ctx context.Context) bool {
 		cctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 		defer cancel()
+		// Best effort, as the record below: a lease whose token nobody
+		// received was the gateway's to end, not its holder's.
+		_ = a.markEnding(cctx, id, ending{How: EndRevoked, Actor: GatewayActor, Reason: "abandoned: its client never received the token"})
 		if resp, err := a.cli.Get(cctx, delayIndexKey(id)); err == nil {
 			_ = a.dropLastHolder(cctx, delayOf(resp.Kvs)) // best effort: a lock-delay not owed
 		}
-		a.markEnding(cctx, id, EndingRevoked)
 		_, err := a.cli.Revoke(cctx, clientv3.LeaseID(id))
 		return err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound)
 	}
@@ -515,13 +517,15 @@ func (a *Etcd) Release(ctx context.Context, id LeaseID, owner string) error {
 	if err != nil {
 		return err
 	}
+	if err := a.markEnding(ctx, id, ending{How: EndReleased}); err != nil {
+		return err
+	}
 	// The last-holder record goes first: the holder said it is done, so if
 	// the revoke then fails and the lease runs out instead, no lock-delay
 	// is owed. The other order could delay a successor after a release.
 	if err := a.dropLastHolder(ctx, delay); err != nil {
 		return err
 	}
-	a.markEnding(ctx, id, EndingReleased)
 	resp, err := a.cli.Revoke(ctx, clientv3.LeaseID(id))
 	if err != nil {
 		return leaseError("release lease", err)

@@ -43,7 +43,7 @@ func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID, owner string) (Renewal
 	now := a.now()
 	if pastMaxHold(resp.Responses[len(ops)-1].GetResponseRange().GetKvs(), now) {
 		// Cut off: the next holder need not wait out the TTL either.
-		a.markEnding(ctx, id, EndingRevoked)
+		_ = a.markEnding(ctx, id, ending{How: EndRevoked, Actor: GatewayActor, Reason: "held past max_hold"}) // best effort: unmarked, it reads as expired
 		if _, err := a.cli.Revoke(ctx, clientv3.LeaseID(id)); err != nil {
 			return Renewal{}, leaseError("revoke a lease held too long", err)
 		}

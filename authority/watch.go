@@ -2,6 +2,7 @@ package authority
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -316,7 +317,11 @@ func (f *follower) ending(ctx context.Context, id LeaseID, rev int64) Ending {
 	case len(resp.Kvs) == 0:
 		return EndingExpired
 	}
-	return Ending(resp.Kvs[0].Value)
+	var e ending
+	if json.Unmarshal(resp.Kvs[0].Value, &e) != nil {
+		return EndingUnknown
+	}
+	return Ending(e.How)
 }
 
 // transitionsAt reads a resource's count of grants at revision rev; 0 if

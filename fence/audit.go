@@ -60,7 +60,8 @@ func (s *Store) RecordRejections(ctx context.Context, rs []Rejection) error {
 const janitorEvery = time.Minute
 
 // RunJanitor deletes idempotency keys older than retention and trims the
-// rejection audit (see MaxRejections), once a minute, until ctx ends.
+// rejection audit (see MaxRejections) and the lock history (MaxHistory),
+// once a minute, until ctx ends.
 // Several replicas may run it; the deletes are idempotent.
 func (s *Store) RunJanitor(ctx context.Context, retention time.Duration, log *slog.Logger) {
 	t := time.NewTicker(janitorEvery)
@@ -82,6 +83,9 @@ func (s *Store) Sweep(ctx context.Context, retention time.Duration, log *slog.Lo
 	}
 	if _, err := s.pool.Exec(ctx, trimRejections, MaxRejections, FirstRejectionsKept, FirstsKeptFor, MaxAuditClients); err != nil && ctx.Err() == nil {
 		log.Warn("janitor: trimming rejections failed", "error", err)
+	}
+	if _, err := s.pool.Exec(ctx, trimHistory, MaxHistory, HistoryKeptFor); err != nil && ctx.Err() == nil {
+		log.Warn("janitor: trimming the lock history failed", "error", err)
 	}
 }
 

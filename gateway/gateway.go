@@ -128,6 +128,7 @@ type Gateway struct {
 	store      *fence.Store
 	watchdog   *authority.Watchdog
 	auditor    *auditor
+	history    *historian
 	readiness  readiness
 	status     statusBoard // GET /status and /v1/status
 	replicas   *replicas
@@ -225,6 +226,7 @@ func New(cfg Config) (*Gateway, error) {
 	}, func() float64 { return float64(store.WaitingForConnection()) }))
 	g.watchdog = authority.NewWatchdog(cfg.Authority, fence.Records{DB: cfg.Pool}, g.log)
 	g.auditor = newAuditor(store, g.log, g.metrics.auditDropped)
+	g.history = newHistorian(store, g.log, g.metrics.registry)
 	calls := cmp.Or(cfg.MaxLeaseRequests, DefaultMaxLeaseRequests)
 	perClient := calls
 	if cfg.Policy.AuthRequired() {
@@ -310,6 +312,8 @@ func (g *Gateway) Handler() http.Handler {
 		v1(r, http.MethodPost, "/leases/{id}/keepalive", g.handleKeepAlive)
 		v1(r, http.MethodDelete, "/leases/{id}", g.handleRelease)
 		v1(r, http.MethodGet, "/status", g.handleStatus) // the status page's data, behind the API's authentication
+		v1(r, http.MethodPost, "/admin/leases/revoke", g.handleRevoke)
+		v1(r, http.MethodPost, "/admin/fences/advance", g.handleAdvance)
 	})
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		g.writeProblem(w, r, fmt.Errorf("%w: %s %s", ErrNoRoute, r.Method, r.URL.Path), problemScope{})

@@ -92,6 +92,7 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 		g.writeProblem(w, r, err, scope)
 		return
 	}
+	g.recordGrant(lease, opts.Owner)
 	if r.Context().Err() != nil {
 		// The client left while waiting: without a key nobody will ever
 		// learn this lease ID, so hand the lock on now instead of at the

@@ -43,6 +43,8 @@ func OpenAPI(pol *policy.Policy, version string) ([]byte, error) {
 	paths["/v1/leases/{id}/keepalive"] = obj{"post": keepAlivePath(pol)}
 	paths["/v1/leases/{id}"] = obj{"delete": releasePath(pol), "patch": setValuePath(pol)}
 	paths["/v1/leases/watch"] = obj{"get": watchPath(pol)}
+	paths["/v1/admin/leases/revoke"] = obj{"post": revokePath(pol)}
+	paths["/v1/admin/fences/advance"] = obj{"post": advancePath(pol)}
 	paths["/v1/openapi.json"] = obj{"get": obj{
 		"operationId": "openapi", "summary": "This document.", "security": security(pol),
 		"responses": withProblems(obj{"200": obj{"description": "The OpenAPI document.", "content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}}, "unauthorized"),

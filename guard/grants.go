@@ -19,7 +19,8 @@ import (
 // gatewayTables are the privileges the gateway's role needs on its own
 // schema: fences (fence() upserts them; inspect reads them), the authority
 // record, the audit and the idempotency keys (written, read, expired by
-// the janitor), the replicas' policy check, and the bypass log, which
+// the janitor), the replicas' policy check, the lock history (written,
+// read, trimmed by the janitor), and the bypass log, which
 // inspect reads. The functions the gateway calls run with its rights and
 // are executable by everyone; fencegw.bypass and fencegw.stamp_unfenced
 // are not, and the gateway's role must not get them.
@@ -30,6 +31,7 @@ var gatewayTables = []struct{ table, privileges string }{
 	{"fencegw.idempotency_keys", "SELECT, INSERT, UPDATE, DELETE"},
 	{"fencegw.replicas", "SELECT, INSERT, UPDATE, DELETE"},
 	{"fencegw.bypass_log", "SELECT"},
+	{"fencegw.lock_history", "SELECT, INSERT, UPDATE, DELETE"},
 }
 
 // tableUse is what a policy's statements do to one table.
@@ -69,6 +71,7 @@ func Grants(ctx context.Context, conn *pgx.Conn, pol *policy.Policy, role, versi
 		fmt.Fprintf(&b, "GRANT %s ON %s TO %s;\n", t.privileges, t.table, r)
 	}
 	fmt.Fprintf(&b, "GRANT USAGE ON SEQUENCE fencegw.rejections_id_seq TO %s;\n", r)
+	fmt.Fprintf(&b, "GRANT USAGE ON SEQUENCE fencegw.lock_history_id_seq TO %s;\n", r)
 	fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", pgx.Identifier{"public", versionTable}.Sanitize(), r)
 	schemas := used // of the functions and types the statements use
 	for _, use := range tables {

@@ -138,6 +138,16 @@ func TestServeWithExactlyTheGrants(t *testing.T) {
 	}) {
 		t.Fatalf("the replica never recorded its policy as %s:\n%s", role, logs)
 	}
+	if !testenv.WaitFor(30*time.Second, func() bool {
+		var released int
+		_ = admin.QueryRow(ctx, "SELECT count(*) FROM fencegw.lock_history WHERE resource = 'account/acct-1' AND event = 'released'").Scan(&released)
+		return released > 0
+	}) {
+		t.Fatalf("the release never reached the lock history as %s:\n%s", role, logs)
+	}
+	if err := execute(ctx, io.Discard, "inspect", "--history", "account/acct-1", "--database-url", roleURL, "--etcd", strings.Join(testenv.EtcdEndpoints(), ",")); err != nil {
+		t.Fatalf("inspect --history as %s: %v", role, err)
+	}
 
 	var out bytes.Buffer
 	if err := execute(ctx, &out, "inspect", "--database-url", roleURL, "--etcd", strings.Join(testenv.EtcdEndpoints(), ","), "--json"); err != nil {

@@ -28,11 +28,21 @@ func inspectCommand() *cobra.Command {
 		Long: `Shows, read-only: the fences most recently advanced, the locks held with
 their remaining TTL and waiters, the newest refused writes, and the newest
 audited bypasses of the guard triggers (which --resource does not filter:
-a bypass has no resource).`,
+a bypass has no resource). --history RESOURCE shows instead that
+resource's lock history (grants, releases, expiries, revokes, lock-delays,
+fence advances: who, when, with which token), and its holder now when
+--etcd is given.`,
 		Example: `  fencegw inspect --database-url "$DATABASE_URL" --etcd 127.0.0.1:2379 --resource account/
-  fencegw inspect --json | jq .rejections`,
+  fencegw inspect --json | jq .rejections
+  fencegw inspect --history account/acct-7 --since 2026-12-01T14:00:00Z --limit 100`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.history != "" {
+				return etcdError("inspect", o.cfg, runInspectHistory(cmd.Context(), o, cmd.OutOrStdout()))
+			}
+			if o.since != "" {
+				return fmt.Errorf("%w: inspect: --since goes with --history RESOURCE", errUsage)
+			}
 			return etcdError("inspect", o.cfg, runInspect(cmd.Context(), o, cmd.OutOrStdout()))
 		},
 	}
@@ -41,6 +51,8 @@ a bypass has no resource).`,
 	fs.StringVar(&o.prefix, "resource", "", "show only resources that start with this")
 	fs.IntVar(&o.limit, "limit", 20, "rows per section, 1 to 1000")
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON document")
+	fs.StringVar(&o.history, "history", "", "show this resource's lock history instead")
+	fs.StringVar(&o.since, "since", "", "with --history: events from this time (RFC 3339) or this long ago (90m) on")
 	return cmd
 }
 
@@ -50,6 +62,9 @@ type inspectOptions struct {
 	prefix string
 	limit  int
 	asJSON bool
+	// history names the resource whose lock history to show; since
+	// starts it.
+	history, since string
 }
 
 // inspection is what `fencegw inspect` shows.

@@ -172,6 +172,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		func(ctx context.Context) { gw.Watchdog().Run(ctx, cfg.AuthorityCheck) },
 		func(ctx context.Context) { gw.RunReplicaCheck(ctx, cfg.AuthorityCheck) },
 		gw.RunAudit,
+		gw.RunHistory,
 		gw.RunHoldTimes,
 		gw.RunReaper,
 		gw.RunStatusRates,

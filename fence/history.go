@@ -1,0 +1,116 @@
+package fence
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The lock history (fencegw.lock_history) keeps, per resource, its newest
+// MaxHistory events, none older than HistoryKeptFor: enough to answer
+// who held a lock during an incident weeks later, bounded however busy a
+// resource is.
+const (
+	MaxHistory     = 1000
+	HistoryKeptFor = 30 * 24 * time.Hour
+)
+
+// Events of the lock history.
+const (
+	Granted       = "granted"
+	Released      = "released"
+	Expired       = "expired"
+	Revoked       = "revoked"
+	LockDelayed   = "lock-delay"     // the lock is held back after an expiry
+	FenceAdvanced = "fence-advanced" // an operator cut off every token issued so far
+)
+
+// HistoryEvent is one row of the lock history. Token is E:R, never a
+// signed token: the history is evidence, not a credential.
+type HistoryEvent struct {
+	At       time.Time `json:"at"`
+	Resource string    `json:"resource"`
+	Event    string    `json:"event"`
+	LeaseID  string    `json:"lease_id,omitempty"`
+	Client   string    `json:"client,omitempty"` // the lease's owner
+	Token    string    `json:"token,omitempty"`
+	Actor    string    `json:"actor,omitempty"` // who revoked or advanced
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// RecordHistory adds es to the lock history in one statement. An event a
+// lease already has, or a second end of one lease, is left out: every
+// replica records the expiries it sees, and the first one stands. A zero
+// At is the database's now. ctx bounds it.
+func (s *Store) RecordHistory(ctx context.Context, es []HistoryEvent) error {
+	if len(es) == 0 {
+		return nil
+	}
+	cols := make([][]*string, 7)
+	at := make([]*time.Time, len(es))
+	for i, e := range es {
+		for c, v := range []string{e.Resource, e.Event, e.LeaseID, e.Client, e.Token, e.Actor, e.Reason} {
+			cols[c] = append(cols[c], nullIfEmpty(v))
+		}
+		if !e.At.IsZero() {
+			at[i] = &es[i].At
+		}
+	}
+	// ON CONFLICT without a target: either unique index (one row per
+	// lease and event, one end per lease) makes a repeat a no-op.
+	_, err := s.pool.Exec(ctx, `INSERT INTO fencegw.lock_history (at, resource, event, lease_id, client, token, actor, reason)
+		SELECT coalesce(a, now()), r, e, l, c, t, ac, re
+		  FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[]) AS u(a, r, e, l, c, t, ac, re)
+		ON CONFLICT DO NOTHING`,
+		at, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6])
+	if err != nil {
+		return fmt.Errorf("fence: record history: %w", err)
+	}
+	return nil
+}
+
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// History returns resource's events since since (all kept, if zero),
+// oldest first, at most limit of them (the newest). The times are the
+// recording replicas' clocks: replicas whose clocks disagree may show
+// a lease's end a little before its grant.
+func History(ctx context.Context, db DB, resource string, since time.Time, limit int) ([]HistoryEvent, error) {
+	var from *time.Time
+	if !since.IsZero() {
+		from = &since
+	}
+	rows, err := db.Query(ctx, `SELECT at, resource, event, coalesce(lease_id, ''), coalesce(client, ''), coalesce(token, ''), coalesce(actor, ''), coalesce(reason, '')
+		  FROM (SELECT * FROM fencegw.lock_history
+		         WHERE resource = $1 AND ($2::timestamptz IS NULL OR at >= $2)
+		         ORDER BY at DESC, id DESC LIMIT $3) newest
+		 ORDER BY at, id`, resource, from, limit)
+	if err != nil {
+		return nil, fmt.Errorf("fence: read history: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (HistoryEvent, error) {
+		var e HistoryEvent
+		err := row.Scan(&e.At, &e.Resource, &e.Event, &e.LeaseID, &e.Client, &e.Token, &e.Actor, &e.Reason)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fence: read history: %w", err)
+	}
+	return out, nil
+}
+
+// trimHistory deletes what the lock history does not keep: events older
+// than $2, and those of a resource past its newest $1.
+const trimHistory = `
+DELETE FROM fencegw.lock_history WHERE at < now() - $2::interval OR id IN (
+    SELECT id FROM (
+        SELECT id, row_number() OVER (PARTITION BY resource ORDER BY id DESC) AS newest
+          FROM fencegw.lock_history) ranked
+     WHERE newest > $1)`

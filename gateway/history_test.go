@@ -1,0 +1,123 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/gateway"
+)
+
+// runHistory records gw's lock history until the test ends.
+func runHistory(t *testing.T, gw *gateway.Gateway) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); gw.RunHistory(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// history reads resource's lock history from h's database.
+func (h *harness) history(resource string) []fence.HistoryEvent {
+	h.t.Helper()
+	es, err := fence.History(context.Background(), h.pool, resource, time.Time{}, 1000)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return es
+}
+
+// waitHistory polls resource's history until done says it is complete.
+func (h *harness) waitHistory(resource string, done func([]fence.HistoryEvent) bool) []fence.HistoryEvent {
+	h.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		es := h.history(resource)
+		if done(es) {
+			return es
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("history of %s never complete: %+v", resource, es)
+		}
+		time.Sleep(50 * time.Millisecond) // polling for a condition, not waiting out a window
+	}
+}
+
+// endsOf maps each lease with a grant in es to its end events.
+func endsOf(es []fence.HistoryEvent) (granted []string, ends map[string][]fence.HistoryEvent) {
+	ends = map[string][]fence.HistoryEvent{}
+	for _, e := range es {
+		switch e.Event {
+		case fence.Granted:
+			granted = append(granted, e.LeaseID)
+		case fence.Released, fence.Expired, fence.Revoked:
+			ends[e.LeaseID] = append(ends[e.LeaseID], e)
+		}
+	}
+	return granted, ends
+}
+
+// TestHistoryRecordsEveryLeaseWithItsEnd: after a run of grants,
+// releases, an expiry and a revoke, with two replicas on one database
+// each watching etcd, every lease appears granted once and ended once, as
+// it ended; the expiry and the revoke are followed by the resource's
+// lock-delay (their holders never said they were done); the
+// tokens are E:R, never signed.
+func TestHistoryRecordsEveryLeaseWithItsEnd(t *testing.T) {
+	const resource = "account/acct-24"
+	pol := strings.Replace(demoPolicy(t, "monotonic"), "compare: monotonic", "compare: monotonic\n    lock_delay: 1s", 1)
+	h := newHarness(t, pol)
+	runHistory(t, h.gw)
+	runHistory(t, h.sibling().gw) // a second replica sees every end too
+
+	released := h.mustAcquire(resource, 10, 0)
+	h.release(released)
+	expired := h.mustAcquire(resource, 1, 0)
+	// Granted once expired's lease ran out and its lock-delay passed.
+	revoked := h.mustAcquire(resource, 10, 30)
+	if r := h.do(http.MethodPost, "/v1/admin/leases/revoke", nil, `{"lease_id": "`+revoked.ID+`", "reason": "stuck in a test"}`); r.Status != http.StatusOK {
+		t.Fatalf("revoke: %d %s", r.Status, r.Body)
+	}
+	last := h.mustAcquire(resource, 10, 30)
+	h.release(last)
+
+	want := map[string]string{released.ID: fence.Released, expired.ID: fence.Expired, revoked.ID: fence.Revoked, last.ID: fence.Released}
+	tokens := map[string]string{released.ID: released.Plain, expired.ID: expired.Plain, revoked.ID: revoked.Plain, last.ID: last.Plain}
+	es := h.waitHistory(resource, func(es []fence.HistoryEvent) bool {
+		granted, ends := endsOf(es)
+		n := 0
+		for _, id := range granted {
+			if _, ok := want[id]; ok && len(ends[id]) > 0 {
+				n++
+			}
+		}
+		return n == len(want)
+	})
+	granted, ends := endsOf(es)
+	if len(granted) != len(want) {
+		t.Errorf("grants recorded %v, want the %d leases once each", granted, len(want))
+	}
+	delayed := map[string]bool{}
+	for _, e := range es {
+		if e.Event == fence.LockDelayed {
+			delayed[e.LeaseID] = true
+		}
+		if e.Token != "" && e.Token != tokens[e.LeaseID] {
+			t.Errorf("%s of %s has token %q, want %q (E:R, no signature)", e.Event, e.LeaseID, e.Token, tokens[e.LeaseID])
+		}
+	}
+	if len(delayed) != 2 || !delayed[expired.ID] || !delayed[revoked.ID] {
+		t.Errorf("lock-delay after leases %v, want after the expired %s and the revoked %s, not after a release", delayed, expired.ID, revoked.ID)
+	}
+	for id, how := range want {
+		got := ends[id]
+		if len(got) != 1 || got[0].Event != how {
+			t.Errorf("lease %s ended %+v, want once, %s", id, got, how)
+		}
+	}
+	if e := ends[revoked.ID]; len(e) == 1 && (e[0].Actor != "anonymous" || e[0].Reason != "stuck in a test") {
+		t.Errorf("revoke recorded by %q for %q, want the operator and the reason", e[0].Actor, e[0].Reason)
+	}
+}
