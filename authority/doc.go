@@ -55,4 +55,13 @@
 // release or revocation marks how the lease ends before it ends. Watch
 // follows those records with one etcd watch from a revision, so a watcher
 // that resumes after the last revision it saw misses nothing.
+//
+// # How leases end, and operators
+//
+// A release or a revoke records, attached to the lease, how it ends and by
+// whom just before revoking it; WatchLeaseEnds reads that record from the
+// deletion of a lease's keys, and reports every held lease's end:
+// released, revoked or, without a record, expired (leaseend.go). Revoke,
+// LeaseInfo, HolderLease and FirstToKeep serve the operator's verbs
+// (revoke.go).
 package authority

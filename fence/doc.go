@@ -87,7 +87,10 @@
 //
 // Records is PostgreSQL's memory of the token authority, which package
 // authority's Guard compares etcd with. RecordRejection and RunJanitor
-// keep the bounded audit of refused writes and expire idempotency keys.
+// keep the bounded audit of refused writes and expire idempotency keys;
+// RecordHistory and History write and read the lock history, which the
+// janitor bounds too (history.go). AdvanceFence moves a fence up for an
+// operator (advance.go).
 // Fences, Rejections and Bypasses are `fencegw inspect`'s queries, and
 // CheckPolicy asks PostgreSQL to plan every statement of a policy.
 //

@@ -61,4 +61,12 @@
 // A holder may publish a new value (PATCH); GET /v1/leases/watch streams a
 // lock's changes as Server-Sent Events with etcd revisions as event IDs
 // (watch.go), bounded apart from the other lease calls.
+//
+// # Operators and the lock history
+//
+// An operator's client (operations ["*"]) may revoke any lease and advance
+// any fence (admin.go, POST /v1/admin/…), each with a reason. The lock
+// history (history.go) records grants, the operators' verbs and, from
+// every replica's watch of etcd, how each lease ended, off the request
+// path: a bounded queue that drops, and counts, rather than wait.
 package gateway
