@@ -138,6 +138,9 @@ func (a *Etcd) reportEnds(ctx context.Context, evs []*clientv3.Event, ended func
 			_ = json.Unmarshal(kv.Value, &of(strings.TrimPrefix(key, endingPrefix)).ending)
 		}
 	}
+	// Bounded: an etcd that stops answering must not hold the watch up.
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	var epochs func(int64) int64
 	now := a.now()
 	for id, s := range seen {

@@ -89,6 +89,9 @@ func TestOperatorVerbsAndHistory(t *testing.T) {
 	if _, err := billing.Write(ctx, lease.Token(), "credit", map[string]any{"account": "acct-29", "amount_cents": 1}); !errors.As(err, &problem) || problem.Status != 409 {
 		t.Fatalf("the holder's write after the advance: %v, want 409", err)
 	}
+	if out, err := run("ops-secret", "lease", "revoke", lease.ID(), "--reason", "x", "--dry-run"); err != nil || !strings.HasPrefix(out, "would revoke lease "+lease.ID()+" of client billing, holding "+resource) {
+		t.Fatalf("revoke LEASE --dry-run: %v\n%s", err, out)
+	}
 	if out, err := run("ops-secret", "lease", "revoke", resource, "--reason", "wedged"); err != nil || !strings.Contains(out, "revoked lease "+lease.ID()) {
 		t.Fatalf("revoke: %v\n%s", err, out)
 	}
