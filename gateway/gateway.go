@@ -136,6 +136,7 @@ type Gateway struct {
 	watchCalls *callLimit // watch.go
 	admit      *admission
 	metrics    *metrics
+	state      *stateMetrics // the sizes of fencegw's tables (prune.go)
 	requestIDs *requestIDs
 	openapi    func() ([]byte, error) // GET /v1/openapi.json
 	// stopWaits ends lease waits in progress, and refuses new ones, when
@@ -186,6 +187,7 @@ func New(cfg Config) (*Gateway, error) {
 		}
 	}
 	g.metrics.forOperations(writes)
+	g.state = newStateMetrics(g.metrics.registry)
 	g.metrics.registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_db_size_bytes",

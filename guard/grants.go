@@ -17,7 +17,8 @@ import (
 )
 
 // gatewayTables are the privileges the gateway's role needs on its own
-// schema: fences (fence() upserts them; inspect reads them), the authority
+// schema: fences (fence() upserts them; inspect reads them; the janitor
+// prunes them below the fence floor, which it raises), the authority
 // record, the audit and the idempotency keys (written, read, expired by
 // the janitor), the replicas' policy check, the lock history (written,
 // read, trimmed by the janitor), and the bypass log, which
@@ -25,7 +26,8 @@ import (
 // are executable by everyone; fencegw.bypass and fencegw.stamp_unfenced
 // are not, and the gateway's role must not get them.
 var gatewayTables = []struct{ table, privileges string }{
-	{"fencegw.fences", "SELECT, INSERT, UPDATE"},
+	{"fencegw.fences", "SELECT, INSERT, UPDATE, DELETE"},
+	{"fencegw.fence_floor", "SELECT, UPDATE"},
 	{"fencegw.authority", "SELECT, INSERT, UPDATE"},
 	{"fencegw.rejections", "SELECT, INSERT, DELETE"},
 	{"fencegw.idempotency_keys", "SELECT, INSERT, UPDATE, DELETE"},

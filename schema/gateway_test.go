@@ -115,7 +115,7 @@ func TestGatewayDownThenUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	latest, _ := schema.Latest(schema.Gateway())
-	for _, n := range []int{int(latest) - 2, int(latest)} {
+	for _, n := range []int{gatewayMigrations(t) - 2, gatewayMigrations(t)} {
 		if err := m.Down(n); err != nil {
 			t.Fatalf("Down(%d): %v", n, err)
 		}

@@ -3,6 +3,7 @@ package schema_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,15 +54,16 @@ func TestUpTwiceIsANoOpAndDownReverts(t *testing.T) {
 		t.Fatalf("authority rows = %d, %v; want 1 (seeded once, not twice)", n, err)
 	}
 	// One more than were applied: refused, and nothing is undone.
-	if err := m.Down(int(latest) + 1); err == nil || !strings.Contains(err.Error(), "nothing was undone") {
-		t.Fatalf("Down(%d) after %d applied = %v, want a refusal that undoes nothing", latest+1, latest, err)
+	count := gatewayMigrations(t)
+	if err := m.Down(count + 1); err == nil || !strings.Contains(err.Error(), "nothing was undone") {
+		t.Fatalf("Down(%d) after %d applied = %v, want a refusal that undoes nothing", count+1, count, err)
 	}
 	if v, dirty, err := m.Version(); v != latest || dirty || err != nil {
 		t.Fatalf("after a refused Down: version %d dirty %t err %v; want %d", v, dirty, err, latest)
 	}
 	// Exactly as many: all are undone.
-	if err := m.Down(int(latest)); err != nil {
-		t.Fatalf("Down(%d) after %d applied = %v", latest, latest, err)
+	if err := m.Down(count); err != nil {
+		t.Fatalf("Down(%d) after %d applied = %v", count, count, err)
 	}
 	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM pg_namespace WHERE nspname = 'fencegw'").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("fencegw schema still there after down: %d, %v", n, err)
@@ -210,4 +212,16 @@ func TestDownRefusesAFolderWithoutTheRecordedVersion(t *testing.T) {
 	if v, dirty, err := schema.Applied(t.Context(), connect(t, dbURL), schema.GatewayTable); v != latest || dirty || err != nil {
 		t.Fatalf("after the refusal: version %d dirty %t %v; want %d", v, dirty, err, latest)
 	}
+}
+
+// gatewayMigrations counts the gateway's migrations, which is not always
+// the latest version: branches number theirs apart before they merge, and
+// one may skip a number another took.
+func gatewayMigrations(t *testing.T) int {
+	t.Helper()
+	ups, err := fs.Glob(schema.Gateway().FS, "*.up.sql")
+	if err != nil || len(ups) == 0 {
+		t.Fatalf("gateway migrations: %v, %v", ups, err)
+	}
+	return len(ups)
 }

@@ -43,6 +43,7 @@ type serveConfig struct {
 
 	IdempotencyRetention time.Duration
 	AuthorityCheck       time.Duration
+	PruneEvery           time.Duration // 0: fence rows are never pruned
 	UnsafeNoFence        bool
 
 	// hurry, closed on a second SIGTERM or interrupt, cuts the shutdown
@@ -82,6 +83,7 @@ func (c *serveConfig) bind(cmd *cobra.Command, d flagDefaults) {
 	fs.IntVar(&c.WriteTxs, "max-write-transactions", 0, "coalescing resources' transactions in flight at most; writes that find them busy wait in line. With group commit those share the next, and a transaction beyond the first starts only when the line has not moved for 20 ms (a stuck write) (0: with group commit one per core (GOMAXPROCS, at least 2), else the pool's size)")
 	fs.DurationVar(&c.IdempotencyRetention, "idempotency-retention", gateway.DefaultIdempotencyRetention, "how long a completed Idempotency-Key is replayed")
 	fs.DurationVar(&c.AuthorityCheck, "authority-check", authority.DefaultCheckEvery, "how often etcd is compared with PostgreSQL's record of it (rollback detection)")
+	fs.DurationVar(&c.PruneEvery, "prune-every", gateway.DefaultPruneEvery, "how often the janitor raises the fence floor below every live lease's token and deletes the fence rows at or below it (0: never)")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", d.shutdownDelay, "on SIGTERM, how long /readyz answers 503 while the listener still serves, so load balancers stop sending before it closes; a second SIGTERM cuts it short")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "after the delay, how long shutdown waits for requests in flight")
 	fs.StringVar(&c.DebugListen, "debug-listen", "", "serve Go's profiler (/debug/pprof/) on this address, apart from the API; off by default")
@@ -189,6 +191,8 @@ func (c *serveConfig) checkValues() error {
 		return fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", errUsage, c.LogLevel)
 	case c.ShutdownDelay < 0:
 		return fmt.Errorf("%w: --shutdown-delay must not be negative", errUsage)
+	case c.PruneEvery < 0:
+		return fmt.Errorf("%w: --prune-every must not be negative (0 turns pruning off)", errUsage)
 	case c.WriteTimeout <= 0 || c.ShutdownTimeout <= 0 || c.IdempotencyRetention <= 0 || c.AuthorityCheck <= 0:
 		return fmt.Errorf("%w: timeouts must be positive", errUsage)
 	}

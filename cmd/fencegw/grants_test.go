@@ -59,6 +59,7 @@ func TestServeWithExactlyTheGrants(t *testing.T) {
 	roleURL := u.String()
 
 	cfg := serveConfigFor(t, roleURL, demo)
+	cfg.PruneEvery = 50 * time.Millisecond // the janitor raises the floor and prunes as the role too
 	logs := &testenv.Buffer{}
 	cfg.logOut = logs
 	sctx, stop := context.WithCancel(ctx)
@@ -149,6 +150,9 @@ func TestServeWithExactlyTheGrants(t *testing.T) {
 		t.Fatalf("inspect --history as %s: %v", role, err)
 	}
 
+	if !testenv.WaitFor(30*time.Second, func() bool { return strings.Contains(logs.String(), "fence rows pruned") }) {
+		t.Fatalf("the janitor never pruned fence rows as %s:\n%s", role, logs)
+	}
 	var out bytes.Buffer
 	if err := execute(ctx, &out, "inspect", "--database-url", roleURL, "--etcd", strings.Join(testenv.EtcdEndpoints(), ","), "--json"); err != nil {
 		t.Fatalf("inspect as %s: %v", role, err)

@@ -77,6 +77,11 @@ type inspection struct {
 	LocksTruncated bool                 `json:"locks_truncated,omitempty"`
 	Rejections     []fence.RejectionRow `json:"rejections"`
 	Bypasses       []fence.BypassRow    `json:"bypasses"`
+	// Tables and FenceFloor say how big the gateway's state is and where
+	// pruning stands (inspecttables.go). The floor is E:R; 1:0 until
+	// first raised, which is no token Parse takes: a string.
+	Tables     []fence.TableSize `json:"tables"`
+	FenceFloor string            `json:"fence_floor"`
 	// EtcdError says why etcd's part (epoch, revision, locks) is missing.
 	EtcdError string `json:"etcd_error,omitempty"`
 }
@@ -154,6 +159,9 @@ func inspectDatabase(ctx context.Context, conn *pgx.Conn, prefix string, limit i
 	if in.Bypasses, err = fence.Bypasses(ctx, conn, limit); err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
+	if err := inspectTables(ctx, conn, in); err != nil {
+		return nil, err
+	}
 	return in, nil
 }
 
@@ -220,6 +228,7 @@ func (in *inspection) writeText(out io.Writer) error {
 	for _, b := range in.Bypasses {
 		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", b.At.UTC().Format(time.RFC3339), b.By, b.TxID, oneLine(b.Why))
 	}
+	in.writeTables(tw)
 	return tw.Flush()
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 
 	"github.com/jackc/pgx/v5"
 
@@ -86,8 +87,22 @@ func TestInspect(t *testing.T) {
 	if len(in.Bypasses) != 1 || !strings.HasPrefix(in.Bypasses[0].Why, "backfill") {
 		t.Errorf("bypasses = %+v", in.Bypasses)
 	}
+	// Every table of the schema, with its rows (the prefix filters none:
+	// sizes are the schema's) and bytes.
+	sizes := map[string]fence.TableSize{}
+	for _, ts := range in.Tables {
+		sizes[ts.Table] = ts
+	}
+	for table, rows := range map[string]int64{"fences": 2, "rejections": 1, "bypass_log": 1, "idempotency_keys": 0, "fence_floor": 1, "authority": 1, "replicas": 0} {
+		if got, ok := sizes[table]; !ok || got.Rows != rows || got.Estimated || got.Bytes <= 0 {
+			t.Errorf("tables[%s] = %+v (listed: %v), want %d rows counted, bytes > 0", table, got, ok, rows)
+		}
+	}
+	if in.FenceFloor != "1:0" {
+		t.Errorf("fence floor = %s, want 1:0 (never raised)", in.FenceFloor)
+	}
 	text := run()
-	for _, want := range []string{prefix + "a", held.Token.Unsigned().String(), "worker-1 [2J", "stale-token", "backfill for ticket 9"} {
+	for _, want := range []string{prefix + "a", held.Token.Unsigned().String(), "worker-1 [2J", "stale-token", "backfill for ticket 9", "fence floor 1:0", "fence_floor"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}

@@ -169,6 +169,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	defer stopOps() // after the API: probes see /readyz fail while it drains
 	stopBackground := runBackground(ctx,
 		func(ctx context.Context) { gw.Store().RunJanitor(ctx, cfg.IdempotencyRetention, log) },
+		func(ctx context.Context) { gw.RunPruning(ctx, cfg.PruneEvery) },
 		func(ctx context.Context) { gw.Watchdog().Run(ctx, cfg.AuthorityCheck) },
 		func(ctx context.Context) { gw.RunReplicaCheck(ctx, cfg.AuthorityCheck) },
 		gw.RunAudit,

@@ -54,6 +54,24 @@ BEGIN
             MESSAGE = format('fencegw: stale token %s:%s for %s', p_epoch, p_token, p_resource),
             DETAIL  = format('%s:%s', v_epoch, v_token);
     END IF;
+
+    -- A new row (writes starts at 1): the resource had none, so it is
+    -- fenced at the floor, which refuses a token at or below it in either
+    -- mode (the janitor prunes rows at or below the floor, a strict row's
+    -- equal token included). Read after the upsert, never before: a row
+    -- the janitor deleted let this insert through only once the delete
+    -- committed, and the floor it was pruned under committed no later, so
+    -- this statement's snapshot sees it. Read before, an old floor and a
+    -- row deleted in between would let a pruned row's stale token in.
+    IF v_writes = 1 THEN
+        SELECT fl.epoch, fl.revision INTO v_epoch, v_token FROM fencegw.fence_floor fl;
+        IF (p_epoch, p_token) <= (v_epoch, v_token) THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'FG409',
+                MESSAGE = format('fencegw: stale token %s:%s for %s: at or below the fence floor', p_epoch, p_token, p_resource),
+                DETAIL  = format('%s:%s', v_epoch, v_token);
+        END IF;
+    END IF;
     RETURN v_writes;
 END
 $$;
