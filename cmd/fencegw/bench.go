@@ -47,6 +47,8 @@ BENCHMARKS.md.`,
 	fs.Int64Var(&cfg.MinWrites, "min-writes", 0, "measure at least this many writes per path and cell, running past --duration if needed")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "open loop: send this many writes per second, all clients together, on a fixed schedule; a write held up by the one before is timed from when it was due (0: closed loop)")
 	fs.IntVar(&cfg.PoolMaxConns, "pool-max-conns", 0, "pgx pool size on both paths (0: min(4×GOMAXPROCS, clients))")
+	fs.Int64Var(&cfg.FenceRows, "fence-rows", 0, "before the first cell, top fencegw.fences up to this many rows of resources the run does not write (kept for the next run), to measure writes beside the state past work left")
+	fs.Int64Var(&cfg.IdempotencyRows, "idempotency-rows", 0, "before the first cell, top fencegw.idempotency_keys up to this many stored answers of a client the run is not (kept for the next run)")
 	bindDatabaseURL(fs, &cfg.DatabaseURL)
 	fs.StringVar(&cfg.GatewayURL, "gateway", "", "drive this running gateway (loopback only) instead of one in process; needs --database-url and --etcd, the gateway's")
 	fs.StringVar(&cfg.Dir, "bench", "testdata/bench", "folder with the bench's policy.yaml and migrations/")

@@ -29,6 +29,8 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"gateway pid without a gateway", []string{"--gateway-pid", "42"}},
 		{"wrk over replicas", []string{"--wrk", "--replicas", "2"}},
 		{"negative idle connections", []string{"--idle-connections", "-1"}},
+		{"negative fence rows", []string{"--fence-rows", "-1"}},
+		{"absurd idempotency rows", []string{"--idempotency-rows", "1000000000000"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := execute(context.Background(), io.Discard, append([]string{"bench"}, tc.args...)...)

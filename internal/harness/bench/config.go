@@ -96,6 +96,12 @@ type Config struct {
 	// write as one statement, a connection per client.
 	NoPgbench bool
 
+	// FenceRows and IdempotencyRows, if positive, top the gateway's fence
+	// table and idempotency table up to that many rows of resources and
+	// keys the run does not use, before the first cell (prefill.go): the
+	// writes then run beside the state past work left.
+	FenceRows, IdempotencyRows int64
+
 	// PoolMaxConns is pgx's pool size on both paths; 0 means
 	// min(4×GOMAXPROCS, clients) per cell.
 	PoolMaxConns int
@@ -136,6 +142,8 @@ func (c *Config) CheckLoad() error {
 		return fmt.Errorf("%w: rate %g writes/s: want 0 (closed loop) to %d", ErrConfig, c.Rate, maxRate)
 	case c.PoolMaxConns < 0:
 		return fmt.Errorf("%w: pool size %d is negative", ErrConfig, c.PoolMaxConns)
+	case c.FenceRows < 0 || c.IdempotencyRows < 0 || c.FenceRows > maxPrefill || c.IdempotencyRows > maxPrefill:
+		return fmt.Errorf("%w: --fence-rows %d, --idempotency-rows %d: want 0 to %d each", ErrConfig, c.FenceRows, c.IdempotencyRows, int64(maxPrefill))
 	}
 	for _, n := range c.Clients {
 		if n < 1 || n > maxClients {
@@ -154,6 +162,10 @@ func (c *Config) CheckLoad() error {
 	}
 	return nil
 }
+
+// maxPrefill bounds the rows pre-filled per table: a slip of the finger
+// should not fill the disk.
+const maxPrefill = 100_000_000
 
 // maxClients bounds one cell's goroutines and connections.
 const maxClients = 1024

@@ -38,7 +38,10 @@ type Report struct {
 	// clients together; 0 for closed-loop clients.
 	OfferedRate float64 `json:"offered_rate,omitempty"`
 	// Pgbench says how the yardstick ran, or why it did not.
-	Pgbench string  `json:"pgbench"`
+	Pgbench string `json:"pgbench"`
+	// State is the size of the gateway's tables when the first cell
+	// started (Config.FenceRows, Config.IdempotencyRows).
+	State   State   `json:"state"`
 	Cells   []Cell  `json:"cells"`
 	Process Process `json:"process"`
 }
@@ -94,7 +97,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  pgbench     %s\n", r.Pgbench)
 	fmt.Fprintf(&b, "  ceiling     pgbench, the same statement k to a transaction (k: the gateway's mean group in the cell) on its write transactions' count of connections, or twice it: the better\n")
 	fmt.Fprintf(&b, "  pgx pool    pool column: min(4×GOMAXPROCS, clients) unless --pool-max-conns; GOMAXPROCS %d\n", r.GOMAXPROCS)
-	fmt.Fprintf(&b, "  PostgreSQL  %s, fsync %s, synchronous_commit %s\n\n", r.Server.Version, r.Server.Fsync, r.Server.SynchronousCommit)
+	fmt.Fprintf(&b, "  PostgreSQL  %s, fsync %s, synchronous_commit %s\n", r.Server.Version, r.Server.Fsync, r.Server.SynchronousCommit)
+	fmt.Fprintf(&b, "  state       %d fence rows (%s), %d idempotency keys (%s) at the start\n\n",
+		r.State.FenceRows, mib(r.State.FenceBytes), r.State.IdempotencyRows, mib(r.State.IdempotencyBytes))
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "clients\tdist   \tpool\tdirect tx/s\tgateway tx/s\tratio\tpgbench tx/s\tgw/pgb\tceiling w/s (k×conns)\tgw/ceil\tdirect p50/p99/p999 ms\tgateway p50/p99/p999 ms\tpgbench p50/p99/p999 ms\terrors\t")

@@ -29,6 +29,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	state, err := prefill(ctx, cfg.DatabaseURL, cfg.FenceRows, cfg.IdempotencyRows)
+	if err != nil {
+		return nil, err
+	}
 	rep := &Report{
 		Gateway:         gatewayName(cfg),
 		Replicas:        cfg.Replicas,
@@ -42,6 +46,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		WarmupSeconds:   cfg.Warmup.Seconds(),
 		OfferedRate:     cfg.Rate,
 		Pgbench:         e.pgbenchNote,
+		State:           state,
 	}
 	empty, err := emptyRoundTrip(ctx, 100*time.Millisecond, min(cfg.Duration, time.Second))
 	if err != nil {
