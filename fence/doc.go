@@ -86,19 +86,21 @@
 // # The authority record, the audit, inspection
 //
 // Records is PostgreSQL's memory of the token authority, which package
-// authority's Guard compares etcd with. RecordRejection and RunJanitor
+// authority's Watchdog compares etcd with. RecordRejection and RunJanitor
 // keep the bounded audit of refused writes and expire idempotency keys;
 // RecordHistory and History write and read the lock history, which the
 // janitor bounds too (history.go). AdvanceFence moves a fence up for an
-// operator (advance.go).
-// Fences, Rejections and Bypasses are `fencegw inspect`'s queries, and
+// operator (advance.go). The fence floor (floor.go) keeps fencegw.fences
+// bounded: RaiseFloor and PruneFences delete the rows at or below it,
+// which fencegw.fence applies to a resource without a row. Fences,
+// Rejections, Bypasses and TableSizes are `fencegw inspect`'s queries, and
 // CheckPolicy asks PostgreSQL to plan every statement of a policy.
 //
 // # The functions it calls
 //
 // The SQL functions on fencegw.* that this package calls (fence,
-// stamp_unfenced, claim_key, settle_key, and expect_rows, which the
-// policy's statements call) are defined in sql/, one file each, as they
+// stamp_unfenced, claim_key, settle_key, raise_fence_floor, prune_fences,
+// and expect_rows, which the policy's statements call) are defined in sql/, one file each, as they
 // are now: Definitions hands them to package schema, which applies them
 // after the gateway's migrations whenever the database holds something
 // else. The migrations change tables only.
