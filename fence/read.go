@@ -33,13 +33,19 @@ import (
 //
 // A token passes if it is not older than its resource's fence; an equal
 // one passes on a strict resource too (a read spends nothing). A resource
-// never written has no fence, and every token passes.
+// without a fence row (never written, or pruned) is fenced at the fence
+// floor, as fencegw.fence does: a token at or below it is refused. The
+// floor is read in the read's snapshot with the row: a row pruned before
+// the snapshot went under a floor that committed no later, so the
+// snapshot sees one or the other.
 
 // readBeginSQL starts a read's transaction.
 const readBeginSQL = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
-// readFenceSQL reads one fence; no row: never written.
-const readFenceSQL = "SELECT epoch, token FROM fencegw.fences WHERE resource = $1"
+// readFenceSQL reads one fence and the fence floor; the fence's columns
+// are NULL when the resource has no row.
+const readFenceSQL = `SELECT f.epoch, f.token, fl.epoch, fl.revision
+	FROM fencegw.fence_floor fl LEFT JOIN fencegw.fences f ON f.resource = $1`
 
 // ReadResult is what a read returns: per write (one, for a read operation)
 // its statements' results, and the fence of each of its resources as the
@@ -110,14 +116,21 @@ func (s *Store) readRead(br pgx.BatchResults, req *Request) (ReadResult, failedA
 	}
 	res := ReadResult{fences: make(map[string]tokens.Token, len(req.fences))}
 	for i, f := range req.fences {
-		var cur tokens.Token
-		err := br.QueryRow().Scan(&cur.Epoch, &cur.Revision)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			continue
-		case err != nil:
+		var epoch, revision *int64
+		var floor tokens.Token
+		if err := br.QueryRow().Scan(&epoch, &revision, &floor.Epoch, &floor.Revision); err != nil {
 			return ReadResult{}, failedAt{fence: i, write: -1}, err
 		}
+		if epoch == nil {
+			if f.token.Compare(floor) <= 0 && !s.unsafeNoFence {
+				w := &req.Writes[f.write]
+				return ReadResult{}, nowhere, req.InWrite(f.write, &StaleTokenError{
+					Role: w.Operation.Roles[f.role].Name, Resource: f.resource, Presented: f.token.Unsigned(), Current: floor,
+				})
+			}
+			continue
+		}
+		cur := tokens.Token{Epoch: *epoch, Revision: *revision}
 		res.fences[f.resource] = cur
 		if f.token.Compare(cur) < 0 && !s.unsafeNoFence {
 			w := &req.Writes[f.write]

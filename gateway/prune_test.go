@@ -81,6 +81,12 @@ func TestPrunedFenceStillRefusesItsStaleToken(t *testing.T) {
 	if after := h.state(); after != before {
 		t.Fatalf("a refused write changed the database: %s -> %s", before, after)
 	}
+	// A read under the fence is refused alike: the resource has no row,
+	// its fence is the floor.
+	check := h.do(http.MethodPost, "/v1/fences/check", http.Header{"Fencing-Token": {a.Token}}, `{"resource": "`+resource+`"}`)
+	if check.Status != http.StatusConflict || check.Problem.CurrentToken != floor {
+		t.Fatalf("A's fence check after pruning: %d %s, want 409 at the floor %s", check.Status, check.Body, floor)
+	}
 
 	// The state's size is exported: every fencegw table's rows and bytes,
 	// the floor and what was pruned.
