@@ -21,21 +21,25 @@ func pruneHarness(t *testing.T) *harness {
 	h := newHarnessOn(t, demoPolicy(t, "monotonic"), cli)
 	// The floor is raised only for the etcd the authority record vouches
 	// for: the guard's check records its identity and revision.
-	if err := h.gw.Guard().Check(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	h.recordEtcd()
 	return h
+}
+
+// recordEtcd runs the authority's check, which records etcd's identity
+// and newest revision: the floor rises only for that etcd, and no higher.
+func (h *harness) recordEtcd() {
+	h.t.Helper()
+	if err := h.gw.Guard().Check(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 // prune raises the floor and prunes, after the guard recorded etcd's
 // newest revision (the floor stays at or below it).
 func (h *harness) prune() (floor string, pruned int64) {
 	h.t.Helper()
-	ctx := context.Background()
-	if err := h.gw.Guard().Check(ctx); err != nil {
-		h.t.Fatal(err)
-	}
-	r, err := h.gw.PruneFences(ctx)
+	h.recordEtcd()
+	r, err := h.gw.PruneFences(context.Background())
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -142,17 +146,13 @@ func TestLiveLeasesWriteAfterPruning(t *testing.T) {
 		t.Fatal("the waiter never queued")
 	}
 
-	if err := h.gw.Guard().Check(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h.recordEtcd()
 	floor, identity, err := h.auth.TokenFloor(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	late := h.mustAcquire("account/acct-5", 30, 0)  // granted after the read
-	if err := h.gw.Guard().Check(ctx); err != nil { // the record now knows late's revision
-		t.Fatal(err)
-	}
+	late := h.mustAcquire("account/acct-5", 30, 0) // granted after the read
+	h.recordEtcd()                                 // the record now knows late's revision
 	raised, err := h.gw.Store().RaiseFloor(ctx, floor, identity)
 	if err != nil {
 		t.Fatal(err)
@@ -255,8 +255,8 @@ func TestPruningBesideWritesLosesNothing(t *testing.T) {
 				close(stop)
 				return
 			}
-			if err := h.gw.Guard().Check(ctx); err != nil {
-				t.Errorf("guard: %v", err)
+			if err := h.gw.Guard().Check(ctx); err != nil { // t.Fatal is not for this goroutine
+				t.Errorf("authority check: %v", err)
 				return
 			}
 		}
