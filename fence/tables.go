@@ -25,14 +25,17 @@ const countBelow = 100_000
 // TableSizes returns the size of every table of the schema fencegw, by
 // name.
 func TableSizes(ctx context.Context, db DB) ([]TableSize, error) {
-	rows, err := db.Query(ctx, `SELECT c.relname, c.reltuples::bigint, pg_total_relation_size(c.oid)
+	rows, err := db.Query(ctx, `SELECT c.relname, c.reltuples::bigint, pg_total_relation_size(c.oid), has_table_privilege(c.oid, 'SELECT')
 		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = 'fencegw' AND c.relkind IN ('r', 'p') ORDER BY c.relname`)
 	if err != nil {
 		return nil, fmt.Errorf("fence: table sizes: %w", err)
 	}
+	var readable []bool
 	sizes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (t TableSize, err error) {
-		err = r.Scan(&t.Table, &t.Rows, &t.Bytes)
+		var canRead bool
+		err = r.Scan(&t.Table, &t.Rows, &t.Bytes, &canRead)
+		readable = append(readable, canRead)
 		return t, err
 	})
 	if err != nil {
@@ -40,9 +43,11 @@ func TableSizes(ctx context.Context, db DB) ([]TableSize, error) {
 	}
 	for i := range sizes {
 		t := &sizes[i]
-		// reltuples is -1 for a table never analysed: counted.
-		if t.Rows >= countBelow {
-			t.Estimated = true
+		// reltuples is -1 for a table never analysed: counted, where the
+		// role may read it (a table added by hand, or by a later release
+		// before its grants, is estimated rather than fail the rest).
+		if t.Rows >= countBelow || !readable[i] {
+			t.Rows, t.Estimated = max(t.Rows, 0), true
 			continue
 		}
 		if err := db.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{"fencegw", t.Table}.Sanitize()).Scan(&t.Rows); err != nil {

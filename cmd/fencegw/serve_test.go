@@ -179,6 +179,8 @@ func TestServeConfigCheck(t *testing.T) {
 		{"an unknown log level", func(c *serveConfig) { c.LogLevel = "verbose" }, false},
 		{"a debug log level", func(c *serveConfig) { c.LogLevel = "debug" }, true},
 		{"a negative shutdown delay", func(c *serveConfig) { c.ShutdownDelay = -time.Second }, false},
+		{"pruning off", func(c *serveConfig) { c.PruneEvery = 0 }, true},
+		{"a negative pruning interval", func(c *serveConfig) { c.PruneEvery = -time.Minute }, false},
 		{"a TLS certificate and key", func(c *serveConfig) { c.TLS.CertFile, c.TLS.KeyFile = "gw.crt", "gw.key" }, true},
 		{"a TLS certificate without its key", func(c *serveConfig) { c.TLS.CertFile = "gw.crt" }, false},
 		{"a client CA without TLS", func(c *serveConfig) { c.TLS.ClientCAFile = "ca.pem" }, false},
