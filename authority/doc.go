@@ -10,7 +10,10 @@
 // the lowest create revision (etcd's concurrency.Mutex recipe: each waiter
 // watches only its predecessor, so waiters are granted in arrival order).
 // The token is (epoch, create revision of the holder's key); the epoch is
-// read in the same etcd transaction that creates the key.
+// read in the same etcd transaction that creates the key. So the keys
+// there now are every token a live lease holds or may be granted, and
+// TokenFloor (floor.go) names a token below all of them: how far the
+// fence floor may rise, for pruning fence rows.
 //
 // # Validation
 //
