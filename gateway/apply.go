@@ -69,7 +69,10 @@ func (g *Gateway) validate(ctx context.Context, resource, client string, tok tok
 // nothing: settle waits for an attempt in flight and replays it, or says
 // the key's outcome is unknown, since an earlier attempt may still be on
 // its way (queued in this replica or another). Every other failure is
-// answered as it is.
+// answered as it is. Which of these an error is, fence decides
+// (fence.OutcomeOf, fence.SettlesKey); the gateway only renders the
+// refusal's problem document, the bytes every replay of the key answers,
+// for fence to store: HTTP is the gateway's, the decision fence's.
 func (g *Gateway) settle(ctx context.Context, key *fence.IdempotencyKey, err error, scope problemScope) (fence.Response, error) {
 	var (
 		refusal   *fence.Response
