@@ -65,10 +65,12 @@ type LeaseEnd struct {
 // idempotent (the lock history keeps one end per lease). A watch cut off
 // (leader lost) resumes after the last revision it saw; one that etcd
 // compacted past, or that starts anew, misses the ends in between.
-func (a *Etcd) WatchLeaseEnds(ctx context.Context, ended func(LeaseEnd)) {
+// watching, if not nil, is called once etcd has set up the first watch:
+// every end after that is seen.
+func (a *Etcd) WatchLeaseEnds(ctx context.Context, ended func(LeaseEnd), watching func()) {
 	var next int64 // 0: from now
 	for ctx.Err() == nil {
-		opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithPrevKV()}
+		opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithPrevKV(), clientv3.WithCreatedNotify()}
 		if next > 0 {
 			opts = append(opts, clientv3.WithRev(next))
 		}
@@ -79,6 +81,10 @@ func (a *Etcd) WatchLeaseEnds(ctx context.Context, ended func(LeaseEnd)) {
 			}
 			if resp.Err() != nil {
 				break
+			}
+			if resp.Created && watching != nil {
+				watching()
+				watching = nil
 			}
 			a.reportEnds(ctx, resp.Events, ended)
 			next = resp.Header.Revision + 1

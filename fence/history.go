@@ -106,6 +106,25 @@ func History(ctx context.Context, db DB, resource string, since time.Time, limit
 	return out, nil
 }
 
+// RecentHistory returns the newest events of the lock history of every
+// resource, newest first, at most limit: the status page's recent holders.
+func RecentHistory(ctx context.Context, db DB, limit int) ([]HistoryEvent, error) {
+	rows, err := db.Query(ctx, `SELECT at, resource, event, coalesce(lease_id, ''), coalesce(client, ''), coalesce(token, ''), coalesce(actor, ''), coalesce(reason, '')
+		  FROM fencegw.lock_history ORDER BY id DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("fence: read recent history: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (HistoryEvent, error) {
+		var e HistoryEvent
+		err := row.Scan(&e.At, &e.Resource, &e.Event, &e.LeaseID, &e.Client, &e.Token, &e.Actor, &e.Reason)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fence: read recent history: %w", err)
+	}
+	return out, nil
+}
+
 // trimHistory deletes what the lock history does not keep: events older
 // than $2, and those of a resource past its newest $1.
 const trimHistory = `

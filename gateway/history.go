@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,11 +33,14 @@ type historian struct {
 	dropped  prometheus.Counter
 	recorded *prometheus.CounterVec
 	dropLog  rate.Sometimes
+	// watching is closed once the watch of lease ends is set up.
+	watching     chan struct{}
+	watchingOnce sync.Once
 }
 
 func newHistorian(store *fence.Store, log *slog.Logger, reg *prometheus.Registry) *historian {
 	h := &historian{
-		store: store, log: log, queue: make(chan fence.HistoryEvent, historyQueue),
+		store: store, log: log, queue: make(chan fence.HistoryEvent, historyQueue), watching: make(chan struct{}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fencegw_history_dropped_total",
 			Help: "Lock history events not recorded in fencegw.lock_history because the history queue was full (each is in the log, at most one line per 10 s).",
@@ -112,9 +116,13 @@ func (h *historian) ended(e authority.LeaseEnd) {
 func (g *Gateway) RunHistory(ctx context.Context) {
 	done := make(chan struct{})
 	go func() { defer close(done); g.history.run(ctx) }()
-	g.cfg.Authority.WatchLeaseEnds(ctx, g.history.ended)
+	g.cfg.Authority.WatchLeaseEnds(ctx, g.history.ended, func() { g.history.watchingOnce.Do(func() { close(g.history.watching) }) })
 	<-done
 }
+
+// HistoryWatching is closed once RunHistory watches etcd for lease ends:
+// every end after it is recorded.
+func (g *Gateway) HistoryWatching() <-chan struct{} { return g.history.watching }
 
 // recordGrant queues the grant of lease to client.
 func (g *Gateway) recordGrant(lease authority.Lease, client string) {

@@ -17,6 +17,12 @@ func runHistory(t *testing.T, gw *gateway.Gateway) {
 	done := make(chan struct{})
 	go func() { defer close(done); gw.RunHistory(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+	// An end before the watch is set up would never be seen.
+	select {
+	case <-gw.HistoryWatching():
+	case <-time.After(60 * time.Second):
+		t.Fatal("the lock history's watch of etcd never started")
+	}
 }
 
 // history reads resource's lock history from h's database.

@@ -20,7 +20,7 @@ const (
 	statusRows    = 20              // rows per list
 	statusTimeout = 2 * time.Second // for each of PostgreSQL and etcd
 	// statusFor is how long a gathered status is shared: every open page
-	// polls, and each gathering costs three queries, a page of etcd lock
+	// polls, and each gathering costs four queries, a page of etcd lock
 	// keys and three etcd reads per lock shown.
 	statusFor        = time.Second
 	statusValueBytes = 200 // bytes of a lock's value shown
@@ -47,7 +47,10 @@ type statusView struct {
 	LocksTruncated bool                   `json:"locks_truncated"`
 	Rejections     []fence.RejectionGroup `json:"rejections"` // grouped by resource and reason
 	Bypasses       []fence.BypassRow      `json:"bypasses"`
-	Rates          rateView               `json:"rates"`
+	// History is the lock history's newest events, every resource's: who
+	// held what lately, and how each lease ended.
+	History []fence.HistoryEvent `json:"history"`
+	Rates   rateView             `json:"rates"`
 }
 
 type authorityStatus struct {
@@ -148,11 +151,15 @@ func (g *Gateway) statusFromPostgres(ctx context.Context, v *statusView) {
 	fences, err := fence.Fences(ctx, g.cfg.Pool, "", statusRows)
 	var rejections []fence.RejectionGroup
 	var bypasses []fence.BypassRow
+	var history []fence.HistoryEvent
 	if err == nil {
 		rejections, err = fence.RejectionGroups(ctx, g.cfg.Pool, "", statusRows, statusRefusalsScanned)
 	}
 	if err == nil {
 		bypasses, err = fence.Bypasses(ctx, g.cfg.Pool, statusRows)
+	}
+	if err == nil {
+		history, err = fence.RecentHistory(ctx, g.cfg.Pool, statusRows)
 	}
 	if err != nil {
 		// Connection strings and server messages stay in the log.
@@ -160,7 +167,7 @@ func (g *Gateway) statusFromPostgres(ctx context.Context, v *statusView) {
 		v.Sources.Postgres = "unavailable: unreachable or refusing queries (see the gateway's log)"
 		return
 	}
-	v.Fences, v.Rejections, v.Bypasses = fences, rejections, bypasses
+	v.Fences, v.Rejections, v.Bypasses, v.History = fences, rejections, bypasses, history
 	v.Sources.Postgres = sourceOK
 }
 

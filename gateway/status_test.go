@@ -40,7 +40,12 @@ type statusJSON struct {
 	LocksTruncated bool              `json:"locks_truncated"`
 	Rejections     []statusRejection `json:"rejections"`
 	Bypasses       []json.RawMessage `json:"bypasses"`
-	Rates          struct {
+	History        []struct {
+		Resource string `json:"resource"`
+		Event    string `json:"event"`
+		Token    string `json:"token"`
+	} `json:"history"`
+	Rates struct {
 		IntervalSeconds float64           `json:"interval_seconds"`
 		Samples         []json.RawMessage `json:"samples"`
 	} `json:"rates"`
@@ -147,6 +152,7 @@ clients:
 // is in GET /v1/status: the fence it lost to, the lock held, its refusal.
 func TestStatusShowsFencesLocksAndRefusals(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
+	runHistory(t, h.gw)
 	old, held := h.succession("account/acct-81", 60)
 	defer h.release(held)
 	if r := h.write("debit", held.Token, debit("acct-81", 1)); r.Status != http.StatusOK {
@@ -156,6 +162,16 @@ func TestStatusShowsFencesLocksAndRefusals(t *testing.T) {
 		t.Fatalf("debit with the older token: %d %s, want 409", r.Status, r.Body)
 	}
 
+	// The lock history: the first holder's grant and release, newest first.
+	h.waitStatus("the first holder in the lock history", func(v statusJSON) bool {
+		var events []string
+		for _, e := range v.History {
+			if e.Resource == "account/acct-81" && e.Token == old.Plain {
+				events = append(events, e.Event)
+			}
+		}
+		return slices.Equal(events, []string{"released", "granted"})
+	})
 	v := h.waitStatus("the refusal", func(v statusJSON) bool {
 		return slices.ContainsFunc(v.Rejections, func(r statusRejection) bool {
 			return r.Resource == "account/acct-81" && r.Reason == "stale-token" && r.Operation == "debit" &&

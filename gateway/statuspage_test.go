@@ -45,6 +45,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 func testStatusPageShowsRefusals(t *testing.T, browser context.Context) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	runStatusRates(t, h.gw)
+	runHistory(t, h.gw)
 	page := openTab(t, browser, h.base+"/status")
 	page.waitFor("itself live", `document.getElementById("state").classList.contains("live")`)
 
@@ -76,6 +77,9 @@ func testStatusPageShowsRefusals(t *testing.T, browser context.Context) {
 	}))
 	page.waitFor("the lock held, with its waiter", rowWith("locks", map[string]string{
 		"resource": "account/acct-91", "holder": held.Plain, "waiters": "1", "client": "anonymous",
+	}))
+	page.waitFor("the first holder's release in the lock history", rowWith("history", map[string]string{
+		"resource": "account/acct-91", "event": "released", "token": old.Plain,
 	}))
 	page.waitFor("the fence advanced", rowWith("fences", map[string]string{"resource": "account/acct-91", "token": held.Plain, "writes": "1"}))
 	page.waitFor("the hostile lock, as text", rowWith("locks", map[string]string{"resource": hostile, "value": hostileValue}))
@@ -140,7 +144,7 @@ func testStatusPageWithoutPostgres(t *testing.T, browser context.Context) {
 	_, base := gatewayOn(t, "postgres://postgres@127.0.0.1:1/none?sslmode=disable")
 	page := openTab(t, browser, base+"/status")
 	page.waitFor("PostgreSQL's lists as unavailable, etcd's shown", `
-		["fences", "rejections", "bypasses"].every((id) => {
+		["fences", "rejections", "bypasses", "history"].every((id) => {
 			const down = document.querySelector("#" + id + " .unavailable");
 			return !down.hidden && down.textContent.startsWith("PostgreSQL unavailable");
 		}) &&

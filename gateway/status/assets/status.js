@@ -135,6 +135,16 @@
       cell(String(b.txid), "txid"),
       cell(b.why, "why"),
     ]);
+    fill("history", v.history, v.sources.postgres, (e) => [
+      whenCell(e.at),
+      cell(e.resource, "resource"),
+      cell(e.event, "event"),
+      cell(e.client || "", "client"),
+      cell(e.token || "", "token"),
+      cell(e.lease_id || "", "lease"),
+      cell(e.actor || "", "by"),
+      cell(e.reason || "", "reason"),
+    ]);
     chart(v.rates);
   }
 
