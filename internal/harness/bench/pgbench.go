@@ -136,6 +136,15 @@ func readPgbenchLogs(dir string, warmup time.Duration) (Path, error) {
 			p.WarmupWrites++
 			continue
 		}
+		if t.failed {
+			if p.Errors == nil {
+				p.Errors = map[string]int64{}
+			}
+			if p.Errors["pgbench-failed"]++; p.FirstError == "" {
+				p.FirstError = "pgbench: a transaction failed (PostgreSQL aborted it: a deadlock or a serialization failure)"
+			}
+			continue
+		}
 		lat = append(lat, t.lat)
 		if t.end.After(last) {
 			last = t.end
@@ -177,14 +186,24 @@ func libpqURL(databaseURL string) string {
 type pgbenchTx struct {
 	end time.Time
 	lat time.Duration
+	// failed: PostgreSQL aborted the transaction (a deadlock or a
+	// serialization failure; pgbench logs "failed" for its latency). The
+	// batched ceiling's transactions write several accounts in random
+	// order, as the gateway, which locks them in one order, never does.
+	failed bool
 }
 
 // parsePgbenchLine reads "client transaction latency_us script end_s
-// end_us" (pgbench --log, without --sampling-rate or retries).
+// end_us" (pgbench --log, without --sampling-rate or retries), the
+// latency "failed" for a transaction PostgreSQL aborted.
 func parsePgbenchLine(line string) (pgbenchTx, error) {
 	fields := strings.Fields(line)
 	if len(fields) < 6 {
 		return pgbenchTx{}, fmt.Errorf("%q: want six fields", clipLine(line))
+	}
+	failed := fields[2] == "failed"
+	if failed {
+		fields[2] = "0"
 	}
 	lat, err1 := strconv.ParseInt(fields[2], 10, 64)
 	s, err2 := strconv.ParseInt(fields[4], 10, 64)
@@ -192,7 +211,7 @@ func parsePgbenchLine(line string) (pgbenchTx, error) {
 	if err := errors.Join(err1, err2, err3); err != nil || lat < 0 || us < 0 || us >= 1e6 || s < 0 {
 		return pgbenchTx{}, fmt.Errorf("%q: want a latency, seconds and microseconds", clipLine(line))
 	}
-	return pgbenchTx{end: time.Unix(s, us*1000), lat: time.Duration(lat) * time.Microsecond}, nil
+	return pgbenchTx{end: time.Unix(s, us*1000), lat: time.Duration(lat) * time.Microsecond, failed: failed}, nil
 }
 
 func clipLine(s string) string {

@@ -13,6 +13,10 @@ func TestParsePgbenchLine(t *testing.T) {
 	if err != nil || tx.lat != 412*time.Microsecond || !tx.end.Equal(time.Unix(1764500000, 250_000_000)) {
 		t.Fatalf("a log line: %+v, %v", tx, err)
 	}
+	tx, err = parsePgbenchLine("1 1138 failed 0 1796157766 187129")
+	if err != nil || !tx.failed || !tx.end.Equal(time.Unix(1796157766, 187_129_000)) {
+		t.Fatalf("a failed transaction's line: %+v, %v", tx, err)
+	}
 	for _, bad := range []string{"", "1 2 3", "1 2 x 0 5 6", "1 2 3 0 5 1000000", "1 2 -3 0 5 6"} {
 		if _, err := parsePgbenchLine(bad); err == nil {
 			t.Errorf("%q: parsed, want an error", bad)
@@ -23,6 +27,7 @@ func TestParsePgbenchLine(t *testing.T) {
 func FuzzParsePgbenchLine(f *testing.F) {
 	f.Add("3 117 412 0 1764500000 250000")
 	f.Add("0 0 0 0 0 0 extra")
+	f.Add("1 1138 failed 0 1796157766 187129")
 	f.Fuzz(func(t *testing.T, line string) {
 		tx, err := parsePgbenchLine(line)
 		if err == nil && (tx.lat < 0 || tx.end.Before(time.Unix(0, 0))) {
