@@ -2,6 +2,7 @@ package authority
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/fencegw/fencegw/tokens"
@@ -118,6 +119,29 @@ func (a *Etcd) checkOwner(ctx context.Context, id LeaseID, owner string) (*delay
 	}
 	if err := ownerIs(resp.Responses[0].GetResponseRange().Kvs, id, owner); err != nil {
 		return nil, err
+	}
+	return delayOf(resp.Responses[1].GetResponseRange().Kvs), nil
+}
+
+// markReleased checks that owner owns lease id and, in the same
+// transaction, marks it as ending by release (markEnding's record, in
+// the round trip the owner check takes anyway); it returns the lease's
+// lock-delay record, if any.
+func (a *Etcd) markReleased(ctx context.Context, id LeaseID, owner string) (*delayRecord, error) {
+	b, _ := json.Marshal(ending{How: EndReleased}) // strings only: cannot fail
+	resp, err := a.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.Value(ownerKey(id)), "=", owner)).
+		Then(clientv3.OpPut(endingKey(id), string(b), clientv3.WithLease(clientv3.LeaseID(id))), clientv3.OpGet(delayIndexKey(id))).
+		Else(clientv3.OpGet(ownerKey(id))).
+		Commit()
+	if err != nil {
+		return nil, leaseError("release lease", err)
+	}
+	if !resp.Succeeded {
+		if err := ownerIs(resp.Responses[0].GetResponseRange().Kvs, id, owner); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("lease %s: %w", id, ErrNotOwner) // changed between the compare and the read
 	}
 	return delayOf(resp.Responses[1].GetResponseRange().Kvs), nil
 }
@@ -513,11 +537,8 @@ func (a *Etcd) Holder(ctx context.Context, resource string) (tokens.Token, bool,
 func (a *Etcd) Release(ctx context.Context, id LeaseID, owner string) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	delay, err := a.checkOwner(ctx, id, owner)
+	delay, err := a.markReleased(ctx, id, owner)
 	if err != nil {
-		return err
-	}
-	if err := a.markEnding(ctx, id, ending{How: EndReleased}); err != nil {
 		return err
 	}
 	// The last-holder record goes first: the holder said it is done, so if
