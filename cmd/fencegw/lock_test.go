@@ -80,15 +80,8 @@ func buildFencegw(t *testing.T) string {
 // holds B's write only.
 func TestLockStopsAPausedHolder(t *testing.T) {
 	bin := buildFencegw(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	dbURL := migrated(t)
-	addrs, served := make(chan string, 1), make(chan error, 1)
-	go func() {
-		served <- serve(ctx, serveConfigFor(t, dbURL, "../../testdata/demo/policy.yaml"), func(a string) { addrs <- a })
-	}()
-	defer func() { cancel(); <-served }()
-	base := "http://" + <-addrs
+	ctx := context.Background()
+	base, dbURL := serveDemo(t)
 
 	start := func(name string) (*exec.Cmd, string, *bytes.Buffer) {
 		dir := filepath.Join(t.TempDir(), name)
@@ -281,15 +274,8 @@ func TestLockSendsTheBearerToken(t *testing.T) {
 // on a lost lease.
 func TestLockWarnsWhileRenewalsFail(t *testing.T) {
 	bin := buildFencegw(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	dbURL := migrated(t)
-	addrs, served := make(chan string, 1), make(chan error, 1)
-	go func() {
-		served <- serve(ctx, serveConfigFor(t, dbURL, "../../testdata/demo/policy.yaml"), func(a string) { addrs <- a })
-	}()
-	defer func() { cancel(); <-served }()
-	target, err := url.Parse("http://" + <-addrs)
+	base, _ := serveDemo(t)
+	target, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,4 +315,24 @@ func TestLockWarnsWhileRenewalsFail(t *testing.T) {
 	if warned < 0 || lost < warned || !strings.Contains(out.String(), "unless a renewal gets through") {
 		t.Fatalf("want a failed renewal said, with the time left, before the loss:\n%s", out.String())
 	}
+}
+
+// serveDemo runs fencegw serve on a migrated database with the demo
+// policy until the test ends, and returns its URL and the database's.
+func serveDemo(t *testing.T) (base, dbURL string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	dbURL = migrated(t)
+	addrs, served := make(chan string, 1), make(chan error, 1)
+	go func() {
+		served <- serve(ctx, serveConfigFor(t, dbURL, "../../testdata/demo/policy.yaml"), func(a string) { addrs <- a })
+	}()
+	t.Cleanup(func() { cancel(); <-served })
+	select {
+	case a := <-addrs:
+		return "http://" + a, dbURL
+	case err := <-served:
+		t.Fatalf("serve: %v", err)
+	}
+	return "", ""
 }
