@@ -23,7 +23,7 @@ var ErrNoFence = errors.New("fence: the resource has no fence")
 // bounds it.
 func (s *Store) AdvanceFence(ctx context.Context, resource string, to tokens.Token, dryRun bool) (before tokens.Token, advanced bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, "SELECT epoch, token FROM fencegw.fences WHERE resource = $1 FOR UPDATE", resource).
+		err := tx.QueryRow(ctx, "SELECT epoch, revision FROM fencegw.fences WHERE resource = $1 FOR UPDATE", resource).
 			Scan(&before.Epoch, &before.Revision)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: %s", ErrNoFence, resource)
@@ -35,7 +35,7 @@ func (s *Store) AdvanceFence(ctx context.Context, resource string, to tokens.Tok
 		if !advanced || dryRun {
 			return nil
 		}
-		_, err = tx.Exec(ctx, "UPDATE fencegw.fences SET epoch = $2, token = $3, updated_at = now() WHERE resource = $1",
+		_, err = tx.Exec(ctx, "UPDATE fencegw.fences SET epoch = $2, revision = $3, updated_at = now() WHERE resource = $1",
 			resource, to.Epoch, to.Revision)
 		return err
 	})

@@ -109,7 +109,7 @@ func (d *db) fence(resource string) string {
 	d.t.Helper()
 	var f string
 	err := d.pool.QueryRow(context.Background(),
-		"SELECT coalesce((SELECT epoch || ':' || token || '#' || writes FROM fencegw.fences WHERE resource = $1), 'none')", resource).Scan(&f)
+		"SELECT coalesce((SELECT epoch || ':' || revision || '#' || writes FROM fencegw.fences WHERE resource = $1), 'none')", resource).Scan(&f)
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func (d *db) state() string {
 	err := d.pool.QueryRow(context.Background(), `SELECT
 		(SELECT md5(string_agg(id || '=' || balance_cents, ',' ORDER BY id)) FROM demo.accounts) || ' ' ||
 		(SELECT count(*) || '/' || coalesce(max(id), 0) FROM demo.write_log) || ' ' ||
-		(SELECT coalesce(md5(string_agg(resource || '=' || epoch || ':' || token || '#' || writes, ',' ORDER BY resource)), 'none') FROM fencegw.fences)`).Scan(&s)
+		(SELECT coalesce(md5(string_agg(resource || '=' || epoch || ':' || revision || '#' || writes, ',' ORDER BY resource)), 'none') FROM fencegw.fences)`).Scan(&s)
 	if err != nil {
 		d.t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ type BypassRow struct {
 // Fences returns at most limit fences of resources starting with prefix,
 // most recently advanced first.
 func Fences(ctx context.Context, db DB, prefix string, limit int) ([]FenceRow, error) {
-	rows, err := db.Query(ctx, `SELECT resource, epoch, token, writes, updated_at FROM fencegw.fences
+	rows, err := db.Query(ctx, `SELECT resource, epoch, revision, writes, updated_at FROM fencegw.fences
 		WHERE resource LIKE $1 ORDER BY updated_at DESC, resource LIMIT $2`, likePrefix(prefix), limit)
 	if err != nil {
 		return nil, fmt.Errorf("fence: fences: %w", err)

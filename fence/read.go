@@ -19,7 +19,7 @@ import (
 // It is one round trip, one transaction:
 //
 //	BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY
-//	SELECT epoch, token FROM fencegw.fences WHERE resource = $1   -- each fence, canonical order
+//	SELECT epoch, revision FROM fencegw.fences WHERE resource = $1   -- each fence, canonical order
 //	<the operation's SELECTs>
 //	COMMIT
 //
@@ -44,7 +44,7 @@ const readBeginSQL = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 // readFenceSQL reads one fence and the fence floor; the fence's columns
 // are NULL when the resource has no row.
-const readFenceSQL = `SELECT f.epoch, f.token, fl.epoch, fl.revision
+const readFenceSQL = `SELECT f.epoch, f.revision, fl.epoch, fl.revision
 	FROM fencegw.fence_floor fl LEFT JOIN fencegw.fences f ON f.resource = $1`
 
 // ReadResult is what a read returns: per write (one, for a read operation)

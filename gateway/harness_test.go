@@ -244,7 +244,7 @@ func (h *harness) fence(resource string) string {
 	h.t.Helper()
 	var f string
 	err := h.pool.QueryRow(context.Background(),
-		"SELECT coalesce((SELECT epoch || ':' || token FROM fencegw.fences WHERE resource = $1), 'none')", resource).Scan(&f)
+		"SELECT coalesce((SELECT epoch || ':' || revision FROM fencegw.fences WHERE resource = $1), 'none')", resource).Scan(&f)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func (h *harness) state() string {
 	err := h.pool.QueryRow(context.Background(), `SELECT
 		(SELECT md5(string_agg(id || '=' || balance_cents, ',' ORDER BY id)) FROM demo.accounts) || ' ' ||
 		(SELECT count(*) || '/' || coalesce(max(id), 0) FROM demo.write_log) || ' ' ||
-		(SELECT coalesce(md5(string_agg(resource || '=' || epoch || ':' || token || '#' || writes, ',' ORDER BY resource)), 'none') FROM fencegw.fences)`).Scan(&s)
+		(SELECT coalesce(md5(string_agg(resource || '=' || epoch || ':' || revision || '#' || writes, ',' ORDER BY resource)), 'none') FROM fencegw.fences)`).Scan(&s)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func (r *invariantRun) readState() invState {
 	if rows.Err() != nil {
 		r.t.Fatal(rows.Err())
 	}
-	r.scan("SELECT resource, epoch, token FROM fencegw.fences", func(rows scanner) error {
+	r.scan("SELECT resource, epoch, revision FROM fencegw.fences", func(rows scanner) error {
 		var res string
 		var t tokens.Token
 		err := rows.Scan(&res, &t.Epoch, &t.Revision)

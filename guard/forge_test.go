@@ -39,7 +39,7 @@ func TestTheMarkCannotBeForged(t *testing.T) {
 		{"claiming the row's resource", as + "; SELECT set_config('fencegw.resource', 'account/acct-1', true)", write, "FG403"},
 		{"advancing the fence itself", as, "SELECT fencegw.fence('account/acct-1', 1, 9000000000, false)", "42501"},
 		{"stamping the fence row", as, "UPDATE fencegw.fences SET xact = pg_current_xact_id(), updated_at = now()", "42501"},
-		{"inserting a fence row", as, "INSERT INTO fencegw.fences (resource, epoch, token, xact) VALUES ('account/acct-1', 1, 1, pg_current_xact_id())", "42501"},
+		{"inserting a fence row", as, "INSERT INTO fencegw.fences (resource, epoch, revision, xact) VALUES ('account/acct-1', 1, 1, pg_current_xact_id())", "42501"},
 		{"the control runs' stamp", as, "SELECT fencegw.stamp_unfenced('account/acct-1', 1, 1, true)", "42501"},
 		{"a bypass", as, "SELECT fencegw.bypass('just this once')", "42501"},
 		{"disabling the trigger", as, "ALTER TABLE demo.accounts DISABLE TRIGGER fencegw_guard", "42501"},

@@ -66,7 +66,7 @@ func readState(t *testing.T, pool *pgxpool.Pool) intentState {
 		       (SELECT count(*) FROM refund.ledger l WHERE l.intent_id = i.intent_id),
 		       (SELECT coalesce(string_agg(l.psp_ref || ' ' || l.amount_cents || ' ' || l.epoch || ':' || l.revision, ', ' ORDER BY l.id), '')
 		          FROM refund.ledger l WHERE l.intent_id = i.intent_id),
-		       f.epoch || ':' || f.token, f.writes
+		       f.epoch || ':' || f.revision, f.writes
 		  FROM refund.intents i JOIN fencegw.fences f ON f.resource = 'refund/' || i.intent_id
 		 WHERE i.intent_id = '8842'`).
 		Scan(&s.Status, &s.PSPRef, &s.Token, &s.UpdatedAt, &s.LedgerRows, &s.Ledger, &s.Fence, &s.FenceWrites)

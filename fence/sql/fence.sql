@@ -16,6 +16,10 @@
 -- the same transaction left (a coalesced batch runs many writes, each in
 -- its own savepoint), the others add to it.
 --
+-- p_token is the token's revision (the column is fences.revision; a
+-- parameter keeps the name it was created with, CREATE OR REPLACE cannot
+-- rename it).
+--
 -- Called by package fence (fence/pipeline.go). Before schema version 5 it
 -- took four arguments; that signature is gone.
 DROP FUNCTION IF EXISTS fencegw.fence(text, bigint, bigint, boolean);
@@ -24,9 +28,9 @@ CREATE OR REPLACE FUNCTION fencegw.fence(p_resource text, p_epoch bigint, p_toke
 RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_writes bigint;
-    v_epoch  bigint;
-    v_token  bigint;
+    v_writes   bigint;
+    v_epoch    bigint;
+    v_revision bigint;
 BEGIN
     -- Guard triggers read this to tell which rows the write may touch.
     IF p_first THEN
@@ -35,24 +39,24 @@ BEGIN
         PERFORM set_config('fencegw.resource', current_setting('fencegw.resource') || E'\n' || p_resource, true);
     END IF;
 
-    INSERT INTO fencegw.fences AS f (resource, epoch, token, xact)
+    INSERT INTO fencegw.fences AS f (resource, epoch, revision, xact)
     VALUES (p_resource, p_epoch, p_token, pg_current_xact_id())
     ON CONFLICT (resource) DO UPDATE
-       SET epoch = EXCLUDED.epoch, token = EXCLUDED.token,
+       SET epoch = EXCLUDED.epoch, revision = EXCLUDED.revision,
            writes = f.writes + 1, updated_at = now(), xact = EXCLUDED.xact
-     WHERE (f.epoch, f.token) < (EXCLUDED.epoch, EXCLUDED.token)
-        OR (NOT p_strict AND (f.epoch, f.token) = (EXCLUDED.epoch, EXCLUDED.token))
+     WHERE (f.epoch, f.revision) < (EXCLUDED.epoch, EXCLUDED.revision)
+        OR (NOT p_strict AND (f.epoch, f.revision) = (EXCLUDED.epoch, EXCLUDED.revision))
     RETURNING f.writes INTO v_writes;
 
     IF NOT FOUND THEN
         -- The upsert locked the conflicting row even though it did not
         -- update it, so this read sees the fence that refused us.
-        SELECT f.epoch, f.token INTO v_epoch, v_token
+        SELECT f.epoch, f.revision INTO v_epoch, v_revision
           FROM fencegw.fences f WHERE f.resource = p_resource;
         RAISE EXCEPTION USING
             ERRCODE = 'FG409',
             MESSAGE = format('fencegw: stale token %s:%s for %s', p_epoch, p_token, p_resource),
-            DETAIL  = format('%s:%s', v_epoch, v_token);
+            DETAIL  = format('%s:%s', v_epoch, v_revision);
     END IF;
 
     -- A new row (writes starts at 1): the resource had none, so it is
@@ -64,12 +68,12 @@ BEGIN
     -- this statement's snapshot sees it. Read before, an old floor and a
     -- row deleted in between would let a pruned row's stale token in.
     IF v_writes = 1 THEN
-        SELECT fl.epoch, fl.revision INTO v_epoch, v_token FROM fencegw.fence_floor fl;
-        IF (p_epoch, p_token) <= (v_epoch, v_token) THEN
+        SELECT fl.epoch, fl.revision INTO v_epoch, v_revision FROM fencegw.fence_floor fl;
+        IF (p_epoch, p_token) <= (v_epoch, v_revision) THEN
             RAISE EXCEPTION USING
                 ERRCODE = 'FG409',
                 MESSAGE = format('fencegw: stale token %s:%s for %s: at or below the fence floor', p_epoch, p_token, p_resource),
-                DETAIL  = format('%s:%s', v_epoch, v_token);
+                DETAIL  = format('%s:%s', v_epoch, v_revision);
         END IF;
     END IF;
     RETURN v_writes;

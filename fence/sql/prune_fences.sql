@@ -15,7 +15,7 @@ LANGUAGE sql AS $$
          WHERE f.resource > p_after ORDER BY f.resource LIMIT p_limit
     ), gone AS (
         DELETE FROM fencegw.fences f USING batch b, fencegw.fence_floor fl
-         WHERE f.resource = b.resource AND (f.epoch, f.token) <= (fl.epoch, fl.revision)
+         WHERE f.resource = b.resource AND (f.epoch, f.revision) <= (fl.epoch, fl.revision)
         RETURNING 1
     )
     SELECT (SELECT max(b.resource) FROM batch b), (SELECT count(*) FROM gone);

@@ -12,7 +12,7 @@ BEGIN
     -- token is not compared, and a fence row that exists is not moved.
     PERFORM set_config('fencegw.resource', CASE WHEN p_first THEN p_resource
         ELSE current_setting('fencegw.resource') || E'\n' || p_resource END, true);
-    INSERT INTO fencegw.fences (resource, epoch, token, xact) VALUES (p_resource, p_epoch, p_token, pg_current_xact_id())
+    INSERT INTO fencegw.fences (resource, epoch, revision, xact) VALUES (p_resource, p_epoch, p_token, pg_current_xact_id())
         ON CONFLICT (resource) DO UPDATE SET updated_at = now(), xact = EXCLUDED.xact;
     RETURN 0;
 END

@@ -54,7 +54,7 @@ func prefill(ctx context.Context, dbURL string, fenceRows, idempotencyRows int64
 	if fenceRows > 0 {
 		err := fill("fencegw.fences",
 			"SELECT count(*) FROM fencegw.fences WHERE resource LIKE '"+prefillResource+"%'",
-			`INSERT INTO fencegw.fences (resource, epoch, token)
+			`INSERT INTO fencegw.fences (resource, epoch, revision)
 			 SELECT '`+prefillResource+`' || lpad(i::text, 10, '0'), 1, i FROM generate_series($1::bigint, $2::bigint) i
 			 ON CONFLICT DO NOTHING`, fenceRows)
 		if err != nil {
