@@ -137,7 +137,9 @@ func TestLockDelayKeysEndWithTheirPurpose(t *testing.T) {
 				case 2:
 					a.Abandon(ctx, l.ID, "churn")
 				} // 3: expires
-				if err != nil {
+				// A one-second lease may expire before its holder gets to
+				// release or renew it on a busy machine: an end all the same.
+				if err != nil && !errors.Is(err, ErrLeaseNotFound) {
 					errs <- fmt.Errorf("lease %d: %w", i, err)
 				}
 			}
