@@ -69,6 +69,9 @@ type WatchOptions struct {
 	// Resource is the one lock to follow; if empty, Prefix names them:
 	// every resource whose name starts with it.
 	Resource, Prefix string
+	// All follows every lock, with Resource and Prefix empty: said
+	// outright, so that an empty prefix by mistake follows nothing.
+	All bool
 	// After resumes a watch: the changes after this revision, without the
 	// state. 0 starts with the state.
 	After int64
@@ -116,8 +119,13 @@ func (a *Etcd) Watch(ctx context.Context, opts WatchOptions) (*LockWatch, error)
 	if name == "" {
 		name = opts.Prefix
 	}
-	if err := tokens.CheckResource(name); err != nil {
-		return nil, err
+	switch {
+	case opts.All && name != "":
+		return nil, fmt.Errorf("authority: watch: every lock, or %q: not both", name)
+	case !opts.All:
+		if err := tokens.CheckResource(name); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Queue < 1 {
 		return nil, fmt.Errorf("authority: watch: queue %d, want at least 1", opts.Queue)

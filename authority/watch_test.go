@@ -323,3 +323,38 @@ func TestWatchProgressOutlivesACompaction(t *testing.T) {
 	defer w.Stop()
 	expect(t, w, fmt.Sprintf("granted %s #1 %s=%q", res, l.Token.Unsigned(), ""))
 }
+
+// TestWatchOfEveryLock: All follows locks whatever their names; it is
+// said outright, so an empty name without it, or with a name, is refused.
+func TestWatchOfEveryLock(t *testing.T) {
+	_, cli := testenv.PrivateEtcd(t) // every lock: no other test's
+	a := authority.NewEtcd(cli)
+	held, err := a.Acquire(t.Context(), "every/a", authority.AcquireOptions{TTL: 5 * time.Second, Value: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release(t.Context(), held.ID, "")
+	w, err := a.Watch(t.Context(), authority.WatchOptions{All: true, Queue: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	expect(t, w, fmt.Sprintf("state every/a #1 %s=%q", held.Token.Unsigned(), "a"))
+	expect(t, w, "synced  #0")
+	other, err := a.Acquire(t.Context(), "elsewhere/b", authority.AcquireOptions{TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, w, fmt.Sprintf("granted elsewhere/b #1 %s=%q", other.Token.Unsigned(), ""))
+	if err := a.Release(t.Context(), other.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, w, fmt.Sprintf("released elsewhere/b #1 %s=%q", other.Token.Unsigned(), ""))
+
+	for _, opts := range []authority.WatchOptions{{Queue: 1}, {All: true, Prefix: "every/", Queue: 1}, {All: true, Resource: "every/a", Queue: 1}} {
+		if w, err := a.Watch(t.Context(), opts); err == nil {
+			w.Stop()
+			t.Errorf("%+v: a watch, want it refused", opts)
+		}
+	}
+}

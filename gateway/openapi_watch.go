@@ -12,12 +12,13 @@ func watchPath(pol *policy.Policy) obj {
 	name := obj{"type": "string", "minLength": 1, "maxLength": tokens.MaxResourceLen}
 	return obj{
 		"operationId": "watchLocks",
-		"summary":     "Follow a lock, or every lock under a prefix, as Server-Sent Events: the state, then every grant, value change and end.",
+		"summary":     "Follow a lock, every lock under a prefix, or every lock, as Server-Sent Events: the state, then every grant, value change and end.",
 		"description": "Each event's data is a WatchEvent; its SSE event name is its type. Changes and `synced` carry their etcd revision as the SSE id: resume with `Last-Event-ID` to get every change after it, without the state. `relist` says etcd compacted past that revision: what the client knew is void, and the state follows again. Comments (`: heartbeat`) keep idle streams open through proxies; an id with no data (progress) moves the client's last event id on. A client that falls far behind is cut off, and resumes.",
 		"security":    security(pol),
 		"parameters": []any{
-			obj{"name": "resource", "in": "query", "required": false, "schema": name, "description": "The lock to follow; or prefix, not both. The caller's, as for POST /v1/leases, else 403."},
+			obj{"name": "resource", "in": "query", "required": false, "schema": name, "description": "The lock to follow; or prefix, or all: one of them. The caller's, as for POST /v1/leases, else 403."},
 			obj{"name": "prefix", "in": "query", "required": false, "schema": name, "description": "Follow every lock whose name starts with it; every key of the policy that may produce such a name must be the caller's, else 403."},
+			obj{"name": "all", "in": "query", "required": false, "schema": obj{"type": "string", "enum": []string{"true"}}, "description": "Follow every lock (the status page does); only for a client that may read GET /v1/status (operations [\"*\"]), else 403. Its state costs one etcd read per lock held."},
 			obj{"name": "Last-Event-ID", "in": "header", "required": false, "schema": obj{"type": "string", "pattern": "^[1-9][0-9]*$"}, "description": "Resume after this event id; one etcd has not issued is 400."},
 		},
 		"responses": withProblems(obj{

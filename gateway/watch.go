@@ -42,24 +42,20 @@ type watchEventJSON struct {
 	Transitions int64          `json:"transitions"`
 }
 
-// handleWatch serves GET /v1/leases/watch?resource=… (or ?prefix=…) as
-// Server-Sent Events: the state of the locks, then every change, each
-// with its etcd revision as the event ID, until the client leaves, falls
-// behind, or the gateway shuts down. A client resuming with Last-Event-ID
-// gets what came after it, without the state (authority.Watch).
+// handleWatch serves GET /v1/leases/watch?resource=… (or ?prefix=…, or
+// ?all=true) as Server-Sent Events: the state of the locks, then every
+// change, each with its etcd revision as the event ID, until the client
+// leaves, falls behind, or the gateway shuts down. A client resuming with
+// Last-Event-ID gets what came after it, without the state
+// (authority.Watch).
 func (g *Gateway) handleWatch(w http.ResponseWriter, r *http.Request) {
-	resource, prefix, err := watchQuery(r.URL.RawQuery)
+	target, err := watchQuery(r.URL.RawQuery)
 	if err != nil {
 		g.writeProblem(w, r, err, problemScope{})
 		return
 	}
-	scope := problemScope{Resource: cmp.Or(resource, prefix)}
-	if resource != "" {
-		_, err = g.cfg.Policy.Lease(clientOf(r.Context()), resource)
-	} else {
-		err = g.cfg.Policy.LeasePrefix(clientOf(r.Context()), prefix)
-	}
-	if err != nil {
+	scope := problemScope{Resource: cmp.Or(target.Resource, target.Prefix)}
+	if err := g.mayWatch(clientOf(r.Context()), target); err != nil {
 		g.writeProblem(w, r, err, scope)
 		return
 	}
@@ -84,7 +80,7 @@ func (g *Gateway) handleWatch(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	defer context.AfterFunc(g.stopWaits, cancel)()
 	every := cmp.Or(g.cfg.WatchHeartbeat, DefaultWatchHeartbeat)
-	watch, err := g.cfg.Authority.Watch(ctx, authority.WatchOptions{Resource: resource, Prefix: prefix, After: after, Queue: watchQueue, Progress: every})
+	watch, err := g.cfg.Authority.Watch(ctx, authority.WatchOptions{Resource: target.Resource, Prefix: target.Prefix, All: target.All, After: after, Queue: watchQueue, Progress: every})
 	if err != nil {
 		if errors.Is(err, authority.ErrFutureRevision) {
 			err = badRequest("Last-Event-ID %d: %v; resume from an ID this gateway sent, or start again without one", after, err)
@@ -160,27 +156,34 @@ func sseEvent(ev authority.LockEvent) []byte {
 }
 
 // watchQuery reads the query of a watch as strictly as an observation's:
-// resource or prefix, once, and nothing else.
-func watchQuery(rawQuery string) (resource, prefix string, _ error) {
+// resource, prefix or all=true, once, and nothing else. Only the
+// authority's fields of the answer are set: Queue and the others are the
+// handler's.
+func watchQuery(rawQuery string) (authority.WatchOptions, error) {
+	none := authority.WatchOptions{}
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return "", "", badRequest("the query string is not valid: want ?resource=… or ?prefix=…")
+		return none, badRequest("the query string is not valid: want ?resource=…, ?prefix=… or ?all=true")
 	}
 	for k := range q {
-		if k != "resource" && k != "prefix" {
-			return "", "", badRequest("unknown query parameter %q: a watch takes resource or prefix", clip.String(k, 32))
+		if k != "resource" && k != "prefix" && k != "all" {
+			return none, badRequest("unknown query parameter %q: a watch takes resource, prefix or all", clip.String(k, 32))
 		}
 	}
-	r, p := q["resource"], q["prefix"]
+	r, p, a := q["resource"], q["prefix"], q["all"]
 	switch {
-	case len(r)+len(p) != 1:
-		return "", "", badRequest("want ?resource=… or ?prefix=…, once: got resource %d times, prefix %d times", len(r), len(p))
+	case len(r)+len(p)+len(a) != 1:
+		return none, badRequest("want ?resource=…, ?prefix=… or ?all=true, once: got resource %d times, prefix %d times, all %d times", len(r), len(p), len(a))
 	case len(r) == 1 && r[0] != "":
-		return r[0], "", nil
+		return authority.WatchOptions{Resource: r[0]}, nil
 	case len(p) == 1 && p[0] != "":
-		return "", p[0], nil
+		return authority.WatchOptions{Prefix: p[0]}, nil
+	case len(a) == 1 && a[0] == "true":
+		return authority.WatchOptions{All: true}, nil
+	case len(a) == 1:
+		return none, badRequest("all=%q: the only value is true", clip.String(a[0], 32))
 	}
-	return "", "", badRequest("an empty resource or prefix: name the lock, or the start of the names to follow")
+	return none, badRequest("an empty resource or prefix: name the lock, or the start of the names to follow (every lock is all=true)")
 }
 
 // lastEventID reads the Last-Event-ID header of a resumed watch: none, or

@@ -3,6 +3,8 @@ package gateway
 import (
 	"strconv"
 	"testing"
+
+	"github.com/fencegw/fencegw/authority"
 )
 
 // FuzzLastEventID: a Last-Event-ID is accepted only as this gateway
@@ -25,22 +27,29 @@ func FuzzLastEventID(f *testing.F) {
 	})
 }
 
-// FuzzWatchQuery: a watch's query names one resource or one prefix, never
-// empty, or is refused.
+// FuzzWatchQuery: a watch's query names one resource, one prefix, never
+// empty, or every lock, or is refused.
 func FuzzWatchQuery(f *testing.F) {
-	for _, seed := range []string{"resource=a", "prefix=a", "resource=a&prefix=b", "resource=", "prefix=%zz", "after=1", "resource=a&resource=a", ""} {
+	for _, seed := range []string{"resource=a", "prefix=a", "resource=a&prefix=b", "resource=", "prefix=%zz", "after=1", "resource=a&resource=a", "",
+		"all=true", "all=", "all=false", "all=true&prefix=a", "all=true&all=true"} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		r, p, err := watchQuery(q)
+		o, err := watchQuery(q)
 		if err != nil {
-			if r != "" || p != "" {
-				t.Fatalf("refused %q, yet %q %q", q, r, p)
+			if o != (authority.WatchOptions{}) {
+				t.Fatalf("refused %q, yet %+v", q, o)
 			}
 			return
 		}
-		if (r == "") == (p == "") {
-			t.Fatalf("accepted %q as resource %q, prefix %q", q, r, p)
+		set := 0
+		for _, named := range []bool{o.Resource != "", o.Prefix != "", o.All} {
+			if named {
+				set++
+			}
+		}
+		if set != 1 {
+			t.Fatalf("accepted %q as %+v: want exactly one of resource, prefix, all", q, o)
 		}
 	})
 }

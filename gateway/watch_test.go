@@ -266,6 +266,9 @@ func TestWatchBadInput(t *testing.T) {
 		{"another's lock-only name", "resource=job/nightly", billing, 403, "forbidden", "may not lease"},
 		{"another's prefix", "prefix=job/", billing, 403, "forbidden", "may not follow"},
 		{"an empty prefix", "prefix=", billing, 400, "bad-request", "empty"},
+		{"every lock, without operations [\"*\"]", "all=true", billing, 403, "forbidden", "may not follow every lock"},
+		{"all=false", "all=false", billing, 400, "bad-request", "the only value is true"},
+		{"all and a prefix", "all=true&prefix=account/", billing, 400, "bad-request", "once"},
 		{"no lock's name", "resource=ledger/1", billing, 400, "bad-request", "unknown lease name"},
 		{"both", "resource=account/acct-1&prefix=account/", billing, 400, "bad-request", "once"},
 		{"unknown parameter", "resource=account/acct-1&after=3", billing, 400, "bad-request", "after"},
@@ -359,5 +362,36 @@ func TestWatchOutlivesTheServersReadTimeout(t *testing.T) {
 	a := h.mustAcquire("account/acct-7066", 10, 0)
 	defer h.release(a)
 	for ev := s.nextEvent(); ev.Event != "granted"; ev = s.nextEvent() {
+	}
+}
+
+// TestWatchOfEveryLock: all=true follows locks of every name, for a client
+// that may read the status (operations ["*"]); TestWatchBadInput refuses
+// it to one that may not.
+func TestWatchOfEveryLock(t *testing.T) {
+	h := newHarness(t, billingPolicy(t, `["*"]`))
+	billing := http.Header{"Authorization": {"Bearer billing-secret"}}
+	s, _ := h.watch("all=true", billing)
+	for ev := s.nextEvent(); ev.Event != "synced"; ev = s.nextEvent() {
+		if ev.Event != "state" {
+			t.Fatalf("before synced: %s, want states", ev)
+		}
+	}
+	const res = "account/acct-7067"
+	r := h.do(http.MethodPost, "/v1/leases", billing, `{"resource": "`+res+`", "ttl": 10}`)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("lease: %d %s", r.Status, r.Body)
+	}
+	var l struct {
+		ID string `json:"lease_id"`
+	}
+	decodeJSON(t, r.Body, &l)
+	// The package's tests share etcd: others' changes may come between.
+	for ev := s.nextEvent(); ev.Data.Resource != res || ev.Event != "granted"; ev = s.nextEvent() {
+	}
+	if r := h.do(http.MethodDelete, "/v1/leases/"+l.ID, billing, ""); r.Status != http.StatusNoContent {
+		t.Fatalf("release: %d %s", r.Status, r.Body)
+	}
+	for ev := s.nextEvent(); ev.Data.Resource != res || ev.Event != "released"; ev = s.nextEvent() {
 	}
 }
