@@ -74,6 +74,7 @@ type lockStatus struct {
 	HolderClient string `json:"holder_client"`
 	TTL          int64  `json:"ttl"` // seconds left when etcd was read
 	Waiters      int64  `json:"waiters"`
+	Transitions  int64  `json:"transitions"`     // the lock's grants (authority.LockState)
 	Value        string `json:"value,omitempty"` // clipped to statusValueBytes bytes
 }
 
@@ -189,7 +190,7 @@ func (g *Gateway) statusFromEtcd(ctx context.Context, v *statusView) {
 		h := st.Holder
 		v.Locks = append(v.Locks, lockStatus{
 			Resource: st.Resource, Holder: h.Token.Unsigned(), HolderClient: cmp.Or(h.Owner, anonymous), TTL: int64(h.TTL / time.Second),
-			Waiters: st.Waiting, Value: clip.String(h.Value, statusValueBytes),
+			Waiters: st.Waiting, Transitions: st.Transitions, Value: clip.String(h.Value, statusValueBytes),
 		})
 	}
 	v.LocksTruncated = truncated

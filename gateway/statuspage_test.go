@@ -32,7 +32,8 @@ const leaseTTL = 300
 
 // TestStatusPageInABrowser opens /status in headless chromium and watches
 // a stale write's refusal, the lock held and its waiter appear, the TTL
-// tick, and hostile names stay text; a gateway whose policy declares
+// tick, and hostile names stay text; the page follows the watch
+// (statuslive_test.go); a gateway whose policy declares
 // clients makes the page ask for a bearer token; one without PostgreSQL
 // makes it say so and still show the locks.
 func TestStatusPageInABrowser(t *testing.T) {
@@ -40,6 +41,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 	t.Run("refusals, locks and hostile names", func(t *testing.T) { testStatusPageShowsRefusals(t, browser) })
 	t.Run("bearer token", func(t *testing.T) { testStatusPageAsksForToken(t, browser) })
 	t.Run("PostgreSQL down", func(t *testing.T) { testStatusPageWithoutPostgres(t, browser) })
+	t.Run("live from the watch", func(t *testing.T) { testStatusPageFollowsTheWatch(t, browser) })
 }
 
 func testStatusPageShowsRefusals(t *testing.T, browser context.Context) {

@@ -1,5 +1,6 @@
-// The status page: polls /v1/status and draws it. Everything read from the
-// gateway (resource names, lease values, bypass reasons: text clients and
+// The status page: polls /v1/status and draws it, and draws the locks
+// from the watch follow.js keeps (polled ones while it is not synced).
+// Everything read from the gateway (resource names, lease values, bypass reasons: text clients and
 // operators chose) goes into the page as textContent, never as markup.
 "use strict";
 
@@ -9,6 +10,8 @@
   const TOKEN_KEY = "fencegw.status.bearer";
   const CHART = { width: 600, height: 170, left: 44, right: 8, top: 10, bottom: 22 };
   const SVG_NS = "http://www.w3.org/2000/svg";
+  // The watch knows every lock: the page shows this many.
+  const LOCK_ROWS = 100;
 
   const $ = (id) => document.getElementById(id);
 
@@ -21,6 +24,11 @@
   // Each refresh bumps it; an answer to an older one is dropped, so a
   // token given while a poll is in flight does not start a second loop.
   let generation = 0;
+  // What the watch knows (follow.js), and what the last poll said of the
+  // locks it read: resource → {token, client, waiters, deadline}.
+  let followed = null;
+  let polled = new Map();
+  let locksDrawn = 0;
 
   // serverNow is the gateway's time now, as far as the last view says.
   function serverNow() {
@@ -68,17 +76,84 @@
     count.textContent = "(" + rows.length + (extra || "") + ")";
     body.replaceChildren(...rows.map((r) => {
       const tr = document.createElement("tr");
-      tr.append(...toCells(r));
+      tr.append(...toCells(r, tr));
       return tr;
     }));
   }
 
-  function ttlCell(seconds) {
-    const td = cell("", "ttl");
-    // When the lease ends, on this page's clock.
-    td.dataset.deadline = String(performance.now() + (seconds - shown.age_seconds) * 1000);
+  // ttlCell counts down to deadline (when the lease ends, on this page's
+  // clock), or shows "–" while no TTL is known (a grant the watch told of,
+  // before the next poll reads its TTL).
+  function ttlCell(deadline) {
+    const td = cell("–", "ttl");
+    if (deadline === null) return td;
+    td.dataset.deadline = String(deadline);
     tickTTL(td);
     return td;
+  }
+
+  // pollLocks keeps what a poll said of each lock, for the watch's rows.
+  function pollLocks(v) {
+    polled = new Map((v.locks || []).map((l) => [l.resource, {
+      token: l.holder_token, client: l.holder_client, waiters: l.waiters,
+      deadline: receivedAt + (l.ttl - v.age_seconds) * 1000,
+    }]));
+  }
+
+  function drawLocks() {
+    locksDrawn = 0;
+    const section = $("locks");
+    const following = followed !== null && followed.synced;
+    section.dataset.from = following ? "watch" : "poll";
+    if (followed !== null) {
+      $("follow-state").textContent = followed.state;
+      $("follow-state").className = "follow" + (followed.live ? " live" : "");
+      fill("changes", followed.changes, "ok", (c) => [
+        cell(Math.round((performance.now() - c.at) / 1000) + " s ago", "when"),
+        cell(c.type, "event " + c.type),
+        cell(c.resource, "resource"),
+        cell(c.token, "token"),
+        cell(String(c.transitions), "transitions"),
+        cell(String(c.revision), "revision"),
+      ]);
+    }
+    if (!following) {
+      if (shown === null) return;
+      fill("locks", shown.locks, shown.sources.etcd, (l) => [
+        cell(l.resource, "resource"),
+        cell(l.holder_token, "holder"),
+        cell(l.holder_client, "client"),
+        ttlCell(polled.get(l.resource).deadline),
+        cell(String(l.waiters), "waiters"),
+        cell(String(l.transitions), "transitions"),
+        cell(l.value || "", "value"),
+      ], shown.locks_truncated ? ", more not shown" : "");
+      return;
+    }
+    const all = [...followed.locks].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const rows = all.slice(0, LOCK_ROWS);
+    fill("locks", rows, "ok", ([resource, l], tr) => {
+      // The poll's client, waiters and TTL, if it saw this holder.
+      const p = polled.get(resource);
+      const same = p !== undefined && p.token === l.token ? p : null;
+      let deadline = same ? same.deadline : null;
+      if (deadline === null && l.ttl !== null) deadline = l.at + l.ttl * 1000;
+      tr.dataset.revision = String(l.revision); // the watch event that drew it
+      return [
+        cell(resource, "resource"),
+        cell(l.token, "holder"),
+        cell(same ? same.client : "", "client"),
+        ttlCell(deadline),
+        cell(same ? String(same.waiters) : "", "waiters"),
+        cell(String(l.transitions), "transitions"),
+        cell(l.value, "value"),
+      ];
+    }, all.length > rows.length ? " of " + all.length : "");
+  }
+
+  // Watch events come in bursts: one drawing for each burst.
+  function scheduleLocks() {
+    if (locksDrawn === 0) locksDrawn = setTimeout(drawLocks, 0);
   }
 
   function tickTTL(td) {
@@ -102,14 +177,8 @@
     source("source-postgres", v.sources.postgres);
     source("source-etcd", v.sources.etcd);
 
-    fill("locks", v.locks, v.sources.etcd, (l) => [
-      cell(l.resource, "resource"),
-      cell(l.holder_token, "holder"),
-      cell(l.holder_client, "client"),
-      ttlCell(l.ttl),
-      cell(String(l.waiters), "waiters"),
-      cell(l.value || "", "value"),
-    ], v.locks_truncated ? ", more not shown" : "");
+    pollLocks(v);
+    drawLocks();
     fill("fences", v.fences, v.sources.postgres, (f) => [
       cell(f.resource, "resource"),
       cell(f.token, "token"),
@@ -271,12 +340,18 @@
     sessionStorage.setItem(TOKEN_KEY, token);
     $("auth-token").value = "";
     refresh();
+    follower.restart();
   });
   $("forget").addEventListener("click", () => {
     sessionStorage.removeItem(TOKEN_KEY);
     refresh();
+    follower.restart();
   });
   // TTLs tick between refreshes.
-  setInterval(() => document.querySelectorAll("td.ttl").forEach(tickTTL), 250);
+  setInterval(() => document.querySelectorAll("td.ttl[data-deadline]").forEach(tickTTL), 250);
+  const follower = window.fencegwFollowLocks(() => sessionStorage.getItem(TOKEN_KEY), (view) => {
+    followed = view;
+    scheduleLocks();
+  });
   refresh();
 })();
