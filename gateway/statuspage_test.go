@@ -109,7 +109,8 @@ func testStatusPageShowsRefusals(t *testing.T, browser context.Context) {
 func testStatusPageAsksForToken(t *testing.T, browser context.Context) {
 	h := newHarness(t, billingPolicy(t, `["*"]`))
 	page := openTab(t, browser, h.base+"/status")
-	page.waitFor("that it needs a token", `!document.getElementById("auth").hidden &&
+	page.waitFor("that it needs a token", `document.getElementById("follow-state").textContent.includes("answered 401") &&
+		!document.getElementById("auth").hidden &&
 		document.getElementById("auth-message").textContent.includes("401 Unauthorized") &&
 		document.getElementById("board").hidden`)
 
@@ -130,11 +131,19 @@ func testStatusPageAsksForToken(t *testing.T, browser context.Context) {
 	if r.Status != http.StatusCreated {
 		t.Fatalf("lease as billing: %d %s", r.Status, r.Body)
 	}
+	var lease94 struct {
+		Token string `json:"token"`
+	}
+	decodeJSON(t, r.Body, &lease94)
 	billing.Set(gateway.TokenHeader, "1:1")
 	if r = h.do(http.MethodPost, "/v1/ops/debit", billing, debit("acct-94", 1)); r.Status != http.StatusForbidden {
 		t.Fatalf("a write with an unissued token: %d %s, want 403", r.Status, r.Body)
 	}
 	page.waitFor("the holder's client", rowWith("locks", map[string]string{"resource": "account/acct-94", "client": "billing"}))
+	// The watch of every lock took the token too (in a header: the page
+	// puts none in a URL), and drew the lock.
+	page.waitFor("the lock drawn from the watch", `document.getElementById("locks").dataset.from === "watch" && `+
+		watchedLock("account/acct-94", plain(t, lease94.Token)))
 	page.waitFor("the refused client", rowWith("rejections", map[string]string{
 		"resource": "account/acct-94", "reason": "token-rejected", "client": "billing", "remote": "127.0.0.1",
 		"request": r.Header.Get(gateway.RequestIDHeader),
