@@ -20,9 +20,10 @@ import (
 //     first in line may still wait out a lock-delay, or give up. etcd
 //     deletes it with the lease, whatever ended it.
 //   - /fencegw/held/<escaped resource>/transitions: written at every
-//     grant, in the same transaction as the record, and never deleted:
-//     its etcd version counts the grants (Kubernetes' leaseTransitions).
-//     One key per resource ever locked, as fencegw.fences keeps one row.
+//     grant, in the same transaction as the record: its etcd version
+//     counts the grants (Kubernetes' leaseTransitions). Deleted only by
+//     the janitor, once the lock is idle (transitionsprune.go), so the
+//     count is of grants since then.
 //
 // A deleted record does not say why the lease ended. A release or a
 // revocation first marks the lease (endingKey, attached to it, so it goes

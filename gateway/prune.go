@@ -25,6 +25,9 @@ type stateMetrics struct {
 	floorEpoch   prometheus.Gauge
 	floorRev     prometheus.Gauge
 	prunedFences prometheus.Counter
+	// prunedTransitions counts the etcd transitions keys of idle locks
+	// deleted (PruneTransitions).
+	prunedTransitions prometheus.Counter
 }
 
 func newStateMetrics(reg *prometheus.Registry) *stateMetrics {
@@ -49,8 +52,12 @@ func newStateMetrics(reg *prometheus.Registry) *stateMetrics {
 			Name: "fencegw_fences_pruned_total",
 			Help: "Fence rows this replica deleted at or below the fence floor.",
 		}),
+		prunedTransitions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fencegw_transitions_pruned_total",
+			Help: "etcd transitions keys (a lock's grant count) this replica deleted for locks nobody held or waited for.",
+		}),
 	}
-	reg.MustRegister(m.rows, m.bytes, m.floorEpoch, m.floorRev, m.prunedFences)
+	reg.MustRegister(m.rows, m.bytes, m.floorEpoch, m.floorRev, m.prunedFences, m.prunedTransitions)
 	return m
 }
 
@@ -86,7 +93,7 @@ func (g *Gateway) PruneFences(ctx context.Context) (PruneResult, error) {
 	return r, err
 }
 
-// RunPruning prunes fence rows every every (0: never) and refreshes the
+// RunPruning prunes fence rows and transitions keys every every (0: never) and refreshes the
 // table-size gauges every minute, until ctx ends.
 func (g *Gateway) RunPruning(ctx context.Context, every time.Duration) {
 	sizes := time.NewTicker(tableSizesEvery)
@@ -105,17 +112,47 @@ func (g *Gateway) RunPruning(ctx context.Context, every time.Duration) {
 		case <-sizes.C:
 			g.MeasureTables(ctx)
 		case <-prune:
-			start := time.Now()
-			r, err := g.PruneFences(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					g.log.Warn("janitor: pruning fence rows failed", "error", err, "pruned", r.Pruned)
-				}
-				continue
-			}
-			g.log.Info("janitor: fence rows pruned", "floor", r.Floor.String(), "pruned", r.Pruned, "took", time.Since(start).Round(time.Millisecond).String())
+			g.pruneRound(ctx)
 		}
 	}
+}
+
+// pruneRound prunes the fence rows, then the transitions keys: each
+// whatever became of the other.
+func (g *Gateway) pruneRound(ctx context.Context) {
+	start := time.Now()
+	r, err := g.PruneFences(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		g.log.Warn("janitor: pruning fence rows failed", "error", err, "pruned", r.Pruned)
+	case err == nil:
+		g.log.Info("janitor: fence rows pruned", "floor", r.Floor.String(), "pruned", r.Pruned, "took", time.Since(start).Round(time.Millisecond).String())
+	}
+	start = time.Now()
+	n, err := g.PruneTransitions(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		g.log.Warn("janitor: pruning transitions keys failed", "error", err, "pruned", n)
+	case err == nil:
+		g.log.Info("janitor: transitions keys of idle locks pruned", "pruned", n, "took", time.Since(start).Round(time.Millisecond).String())
+	}
+}
+
+// PruneTransitions deletes the etcd transitions keys of locks nobody holds
+// or waits for (authority.Etcd.PruneTransitions): they count grants for
+// people and decide nothing, so a lock's count then says "grants since
+// its key was last pruned". A halted authority prunes nothing: its etcd
+// does not speak for the locks. ctx bounds it.
+func (g *Gateway) PruneTransitions(ctx context.Context) (int64, error) {
+	if err := g.cfg.Authority.Halted(); err != nil {
+		return 0, fmt.Errorf("gateway: prune transitions keys: %w", err)
+	}
+	n, err := g.cfg.Authority.PruneTransitions(ctx)
+	g.state.prunedTransitions.Add(float64(n))
+	if err != nil {
+		return n, fmt.Errorf("gateway: prune transitions keys: %w", err)
+	}
+	return n, nil
 }
 
 // MeasureTables refreshes the table-size gauges and the floor's.
