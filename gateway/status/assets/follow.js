@@ -95,18 +95,18 @@
 
     // read parses the stream (text/event-stream: lines of field: value,
     // an event ends at a blank line) until it ends.
-    async function read(body, mine) {
+    async function read(body, mine, ctrl) {
       const reader = body.pipeThrough(new TextDecoderStream()).getReader();
       let buffer = "";
       let type = "";
       let data = [];
-      let silence = setTimeout(() => abort.abort(), SILENCE_MS);
+      let silence = setTimeout(() => ctrl.abort(), SILENCE_MS);
       try {
         for (;;) {
           const { value, done } = await reader.read();
           if (done || mine !== generation) return;
           clearTimeout(silence);
-          silence = setTimeout(() => abort.abort(), SILENCE_MS);
+          silence = setTimeout(() => ctrl.abort(), SILENCE_MS);
           buffer += value;
           const lines = buffer.split(/\r\n|\r|\n/);
           buffer = lines.pop(); // the rest of a line not yet ended
@@ -149,10 +149,11 @@
       // stay. Afresh: the state replaces them.
       if (lastEventId) headers["Last-Event-ID"] = lastEventId;
       else staging = new Map();
-      abort = new AbortController();
+      const ctrl = new AbortController();
+      abort = ctrl;
       let resp;
       try {
-        resp = await fetch("v1/leases/watch?all=true", { headers, cache: "no-store", signal: abort.signal });
+        resp = await fetch("v1/leases/watch?all=true", { headers, cache: "no-store", signal: ctrl.signal });
       } catch (err) {
         retry(mine, "the watch could not connect (" + err.name + ")");
         return;
@@ -177,7 +178,7 @@
         return;
       }
       try {
-        await read(resp.body, mine);
+        await read(resp.body, mine, ctrl);
       } catch (err) {
         retry(mine, "the watch broke (" + err.name + ")");
         return;
