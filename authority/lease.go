@@ -240,7 +240,11 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 		err = a.recordHold(ctx, id, time.Duration(grant.TTL)*time.Second, opts.MaxHold, grantOps(lease, opts.Value)...)
 	}
 	if err == nil && opts.Key != "" {
-		err = a.grantedAcquisition(ctx, lease, opts)
+		// Not under ctx: a caller that goes away while the record is
+		// written would see its commit as failed and abandon the lease
+		// that a retry with the key has already read as granted and been
+		// given. Its retry is what a keyed lease waits for.
+		err = a.grantedAcquisition(context.WithoutCancel(ctx), lease, opts)
 	}
 	if err != nil {
 		a.Abandon(ctx, id, opts.Owner)

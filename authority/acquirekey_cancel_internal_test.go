@@ -1,0 +1,86 @@
+package authority
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/internal/harness/testenv"
+)
+
+// cancelAtGrantRecord is a KV whose first write of a granted acquisition
+// record commits and then cancels the caller's request, as a client that
+// hangs up that instant does: the commit stands, and a Txn under the
+// request's context reports it failed.
+type cancelAtGrantRecord struct {
+	clientv3.KV
+	cancel context.CancelFunc
+}
+
+func (kv cancelAtGrantRecord) Txn(ctx context.Context) clientv3.Txn {
+	return &grantRecordTxn{Txn: kv.KV.Txn(ctx), ctx: ctx, cancel: kv.cancel}
+}
+
+type grantRecordTxn struct {
+	clientv3.Txn
+	ctx    context.Context
+	cancel context.CancelFunc
+	hit    bool
+}
+
+func (t *grantRecordTxn) If(cs ...clientv3.Cmp) clientv3.Txn { t.Txn = t.Txn.If(cs...); return t }
+func (t *grantRecordTxn) Else(ops ...clientv3.Op) clientv3.Txn {
+	t.Txn = t.Txn.Else(ops...)
+	return t
+}
+func (t *grantRecordTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+	for _, op := range ops {
+		if op.IsPut() && strings.HasPrefix(string(op.KeyBytes()), acquisitionsPrefix) && strings.Contains(string(op.ValueBytes()), `"granted":true`) {
+			t.hit = true
+		}
+	}
+	t.Txn = t.Txn.Then(ops...)
+	return t
+}
+
+func (t *grantRecordTxn) Commit() (*clientv3.TxnResponse, error) {
+	resp, err := t.Txn.Commit()
+	if t.hit && err == nil {
+		t.cancel()
+		if t.ctx.Err() != nil {
+			return nil, t.ctx.Err()
+		}
+	}
+	return resp, err
+}
+
+// TestAKeyedGrantOutlivesItsCallersHangUp: a client that hangs up just as
+// its keyed lease's grant is recorded leaves the lease to its retry. It
+// used to be abandoned while a retry had already read the record as
+// granted: the retry was answered 201 with a lease that was gone.
+func TestAKeyedGrantOutlivesItsCallersHangUp(t *testing.T) {
+	_, cli := testenv.PrivateEtcd(t)
+	req, hangUp := context.WithCancel(t.Context())
+	defer hangUp()
+	cli.KV = cancelAtGrantRecord{KV: cli.KV, cancel: hangUp}
+	a := NewEtcd(cli)
+	opts := AcquireOptions{TTL: 30 * time.Second, Owner: "billing", Key: "acq-1"}
+	first, err := a.Acquire(req, "account/acct-1", opts)
+	if err != nil {
+		t.Fatalf("the first attempt, its caller gone as its grant was recorded: %v; want its lease granted all the same", err)
+	}
+	retry, err := a.Acquire(t.Context(), "account/acct-1", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if retry.ID != first.ID {
+		t.Fatalf("the retry got lease %s, the first attempt %s: want the one lease", retry.ID, first.ID)
+	}
+	ttl, err := cli.TimeToLive(t.Context(), clientv3.LeaseID(first.ID))
+	if err != nil || ttl.TTL <= 0 {
+		t.Fatalf("the lease the retry was given: ttl %v, %v; want it alive", ttl, err)
+	}
+}
