@@ -75,12 +75,12 @@ var nowhere = failedAt{-1, -1}
 // errors. committing: the round trip carried the commit.
 func classify(err error, committing bool, req *Request, at failedAt) error {
 	if sessionLost(err) {
-		if pre, ok := unencodable(err); ok {
+		if sql, cause, ok := unencodable(err); ok {
 			if at.write < 0 {
 				// It surfaces at the first result read, a fence's.
-				at.write = onlyWriteRunning(req, pre.SQL())
+				at.write = onlyWriteRunning(req, sql)
 			}
-			return inWrite(req, at, &encodeError{cause: pre.Unwrap()})
+			return inWrite(req, at, &encodeError{cause: cause})
 		}
 		return lost(err, committing)
 	}
@@ -128,17 +128,23 @@ func classify(err error, committing bool, req *Request, at failedAt) error {
 }
 
 // unencodable reports whether err is pgx refusing to encode an argument
-// for its column (3e9 for an int4), and returns pgx's error, which names
-// the statement (SQL) and holds the cause (Unwrap). Nothing can have
-// committed: closing the connection, pgx sends the statements it had
+// for its column (3e9 for an int4), and returns the statement's SQL and
+// the cause. Nothing can have committed: sendBatch sends nothing then;
+// pgx's SendBatch, closing the connection, sends the statements it had
 // queued before that argument, then Terminate, never the Sync or COMMIT
 // after it, and the backend runs them (a fence may wait for its row lock)
-// and rolls back when it reads the Terminate. (Its other step, "prepare",
-// talks to the server like any round trip.)
-func unencodable(err error) (pgx.ErrPreprocessingBatch, bool) {
+// and rolls back when it reads the Terminate. (pgx's other step,
+// "prepare", talks to the server like any round trip.)
+func unencodable(err error) (sql string, cause error, ok bool) {
+	var be *buildError
+	if errors.As(err, &be) {
+		return be.sql, be.err, true
+	}
 	var pre pgx.ErrPreprocessingBatch
-	ok := errors.As(err, &pre) && strings.HasPrefix(pre.Error(), "error preprocessing batch (build)")
-	return pre, ok
+	if errors.As(err, &pre) && strings.HasPrefix(pre.Error(), "error preprocessing batch (build)") {
+		return pre.SQL(), pre.Unwrap(), true
+	}
+	return "", nil, false
 }
 
 // onlyWriteRunning is the index of the one write of req that has a

@@ -111,7 +111,7 @@ func (r *Request) params() int {
 
 // readRequest reads the results of a pipeline queued by queueRequest. On
 // failure it says where: which fence or which write raised.
-func readRequest(br pgx.BatchResults, req *Request) ([]Result, failedAt, error) {
+func readRequest(br batchResults, req *Request) ([]Result, failedAt, error) {
 	for i := range req.fences {
 		if _, err := br.Exec(); err != nil {
 			return nil, failedAt{fence: i, write: -1}, err
@@ -156,7 +156,7 @@ func readRequest(br pgx.BatchResults, req *Request) ([]Result, failedAt, error) 
 	return results, nowhere, nil
 }
 
-func readStatement(br pgx.BatchResults, kind policy.StatementKind, out *StatementResult) error {
+func readStatement(br batchResults, kind policy.StatementKind, out *StatementResult) error {
 	switch kind {
 	case policy.Counted:
 		return br.QueryRow().Scan(&out.RowsAffected)

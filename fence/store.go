@@ -52,6 +52,10 @@ type Store struct {
 	noCoalescing  bool
 	groupCommit   bool
 	coal          *coalescer
+	// prepare: implicit transactions go through sendBatch's prepared
+	// statements (the pool's mode is pgx's default, which prepares).
+	prepare bool
+	names   statementNames
 	// groupLockTimeout is a transaction of several requests' lock_timeout,
 	// in milliseconds (groupLockSQL).
 	groupLockTimeout string
@@ -72,7 +76,8 @@ func New(cfg Config) (*Store, error) {
 		groupLock = min(groupLock, d)
 	}
 	s := &Store{pool: cfg.Pool, unsafeNoFence: cfg.UnsafeNoFence, noCoalescing: cfg.NoCoalescing, groupCommit: cfg.GroupCommit,
-		groupLockTimeout: strconv.FormatInt(groupLock.Milliseconds(), 10)}
+		groupLockTimeout: strconv.FormatInt(groupLock.Milliseconds(), 10),
+		prepare:          cfg.Pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement}
 	// At most as many transactions at once as the pool has connections:
 	// more would only wait in the pool's queue, where they could not be
 	// grouped.
@@ -134,25 +139,36 @@ func (s *Store) applyOn(ctx context.Context, conn *pgxpool.Conn, req *Request) (
 // PostgreSQL runs as one implicit transaction. A stale token or a failed
 // row expectation raises inside the database and rolls all of it back, so
 // nothing is acknowledged that did not commit and nothing commits that was
-// refused.
+// refused. A prepared statement gone stale (a migration changed what it
+// returns) failed the batch before anything committed: it runs once more,
+// prepared anew.
 func (s *Store) applyImplicit(ctx context.Context, conn *pgxpool.Conn, req *Request) (Response, error) {
 	if !usable(conn) {
 		return Response{}, errNotUsable
 	}
 	b := batchPool.Get().(*pgx.Batch)
+	defer recycle(b)
 	s.queueRequest(b, req)
-	br := conn.SendBatch(ctx, b)
+	results, at, err := s.roundTrip(ctx, conn, b, req)
+	if staleStatement(err) && usable(conn) {
+		results, at, err = s.roundTrip(ctx, conn, b, req)
+	}
+	if err != nil {
+		return Response{}, classify(err, true, req, at)
+	}
+	return answer(req, results), nil
+}
+
+// roundTrip sends b, req's pipeline, and reads its results.
+func (s *Store) roundTrip(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, req *Request) ([]Result, failedAt, error) {
+	br := s.sendBatch(ctx, conn, b)
 	results, at, err := readRequest(br, req)
 	// Close reports the outcome of the commit itself: only a nil here means
 	// the request is durable and may be acknowledged.
 	if cerr := br.Close(); err == nil {
 		err, at = cerr, nowhere
 	}
-	recycle(b)
-	if err != nil {
-		return Response{}, classify(err, true, req, at)
-	}
-	return answer(req, results), nil
+	return results, at, err
 }
 
 // acquire takes a connection from the pool.

@@ -277,7 +277,7 @@ func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pe
 		s.queueRequest(b, p.req)
 	}
 	b.Queue(unscopeSQL) // read by Close, with the commit
-	br := conn.SendBatch(ctx, b)
+	br := s.sendBatch(ctx, conn, b)
 	failed, at := -1, nowhere
 	_, err := br.Exec()
 	for i, p := range batch {
@@ -296,7 +296,7 @@ func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pe
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if _, ok := unencodable(err); ok {
+	if _, _, ok := unencodable(err); ok {
 		// One request's argument does not fit its column, and pgx sent
 		// no Sync: nothing committed. Which request it was is not known
 		// here, and the others must not share its refusal: each runs

@@ -1,0 +1,87 @@
+package fence_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegw/fencegw/fence"
+)
+
+// TestStaleStatementsRunAgain: a write's statements are prepared on its
+// connection once; when they go stale there (the session's statements
+// dropped, or a migration changing what one returns), the next write on
+// that connection is still applied, once, and so is the one after it.
+func TestStaleStatementsRunAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stale func(t *testing.T, d *db, conn *pgxpool.Conn)
+	}{
+		{"the session's statements dropped", func(t *testing.T, d *db, conn *pgxpool.Conn) {
+			// Behind pgx's back: pgx still takes them for prepared.
+			if _, err := conn.Conn().PgConn().Exec(t.Context(), "DEALLOCATE ALL").ReadAll(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a migration changed what a statement returns", func(t *testing.T, d *db, _ *pgxpool.Conn) {
+			_, err := d.pool.Exec(t.Context(), `DROP FUNCTION fencegw.not_after(timestamptz);
+				CREATE FUNCTION fencegw.not_after(p_deadline timestamptz) RETURNS boolean LANGUAGE plpgsql AS $$
+				BEGIN
+					IF clock_timestamp() > p_deadline THEN
+						RAISE EXCEPTION USING ERRCODE = 'FG410', MESSAGE = 'deadline passed', DETAIL = clock_timestamp()::text;
+					END IF;
+					RETURN true;
+				END $$`)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDB(t)
+			cfg, err := pgxpool.ParseConfig(d.pool.Config().ConnString())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.MaxConns = 1 // every write on the one connection whose statements go stale
+			pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pool.Close()
+			store, err := fence.New(fence.Config{Pool: pool, NoCoalescing: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := d.balance("acct-1")
+			credit := func(rev int64) {
+				t.Helper()
+				req, err := fence.NewRequest([]fence.Write{d.write("credit", `{"account": "acct-1", "amount_cents": 1}`, tok(rev))}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.NotAfter = time.Now().Add(time.Hour)
+				if _, err := store.Apply(context.Background(), req); err != nil {
+					t.Fatalf("credit with token %d: %v", rev, err)
+				}
+			}
+			credit(1) // prepares its statements
+			conn, err := pool.Acquire(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.stale(t, d, conn)
+			conn.Release()
+			credit(2)
+			credit(3)
+			if got, want := d.balance("acct-1"), before+3; got != want {
+				t.Fatalf("balance %d, want %d: three credits, each applied once", got, want)
+			}
+			if got, want := d.fence("account/acct-1"), "1:3#3"; got != want {
+				t.Fatalf("fence %s, want %s", got, want)
+			}
+		})
+	}
+}
