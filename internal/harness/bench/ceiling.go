@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"runtime"
 	"strconv"
@@ -33,6 +35,9 @@ type Ceiling struct {
 	Connections  int     `json:"connections"`
 	WritesPerSec float64 `json:"writes_per_sec"`
 	Sweep        []Sweep `json:"sweep"`
+	// Error says why no run of the sweep measured anything: the cell
+	// then has no ceiling, and its other figures stand.
+	Error string `json:"error,omitempty"`
 }
 
 // Sweep is one run of the ceiling's sweep.
@@ -40,8 +45,9 @@ type Sweep struct {
 	Connections  int     `json:"connections"`
 	WritesPerSec float64 `json:"writes_per_sec"`
 	// Writes is every write it committed, the warmup's included.
-	Writes int64 `json:"writes"`
-	Errors int64 `json:"errors,omitempty"`
+	Writes     int64  `json:"writes"`
+	Errors     int64  `json:"errors,omitempty"`
+	FirstError string `json:"first_error,omitempty"`
 }
 
 // groupTransactions is the gateway's default bound on its write
@@ -63,22 +69,42 @@ func ceilingScript(d Dist, tok tokens.Token, k int) string {
 	return b.String()
 }
 
+// ceilingConnections is the connections the ceiling's sweep starts from:
+// as many as the cell's gateways run write transactions at once, each
+// replica its own, and no more than the cell's clients (a transaction
+// needs a write to carry). Nothing else of the cell counts: idle
+// connections to the gateway carry no writes.
+func ceilingConnections(cfg Config, replicas, clients, poolSize int) int {
+	transactions := cmp.Or(cfg.WriteTransactions, groupTransactions())
+	if cfg.NoGroupCommit {
+		transactions = cmp.Or(cfg.WriteTransactions, poolSize)
+	}
+	return max(1, min(transactions*max(1, replicas), clients))
+}
+
 // runCeiling measures the ceiling of a cell whose gateway grouped writes
 // groupSize to a transaction on average, on transactions connections and
-// twice as many.
+// twice as many. A sweep whose runs all failed says why in Error.
 func (e *env) runCeiling(ctx context.Context, d Dist, tok tokens.Token, groupSize float64, transactions int) (*Ceiling, error) {
 	k := max(1, int(math.Round(groupSize)))
 	c := &Ceiling{GroupSize: k}
+	var why []string
 	for _, conns := range []int{transactions, 2 * transactions} {
 		p, err := runPgbenchScript(ctx, e.pgbench, libpqURL(e.cfg.DatabaseURL), conns, ceilingScript(d, tok, k), e.cfg.window())
 		if err != nil {
 			return nil, err
 		}
-		s := Sweep{Connections: conns, WritesPerSec: p.TxPerSec * float64(k), Writes: (p.Writes + p.WarmupWrites) * int64(k), Errors: p.ErrorCount()}
+		s := Sweep{Connections: conns, WritesPerSec: p.TxPerSec * float64(k), Writes: (p.Writes + p.WarmupWrites) * int64(k), Errors: p.ErrorCount(), FirstError: p.FirstError}
 		c.Sweep = append(c.Sweep, s)
 		if s.Errors == 0 && s.WritesPerSec > c.WritesPerSec {
 			c.Connections, c.WritesPerSec = conns, s.WritesPerSec
 		}
+		if s.Errors > 0 || s.WritesPerSec == 0 {
+			why = append(why, fmt.Sprintf("on %d connections: %s", conns, cmp.Or(s.FirstError, "no transaction measured")))
+		}
+	}
+	if c.WritesPerSec == 0 {
+		c.Error = "the batched ceiling could not be measured: " + strings.Join(why, "; ")
 	}
 	return c, nil
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,7 +59,9 @@ type Cell struct {
 func (c *Cell) Valid() bool {
 	pgbenchOK := c.Pgbench == nil || (c.Pgbench.Writes > 0 && c.Pgbench.ErrorCount() == 0)
 	overheadOK := c.Overhead == nil || (c.Overhead.PerPath > 0 && len(c.Overhead.Errors) == 0)
-	ceilingOK := c.Ceiling == nil || c.Ceiling.WritesPerSec > 0
+	// A ceiling that could not be measured says why (Ceiling.Error); the
+	// gateway's figures, which it would only be compared with, stand.
+	ceilingOK := c.Ceiling == nil || c.Ceiling.WritesPerSec > 0 || c.Ceiling.Error != ""
 	return c.Direct.Writes > 0 && c.Gateway.Writes > 0 && c.Direct.ErrorCount() == 0 && c.Gateway.ErrorCount() == 0 && pgbenchOK && overheadOK && ceilingOK && c.Wrk.valid()
 }
 
@@ -159,12 +160,7 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 		if p.TxPerSec > 0 {
 			cell.PgbenchRatio = cell.Gateway.TxPerSec / p.TxPerSec
 		}
-		transactions := cmp.Or(e.cfg.WriteTransactions, groupTransactions())
-		if e.cfg.NoGroupCommit {
-			transactions = cmp.Or(e.cfg.WriteTransactions, size)
-		}
-		// Each replica has its own transactions in flight.
-		if cell.Ceiling, err = e.runCeiling(ctx, d, tok, groupSize, min(transactions*len(t.urls), n)); err != nil {
+		if cell.Ceiling, err = e.runCeiling(ctx, d, tok, groupSize, ceilingConnections(e.cfg, len(t.urls), n, size)); err != nil {
 			return cell, err
 		}
 		if cell.Ceiling.WritesPerSec > 0 {

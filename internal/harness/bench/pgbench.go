@@ -92,7 +92,14 @@ func runPgbenchScript(ctx context.Context, bin, dbURL string, clients int, text 
 		msg := strings.TrimSpace(stderr.String())
 		return Path{Errors: map[string]int64{"pgbench": 1}, FirstError: fmt.Sprintf("pgbench: %v: %s", err, lastLine(msg))}, nil
 	}
-	return readPgbenchLogs(dir, w.warmup)
+	p, err := readPgbenchLogs(dir, w.warmup)
+	if err == nil && p.Writes == 0 && p.WarmupWrites == 0 && p.ErrorCount() == 0 {
+		// pgbench can exit 0 having run nothing (its clients still
+		// connecting when --time ran out): say so, with what it said.
+		p.Errors = map[string]int64{"pgbench-none": 1}
+		p.FirstError = fmt.Sprintf("pgbench: no transaction completed in %ds on %d connections: %s", max(secs, 1), clients, lastLine(strings.TrimSpace(stderr.String())))
+	}
+	return p, err
 }
 
 // readPgbenchLogs reads the per-transaction logs of one run (a file per

@@ -108,7 +108,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		if c.Pgbench != nil {
 			pgb, ratio, lat = fmt.Sprintf("%.0f", c.Pgbench.TxPerSec), fmt.Sprintf("%.2f", c.PgbenchRatio), percentiles(c.Pgbench.Latency)
 		}
-		if c.Ceiling != nil {
+		switch {
+		case c.Ceiling != nil && c.Ceiling.Error != "":
+			ceil = fmt.Sprintf("none (%d×%d: below)", c.Ceiling.GroupSize, c.Ceiling.Sweep[0].Connections)
+		case c.Ceiling != nil:
 			ceil = fmt.Sprintf("%.0f (%d×%d)", c.Ceiling.WritesPerSec, c.Ceiling.GroupSize, c.Ceiling.Connections)
 			ceilRatio = fmt.Sprintf("%.2f", c.CeilingRatio)
 		}
@@ -126,6 +129,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			if side.p != nil && side.p.ErrorCount() > 0 {
 				fmt.Fprintf(&b, "  errors, %d×%s %s: %s; first: %s\n", c.Clients, c.Dist, side.name, kinds(side.p.Errors), side.p.FirstError)
 			}
+		}
+		if c.Ceiling != nil && c.Ceiling.Error != "" {
+			fmt.Fprintf(&b, "  ceiling, %d×%s: %s\n", c.Clients, c.Dist, c.Ceiling.Error)
 		}
 	}
 	r.writeOverhead(&b)
