@@ -115,7 +115,8 @@ func (g *Gateway) logAccess(routes chi.Routes, next http.Handler) http.Handler {
 		rc.Reset()
 		rc.Routes = routes
 		defer routeContexts.Put(rc)
-		ctx := context.WithValue(context.WithValue(r.Context(), accessKey{}, e), chi.RouteCtxKey, rc)
+		a.ctx = accessContext{Context: r.Context(), entry: e, route: rc}
+		ctx := context.Context(&a.ctx)
 		r = r.WithContext(ctx)
 		next.ServeHTTP(&a.recorder, r)
 		if !g.log.Enabled(ctx, e.level) {
@@ -153,6 +154,29 @@ type accessState struct {
 	entry    accessEntry
 	recorder statusRecorder
 	header   [1]string // the request id header's value
+	ctx      accessContext
+}
+
+// accessContext is a request's context with its access entry and its
+// route context as values: part of the request's one allocation, where
+// two context.WithValue would make two more. Every other key, and
+// cancellation, are its parent's: the context package still finds the
+// parent's cancellation beneath it, so contexts derived from it need no
+// goroutine of their own.
+type accessContext struct {
+	context.Context
+	entry *accessEntry
+	route *chi.Context
+}
+
+func (c *accessContext) Value(key any) any {
+	switch key {
+	case accessKey{}:
+		return c.entry
+	case chi.RouteCtxKey:
+		return c.route
+	}
+	return c.Context.Value(key)
 }
 
 // routeNamed serves h under pattern, naming pattern in the request's
