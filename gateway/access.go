@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // RequestIDHeader carries the request's id on every answer; problem
@@ -47,7 +49,10 @@ type accessEntry struct {
 	status    int
 	operation string
 	resource  string
-	token     string // the presented token, unsigned
+	token     string // the presented token, unsigned, as a refusal names it
+	// presented is an answered request's presented token, formatted only
+	// if its log line is written (--log-level warn writes none).
+	presented tokens.Token
 	outcome   string // ok, replayed, or the problem type
 	err       error  // the cause of a refusal, for the log only
 	level     slog.Level
@@ -136,7 +141,11 @@ func (g *Gateway) logAccess(routes chi.Routes, next http.Handler) http.Handler {
 			slog.String("method", r.Method), slog.String("route", route),
 			slog.Int("status", cmp.Or(e.status, http.StatusOK)), slog.String("duration", time.Since(start).String()),
 		)
-		for _, kv := range [...]struct{ k, v string }{{"operation", e.operation}, {"resource", e.resource}, {"presented_token", e.token}, {"outcome", e.outcome}} {
+		token := e.token
+		if token == "" && !e.presented.IsZero() {
+			token = e.presented.Unsigned().String()
+		}
+		for _, kv := range [...]struct{ k, v string }{{"operation", e.operation}, {"resource", e.resource}, {"presented_token", token}, {"outcome", e.outcome}} {
 			if kv.v != "" {
 				attrs = append(attrs, slog.String(kv.k, kv.v))
 			}

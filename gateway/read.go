@@ -48,9 +48,7 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request) {
 	}
 	e := accessOf(r.Context())
 	e.operation, e.resource, e.outcome = name, scope.Resource, "ok"
-	if !scope.Presented.IsZero() {
-		e.token = scope.Presented.String()
-	}
+	e.presented = scope.Presented
 	g.countRead(name, "ok", start)
 	writeJSON(w, http.StatusOK, res)
 }

@@ -151,9 +151,7 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, name string, st
 	}
 	e := accessOf(r.Context())
 	e.operation, e.resource, e.outcome = name, scope.Resource, outcome
-	if !scope.Presented.IsZero() {
-		e.token = scope.Presented.Unsigned().String()
-	}
+	e.presented = scope.Presented
 	g.count(name, outcome, start)
 	// With its length known, the flush sends the answer as it is, not
 	// in chunks.
