@@ -28,7 +28,11 @@
 //
 // An unkeyed request is one round trip: fences and statements pipelined as
 // one batch ending in a single Sync, which PostgreSQL runs as one implicit
-// transaction. A keyed request is an explicit transaction of two round
+// transaction. That batch is sent as pgconn's batch of statements prepared
+// by name on the connection (prepared.go), without pgx's pipeline
+// bookkeeping; a statement gone stale there (a migration changed what it
+// returns) fails the batch before anything commits, and the request runs
+// once more, prepared anew. A keyed request is an explicit transaction of two round
 // trips: BEGIN, claim of the key, fences and statements; then its stored
 // answer and COMMIT.
 //
