@@ -15,6 +15,15 @@
 // sign, space or leading zero; both numbers 1 to math.MaxInt64, a
 // PostgreSQL bigint).
 //
+// # Permits (permit.go)
+//
+// A semaphore of N permits grants up to N holders at once, each one slot
+// (1 to N) with a lock and a fence of its own, under the resource
+// PermitResource(semaphore, slot): "pool/p1#2". A permit's token names
+// its slot, "E:R#P" (Token.Permit), and is signed for the slot's resource
+// under a MAC tag of its own, so that it is never a lock's token nor
+// another slot's.
+//
 // # Signatures: a token is a capability (keyring.go, redact.go)
 //
 // The gateway grants a token as "E:R:SIG": an HMAC-SHA256 truncated to 128

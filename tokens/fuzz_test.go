@@ -9,7 +9,7 @@ import (
 // ErrMalformed, and that an accepted token has exactly one spelling: the
 // input itself.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"1:42", "0:1", "1:", ":", "9223372036854775807:9223372036854775807", "1:9223372036854775808", "01:1", "1:-1", "1: 1", "１:1", "1:42:AQIDBAUGBwgJCgsMDQ4PEA", "1:42:AQIDBAUGBwgJCgsMDQ4PEB", "1:42:", "1:42:AQIDBAUGBwgJCgsMDQ4PE=", "1:42:1:42"} {
+	for _, s := range []string{"1:42", "0:1", "1:", ":", "9223372036854775807:9223372036854775807", "1:9223372036854775808", "01:1", "1:-1", "1: 1", "１:1", "1:42:AQIDBAUGBwgJCgsMDQ4PEA", "1:42:AQIDBAUGBwgJCgsMDQ4PEB", "1:42:", "1:42:AQIDBAUGBwgJCgsMDQ4PE=", "1:42:1:42", "1:42#2", "1:42#0", "1:42#1001", "1:42#2:AQIDBAUGBwgJCgsMDQ4PEA", "1:42##2", "1#2:42"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -20,7 +20,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if tok.Epoch < 1 || tok.Revision < 1 {
+		if tok.Epoch < 1 || tok.Revision < 1 || tok.Permit < 0 || tok.Permit > MaxPermits {
 			t.Fatalf("Parse(%q) = %v: parts must be >= 1", s, tok)
 		}
 		if tok.String() != s {

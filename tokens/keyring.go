@@ -15,8 +15,8 @@ const MinKeyLen = 32
 
 // Keyring signs the tokens a gateway issues and verifies the ones it is
 // shown. A signature is HMAC-SHA256, truncated to 128 bits, over the
-// token's epoch and revision, the resource it was granted for and the
-// client it was granted to: a token cannot be guessed from the revision,
+// token's epoch and revision (and permit, under a tag of its own), the
+// resource it was granted for and the client it was granted to: a token cannot be guessed from the revision,
 // nor spent on another resource or by another client. The newest key
 // whose time has come signs; every key verifies, so keys rotate without
 // refusing tokens signed before the rotation, and a new key can be known
@@ -121,9 +121,19 @@ func (k *Keyring) Verify(t Token, resource, client string) bool {
 func (m *macKey) sum(t Token, resource, client string) Sig {
 	st := m.pool.Get().(*macState)
 	defer m.pool.Put(st)
-	b := append(st.msg[:0], "fencegw token v1\x00"...)
+	var b []byte
+	if t.Permit > 0 {
+		// Another tag: a permit's token and a lock's never verify as
+		// each other, whatever their resources are called.
+		b = append(st.msg[:0], "fencegw permit v1\x00"...)
+	} else {
+		b = append(st.msg[:0], "fencegw token v1\x00"...)
+	}
 	b = binary.BigEndian.AppendUint64(b, uint64(t.Epoch))
 	b = binary.BigEndian.AppendUint64(b, uint64(t.Revision))
+	if t.Permit > 0 {
+		b = binary.BigEndian.AppendUint64(b, uint64(t.Permit))
+	}
 	b = binary.AppendUvarint(b, uint64(len(resource)))
 	b = append(b, resource...)
 	b = binary.AppendUvarint(b, uint64(len(client)))

@@ -17,8 +17,8 @@ func Redact(s string) string {
 	return redactRuns(redactAfterRevision(s))
 }
 
-// redactAfterRevision replaces whatever follows "E:R:" (digits, colon,
-// digits, colon) up to the next quote, comma, semicolon or line end: a
+// redactAfterRevision replaces whatever follows "E:R:" or "E:R#P:"
+// (digits, colon, digits, a permit perhaps, colon) up to the next quote, comma, semicolon or line end: a
 // signature spelled wrongly (standard base64, a stray dot or space inside)
 // is still the signature, and its pieces may each be too short for
 // redactRuns to see.
@@ -55,6 +55,12 @@ func tokenPrefixEnd(s string, i int) int {
 		start := j
 		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
 			j++
+		}
+		if part == 1 && j > start && j < len(s) && s[j] == '#' { // a permit's: E:R#P:
+			j++
+			for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+				j++
+			}
 		}
 		if j == start || j >= len(s) || s[j] != ':' {
 			return -1

@@ -23,7 +23,11 @@ import (
 type Token struct {
 	Epoch    int64
 	Revision int64
-	Sig      Sig // zero: unsigned
+	// Permit is the slot of a semaphore's permit the token was granted
+	// for, 1 to MaxPermits; 0 for a lock's token. Its fence is the slot's
+	// (PermitResource), and the signature binds it (Keyring).
+	Permit int
+	Sig    Sig // zero: unsigned
 }
 
 // Sig is a token's signature: a MAC truncated to 128 bits.
@@ -41,11 +45,12 @@ const maxDigits = 19
 // ErrMalformed is wrapped by every Parse error.
 var ErrMalformed = errors.New("tokens: malformed token")
 
-// Parse reads the text form "E:R", or "E:R:SIG" for a signed token. It is
-// strict so that one token has exactly one spelling: both numbers are
-// decimal digits without sign, space or leading zero, both at least 1 and
-// at most math.MaxInt64 (PostgreSQL bigint); the signature is 22
-// characters of base64url.
+// Parse reads the text form "E:R", or "E:R:SIG" for a signed token, with
+// "#P" after R for a permit's token ("1:42#2:SIG"). It is strict so that
+// one token has exactly one spelling: the numbers are decimal digits
+// without sign, space or leading zero, epoch and revision at least 1 and
+// at most math.MaxInt64 (PostgreSQL bigint), a permit 1 to MaxPermits;
+// the signature is 22 characters of base64url.
 func Parse(s string) (Token, error) {
 	e, r, ok := strings.Cut(s, ":")
 	if !ok {
@@ -79,17 +84,29 @@ func notBase64URL(r rune) bool {
 	return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
 }
 
-// parseNumbers reads the epoch and revision parts of s.
+// parseNumbers reads the epoch, revision and permit parts of s.
 func parseNumbers(s, e, r string) (Token, error) {
 	epoch, err := parsePart(e)
 	if err != nil {
 		return Token{}, fmt.Errorf("%w: %q: epoch %v", ErrMalformed, clip.String(Redact(s), 48), err)
 	}
+	r, p, isPermit := strings.Cut(r, "#")
 	rev, err := parsePart(r)
 	if err != nil {
 		return Token{}, fmt.Errorf("%w: %q: revision %v", ErrMalformed, clip.String(Redact(s), 48), err)
 	}
-	return Token{Epoch: epoch, Revision: rev}, nil
+	tok := Token{Epoch: epoch, Revision: rev}
+	if isPermit {
+		n, err := parsePart(p)
+		if err == nil && n > MaxPermits {
+			err = fmt.Errorf("is above %d", MaxPermits)
+		}
+		if err != nil {
+			return Token{}, fmt.Errorf("%w: %q: permit %v", ErrMalformed, clip.String(Redact(s), 48), err)
+		}
+		tok.Permit = int(n)
+	}
+	return tok, nil
 }
 
 // parsePart errors are descriptions, not causes: they are formatted into the
@@ -115,10 +132,11 @@ func parsePart(s string) (int64, error) {
 	return int64(n), nil
 }
 
-// String returns the text form: "E:R", or "E:R:SIG" for a signed token.
+// String returns the text form: "E:R", "E:R#P" for a permit's token, and
+// ":SIG" after either for a signed token.
 // A signed token is a capability: show others Unsigned().String().
 func (t Token) String() string {
-	return string(t.appendTo(make([]byte, 0, 2*maxDigits+2+sigText.EncodedLen(sigLen))))
+	return string(t.appendTo(make([]byte, 0, 2*maxDigits+2+5+sigText.EncodedLen(sigLen))))
 }
 
 // AppendText appends the text form to b (encoding.TextAppender).
@@ -131,6 +149,10 @@ func (t Token) appendTo(b []byte) []byte {
 	b = strconv.AppendInt(b, t.Epoch, 10)
 	b = append(b, ':')
 	b = strconv.AppendInt(b, t.Revision, 10)
+	if t.Permit > 0 {
+		b = append(b, '#')
+		b = strconv.AppendInt(b, int64(t.Permit), 10)
+	}
 	if t.Signed() {
 		b = append(b, ':')
 		b = sigText.AppendEncode(b, t.Sig[:])
@@ -141,9 +163,10 @@ func (t Token) appendTo(b []byte) []byte {
 // Signed reports whether t carries a signature.
 func (t Token) Signed() bool { return t.Sig != Sig{} }
 
-// Unsigned returns t without its signature: its place in the order, which
-// may be shown to anyone (logs, problem documents, observers).
-func (t Token) Unsigned() Token { return Token{Epoch: t.Epoch, Revision: t.Revision} }
+// Unsigned returns t without its signature: its place in the order (and
+// its permit), which may be shown to anyone (logs, problem documents,
+// observers).
+func (t Token) Unsigned() Token { return Token{Epoch: t.Epoch, Revision: t.Revision, Permit: t.Permit} }
 
 // UnmarshalText parses the text form as strictly as Parse.
 func (t *Token) UnmarshalText(b []byte) error {
@@ -156,7 +179,8 @@ func (t *Token) UnmarshalText(b []byte) error {
 }
 
 // Compare returns -1, 0 or +1 as t is older than, equal to or newer than
-// u, signatures aside.
+// u, signatures and permits aside: a fence holds the tokens of one lock,
+// or of one permit slot, and orders them by epoch and revision alone.
 func (t Token) Compare(u Token) int {
 	if c := cmp.Compare(t.Epoch, u.Epoch); c != 0 {
 		return c

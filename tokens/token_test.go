@@ -31,6 +31,14 @@ func TestParse(t *testing.T) {
 		{"too long", "1:12345678901234567890", Token{}, false},
 		{"hex", "1:0x2a", Token{}, false},
 		{"unicode digit", "1:٤٢", Token{}, false},
+		{"permit", "1:42#3", Token{Epoch: 1, Revision: 42, Permit: 3}, true},
+		{"last permit", "1:42#1000", Token{Epoch: 1, Revision: 42, Permit: MaxPermits}, true},
+		{"permit zero", "1:42#0", Token{}, false},
+		{"permit above the most", "1:42#1001", Token{}, false},
+		{"permit leading zero", "1:42#03", Token{}, false},
+		{"permit empty", "1:42#", Token{}, false},
+		{"two permits", "1:42#3#4", Token{}, false},
+		{"permit on the epoch", "1#3:42", Token{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,6 +234,7 @@ func TestRedact(t *testing.T) {
 		"12:30:x, 3:4":                        "12:30:…, 3:4",
 		`from="1:2:FN3o1-CryckydywaSMvcWw";a`: `from="1:2:…";a`,
 		"two words, ünïcode":                  "two words, ünïcode",
+		"2:30#3:FN3o1-Cryck.ydywaSMvcWw":      "2:30#3:…",
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
@@ -238,5 +247,65 @@ func TestRedact(t *testing.T) {
 func TestZeroSignatureIsMalformed(t *testing.T) {
 	if tok, err := Parse("1:42:AAAAAAAAAAAAAAAAAAAAAA"); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("Parse of a zero signature = %v, %v; want ErrMalformed", tok, err)
+	}
+}
+
+// TestPermitTokens: a permit's token is bound to its slot and is never a
+// lock's token, nor another slot's, whatever the resources are called.
+func TestPermitTokens(t *testing.T) {
+	ring, err := NewKeyring(Key{Secret: []byte("0123456789abcdef0123456789abcdef")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot2 := PermitResource("pool/p1", 2)
+	tok := ring.Sign(Token{Epoch: 1, Revision: 42, Permit: 2}, slot2, "worker")
+	text := tok.String()
+	if parsed, err := Parse(text); err != nil || parsed != tok || text[:len("1:42#2:")] != "1:42#2:" {
+		t.Fatalf("Parse(%q) = %v, %v; want %v", text, parsed, err, tok)
+	}
+	lockTok := ring.Sign(Token{Epoch: 1, Revision: 42}, slot2, "worker") // a lock on a resource named like the slot
+	for _, tt := range []struct {
+		name     string
+		tok      Token
+		resource string
+		want     bool
+	}{
+		{"as granted", tok, slot2, true},
+		{"another slot's resource", Token{Epoch: 1, Revision: 42, Permit: 3, Sig: tok.Sig}, PermitResource("pool/p1", 3), false},
+		{"its permit dropped", Token{Epoch: 1, Revision: 42, Sig: tok.Sig}, slot2, false},
+		{"a lock's signature with a permit added", Token{Epoch: 1, Revision: 42, Permit: 2, Sig: lockTok.Sig}, slot2, false},
+	} {
+		if got := ring.Verify(tt.tok, tt.resource, "worker"); got != tt.want {
+			t.Errorf("%s: Verify = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+	if tok.Unsigned() != (Token{Epoch: 1, Revision: 42, Permit: 2}) || tok.Compare(Token{Epoch: 1, Revision: 42}) != 0 {
+		t.Errorf("Unsigned/Compare of %v: the permit is shown, and ordered by epoch and revision alone", tok)
+	}
+}
+
+func TestSplitPermitResource(t *testing.T) {
+	for _, tt := range []struct {
+		in        string
+		semaphore string
+		permit    int
+		ok        bool
+	}{
+		{"pool/p1#2", "pool/p1", 2, true},
+		{"a#b#1000", "a#b", 1000, true},
+		{"pool/p1#0", "", 0, false},
+		{"pool/p1#1001", "", 0, false},
+		{"pool/p1#02", "", 0, false},
+		{"pool/p1#", "", 0, false},
+		{"#2", "", 0, false},
+		{"pool/p1", "", 0, false},
+	} {
+		sem, permit, ok := SplitPermitResource(tt.in)
+		if sem != tt.semaphore || permit != tt.permit || ok != tt.ok {
+			t.Errorf("SplitPermitResource(%q) = %q, %d, %t; want %q, %d, %t", tt.in, sem, permit, ok, tt.semaphore, tt.permit, tt.ok)
+		}
+		if ok && PermitResource(sem, permit) != tt.in {
+			t.Errorf("PermitResource(%q, %d) != %q", sem, permit, tt.in)
+		}
 	}
 }
