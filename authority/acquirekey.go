@@ -41,6 +41,7 @@ type acquisition struct {
 	Granted  bool   `json:"granted"`
 	Epoch    int64  `json:"epoch,omitempty"`
 	Revision int64  `json:"revision,omitempty"`
+	Permit   int    `json:"permit,omitempty"` // a semaphore's slot; Resource is the semaphore
 	Signer   string `json:"signer,omitempty"`
 }
 
@@ -73,8 +74,8 @@ func (a *Etcd) claimAcquisition(ctx context.Context, resource string, id LeaseID
 func (a *Etcd) grantedAcquisition(ctx context.Context, l Lease, opts AcquireOptions) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	rec := acquisition{Lease: l.ID.String(), Resource: l.Resource, TTL: int64(opts.TTL / time.Second), Granted: true,
-		Epoch: l.Token.Epoch, Revision: l.Token.Revision, Signer: l.signer}
+	rec := acquisition{Lease: l.ID.String(), Resource: semaphoreOf(l), TTL: int64(opts.TTL / time.Second), Granted: true,
+		Epoch: l.Token.Epoch, Revision: l.Token.Revision, Permit: l.Token.Permit, Signer: l.signer}
 	b, _ := json.Marshal(rec)
 	key := acquisitionKey(opts.Owner, opts.Key)
 	// Only while the record is still there: a lease that ended this
@@ -152,8 +153,11 @@ func (a *Etcd) joined(ctx context.Context, resource string, rec acquisition, opt
 	if err != nil {
 		return Lease{}, false, err
 	}
-	l := Lease{ID: id, Resource: resource, Token: tokens.Token{Epoch: rec.Epoch, Revision: rec.Revision}, TTL: time.Duration(ttl.TTL) * time.Second, signer: rec.Signer}
-	signed, ok := ring.SignWith(rec.Signer, l.Token, resource, opts.Owner)
+	l := Lease{ID: id, Resource: resource, Token: tokens.Token{Epoch: rec.Epoch, Revision: rec.Revision, Permit: rec.Permit}, TTL: time.Duration(ttl.TTL) * time.Second, signer: rec.Signer}
+	if rec.Permit > 0 {
+		l.Resource = tokens.PermitResource(resource, rec.Permit)
+	}
+	signed, ok := ring.SignWith(rec.Signer, l.Token, l.Resource, opts.Owner)
 	if !ok {
 		// Its key retired since (forced): the token cannot be given
 		// again, and a new lease must be taken.

@@ -15,6 +15,17 @@
 // TokenFloor (floor.go) names a token below all of them: how far the
 // fence floor may rise, for pruning fence rows.
 //
+// # Semaphores
+//
+// A semaphore of N permits (AcquireOptions.Permits) admits the first N
+// leases of its line (/fencegw/queues/, in arrival order) and gives each
+// a free slot k: a lock key of the slot's resource, "<semaphore>#k",
+// created only while the slot has none (semaphore.go). The permit's token
+// is that key's create revision with the permit k, signed for the slot's
+// resource; the slot's fence refuses a paused earlier holder as a lock's
+// would. Slot keys are lock keys, so TokenFloor, holder validation,
+// observation, watches and lease ends see each slot as a lock.
+//
 // # Validation
 //
 // Validate is the authority's word on a token: in fence mode, that it was

@@ -21,7 +21,9 @@ import (
 // lowest of them, or the read's revision when there is none; in the epoch
 // read with them, since a token of an older epoch is refused anyway. Any
 // other key that ever stands for a token must live under lockPrefix too,
-// or this floor would cut it off.
+// or this floor would cut it off: a semaphore's permit slots do (their
+// lines, under queuesPrefix, hold no tokens, and a waiter in line is
+// granted a slot key created after this read).
 func (a *Etcd) TokenFloor(ctx context.Context) (floor tokens.Token, identity string, err error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()

@@ -34,7 +34,9 @@ const (
 )
 
 // Lease is a granted lock: the holder may write with Token until the etcd
-// lease ID expires or is released.
+// lease ID expires or is released. A semaphore's permit is a lock on one
+// of its slots: Resource is the slot's (tokens.PermitResource) and
+// Token.Permit the slot.
 type Lease struct {
 	ID       LeaseID
 	Resource string
@@ -93,6 +95,11 @@ type AcquireOptions struct {
 	// retry with the same Owner and Key gets the first attempt's lease
 	// while it lives, instead of a second one.
 	Key string
+	// Permits, if above 0, makes resource a semaphore of that many
+	// permits (semaphore.go): the lease holds one free slot, and its
+	// Resource and token are the slot's. At most tokens.MaxPermits; no
+	// LockDelay with it.
+	Permits int
 }
 
 // clientsPrefix indexes each lease under its owner, so that the leases of
@@ -183,6 +190,9 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	if opts.MaxHold > 0 && ttl > opts.MaxHold {
 		return Lease{}, fmt.Errorf("%w: %s, longer than the resource's max_hold %s", ErrBadTTL, ttl, opts.MaxHold)
 	}
+	if err := checkPermits(opts); err != nil {
+		return Lease{}, err
+	}
 	ring, err := a.keyring(ctx) // before the lock: a lock without a signed token is no use
 	if err != nil {
 		return Lease{}, err
@@ -231,9 +241,14 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 			return Lease{}, err
 		}
 	}
-	lease, err := a.lock(ctx, resource, id, opts, signer)
+	var lease Lease
+	if opts.Permits > 0 {
+		lease, err = a.lockPermit(ctx, resource, id, opts, signer)
+	} else {
+		lease, err = a.lock(ctx, resource, id, opts, signer)
+	}
 	if err == nil && lease.signer == "" {
-		ring, lease.signer, err = a.recordNewSigner(ctx, resource, id, signer)
+		ring, lease.signer, err = a.recordNewSigner(ctx, lease.Resource, lease.Token.Permit, id, signer)
 	}
 	if err == nil {
 		// From the grant: a wait in line is no hold.
@@ -254,7 +269,7 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	a.transitions.Add(1)
 	// The token is a capability: good for this resource and this owner,
 	// signed by the key recorded with the lease.
-	lease.Token, _ = ring.SignWith(lease.signer, lease.Token, resource, opts.Owner)
+	lease.Token, _ = ring.SignWith(lease.signer, lease.Token, lease.Resource, opts.Owner)
 	return lease, nil
 }
 
@@ -326,7 +341,7 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 	// the token is etcd's (epoch, revision) at one instant: a gateway that
 	// has not yet noticed an epoch bump still hands out the new epoch.
 	epoch := clientv3.OpGet(epochKey)
-	ops := append([]clientv3.Op{put, holder, recordOwner, epoch, index}, signerOps(resource, signer, id)...)
+	ops := append([]clientv3.Op{put, holder, recordOwner, epoch, index}, signerOps(resource, 0, signer, id)...)
 	const signerRead = 7 // signerOps's last
 	tctx, cancel := bounded(ctx)
 	txn := a.cli.Txn(tctx)
@@ -446,6 +461,14 @@ var errOwnKeyGone = fmt.Errorf("authority: the waiting lease expired or was revo
 // while it queues (the gateway paused, etcd's keepalives late) is told at
 // once, not when the holder leaves.
 func (a *Etcd) waitTurn(ctx context.Context, pfx, key string, rev int64) error {
+	return a.whileKeyLives(ctx, key, rev, func(ctx context.Context) error {
+		return a.waitPredecessors(ctx, pfx, rev-1)
+	})
+}
+
+// whileKeyLives runs wait, cut short with errOwnKeyGone if key (created
+// at rev) is deleted meanwhile.
+func (a *Etcd) whileKeyLives(ctx context.Context, key string, rev int64, wait func(context.Context) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	watching := make(chan struct{})
@@ -458,7 +481,7 @@ func (a *Etcd) waitTurn(ctx context.Context, pfx, key string, rev int64) error {
 			}
 		}
 	}()
-	err := a.waitPredecessors(ctx, pfx, rev-1)
+	err := wait(ctx)
 	if cause := context.Cause(ctx); errors.Is(cause, errOwnKeyGone) {
 		err = cause
 	}

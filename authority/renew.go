@@ -111,6 +111,6 @@ func resign(resps []*etcdserverpb.ResponseOp, i int, ring *tokens.Keyring, signe
 	if err != nil {
 		return tokens.Token{}
 	}
-	tok, _ := ring.SignWith(signer, tokens.Token{Epoch: epoch, Revision: revision}, lt.Resource, owner)
+	tok, _ := ring.SignWith(signer, tokens.Token{Epoch: epoch, Revision: revision, Permit: lt.Permit}, lt.Resource, owner)
 	return tok
 }

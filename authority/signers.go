@@ -40,7 +40,8 @@ func leaseTokenKey(id LeaseID) string { return leaseTokenPrefix + id.String() }
 // leaseToken is a lease's record of its token.
 type leaseToken struct {
 	Resource string `json:"resource"`
-	Key      string `json:"key"` // the ID of the key that signed the token granted
+	Permit   int    `json:"permit,omitempty"` // a semaphore's slot; Resource is the slot's
+	Key      string `json:"key"`              // the ID of the key that signed the token granted
 }
 
 // errKeysChanged ends a grant whose signing key was retired twice over
@@ -51,17 +52,17 @@ var errKeysChanged = errors.New("the signing keys changed while the grant was re
 // lease's lock key, that record keyID as the signer of its token, and a
 // read of whether keyID is still in service at that revision: if it is,
 // any retirement of it comes later and finds the record.
-func signerOps(resource, keyID string, id LeaseID) []clientv3.Op {
+func signerOps(resource string, permit int, keyID string, id LeaseID) []clientv3.Op {
 	lease := clientv3.WithLease(clientv3.LeaseID(id))
 	return []clientv3.Op{
 		clientv3.OpPut(signedByKey(keyID, id), resource, lease),
-		clientv3.OpPut(leaseTokenKey(id), leaseTokenValue(resource, keyID), lease),
+		clientv3.OpPut(leaseTokenKey(id), leaseTokenValue(resource, permit, keyID), lease),
 		clientv3.OpGet(keysPrefix+keyID, clientv3.WithCountOnly()),
 	}
 }
 
-func leaseTokenValue(resource, keyID string) string {
-	b, _ := json.Marshal(leaseToken{Resource: resource, Key: keyID}) // two strings: cannot fail
+func leaseTokenValue(resource string, permit int, keyID string) string {
+	b, _ := json.Marshal(leaseToken{Resource: resource, Permit: permit, Key: keyID}) // strings and a number: cannot fail
 	return string(b)
 }
 
@@ -75,7 +76,7 @@ func signerInService(resps []*etcdserverpb.ResponseOp, i int) bool {
 // with (old) was retired before the grant was recorded: this process's
 // keys are out of date. It reloads them and records the key that signs
 // now instead, if that one is still in service.
-func (a *Etcd) recordNewSigner(ctx context.Context, resource string, id LeaseID, old string) (*tokens.Keyring, string, error) {
+func (a *Etcd) recordNewSigner(ctx context.Context, resource string, permit int, id LeaseID, old string) (*tokens.Keyring, string, error) {
 	ring, err := a.ReloadKeys(ctx)
 	if err != nil {
 		return nil, "", err
@@ -88,7 +89,7 @@ func (a *Etcd) recordNewSigner(ctx context.Context, resource string, id LeaseID,
 		If(clientv3.Compare(clientv3.CreateRevision(keysPrefix+signer), ">", 0)).
 		Then(clientv3.OpDelete(signedByKey(old, id)),
 			clientv3.OpPut(signedByKey(signer, id), resource, lease),
-			clientv3.OpPut(leaseTokenKey(id), leaseTokenValue(resource, signer), lease)).
+			clientv3.OpPut(leaseTokenKey(id), leaseTokenValue(resource, permit, signer), lease)).
 		Commit()
 	switch {
 	case err != nil:

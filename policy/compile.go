@@ -104,6 +104,9 @@ func compileResource(ps *problems, name string, fr fileResource) *ResourceKind {
 		}
 		r.MaxHold = d
 	}
+	if !compilePermits(ps, entry, fr, r) {
+		ok = false
+	}
 	t, err := parseTemplate(fr.Key)
 	if err != nil {
 		ps.add(entry+".key", "%v", err)
@@ -407,7 +410,7 @@ func (p *Policy) Describe() string {
 		if r.GroupCommit != nil {
 			group = fmt.Sprint(*r.GroupCommit)
 		}
-		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s, validation %s, lock-delay %s, max hold %s, coalesce %t, group commit %s\n", r.Name, r.Template, r.Compare, r.Validation, r.LockDelay, maxHoldText(r.MaxHold), r.Coalesce, group)
+		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s, validation %s, lock-delay %s, max hold %s, coalesce %t, group commit %s%s\n", r.Name, r.Template, r.Compare, r.Validation, r.LockDelay, maxHoldText(r.MaxHold), r.Coalesce, group, permitsText(r.Permits))
 	}
 	for _, name := range sortedKeys(p.Operations) {
 		op := p.Operations[name]

@@ -22,7 +22,9 @@
 // a Template ("account/{account}") over an operation's arguments, a
 // Compare mode (Monotonic: token >= fence; Strict: token > fence), a token
 // Validation, a lock-delay, and whether its writes coalesce and
-// group-commit. KindOf finds the kind of a resource. Invariant: the
+// group-commit, and its permits: a kind with permits: N is a semaphore,
+// each name held by up to N leases at once, each fenced under its permit
+// slot (permits.go). KindOf finds the kind of a resource. Invariant: the
 // client never names the resource of a write; its arguments do, through
 // the template, so a holder of account/acct-1 cannot write account/acct-2
 // with its token.

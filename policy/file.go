@@ -34,6 +34,8 @@ type fileResource struct {
 	Coalesce   *bool  `yaml:"coalesce"` // nil: on
 	// GroupCommit nil: the gateway's setting.
 	GroupCommit *bool `yaml:"group_commit"`
+	// Permits nil: an exclusive lock; N: a semaphore of N permits.
+	Permits *int `yaml:"permits"`
 }
 
 type fileOperation struct {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // FuzzParse feeds arbitrary bytes to the policy loader: it must never
@@ -21,6 +23,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("operations: [1, 2]"))
 	f.Add([]byte("&a [*a]"))
 	f.Add([]byte(goodPolicy + identityClients))
+	f.Add([]byte(semaphorePolicy))
+	f.Add([]byte(strings.Replace(semaphorePolicy, "permits: 3", "permits: 0", 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("fuzz.yaml", data)
 		if err != nil {
@@ -33,6 +37,11 @@ func FuzzParse(f *testing.F) {
 		for name, op := range p.Operations {
 			if len(op.Roles) == 0 || op.Roles[0].Kind == nil || op.Roles[0].Template == nil || len(op.Statements) == 0 {
 				t.Fatalf("operation %s accepted without resource or statements", name)
+			}
+			for _, r := range op.Roles {
+				if r.Kind.Permits < 0 || r.Kind.Permits > tokens.MaxPermits {
+					t.Fatalf("resource %s accepted with %d permits", r.Kind.Name, r.Kind.Permits)
+				}
 			}
 		}
 	})

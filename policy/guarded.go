@@ -69,6 +69,10 @@ func compileGuarded(ps *problems, p *Policy, tables map[string]fileGuarded) {
 			ps.add(entry+".resource", "%q is not a declared resource", fg.Resource)
 			continue
 		}
+		if r.Permits > 0 {
+			ps.add(entry+".resource", "%s is a semaphore (permits: %d): its writes are fenced under their permit slot, which no row names, so the guard would refuse them all", r.Name, r.Permits)
+			continue
+		}
 		args := r.Template.args()
 		for _, arg := range args {
 			col, found := fg.Columns[arg]

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/internal/clip"
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // Lease names. A lease is taken on a name, and the policy says which
@@ -52,6 +53,15 @@ func (k LeaseKind) MaxHold() time.Duration {
 	return k.ResourceKind.MaxHold
 }
 
+// Permits is how many holders the name may have at once: the resource's
+// permits, 0 for an exclusive lock (and for a lock-only name).
+func (k LeaseKind) Permits() int {
+	if k.ResourceKind == nil {
+		return 0
+	}
+	return k.ResourceKind.Permits
+}
+
 // writer is one role of one operation, and what its key renders.
 type writer struct {
 	op      *Operation
@@ -71,6 +81,13 @@ type lockOnly struct {
 // returns an error wrapping ErrUnknownLease or ErrLeaseNotAllowed, naming
 // why.
 func (p *Policy) Lease(c *Client, name string) (LeaseKind, error) {
+	if sem, permit, ok := tokens.SplitPermitResource(name); ok {
+		if k, err := p.Lease(nil, sem); err == nil && k.Permits() > 0 {
+			// A lock on a slot's name would share the slot's fence.
+			return LeaseKind{}, fmt.Errorf("%w: %q is permit %d of the semaphore %q: lease %q, and the gateway grants a free permit",
+				ErrLeaseNotAllowed, clip.String(name, 64), permit, clip.String(sem, 64), clip.String(sem, 64))
+		}
+	}
 	var kinds []string
 	for _, w := range p.writers {
 		if _, ok := w.matcher.match(name); ok {

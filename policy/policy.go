@@ -53,6 +53,11 @@ type ResourceKind struct {
 	// all: a keepalive past it is refused and the lease revoked, so a
 	// holder wedged while its sidecar renews is cut off. 0: no bound.
 	MaxHold time.Duration
+	// Permits makes each name of the kind a semaphore: up to Permits
+	// holders at once, each holding one slot (1 to Permits) with a lock
+	// and a fence of its own (tokens.PermitResource). 0: an exclusive
+	// lock, one holder.
+	Permits int
 	// Coalesce queues writes that arrive while one is in flight and runs
 	// them together, each in its own savepoint, under one commit. On by
 	// default: a lone write runs as if it were off.

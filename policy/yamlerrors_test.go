@@ -33,7 +33,7 @@ operations:
 	}
 	want := []string{
 		"line 4: want true or false, got `maybe`",
-		`line 5: unknown key "lock_dely" in a resource (did you mean "lock_delay"?); allowed: key, compare, validation, lock_delay, max_hold, coalesce, group_commit`,
+		`line 5: unknown key "lock_dely" in a resource (did you mean "lock_delay"?); allowed: key, compare, validation, lock_delay, max_hold, coalesce, group_commit, permits`,
 		"line 10: want a whole number, got `lots`",
 		`line 13: unknown key "expect_row" in a statement (did you mean "expect_rows"?); allowed: sql, expect_rows`,
 	}

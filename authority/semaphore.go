@@ -1,0 +1,314 @@
+package authority
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// Semaphores. A semaphore of N permits (AcquireOptions.Permits) is held
+// by up to N leases at once, each in one permit slot (1 to N) with a lock
+// and a fence of its own, so that a permit holder paused past its lease
+// is refused at its slot's fence once the slot has a new holder, as an
+// exclusive lock's holder would be.
+//
+// Two steps, both in etcd:
+//   - The line: each contender creates a key under
+//     /fencegw/queues/<escaped semaphore>/<lease id>, attached to its
+//     lease. A contender with fewer than N keys created before its own is
+//     admitted; new keys come after it and deletions only shrink the keys
+//     before it, so once admitted it stays among the first N live keys.
+//     Every admitted live lease is among those N: at most N are admitted
+//     at once, in arrival order (FIFO). A waiter watches the line for
+//     deletions (a herd of its waiters, not of the whole semaphore's
+//     writes).
+//   - The slot: an admitted lease creates the lock key of a free slot,
+//     lockKeyPrefix(tokens.PermitResource(semaphore, k)) + its lease id,
+//     in one transaction that succeeds only if the slot has no key. Slot
+//     keys die with their lease, as queue keys do, so at most the N
+//     admitted leases hold slots, and an admitted one always finds one
+//     free: two live holders never share a slot.
+//
+// The token is the slot key's create revision, with the permit k; it is
+// signed for the slot's resource. A slot key is created only when the
+// slot has none, at etcd's newest revision, so each holder of a slot has
+// a higher token than every earlier holder of it: the slot's fence
+// (monotonic) refuses a paused earlier holder and never a new one. Slot
+// keys are lock keys like any other (under lockPrefix: TokenFloor sees
+// them, Holder and holder validation, observation, watches, history and
+// operator revokes work per slot); queue keys are no tokens, and live
+// apart so that nothing reads them as locks.
+//
+// Lock-delay does not apply to semaphores (the policy refuses it).
+const queuesPrefix = "/fencegw/queues/"
+
+func queueKeyPrefix(semaphore string) string { return queuesPrefix + url.PathEscape(semaphore) + "/" }
+
+// ErrBadPermits is a permit count out of range, or asked with what a
+// semaphore does not have.
+var ErrBadPermits = errors.New("authority: bad permits")
+
+// lockPermit queues lease id on semaphore and claims a free slot once
+// fewer than opts.Permits leases are before it.
+func (a *Etcd) lockPermit(ctx context.Context, semaphore string, id LeaseID, opts AcquireOptions, signer string) (Lease, error) {
+	waitUntil := time.Now().Add(opts.Wait)
+	qpfx := queueKeyPrefix(semaphore)
+	qkey := qpfx + id.String()
+	lease := clientv3.WithLease(clientv3.LeaseID(id))
+	ops := []clientv3.Op{
+		clientv3.OpPut(qkey, opts.Value, lease),
+		clientv3.OpPut(ownerKey(id), opts.Owner, lease),
+		clientv3.OpPut(clientKey(opts.Owner, id), "", lease),
+	}
+	if opts.Observer != "" {
+		ops = append(ops, clientv3.OpPut(grantedKey(id), grantedValue(a.now(), opts.Observer, false), lease))
+	}
+	tctx, cancel := bounded(ctx)
+	resp, err := a.cli.Txn(tctx).Then(ops...).Commit()
+	cancel()
+	if err != nil {
+		return Lease{}, unavailable("join the semaphore's line", err)
+	}
+	a.observe(resp.Header.Revision)
+	myRev := resp.Header.Revision
+	admitted, err := a.admitted(ctx, qpfx, myRev, opts.Permits)
+	if err != nil {
+		return Lease{}, err
+	}
+	if admitted {
+		return a.claimSlot(ctx, semaphore, id, opts, signer, waitUntil)
+	}
+	if opts.Wait == 0 {
+		return Lease{}, permitsHeldError(semaphore, opts.Permits)
+	}
+	wctx, cancel := context.WithDeadline(ctx, waitUntil)
+	defer cancel()
+	// A waiter's lease must outlive a wait longer than its TTL; the
+	// keepalive stream stops with wctx.
+	acks, err := a.cli.KeepAlive(wctx, clientv3.LeaseID(id))
+	if err != nil {
+		return Lease{}, unavailable("keep waiting lease alive", err)
+	}
+	go func() {
+		for range acks { // closed when wctx ends
+		}
+	}()
+	err = a.whileKeyLives(wctx, qkey, myRev, func(ctx context.Context) error {
+		return a.waitAdmitted(ctx, qpfx, myRev, opts.Permits)
+	})
+	if err != nil {
+		switch {
+		case errors.Is(err, ErrLeaseNotFound):
+			return Lease{}, err
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			return Lease{}, permitsHeldError(semaphore, opts.Permits)
+		}
+		return Lease{}, unavailable("wait for a permit", err)
+	}
+	l, err := a.claimSlot(ctx, semaphore, id, opts, signer, waitUntil)
+	if err != nil {
+		return Lease{}, err
+	}
+	// The holder gets its whole TTL from now.
+	kctx, cancel := bounded(ctx)
+	defer cancel()
+	if _, err := a.cli.KeepAliveOnce(kctx, clientv3.LeaseID(id)); err != nil {
+		return Lease{}, leaseError("refresh lease", err)
+	}
+	return l, nil
+}
+
+// admitted reports whether fewer than permits keys of the line qpfx were
+// created before rev.
+func (a *Etcd) admitted(ctx context.Context, qpfx string, rev int64, permits int) (bool, error) {
+	n, _, err := a.before(ctx, qpfx, rev)
+	if err != nil {
+		return false, unavailable("read the semaphore's line", err)
+	}
+	return n < permits, nil
+}
+
+// before counts the keys of the line qpfx created before rev, and the
+// revision it read them at.
+func (a *Etcd) before(ctx context.Context, qpfx string, rev int64) (int, int64, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	// Keys only, not a count: etcd counts a range before it applies the
+	// create-revision filter.
+	resp, err := a.cli.Get(ctx, qpfx, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithMaxCreateRev(rev-1))
+	if err != nil {
+		return 0, 0, err
+	}
+	a.observe(resp.Header.Revision)
+	return len(resp.Kvs), resp.Header.Revision, nil
+}
+
+// waitAdmitted returns once fewer than permits keys of the line qpfx
+// created before rev remain: it reads them, and watches the line for a
+// deletion between reads.
+func (a *Etcd) waitAdmitted(ctx context.Context, qpfx string, rev int64, permits int) error {
+	for {
+		n, at, err := a.before(ctx, qpfx, rev)
+		if err != nil {
+			return err
+		}
+		if n < permits {
+			return nil
+		}
+		if err := a.waitDeleteUnder(ctx, qpfx, at+1); err != nil {
+			return err
+		}
+	}
+}
+
+// waitDeleteUnder returns at the first deletion of a key under pfx from
+// revision rev on, or when etcd compacted past rev (the caller reads
+// again).
+func (a *Etcd) waitDeleteUnder(ctx context.Context, pfx string, rev int64) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for wr := range a.cli.Watch(wctx, pfx, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterPut()) {
+		if wr.CompactRevision != 0 {
+			return nil
+		}
+		if err := wr.Err(); err != nil {
+			return err
+		}
+		for _, ev := range wr.Events {
+			if ev.Type == mvccpb.DELETE {
+				return nil
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.New("authority: watch closed while waiting for a permit")
+}
+
+// claimSlot makes admitted lease id the holder of a free slot of
+// semaphore: the lock key of the slot, created only if the slot has none,
+// with the epoch read and the signer recorded in the same transaction.
+func (a *Etcd) claimSlot(ctx context.Context, semaphore string, id LeaseID, opts AcquireOptions, signer string, waitUntil time.Time) (Lease, error) {
+	lease := clientv3.WithLease(clientv3.LeaseID(id))
+	for {
+		free, at, err := a.freeSlot(ctx, semaphore, opts.Permits)
+		if err != nil {
+			return Lease{}, err
+		}
+		if free == 0 {
+			// Every slot has a key, yet this lease was admitted, so at most
+			// N-1 other permit holders live: a key that is no permit
+			// holder's sits in a slot (a lock taken on the slot's name
+			// itself, which the gateway's policy refuses). Wait for one
+			// to go.
+			wctx, cancel := context.WithDeadline(ctx, waitUntil)
+			err := a.waitDeleteUnder(wctx, slotsPrefix(semaphore), at+1)
+			cancel()
+			if err != nil {
+				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+					return Lease{}, permitsHeldError(semaphore, opts.Permits)
+				}
+				return Lease{}, unavailable("wait for a free permit slot", err)
+			}
+			continue
+		}
+		slot := tokens.PermitResource(semaphore, free)
+		spfx := lockKeyPrefix(slot)
+		ops := append([]clientv3.Op{
+			clientv3.OpPut(spfx+id.String(), opts.Value, lease),
+			clientv3.OpGet(epochKey),
+		}, signerOps(slot, free, signer, id)...)
+		const signerRead = 4 // signerOps's last
+		if opts.Observer != "" {
+			ops = append(ops, clientv3.OpPut(grantedKey(id), grantedValue(a.now(), opts.Observer, true), lease))
+		}
+		tctx, cancel := bounded(ctx)
+		resp, err := a.cli.Txn(tctx).If(clientv3.Compare(clientv3.Version(spfx).WithPrefix(), "=", 0)).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return Lease{}, leaseError("claim a permit slot", err)
+		}
+		a.observe(resp.Header.Revision)
+		if !resp.Succeeded {
+			continue // another admitted lease took it first
+		}
+		epoch, err := epochOf(resp.Responses[1].GetResponseRange().Kvs)
+		if err != nil {
+			return Lease{}, err
+		}
+		l := Lease{ID: id, Resource: slot, Token: tokens.Token{Epoch: epoch, Revision: resp.Header.Revision, Permit: free}}
+		if signerInService(resp.Responses, signerRead) {
+			l.signer = signer
+		}
+		return l, nil
+	}
+}
+
+// slotsPrefix is where the lock keys of every slot of semaphore start
+// (and of any other resource whose name starts with semaphore + "#").
+func slotsPrefix(semaphore string) string {
+	return lockPrefix + url.PathEscape(semaphore+tokens.PermitSeparator)
+}
+
+// freeSlot returns the lowest slot of semaphore's permits that has no
+// lock key, 0 if none, and the revision it read at.
+func (a *Etcd) freeSlot(ctx context.Context, semaphore string, permits int) (int, int64, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	resp, err := a.cli.Get(ctx, slotsPrefix(semaphore), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, 0, unavailable("read the permit slots", err)
+	}
+	a.observe(resp.Header.Revision)
+	taken := make([]bool, permits+1)
+	for _, kv := range resp.Kvs {
+		resource, _, ok := lockKeyResource(string(kv.Key))
+		if !ok {
+			continue
+		}
+		if sem, k, ok := tokens.SplitPermitResource(resource); ok && sem == semaphore && k <= permits {
+			taken[k] = true
+		}
+	}
+	for k := 1; k <= permits; k++ {
+		if !taken[k] {
+			return k, resp.Header.Revision, nil
+		}
+	}
+	return 0, resp.Header.Revision, nil
+}
+
+// permitsHeldError is the answer to a contender that was not admitted
+// within its wait.
+func permitsHeldError(semaphore string, permits int) error {
+	return fmt.Errorf("%w: all %d permits are held", &LockedError{Resource: semaphore}, permits)
+}
+
+// checkPermits refuses what a semaphore acquisition cannot be.
+func checkPermits(opts AcquireOptions) error {
+	switch {
+	case opts.Permits < 0 || opts.Permits > tokens.MaxPermits:
+		return fmt.Errorf("%w: %d, want 1 to %d (0: an exclusive lock)", ErrBadPermits, opts.Permits, tokens.MaxPermits)
+	case opts.Permits > 0 && opts.LockDelay > 0:
+		return fmt.Errorf("%w: a semaphore has no lock-delay", ErrBadPermits)
+	}
+	return nil
+}
+
+// semaphoreOf is the semaphore a lease's resource is a slot of, or the
+// resource itself for a lock's lease.
+func semaphoreOf(l Lease) string {
+	if l.Token.Permit == 0 {
+		return l.Resource
+	}
+	return strings.TrimSuffix(l.Resource, tokens.PermitResource("", l.Token.Permit))
+}

@@ -1,0 +1,94 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// semaphorePolicy is goodPolicy with a semaphore: a pool of workers, at
+// most three at once per pool.
+const semaphorePolicy = `
+resources:
+  account:
+    key: "account/{account}"
+  pool:
+    key: "pool/{pool}"
+    permits: 3
+operations:
+  debit:
+    resource: account
+    args:
+      account: {type: string, max_length: 8, pattern: "acct-[0-9]+"}
+      amount: {type: integer, min: 1, max: 1000}
+    statements:
+      - sql: UPDATE a SET b = b - :amount WHERE id = :account AND b >= :amount
+  work:
+    resource: pool
+    args:
+      pool: {type: string, max_length: 32}
+    statements:
+      - sql: INSERT INTO done VALUES (:pool, :_resource, :_token)
+`
+
+func TestPermits(t *testing.T) {
+	p := mustParse(t, semaphorePolicy)
+	if got := p.Resources["pool"].Permits; got != 3 {
+		t.Errorf("pool's Permits = %d, want 3", got)
+	}
+	if got := p.Resources["account"].Permits; got != 0 {
+		t.Errorf("account's Permits = %d, want 0: an exclusive lock", got)
+	}
+	k, err := p.Lease(nil, "pool/p1")
+	if err != nil || k.Permits() != 3 {
+		t.Errorf("Lease(pool/p1) = %+v, %v; want a kind of 3 permits", k, err)
+	}
+	if !strings.Contains(p.FenceSettings(), "semaphore of 3 permits") {
+		t.Errorf("FenceSettings does not name the permits, which decide whether a token passes:\n%s", p.FenceSettings())
+	}
+	// A permit slot's name is no lease of its own: it would share the
+	// slot's fence with the permit holders.
+	_, err = p.Lease(nil, "pool/p1#2")
+	if !errors.Is(err, ErrLeaseNotAllowed) || !strings.Contains(err.Error(), `permit 2 of the semaphore "pool/p1"`) {
+		t.Errorf("Lease(pool/p1#2) = %v; want ErrLeaseNotAllowed naming the semaphore", err)
+	}
+	// A name with '#' that no semaphore owns stays a name like any other.
+	if _, err := p.Lease(nil, "pool/p#x"); err != nil {
+		t.Errorf("Lease(pool/p#x) = %v, want the pool semaphore (no slot suffix)", err)
+	}
+}
+
+// TestPermitsRefused: every refusal names the entry and says why, and no
+// policy comes back.
+func TestPermitsRefused(t *testing.T) {
+	base := strings.Replace(semaphorePolicy, "    permits: 3\n", "", 1)
+	withPool := func(extra string) string {
+		return strings.Replace(base, `    key: "pool/{pool}"`+"\n", `    key: "pool/{pool}"`+"\n"+extra, 1)
+	}
+	for _, tt := range []struct {
+		name, src, entry, msg string
+	}{
+		{"zero", withPool("    permits: 0\n"), "resources.pool.permits", "0: want 1 to 1000 holders at once"},
+		{"negative", withPool("    permits: -2\n"), "resources.pool.permits", "-2: want 1 to 1000"},
+		{"absurd", withPool("    permits: 1001\n"), "resources.pool.permits", "1001: want 1 to 1000"},
+		{"huge", withPool("    permits: 99999999999\n"), "resources.pool.permits", "want 1 to 1000"},
+		{"not a number", withPool("    permits: three\n"), "", "line 7: want a whole number, got `three`"},
+		{"with lock_delay", withPool("    permits: 3\n    lock_delay: 5s\n"), "resources.pool.permits", "a semaphore has no lock_delay"},
+		{"with revision validation", withPool("    permits: 3\n    validation: revision\n"), "resources.pool.permits", "validation fence or holder"},
+		{"guarded", withPool("    permits: 3\n") + "guarded_tables:\n  app.pools: {resource: pool, columns: {pool: id}}\n", "guarded_tables.app.pools.resource", "pool is a semaphore (permits: 3)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Parse("test.yaml", []byte(tt.src))
+			var pe *Error
+			if !errors.As(err, &pe) || p != nil {
+				t.Fatalf("Parse = %v, %v; want no policy and an *Error", p, err)
+			}
+			for _, prob := range pe.Problems {
+				if (tt.entry == "" || prob.Entry == tt.entry) && strings.Contains(prob.Message, tt.msg) {
+					return
+				}
+			}
+			t.Fatalf("problems %+v\nwant entry %q with %q", pe.Problems, tt.entry, tt.msg)
+		})
+	}
+}
