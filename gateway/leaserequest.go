@@ -43,7 +43,8 @@ func requireJSON(r *http.Request) error {
 }
 
 // decodeLeaseRequest reads a lease request as strictly as write arguments:
-// a JSON object with at most the keys resource, ttl, wait and value, each
+// a JSON object with at most the keys resource, ttl, wait, value and
+// permits, each
 // once and spelled exactly so; valid UTF-8 without lone surrogates (which
 // would decode to U+FFFD and make two byte strings one lock); nothing
 // after it.
@@ -102,8 +103,18 @@ func decodeLeaseRequest(body []byte) (acquireRequest, error) {
 				return bad("wait: want seconds")
 			}
 			req.Wait = &v
+		case "permits":
+			n, ok := t.(json.Number)
+			v, err := strconv.ParseInt(string(n), 10, 64)
+			if !ok || (err != nil && !errors.Is(err, strconv.ErrRange)) {
+				return bad("permits: want a whole number, 1 to %d", tokens.MaxPermits)
+			}
+			if err != nil || v < 1 || v > tokens.MaxPermits {
+				return bad("permits %s is out of range [1, %d]", clip.String(string(n), 32), tokens.MaxPermits)
+			}
+			req.Permits = &v
 		default:
-			return bad("unknown key %q: a lease request has resource, ttl, wait and value", clip.String(key, 32))
+			return bad("unknown key %q: a lease request has resource, ttl, wait, value and permits", clip.String(key, 32))
 		}
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {

@@ -23,6 +23,10 @@ type acquireRequest struct {
 	TTL      *int64   `json:"ttl"`  // seconds
 	Wait     *float64 `json:"wait"` // seconds
 	Value    string   `json:"value"`
+	// Permits, if sent, is what the client takes the resource to be: a
+	// semaphore of that many permits. The policy decides; a request that
+	// believes otherwise is refused rather than granted something else.
+	Permits *int64 `json:"permits"`
 }
 
 type leaseResponse struct {
@@ -30,10 +34,15 @@ type leaseResponse struct {
 	Resource string `json:"resource,omitempty"`
 	Token    string `json:"token,omitempty"`
 	TTL      int64  `json:"ttl"`
+	// A semaphore's permit: its slot (Resource is the slot's) and how
+	// many the semaphore has.
+	Permit  int `json:"permit,omitempty"`
+	Permits int `json:"permits,omitempty"`
 }
 
 // handleAcquire serves POST /v1/leases {resource, ttl, wait}: the lock on
-// resource under a new etcd lease, and its fencing token.
+// resource under a new etcd lease, and its fencing token; for a semaphore
+// (the policy's permits), a free permit slot and the slot's token.
 func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	scope := problemScope{}
 	req, err := g.decodeAcquire(w, r)
@@ -46,6 +55,10 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	// lock keys and a queue in etcd.
 	kind, err := g.cfg.Policy.Lease(clientOf(r.Context()), req.Resource)
 	if err != nil {
+		g.writeProblem(w, r, err, scope)
+		return
+	}
+	if err := checkPermits(req, kind.Permits()); err != nil {
 		g.writeProblem(w, r, err, scope)
 		return
 	}
@@ -66,6 +79,7 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 		TTL: ttl, Wait: wait, Value: req.Value, Owner: clientName(r.Context()), Key: key,
 		MaxHeld:  cmp.Or(g.cfg.MaxLeasesPerClient, DefaultMaxLeasesPerClient),
 		Observer: g.replicas.self.Name, LockDelay: kind.LockDelay(), MaxHold: kind.MaxHold(),
+		Permits: kind.Permits(),
 	}
 	if wait > 0 && g.stopWaits.Err() != nil {
 		g.writeProblem(w, r, ErrShuttingDown, scope)
@@ -107,6 +121,7 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	g.metrics.leaseWait.Observe(time.Since(start).Seconds())
 	writeJSON(w, http.StatusCreated, leaseResponse{
 		LeaseID: lease.ID.String(), Resource: lease.Resource, Token: lease.Token.String(), TTL: int64(lease.TTL / time.Second),
+		Permit: lease.Token.Permit, Permits: opts.Permits,
 	})
 }
 

@@ -22,7 +22,7 @@ type obj = map[string]any
 // tokenPattern is a fencing token as a lease grants it, E:R:SIGNATURE
 // (22 characters of base64url), or E:R where a resource's validation is
 // revision; epoch and revision are positive, without leading zeros.
-const tokenPattern = `^[1-9][0-9]{0,18}:[1-9][0-9]{0,18}(:[A-Za-z0-9_-]{22})?$`
+const tokenPattern = `^[1-9][0-9]{0,18}:[1-9][0-9]{0,18}(#[1-9][0-9]{0,3})?(:[A-Za-z0-9_-]{22})?$`
 
 // OpenAPI returns the OpenAPI 3.1 document of the gateway serving pol:
 // every operation with its typed arguments and its token headers, the
@@ -257,6 +257,7 @@ func acquirePath(pol *policy.Policy) obj {
 				"ttl":      obj{"type": "integer", "minimum": int64(authority.MinTTL.Seconds()), "maximum": int64(authority.MaxTTL.Seconds()), "default": 10, "description": "Seconds; count them from when the request was sent."},
 				"wait":     obj{"type": "number", "minimum": 0, "maximum": authority.MaxWait.Seconds(), "default": 0, "description": "Seconds to wait for earlier holders."},
 				"value":    obj{"type": "string", "maxLength": 4096, "description": "Shown to observers (leader election)."},
+				"permits":  obj{"type": "integer", "minimum": 1, "maximum": tokens.MaxPermits, "description": "Optional: the resource is a semaphore of this many permits, as the policy says (else 400). A semaphore grants a free permit slot whether or not it is sent."},
 			},
 		}}}},
 		"responses": withProblems(obj{
@@ -413,8 +414,10 @@ func schemas(pol *policy.Policy) obj {
 		}},
 		"ReadResult": readResultSchema(),
 		"Lease": obj{"type": "object", "required": []string{"lease_id", "resource", "token", "ttl"}, "properties": obj{
-			"lease_id": obj{"type": "string"}, "resource": obj{"type": "string"},
-			"token": obj{"type": "string", "pattern": tokenPattern}, "ttl": obj{"type": "integer"}}},
+			"lease_id": obj{"type": "string"}, "resource": obj{"type": "string", "description": "The resource the token is for: a semaphore's permit slot, <semaphore>#<permit>, for a permit."},
+			"token": obj{"type": "string", "pattern": tokenPattern}, "ttl": obj{"type": "integer"},
+			"permit":  obj{"type": "integer", "minimum": 1, "description": "A semaphore's permit: the slot granted."},
+			"permits": obj{"type": "integer", "minimum": 1, "description": "A semaphore's permit: how many the semaphore has."}}},
 		"LockState": obj{"type": "object", "properties": obj{
 			"resource": obj{"type": "string"}, "revision": obj{"type": "integer"},
 			"holder":  obj{"oneOf": []any{obj{"type": "null"}, obj{"$ref": "#/components/schemas/Contender"}}},

@@ -113,7 +113,8 @@ type loneWrite struct {
 }
 
 // decodeWrite decodes op's arguments from body and derives the resource
-// of each of its roles, into keys' storage when it has room.
+// of each of its roles (a semaphore's: its permit slot's), into keys'
+// storage when it has room.
 func decodeWrite(op *policy.Operation, body []byte, toks []tokens.Token, keys []string) (fence.Write, error) {
 	args, err := op.DecodeArgs(body)
 	if err != nil {
@@ -121,6 +122,9 @@ func decodeWrite(op *policy.Operation, body []byte, toks []tokens.Token, keys []
 	}
 	keys, err = op.Resources(keys, args)
 	if err != nil {
+		return fence.Write{}, err
+	}
+	if err := permitResources(op, keys, toks); err != nil {
 		return fence.Write{}, err
 	}
 	return fence.Write{Operation: op, Args: args, Resources: keys, Tokens: toks}, nil

@@ -1,0 +1,237 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// semaphorePolicy is the demo policy with a pool of workers: at most two
+// hold pool/{pool} at once, and each logs its work under its permit.
+func semaphorePolicy(t *testing.T) string {
+	t.Helper()
+	return strings.Replace(demoPolicy(t, "monotonic"), "operations:\n", `  pool:
+    key: "pool/{pool}"
+    permits: 2
+
+operations:
+  work:
+    resource: pool
+    args:
+      pool: {type: string, max_length: 32, pattern: "p[0-9]+"}
+    statements:
+      - sql: |
+          INSERT INTO demo.write_log (resource, epoch, revision, operation, account, amount_cents)
+          VALUES (:_resource, :_epoch, :_revision, 'work', :pool, 0)
+`, 1)
+}
+
+// permitLease is a lease answer with its permit.
+type permitLease struct {
+	lease
+	Permit, Permits int
+}
+
+func (h *harness) acquirePermit(body string) (permitLease, response) {
+	h.t.Helper()
+	r := h.do(http.MethodPost, "/v1/leases", nil, body)
+	var l struct {
+		LeaseID  string `json:"lease_id"`
+		Resource string `json:"resource"`
+		Token    string `json:"token"`
+		Permit   int    `json:"permit"`
+		Permits  int    `json:"permits"`
+	}
+	if r.Status != http.StatusCreated {
+		return permitLease{}, r
+	}
+	decodeJSON(h.t, r.Body, &l)
+	return permitLease{lease: lease{ID: l.LeaseID, Resource: l.Resource, Token: l.Token, Plain: plain(h.t, l.Token)}, Permit: l.Permit, Permits: l.Permits}, r
+}
+
+func (h *harness) mustAcquirePermit(pool string) permitLease {
+	h.t.Helper()
+	l, r := h.acquirePermit(fmt.Sprintf(`{"resource": "pool/%s", "ttl": 30, "permits": 2}`, pool))
+	if r.Status != http.StatusCreated {
+		h.t.Fatalf("acquire a permit of pool/%s: %d %s", pool, r.Status, r.Body)
+	}
+	return l
+}
+
+// writeLog lists the resources and revisions of the work logged, in order.
+func (h *harness) workLog() []string {
+	h.t.Helper()
+	rows, err := h.pool.Query(context.Background(), "SELECT resource || ' ' || epoch || ':' || revision FROM demo.write_log WHERE operation = 'work' ORDER BY id")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+// TestSemaphorePausedPermitHolder: two permit holders write at once,
+// each under its slot's fence; one pauses past its lease, a third takes
+// its slot and writes, and the paused holder's write is refused with
+// nothing written.
+func TestSemaphorePausedPermitHolder(t *testing.T) {
+	h := newHarness(t, semaphorePolicy(t))
+	cli := testenv.EtcdClient(t)
+	a, b := h.mustAcquirePermit("p1"), h.mustAcquirePermit("p1")
+	for _, l := range []permitLease{a, b} {
+		if l.Permits != 2 || l.Permit < 1 || l.Permit > 2 || l.Resource != tokens.PermitResource("pool/p1", l.Permit) || mustToken(t, l.Token).Permit != l.Permit {
+			t.Fatalf("grant %+v: want permit 1 or 2 of 2, its slot's resource and a token naming it", l)
+		}
+	}
+	if a.Permit == b.Permit {
+		t.Fatalf("both holders in slot %d", a.Permit)
+	}
+	// Both hold and both write: each advances its own slot's fence.
+	for _, l := range []permitLease{a, b} {
+		if r := h.write("work", l.Token, `{"pool": "p1"}`); r.Status != http.StatusOK {
+			t.Fatalf("permit %d's write: %d %s", l.Permit, r.Status, r.Body)
+		}
+		if got, want := h.fence(l.Resource), mustToken(t, l.Token).Unsigned(); got != fmt.Sprintf("%d:%d", want.Epoch, want.Revision) {
+			t.Errorf("fence of %s = %s, want %s", l.Resource, got, want)
+		}
+	}
+	// A third waits for a permit: both are held.
+	if _, r := h.acquirePermit(`{"resource": "pool/p1", "ttl": 30}`); r.Status != http.StatusConflict || !strings.Contains(string(r.Body), "all 2 permits are held") {
+		t.Fatalf("a third permit while both are held: %d %s; want 409, all 2 permits held", r.Status, r.Body)
+	}
+
+	// a pauses past its lease: etcd ends it unmarked, as an expiry.
+	id, err := authority.ParseLeaseID(a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Revoke(t.Context(), clientv3.LeaseID(id)); err != nil {
+		t.Fatal(err)
+	}
+	c := h.mustAcquirePermit("p1")
+	if c.Permit != a.Permit {
+		t.Fatalf("the successor got slot %d, want the paused holder's %d (the only free one)", c.Permit, a.Permit)
+	}
+	if r := h.write("work", c.Token, `{"pool": "p1"}`); r.Status != http.StatusOK {
+		t.Fatalf("the successor's write: %d %s", r.Status, r.Body)
+	}
+
+	before, logBefore := h.state(), h.workLog()
+	r := h.write("work", a.Token, `{"pool": "p1"}`)
+	if r.Status != http.StatusConflict || r.Problem.Kind() != "stale-token" {
+		t.Fatalf("the paused permit holder's write: %d %s; want 409 stale-token", r.Status, r.Body)
+	}
+	if after := h.state(); after != before {
+		t.Fatalf("a refused stale permit write changed the database: %s -> %s", before, after)
+	}
+	// b, in the other slot, is untouched by the succession in a's.
+	if r := h.write("work", b.Token, `{"pool": "p1"}`); r.Status != http.StatusOK {
+		t.Fatalf("the other permit's write: %d %s", r.Status, r.Body)
+	}
+	logAfter := h.workLog()
+	if len(logAfter) != len(logBefore)+1 || !strings.HasPrefix(logAfter[len(logAfter)-1], b.Resource+" ") {
+		t.Fatalf("work log %v -> %v: want one more row, b's", logBefore, logAfter)
+	}
+	for _, l := range []permitLease{b, c} {
+		h.release(l.lease)
+	}
+}
+
+// TestSemaphoreTokenRefused: a write whose token is not its semaphore's
+// permit is refused (403) with nothing written: a lock's token, a slot
+// the semaphore does not have, another slot's number on a permit's token,
+// and a permit's token on an exclusive lock.
+func TestSemaphoreTokenRefused(t *testing.T) {
+	h := newHarness(t, semaphorePolicy(t))
+	p := h.mustAcquirePermit("p2")
+	tok := mustToken(t, p.Token)
+	otherSlot := tok
+	otherSlot.Permit = 3 - tok.Permit
+	asLock := tok
+	asLock.Permit = 0
+	account := h.mustAcquire("account/acct-9", 30, 0)
+	accountTok := mustToken(t, account.Token)
+	accountTok.Permit = 1
+	for _, tt := range []struct {
+		name, op, token, body, msg string
+	}{
+		{"a lock's token", "work", asLock.String(), `{"pool": "p2"}`, "is a semaphore of 2 permits"},
+		{"a slot the semaphore lacks", "work", fmt.Sprintf("%d:%d#3", tok.Epoch, tok.Revision), `{"pool": "p2"}`, "permit 3 of pool/p2, which has 2 permits"},
+		{"another slot's number", "work", otherSlot.String(), `{"pool": "p2"}`, "not issued by this authority"},
+		{"another semaphore", "work", p.Token, `{"pool": "p3"}`, "not issued by this authority"},
+		{"a permit's token on a lock", "credit", accountTok.String(), debit("acct-9", 1), "which is no semaphore"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := h.state()
+			r := h.write(tt.op, tt.token, tt.body)
+			if r.Status != http.StatusForbidden || r.Problem.Kind() != "token-rejected" || !strings.Contains(r.Problem.Detail, tt.msg) {
+				t.Fatalf("%d %s; want 403 token-rejected with %q", r.Status, r.Body, tt.msg)
+			}
+			if after := h.state(); after != before {
+				t.Fatalf("a refused write changed the database: %s -> %s", before, after)
+			}
+		})
+	}
+	h.release(p.lease)
+	h.release(account)
+}
+
+// TestSemaphoreLeaseRequestRefused: a lease request whose permits are not
+// the policy's, or for a permit slot's own name, is refused with a clear
+// answer and nothing written to etcd.
+func TestSemaphoreLeaseRequestRefused(t *testing.T) {
+	h := newHarness(t, semaphorePolicy(t))
+	cli := testenv.EtcdClient(t)
+	keys := func() int64 {
+		var n int64
+		for _, pfx := range []string{"/fencegw/queues/", "/fencegw/locks/pool%2Fp4", "/fencegw/locks/account%2Facct-8/"} {
+			resp, err := cli.Get(t.Context(), pfx, clientv3.WithPrefix(), clientv3.WithCountOnly())
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += resp.Count
+		}
+		return n
+	}
+	for _, tt := range []struct {
+		name, body string
+		status     int
+		msg        string
+	}{
+		{"zero permits", `{"resource": "pool/p4", "permits": 0}`, 400, "permits 0 is out of range [1, 1000]"},
+		{"negative permits", `{"resource": "pool/p4", "permits": -3}`, 400, "permits -3 is out of range [1, 1000]"},
+		{"absurd permits", `{"resource": "pool/p4", "permits": 1000000000000000000000}`, 400, "out of range [1, 1000]"},
+		{"fractional permits", `{"resource": "pool/p4", "permits": 1.5}`, 400, "permits: want a whole number"},
+		{"not the policy's", `{"resource": "pool/p4", "permits": 5}`, 400, "permits 5: pool/p4 is a semaphore of 2 permits in the policy"},
+		{"on an exclusive lock", `{"resource": "account/acct-8", "permits": 2}`, 400, "account/acct-8 is an exclusive lock"},
+		{"a slot's own name", `{"resource": "pool/p4#1"}`, 403, `permit 1 of the semaphore \"pool/p4\"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := keys()
+			_, r := h.acquirePermit(tt.body)
+			if r.Status != tt.status || !strings.Contains(string(r.Body), tt.msg) {
+				t.Fatalf("%d %s; want %d with %q", r.Status, r.Body, tt.status, tt.msg)
+			}
+			if after := keys(); after != before {
+				t.Fatalf("a refused lease request left keys in etcd: %d -> %d", before, after)
+			}
+		})
+	}
+}
