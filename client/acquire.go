@@ -36,6 +36,12 @@ type AcquireOptions struct {
 	// and retries with it when an answer is lost (a broken connection, a
 	// 502, 503 or 504), so the lease it was granted is the one it gets.
 	IdempotencyKey string
+	// Permits says the resource is a semaphore of this many permits, as
+	// the gateway's policy declares it: the lease is then one permit slot
+	// (Lease.Permit), and a policy that says otherwise is refused (400)
+	// rather than granting something else. 0 sends nothing: the policy
+	// decides, and Lease.Permit tells.
+	Permits int
 }
 
 // acquireAttempts bounds how often Acquire sends one acquisition.
@@ -46,6 +52,7 @@ type acquireRequest struct {
 	TTL      int64   `json:"ttl"`  // seconds
 	Wait     float64 `json:"wait"` // seconds
 	Value    string  `json:"value,omitempty"`
+	Permits  int     `json:"permits,omitempty"`
 }
 
 type leaseResponse struct {
@@ -53,10 +60,12 @@ type leaseResponse struct {
 	Resource string `json:"resource"`
 	Token    string `json:"token"`
 	TTL      int64  `json:"ttl"` // seconds
+	Permit   int    `json:"permit"`
+	Permits  int    `json:"permits"`
 }
 
 // Acquire takes the lock on resource and returns the lease, kept alive
-// until Release. With opts.Wait 0 a held resource fails at once with a
+// until Release; on a semaphore, a free permit of it (Lease.Permit). With opts.Wait 0 a held resource fails at once with a
 // *LockedError naming the holder's token. ctx bounds the request,
 // including the wait; cancelling it later does not end the lease.
 //
@@ -67,10 +76,10 @@ type leaseResponse struct {
 // to the caller and lasts until its TTL runs out on the gateway.
 func (c *Client) Acquire(ctx context.Context, resource string, opts AcquireOptions) (*Lease, error) {
 	ttl := cmp.Or(opts.TTL, DefaultTTL)
-	if opts.TTL < 0 || opts.Wait < 0 || opts.SafetyMargin < 0 || opts.SafetyMargin >= ttl {
-		return nil, fmt.Errorf("acquire %s: %w: want TTL, Wait and SafetyMargin >= 0 and SafetyMargin < TTL", resource, ErrBadOptions)
+	if opts.TTL < 0 || opts.Wait < 0 || opts.SafetyMargin < 0 || opts.SafetyMargin >= ttl || opts.Permits < 0 {
+		return nil, fmt.Errorf("acquire %s: %w: want TTL, Wait, SafetyMargin and Permits >= 0 and SafetyMargin < TTL", resource, ErrBadOptions)
 	}
-	req := acquireRequest{Resource: resource, TTL: int64((ttl + time.Second - 1) / time.Second), Wait: opts.Wait.Seconds(), Value: opts.Value}
+	req := acquireRequest{Resource: resource, TTL: int64((ttl + time.Second - 1) / time.Second), Wait: opts.Wait.Seconds(), Value: opts.Value, Permits: opts.Permits}
 	// The deadline counts from before the request: the gateway grants the
 	// TTL at some later instant, so the lease lasts at least this long.
 	sent := c.clock.Now()
@@ -108,6 +117,7 @@ func (c *Client) Acquire(ctx context.Context, resource string, opts AcquireOptio
 		}
 	}
 	l := newLease(ctx, c, resp, margin, sent)
+	l.name = resource
 	if err := l.Err(); err != nil {
 		c.releaseQuietly(ctx, l.id)
 		return nil, fmt.Errorf("acquire %s: %w", resource, err)

@@ -26,6 +26,9 @@ type Lease struct {
 	clock    Clock
 	id       string
 	resource string
+	name     string // as acquired: a semaphore's, where resource is the permit slot's
+	permit   int    // a semaphore's slot; 0 for a lock
+	permits  int
 	margin   time.Duration
 
 	ctx     context.Context // cancelled, with the reason as cause, when the lease ends
@@ -43,6 +46,7 @@ type Lease struct {
 func newLease(ctx context.Context, c *Client, resp leaseResponse, margin time.Duration, sent time.Time) *Lease {
 	l := &Lease{
 		c: c, clock: c.clock, id: resp.LeaseID, resource: resp.Resource, token: resp.Token, margin: margin,
+		permit: resp.Permit, permits: resp.Permits,
 		stopped: make(chan struct{}),
 	}
 	// The lease outlives the call that acquired it but keeps its values.
@@ -58,8 +62,19 @@ func newLease(ctx context.Context, c *Client, resp leaseResponse, margin time.Du
 // ID returns the gateway's lease ID.
 func (l *Lease) ID() string { return l.id }
 
-// Resource returns the locked resource.
+// Resource returns the locked resource: for a semaphore's permit, the
+// permit slot's, "<semaphore>#<permit>", which its writes are fenced
+// under.
 func (l *Lease) Resource() string { return l.resource }
+
+// Permit returns the slot of a semaphore's permit (1 to Permits), 0 for
+// an exclusive lock. Its token names the slot ("E:R#P:SIGNATURE"); its
+// writes need nothing else.
+func (l *Lease) Permit() int { return l.permit }
+
+// Permits returns how many permits the semaphore has, 0 for an exclusive
+// lock.
+func (l *Lease) Permits() int { return l.permits }
 
 // Token returns the fencing token, text form E:R:SIGNATURE: a capability
 // for this lease's resource and client. Keep it out of logs; Unsigned

@@ -60,10 +60,11 @@ func (s *LeaseSet) releaseTaken(ctx context.Context) {
 // Leases returns the set's leases in canonical order.
 func (s *LeaseSet) Leases() []*Lease { return slices.Clone(s.leases) }
 
-// Lease returns the lease on resource, or nil if the set has none.
+// Lease returns the lease on resource (as acquired, or a semaphore
+// permit's slot), or nil if the set has none.
 func (s *LeaseSet) Lease(resource string) *Lease {
 	for _, l := range s.leases {
-		if l.Resource() == resource {
+		if l.Resource() == resource || l.name == resource {
 			return l
 		}
 	}

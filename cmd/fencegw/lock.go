@@ -18,6 +18,7 @@ import (
 
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/tokens"
 )
 
 func lockCommand() *cobra.Command {
@@ -65,12 +66,20 @@ that rotates (a Kubernetes projected service account token) is read from
 names too (FENCEGW_TLS_CA_FILE, FENCEGW_TLS_CERT_FILE, FENCEGW_TLS_KEY_FILE,
 FENCEGW_BEARER_FILE), as it gets FENCEGW_URL.
 
+A semaphore (a policy resource with permits: N) is held by up to N runs
+at once: each holds one permit slot, FENCEGW_PERMIT (1 to N), and
+FENCEGW_RESOURCE is the slot's (RESOURCE#PERMIT), whose fence its writes
+advance; FENCING_TOKEN names the slot and the writes need nothing else.
+--permits N says RESOURCE is such a semaphore, and is refused if the
+policy says otherwise.
+
 exit status: CMD's own when it finished while the lease was held;
   3 the lease was lost and CMD was stopped; 4 the resource stayed locked;
   5 the gateway could not be reached or refused; 6 CMD stopped proving it
   works (heartbeat or health command) and was stopped; 2 usage.`,
 		Example: `  fencegw lock account/42 -- ./settle.sh
-  fencegw lock --ttl 30s --wait 1m account/1 account/2 -- ./transfer.sh`,
+  fencegw lock --ttl 30s --wait 1m account/1 account/2 -- ./transfer.sh
+  fencegw lock --permits 4 --wait 5m pool/migrations -- ./migrate-one.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
@@ -78,6 +87,8 @@ exit status: CMD's own when it finished while the lease was held;
 				return fmt.Errorf("%w: lock: want RESOURCE [RESOURCE...] -- CMD [ARGS...]", errUsage)
 			case slices.Contains(args[:dash], ""):
 				return fmt.Errorf("%w: lock: an empty RESOURCE", errUsage)
+			case o.permits < 0 || o.permits > tokens.MaxPermits:
+				return fmt.Errorf("%w: lock: --permits %d: want 1 to %d (leave it out for an exclusive lock)", errUsage, o.permits, tokens.MaxPermits)
 			case o.ttl <= 0 || o.ttl > authority.MaxTTL || o.wait < 0 || o.wait > authority.MaxWait || o.grace < 0:
 				// A TTL under a second is rounded up to one, as the gateway
 				// counts whole seconds.
@@ -96,6 +107,7 @@ exit status: CMD's own when it finished while the lease was held;
 	showDefault(flags, "gateway", "http://127.0.0.1:8080") // FENCEGW_URL may carry credentials
 	flags.DurationVar(&o.ttl, "ttl", 10*time.Second, "lease TTL; renewed every TTL/3")
 	flags.DurationVar(&o.wait, "wait", 0, "how long to wait for the current holder")
+	flags.IntVar(&o.permits, "permits", 0, "RESOURCE is a semaphore of this many permits, as the gateway's policy says (else refused): hold one permit slot of it")
 	flags.DurationVar(&o.grace, "grace", 10*time.Second, "time the command's process group gets between SIGTERM and SIGKILL")
 	flags.StringVar(&o.live.heartbeatFile, "heartbeat-file", "", "renew only while the job touches this file (it must exist at start): unchanged for --heartbeat-timeout, or gone, and the job is stopped as on a lost lease (exit 6)")
 	flags.DurationVar(&o.live.heartbeatTimeout, "heartbeat-timeout", 0, "how long the heartbeat file may go unchanged")
@@ -110,6 +122,7 @@ exit status: CMD's own when it finished while the lease was held;
 type lockOptions struct {
 	gateway          string
 	ttl, wait, grace time.Duration
+	permits          int
 	live             liveness
 	creds            lockCredentials
 }
@@ -151,7 +164,7 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 			f.Resource, f.Err, f.Left.Round(time.Millisecond))
 	}))
 	c := client.New(o.gateway, opts...)
-	set, err := c.AcquireAll(ctx, resources, client.AcquireOptions{TTL: o.ttl, Wait: o.wait})
+	set, err := c.AcquireAll(ctx, resources, client.AcquireOptions{TTL: o.ttl, Wait: o.wait, Permits: o.permits})
 	var problem *client.ProblemError
 	switch {
 	case errors.Is(err, client.ErrBadOptions):
@@ -177,10 +190,16 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 	if len(resources) == 1 {
 		lease := set.Lease(resources[0])
 		cmd.Env = append(cmd.Env, "FENCING_TOKEN="+lease.Token(), "FENCEGW_LEASE_ID="+lease.ID(), "FENCEGW_RESOURCE="+lease.Resource())
+		if lease.Permit() > 0 {
+			cmd.Env = append(cmd.Env, "FENCEGW_PERMIT="+strconv.Itoa(lease.Permit()))
+		}
 	} else {
 		for i, r := range resources {
 			lease, n := set.Lease(r), strconv.Itoa(i+1)
-			cmd.Env = append(cmd.Env, "FENCING_TOKEN_"+n+"="+lease.Token(), "FENCEGW_LEASE_ID_"+n+"="+lease.ID(), "FENCEGW_RESOURCE_"+n+"="+r)
+			cmd.Env = append(cmd.Env, "FENCING_TOKEN_"+n+"="+lease.Token(), "FENCEGW_LEASE_ID_"+n+"="+lease.ID(), "FENCEGW_RESOURCE_"+n+"="+lease.Resource())
+			if lease.Permit() > 0 {
+				cmd.Env = append(cmd.Env, "FENCEGW_PERMIT_"+n+"="+strconv.Itoa(lease.Permit()))
+			}
 		}
 	}
 	// Orphans of the command's group become ours to reap while it runs
