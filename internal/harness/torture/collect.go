@@ -52,5 +52,5 @@ func collect(ctx context.Context, dir, dbURL string, workers int, faults map[str
 	if _, err := pgx.ForEachRow(rows, []any{&res, &cents}, func() error { ledger.Balances[res] = cents; return nil }); err != nil {
 		return check.Report{}, err
 	}
-	return check.Check(check.Input{History: history, Rows: logRows, Ledger: &ledger, Faults: faults, Skipped: skipped, Strict: strictResource}), nil
+	return check.Check(check.Input{History: history, Rows: logRows, Ledger: &ledger, Faults: faults, Skipped: skipped, Strict: strictResource, Permits: semaphoreOf}), nil
 }

@@ -40,6 +40,11 @@ type Config struct {
 	// Strict is the percentage of the workers' rounds on the strict
 	// resources (a token writes once).
 	Strict int
+	// Semaphores is the percentage of the workers' rounds on a permit of
+	// the semaphores sem/r0.. (semPermits each): the checker holds each
+	// to at most semPermits writers at once, and each permit slot to no
+	// stale write.
+	Semaphores int
 	// WriteTransactions is the gateways' --max-write-transactions (0:
 	// their default): fewer transactions in flight make more writes
 	// share them.
@@ -116,6 +121,8 @@ func (c Config) Check() error {
 		return errors.New("torture: transfers is a percentage, 0 to 100, and needs at least 2 resources")
 	case c.Strict < 0 || c.Strict > 100:
 		return errors.New("torture: strict is a percentage, 0 to 100")
+	case c.Semaphores < 0 || c.Strict+c.Semaphores > 100:
+		return errors.New("torture: semaphores is a percentage, 0 to 100 less strict")
 	case c.WriteTransactions < 0 || c.WriteTransactions > 64:
 		return errors.New("torture: --max-write-transactions must be 0 (the gateways' default) to 64")
 	case c.AsyncStandby && !c.Failover:

@@ -18,6 +18,9 @@ func TestCheckMinimumFaults(t *testing.T) {
 		{"rollbacks without --etcd-rollback", func(c *Config) { c.MinRollbacks = 1 }, false},
 		{"negative failovers", func(c *Config) { c.Failover, c.MinFailovers = true, -1 }, false},
 		{"negative rollbacks", func(c *Config) { c.EtcdRollback, c.MinRollbacks = true, -1 }, false},
+		{"semaphores", func(c *Config) { c.Semaphores = 50 }, true},
+		{"negative semaphores", func(c *Config) { c.Semaphores = -1 }, false},
+		{"semaphores and strict over 100", func(c *Config) { c.Strict, c.Semaphores = 50, 51 }, false},
 	} {
 		c := Defaults()
 		tt.change(&c)

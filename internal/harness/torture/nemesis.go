@@ -50,6 +50,9 @@ type nemesis struct {
 	// late, unless the run has an asynchronous standby, acts out the
 	// book's late holder on the nemesis's own resource (twoholders.go).
 	late *twoHolders
+	// latePermit, with semaphores, is a late holder of a permit slot of
+	// sem/nemesis.
+	latePermit *twoHolders
 
 	mu     sync.Mutex
 	faults map[string]int
@@ -204,6 +207,9 @@ func (n *nemesis) lateHolders(ctx context.Context) {
 	for {
 		if n.late.lateWrite(ctx) {
 			n.count("late-holder")
+		}
+		if n.latePermit != nil && n.latePermit.latePermitWrite(ctx) {
+			n.count("late-permit-holder")
 		}
 		select {
 		case <-ctx.Done():

@@ -66,7 +66,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		return check.Report{}, err
 	}
 	policy := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(policy, []byte(fmt.Sprintf(policyYAML, strconv.FormatBool(cfg.Coalesce), strconv.FormatBool(cfg.GroupCommit))), 0o644); err != nil {
+	if err := os.WriteFile(policy, []byte(fmt.Sprintf(policyYAML, strconv.FormatBool(cfg.Coalesce), strconv.FormatBool(cfg.GroupCommit), semPermits)), 0o644); err != nil {
 		return check.Report{}, err
 	}
 	var skipped map[string]string
@@ -107,11 +107,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	}
 	defer holders.close()
 	histories := cfg.Workers + 1
-	var late *twoHolders
+	var late, latePermit *twoHolders
 	if cfg.AsyncStandby {
 		db.replicated.stale = holders
 	} else {
 		late = holders
+	}
+	if cfg.Semaphores > 0 && !cfg.AsyncStandby {
+		// A late holder of a permit too: the semaphore's control fails
+		// however the workers' pauses fall.
+		if latePermit, err = newTwoHolders(urls, historyPath(dir, histories), histories); err != nil {
+			return check.Report{}, err
+		}
+		defer latePermit.close()
+		latePermit.family, latePermit.slot = "sem", "sem/"+wentBackResource
+		histories++
 	}
 	start := time.Now()
 	until, bound := start.Add(cfg.Duration), start.Add(cfg.Duration)
@@ -136,7 +146,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	}
 	n := &nemesis{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), log: log, workers: workers,
 		gateways: gateways, pg: db.pg, replicated: db.replicated, etcd: etcd, links: allLinks, faults: map[string]int{}, paused: map[int]bool{},
-		bin: bin, dir: dir, dbURL: db.url(), late: late, clocks: clocks, clockBusy: make([]atomic.Bool, cfg.Workers), cpu: cpu, skipped: skipped}
+		bin: bin, dir: dir, dbURL: db.url(), late: late, latePermit: latePermit, clocks: clocks, clockBusy: make([]atomic.Bool, cfg.Workers), cpu: cpu, skipped: skipped}
 	nctx, stopNemesis := context.WithDeadline(ctx, bound)
 	go reportProgress(nctx, log, db.url(), n, start)
 	go func() { n.awaitEnough(nctx, until); stopNemesis() }()
@@ -207,6 +217,9 @@ func prepareDatabase(ctx context.Context, dbURL string, resources int) error {
 		return err
 	}
 	if _, err = conn.Exec(ctx, balancesSQL, resources, initialBalance); err != nil {
+		return err
+	}
+	if _, err = conn.Exec(ctx, semBalancesSQL, resources, initialBalance, semPermits, "sem/"+wentBackResource); err != nil {
 		return err
 	}
 	_, err = conn.Exec(ctx, "INSERT INTO torture.balances (resource, cents) VALUES ($1, $2)", "res/"+wentBackResource, initialBalance)

@@ -1,6 +1,10 @@
 package torture
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/fencegw/fencegw/tokens"
+)
 
 // schemaSQL is the torture application: one row per applied write. The ID
 // is drawn inside the transaction that holds the resource's fence row lock,
@@ -40,9 +44,12 @@ const initialBalance = 1000
 const balancesSQL = "INSERT INTO torture.balances (resource, cents) SELECT f || '/r' || i, $2 FROM generate_series(0, $1 - 1) AS i, unnest(ARRAY['res', 'strict']) AS f"
 
 // policyYAML: appends to the log under res/{r}'s fence (monotonic: a
-// lease's writes all land) and under strict/{r}'s (strict: a token writes
-// once), and transfers between two res resources; the %s are the
-// coalesce and group_commit settings, the same for both families.
+// lease's writes all land), under strict/{r}'s (strict: a token writes
+// once) and under the permit slot's of sem/{r}, a semaphore of
+// semPermits (a row's resource is the slot's, sem/r0#2), and transfers
+// between two res resources; the first two arguments are the coalesce
+// and group_commit settings, the same for every family, the third
+// semPermits.
 const policyYAML = `
 resources:
   res:
@@ -52,6 +59,11 @@ resources:
   strict:
     key: "strict/{r}"
     compare: strict
+    coalesce: %[1]s
+    group_commit: %[2]s
+  sem:
+    key: "sem/{r}"
+    permits: %[3]d
     coalesce: %[1]s
     group_commit: %[2]s
 operations:
@@ -69,6 +81,18 @@ operations:
           VALUES (:_resource, :_epoch, :_revision, :intent, :worker, 1)
   append_strict:
     resource: strict
+    args:
+      r: {type: string, max_length: 32}
+      intent: {type: string, max_length: 64}
+      worker: {type: integer, min: 0, max: 10000}
+    statements:
+      - sql: UPDATE torture.balances SET cents = cents + 1 WHERE resource = :_resource
+        expect_rows: 1
+      - sql: |
+          INSERT INTO torture.log (resource, epoch, revision, intent, worker, delta)
+          VALUES (:_resource, :_epoch, :_revision, :intent, :worker, 1)
+  append_sem:
+    resource: sem
     args:
       r: {type: string, max_length: 32}
       intent: {type: string, max_length: 64}
@@ -99,6 +123,24 @@ operations:
           VALUES (:_resource_from, :_epoch_from, :_revision_from, :intent || ':from', :worker, -(:amount::bigint)),
                  (:_resource_to, :_epoch_to, :_revision_to, :intent || ':to', :worker, :amount)
 `
+
+// semPermits is how many holders each semaphore sem/{r} has at once.
+const semPermits = 2
+
+// semBalancesSQL gives every permit slot of sem/r0 .. sem/r($1-1) and of
+// the nemesis's semaphore its initial balance: a semaphore's writes
+// count under their slot's resource.
+const semBalancesSQL = "INSERT INTO torture.balances (resource, cents) SELECT s || '#' || k, $2 FROM unnest(ARRAY(SELECT 'sem/r' || i FROM generate_series(0, $1 - 1) AS i) || $4::text) AS s, generate_series(1, $3) AS k"
+
+// semaphoreOf returns the semaphore a resource is a permit slot of, and
+// its permits; "" and 0 for any other resource.
+func semaphoreOf(resource string) (string, int) {
+	sem, _, ok := tokens.SplitPermitResource(resource)
+	if !ok || !strings.HasPrefix(sem, "sem/") {
+		return "", 0
+	}
+	return sem, semPermits
+}
 
 // strictResource reports whether resource is of the strict family.
 func strictResource(resource string) bool { return strings.HasPrefix(resource, "strict/") }

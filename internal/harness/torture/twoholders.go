@@ -32,6 +32,10 @@ const wentBackResource = "nemesis"
 //
 // It records what it does in a history of its own, as a worker does.
 type twoHolders struct {
+	// family is res, or sem for a late holder of a permit
+	// (latepermit.go).
+	family   string
+	slot     string // the resource written: res/nemesis, or a permit slot's
 	gateways []string
 	c        []*client.Client
 	id       int // its worker number in the histories
@@ -49,7 +53,7 @@ func newTwoHolders(gateways []string, historyPath string, id int) (*twoHolders, 
 	if err != nil {
 		return nil, err
 	}
-	s := &twoHolders{gateways: gateways, id: id, history: json.NewEncoder(f), file: f}
+	s := &twoHolders{family: "res", slot: "res/" + wentBackResource, gateways: gateways, id: id, history: json.NewEncoder(f), file: f}
 	for _, g := range gateways {
 		s.c = append(s.c, client.New(g))
 	}
@@ -101,7 +105,7 @@ func (s *twoHolders) beforeLoss(ctx context.Context) {
 	}
 	defer second.Release(context.WithoutCancel(ctx))
 	for i := 0; i < attempts; i++ {
-		if s.write(ctx, i, second.Token(), fmt.Sprintf("nemesis-%d-new-%d", s.round, i)) == check.TypeOK {
+		if s.write(ctx, i, second.Token(), fmt.Sprintf("%s-%d-new-%d", s.intents(), s.round, i)) == check.TypeOK {
 			s.old = first.Token()
 			return
 		}
@@ -119,7 +123,7 @@ func (s *twoHolders) afterLoss(ctx context.Context) (answered bool) {
 	defer func() { s.old = "" }()
 	for i := 0; i < attempts; i++ {
 		g := s.readyGateway(ctx, i, 10*time.Second)
-		typ := s.write(ctx, g, s.old, fmt.Sprintf("nemesis-%d-old-%d", s.round, i))
+		typ := s.write(ctx, g, s.old, fmt.Sprintf("%s-%d-old-%d", s.intents(), s.round, i))
 		if typ != check.TypeInfo && (typ != check.TypeFail || !s.lastUnavailable) {
 			return true
 		}
@@ -166,11 +170,15 @@ func (s *twoHolders) ready(ctx context.Context, i int) bool {
 
 // write sends one append through gateway i%n and records it.
 func (s *twoHolders) write(ctx context.Context, i int, token, intent string) string {
-	ev := check.Event{Worker: s.id, Intent: intent, Resource: "res/" + wentBackResource, Token: client.Unsigned(token)}
+	ev := check.Event{Worker: s.id, Intent: intent, Resource: s.slot, Token: historyToken(token)}
 	s.record(ev, check.TypeInvoke, "")
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err := s.c[i%len(s.c)].Write(wctx, token, "append", map[string]any{"r": wentBackResource, "intent": intent, "worker": s.id}, client.WithIdempotencyKey(intent))
+	op := "append"
+	if s.family == "sem" {
+		op = "append_sem"
+	}
+	_, err := s.c[i%len(s.c)].Write(wctx, token, op, map[string]any{"r": wentBackResource, "intent": intent, "worker": s.id}, client.WithIdempotencyKey(intent))
 	typ, detail := outcome(err)
 	s.lastUnavailable = typ == check.TypeFail && detail == "unavailable"
 	s.record(ev, typ, detail)
@@ -182,4 +190,13 @@ func (s *twoHolders) record(ev check.Event, typ, detail string) {
 	defer s.mu.Unlock()
 	ev.Time, ev.Type, ev.Detail = time.Now(), typ, detail
 	_ = s.history.Encode(ev)
+}
+
+// intents prefixes the intents of its writes: the late holder of a
+// permit writes beside the late holder of a lock, each intent once.
+func (s *twoHolders) intents() string {
+	if s.family == "sem" {
+		return "nemesis-sem"
+	}
+	return "nemesis"
 }

@@ -23,7 +23,7 @@ import (
 func tortureGateway(t *testing.T) *testgw.Gateway {
 	t.Helper()
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(policy, []byte(fmt.Sprintf(policyYAML, "true", "true")), 0o644); err != nil {
+	if err := os.WriteFile(policy, []byte(fmt.Sprintf(policyYAML, "true", "true", semPermits)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	gw := testgw.Start(t, testgw.Options{Policy: policy})

@@ -39,6 +39,7 @@ func WorkerMain(args []string) int {
 	transfers := fs.Int("transfers", 0, "percentage of rounds that transfer between two resources")
 	dbURL := fs.String("database-url", "", "PostgreSQL, for the read step of the critical section")
 	strict := fs.Int("strict", 0, "percentage of rounds on the strict resources strict/r0..")
+	semaphores := fs.Int("semaphores", 0, "percentage of rounds on a permit of the semaphores sem/r0..")
 	clockPath := fs.String("clock", "", "the clock page the nemesis steps this worker's clocks with (clockpage.go)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -56,7 +57,7 @@ func WorkerMain(args []string) int {
 	defer f.Close()
 	w := &worker{
 		id: *workerID, rnd: rand.New(rand.NewPCG(uint64(*seed), uint64(*workerID))), ttl: *ttl,
-		resources: *resources, history: json.NewEncoder(f), burst: max(*burst, 1), transfers: *transfers, strict: *strict,
+		resources: *resources, history: json.NewEncoder(f), burst: max(*burst, 1), transfers: *transfers, strict: *strict, semaphores: *semaphores,
 		clock: client.SystemClock,
 	}
 	if *clockPath != "" {
@@ -88,17 +89,18 @@ func WorkerMain(args []string) int {
 }
 
 type worker struct {
-	id        int
-	rnd       *rand.Rand
-	ttl       time.Duration
-	resources int
-	clients   []*client.Client
-	burst     int
-	transfers int           // percentage of rounds that are transfers
-	strict    int           // percentage of rounds on strict resources
-	db        *pgxpool.Pool // reads only: every write goes through a gateway
-	clock     client.Clock  // the leases' clock: pageClock under clock faults
-	page      *clockPage    // nil: no clock faults
+	id         int
+	rnd        *rand.Rand
+	ttl        time.Duration
+	resources  int
+	clients    []*client.Client
+	burst      int
+	transfers  int           // percentage of rounds that are transfers
+	strict     int           // percentage of rounds on strict resources
+	semaphores int           // percentage of rounds on a semaphore's permit
+	db         *pgxpool.Pool // reads only: every write goes through a gateway
+	clock      client.Clock  // the leases' clock: pageClock under clock faults
+	page       *clockPage    // nil: no clock faults
 
 	mu      sync.Mutex // guards history across a burst
 	history *json.Encoder
@@ -113,13 +115,16 @@ func (w *worker) round(deadline time.Time, n int) {
 		w.transferRound(ctx, n)
 		return
 	}
-	family, op := "res", "append"
-	if w.rnd.IntN(100) < w.strict {
+	family, op, permits := "res", "append", 0
+	switch roll := w.rnd.IntN(100); {
+	case roll < w.strict:
 		family, op = "strict", "append_strict"
+	case roll < w.strict+w.semaphores:
+		family, op, permits = "sem", "append_sem", semPermits
 	}
 	r := fmt.Sprintf("r%d", w.rnd.IntN(w.resources))
 	lag := w.lag()
-	lease, err := w.pick().Acquire(ctx, family+"/"+r, client.AcquireOptions{TTL: w.ttl, Wait: 3 * w.ttl})
+	lease, err := w.pick().Acquire(ctx, family+"/"+r, client.AcquireOptions{TTL: w.ttl, Wait: 3 * w.ttl, Permits: permits})
 	if err != nil {
 		time.Sleep(50 * time.Millisecond)
 		return
@@ -129,7 +134,7 @@ func (w *worker) round(deadline time.Time, n int) {
 	// The critical section, in steps: think, read the state, think again.
 	// A pause anywhere here (GC, SIGSTOP, a suspend) outlives the lease.
 	w.step()
-	w.readState(ctx, family+"/"+r)
+	w.readState(ctx, lease.Resource())
 	w.step()
 	w.suspendIfAsked()
 
@@ -140,7 +145,7 @@ func (w *worker) round(deadline time.Time, n int) {
 	for k := range 1 + w.rnd.IntN(w.burst) {
 		intent := fmt.Sprintf("w%d-%d-%d", w.id, n, k)
 		c := w.pick()
-		wg.Go(func() { w.write(c, op, lease.Token(), family, r, intent, view) })
+		wg.Go(func() { w.write(c, op, lease.Token(), lease.Resource(), r, intent, view) })
 	}
 	wg.Wait()
 }

@@ -26,7 +26,7 @@ func startWorkers(bin, dir string, cfg Config, urls []string, dbURL string, unti
 			"--resources", strconv.Itoa(cfg.Resources), "--ttl", cfg.TTL.String(),
 			"--until", until.Format(time.RFC3339Nano), "--stop-file", stopFile, "--history", historyPath(dir, i),
 			"--worker", strconv.Itoa(i), "--seed", strconv.FormatInt(cfg.Seed, 10), "--burst", strconv.Itoa(cfg.Burst), "--database-url", dbURL,
-			"--transfers", strconv.Itoa(cfg.Transfers), "--strict", strconv.Itoa(cfg.Strict))
+			"--transfers", strconv.Itoa(cfg.Transfers), "--strict", strconv.Itoa(cfg.Strict), "--semaphores", strconv.Itoa(cfg.Semaphores))
 		if cfg.ClockFaults {
 			cmd.Args = append(cmd.Args, "--clock", clockPath(dir, i))
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/fencegw/fencegw/client"
@@ -60,14 +61,21 @@ func (w *worker) transferRound(ctx context.Context, n int) {
 
 // write sends one op ("append" or "append_strict") to family/r with
 // token, whatever view says of its lease.
-func (w *worker) write(c *client.Client, op, token, family, r, intent string, view check.LeaseView) {
-	ev := check.Event{Worker: w.id, Intent: intent, Resource: family + "/" + r, Token: client.Unsigned(token), Lease: view}
+func (w *worker) write(c *client.Client, op, token, resource, r, intent string, view check.LeaseView) {
+	ev := check.Event{Worker: w.id, Intent: intent, Resource: resource, Token: historyToken(token), Lease: view}
 	w.record(ev, "invoke", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := c.Write(ctx, token, op, map[string]any{"r": r, "intent": intent, "worker": w.id}, client.WithIdempotencyKey(intent))
 	typ, detail := outcome(err)
 	w.record(ev, typ, detail)
+}
+
+// historyToken is token as the history records it, E:R: the rows
+// record no permit, and a permit's slot is in the event's resource.
+func historyToken(token string) string {
+	t, _, _ := strings.Cut(client.Unsigned(token), "#")
+	return t
 }
 
 // outcome sorts a write's answer: "ok", "fail" when the gateway says it

@@ -43,6 +43,10 @@ type Input struct {
 	// writes once: an equal token is stale); nil: every fence is
 	// monotonic (an equal token may write again).
 	Strict func(resource string) bool
+	// Permits reports the semaphore a resource is a permit slot of, and
+	// how many permits it has; 0 for any other resource. nil: no
+	// semaphores.
+	Permits func(resource string) (semaphore string, permits int)
 }
 
 // token is the row's fencing token in its text form "E:R".
@@ -58,7 +62,9 @@ func compareTokens(a, b Row) int {
 func Check(in Input) Report {
 	history, rows, faults := in.History, in.Rows, in.Faults
 	c := newChecker(history, rows, in.Strict)
+	c.permits = in.Permits
 	c.checkOrder()
+	c.checkPermits()
 	acked := c.checkIntents()
 	c.checkSentTokens()
 	c.checkWentBack()
@@ -98,6 +104,7 @@ func Check(in Input) Report {
 
 type checker struct {
 	strict       func(resource string) bool
+	permits      func(resource string) (string, int)
 	history      []Event
 	byIntent     map[string][]int // indices into history, in history order
 	rowsByIntent map[string][]Row

@@ -16,13 +16,14 @@ const (
 	KindDuplicateIntent   = "duplicate-intent"
 	KindRefusedButApplied = "refused-but-applied"
 	KindUnknownIntent     = "unknown-intent"
-	// KindNotLinearizable is in linearizable.go.
+	// KindNotLinearizable is in linearizable.go, KindTooManyHolders in
+	// permits.go.
 )
 
 // Violation is one way the run was unsafe, with the rows and history that
 // show it.
 type Violation struct {
-	Kind     string  `json:"kind"` // "stale-write", "fence-went-back", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent", "wrong-token", "expiry-unnoticed", "not-linearizable", "torn-transfer", "not-conserved"
+	Kind     string  `json:"kind"` // "stale-write", "fence-went-back", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent", "wrong-token", "expiry-unnoticed", "not-linearizable", "torn-transfer", "not-conserved", "too-many-holders"
 	Resource string  `json:"resource,omitempty"`
 	Message  string  `json:"message"`
 	Rows     []Row   `json:"rows,omitempty"`     // the rows involved

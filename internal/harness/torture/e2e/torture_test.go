@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fencegw/fencegw/internal/harness/torture/check"
@@ -204,5 +205,53 @@ func TestTortureEtcdTLS(t *testing.T) {
 	}
 	if r.Events["ok"] < 20 || r.Faults["epoch-bump"] < 1 || r.Faults["etcd-rollback"] < 1 {
 		t.Fatalf("the run did too little over TLS to prove anything: %v events, %v faults\n%s", r.Events, r.Faults, &logs)
+	}
+}
+
+// TestTortureSemaphore: workers hold permits of semaphores of 2 beside
+// locks, paused past their leases, and a late holder of a permit writes
+// after its slot's next holder. With fencing the checker finds nothing:
+// no stale write in any permit slot, never more than 2 writers of one
+// semaphore at once. With fencing off it must find the late permit
+// holder's stale write in its slot, and three writers of its semaphore
+// of two at once.
+func TestTortureSemaphore(t *testing.T) {
+	bin := buildFencegw(t)
+	run := func(extra ...string) (check.Report, string, error) {
+		args := append([]string{"torture", "--json", "--seed", "1", "--duration", "15s", "--semaphores", "60", "--strict", "0", "--transfers", "0",
+			"--kill-gateways=false", "--etcd-faults=false", "--restart-postgres=false", "--slow-network=false", "--partitions=false",
+			"--pause-gateways=false", "--quorum-loss=false", "--clock-faults=false", "--throttle=false"}, extra...)
+		cmd := exec.Command(bin, args...)
+		var out, logs bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &logs
+		err := cmd.Run()
+		var r check.Report
+		if derr := json.NewDecoder(&out).Decode(&r); derr != nil {
+			t.Fatalf("torture %v: no report (%v); exit %v\n%s", extra, derr, err, &logs)
+		}
+		return r, logs.String(), err
+	}
+	fenced, logs, err := run()
+	t.Logf("fenced: %s faults %v events %v", fenced.Verdict, fenced.Faults, fenced.Events)
+	if err != nil || !fenced.OK() {
+		t.Fatalf("semaphores with fencing: %v, %s\n%+v\n%s", err, fenced.Verdict, fenced.Violations, logs)
+	}
+	if fenced.Events["ok"] < 20 || fenced.Faults["pause-worker"] < 5 || fenced.Faults["late-permit-holder"] < 1 {
+		t.Fatalf("the fenced run did too little to prove anything: %v events, %v faults", fenced.Events, fenced.Faults)
+	}
+	control, logs, err := run("--unsafe-no-fence")
+	t.Logf("control: %s faults %v events %v", control.Verdict, control.Faults, control.Events)
+	if err != nil || control.OK() {
+		t.Fatalf("semaphores with fencing off: %v, %s; want violations found\n%s", err, control.Verdict, logs)
+	}
+	late := slices.ContainsFunc(control.Violations, func(v check.Violation) bool {
+		return v.Kind == check.KindStaleWrite && strings.HasPrefix(v.Resource, "sem/nemesis#")
+	})
+	crowd := slices.ContainsFunc(control.Violations, func(v check.Violation) bool {
+		return v.Kind == check.KindTooManyHolders && v.Resource == "sem/nemesis"
+	})
+	if !late || !crowd {
+		t.Fatalf("with fencing off the late permit holder's stale write (sem/nemesis#…: %t) and its three writers of sem/nemesis at once (%t) are not both among the violations: %+v",
+			late, crowd, control.Violations)
 	}
 }
