@@ -54,6 +54,9 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	// Only names the policy knows, and only the caller's: each lease is
 	// lock keys and a queue in etcd.
 	kind, err := g.cfg.Policy.Lease(clientOf(r.Context()), req.Resource)
+	if err == nil {
+		err = kind.SlotError(req.Resource)
+	}
 	if err != nil {
 		g.writeProblem(w, r, err, scope)
 		return

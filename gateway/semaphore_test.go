@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -129,6 +130,23 @@ func TestSemaphorePausedPermitHolder(t *testing.T) {
 	if c.Permit != a.Permit {
 		t.Fatalf("the successor got slot %d, want the paused holder's %d (the only free one)", c.Permit, a.Permit)
 	}
+	// Each slot is a lock to observe and watch: its holder is c now.
+	var observed struct {
+		Holder struct{ Token string }
+	}
+	decodeJSON(t, h.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(c.Resource), nil, "").Body, &observed)
+	slotToken := fmt.Sprintf("%d:%d", mustToken(t, c.Token).Epoch, mustToken(t, c.Token).Revision) // the slot's lock shows E:R, as its fence
+	if observed.Holder.Token != slotToken {
+		t.Errorf("the observed holder of %s is %q, want the successor's %s", c.Resource, observed.Holder.Token, slotToken)
+	}
+	stream, wr := h.watch("resource="+url.QueryEscape(c.Resource), nil)
+	if wr.Status != http.StatusOK {
+		t.Fatalf("watch %s: %d %s", c.Resource, wr.Status, wr.Body)
+	}
+	if ev := stream.nextEvent(); ev.Data.Type != "state" || ev.Data.Holder == nil || ev.Data.Holder.Token != slotToken {
+		t.Errorf("the watch of %s began with %+v, want its state with the successor holding", c.Resource, ev)
+	}
+	stream.close()
 	if r := h.write("work", c.Token, `{"pool": "p1"}`); r.Status != http.StatusOK {
 		t.Fatalf("the successor's write: %d %s", r.Status, r.Body)
 	}

@@ -33,6 +33,22 @@ var (
 type LeaseKind struct {
 	ResourceKind *ResourceKind // nil for a lock-only name
 	LockOnly     string        // the leases: entry; "" for a resource
+	// Slot is the permit slot the name is of a semaphore's (pool/p1#2):
+	// the semaphore's to watch, never to lease (SlotError). 0 for any
+	// other name.
+	Slot int
+}
+
+// SlotError refuses a lease on a semaphore's permit slot, name, of kind
+// k: a lock on it would share the slot's fence with the permit holders.
+// nil for any other name.
+func (k LeaseKind) SlotError(name string) error {
+	if k.Slot == 0 {
+		return nil
+	}
+	sem, _, _ := tokens.SplitPermitResource(name)
+	return fmt.Errorf("%w: %q is permit %d of the semaphore %q: lease %q, and the gateway grants a free permit",
+		ErrLeaseNotAllowed, clip.String(name, 64), k.Slot, clip.String(sem, 64), clip.String(sem, 64))
 }
 
 // LockDelay is how long the lock stays ungranted after a holder's lease
@@ -79,13 +95,17 @@ type lockOnly struct {
 // Lease says what name is, and whether client c may lease it (c nil:
 // authentication is off, and any name of the policy may be leased). It
 // returns an error wrapping ErrUnknownLease or ErrLeaseNotAllowed, naming
-// why.
+// why. A semaphore's permit slot (pool/p1#2) is its semaphore's kind with
+// Slot set, the client's if the semaphore is: it may be watched, not
+// leased (SlotError).
 func (p *Policy) Lease(c *Client, name string) (LeaseKind, error) {
 	if sem, permit, ok := tokens.SplitPermitResource(name); ok {
 		if k, err := p.Lease(nil, sem); err == nil && k.Permits() > 0 {
-			// A lock on a slot's name would share the slot's fence.
-			return LeaseKind{}, fmt.Errorf("%w: %q is permit %d of the semaphore %q: lease %q, and the gateway grants a free permit",
-				ErrLeaseNotAllowed, clip.String(name, 64), permit, clip.String(sem, 64), clip.String(sem, 64))
+			// A permit slot is its semaphore's, to watch or observe; the
+			// caller of Lease refuses to lease it (SlotError).
+			k, err = p.Lease(c, sem)
+			k.Slot = permit
+			return k, err
 		}
 	}
 	var kinds []string

@@ -48,9 +48,15 @@ func TestPermits(t *testing.T) {
 	}
 	// A permit slot's name is no lease of its own: it would share the
 	// slot's fence with the permit holders.
-	_, err = p.Lease(nil, "pool/p1#2")
-	if !errors.Is(err, ErrLeaseNotAllowed) || !strings.Contains(err.Error(), `permit 2 of the semaphore "pool/p1"`) {
-		t.Errorf("Lease(pool/p1#2) = %v; want ErrLeaseNotAllowed naming the semaphore", err)
+	k, err = p.Lease(nil, "pool/p1#2")
+	if err != nil || k.Slot != 2 || k.Permits() != 3 {
+		t.Errorf("Lease(pool/p1#2) = %+v, %v; want the semaphore's kind, slot 2", k, err)
+	}
+	if err := k.SlotError("pool/p1#2"); !errors.Is(err, ErrLeaseNotAllowed) || !strings.Contains(err.Error(), `permit 2 of the semaphore "pool/p1"`) {
+		t.Errorf("SlotError(pool/p1#2) = %v; want ErrLeaseNotAllowed naming the semaphore", err)
+	}
+	if k, _ := p.Lease(nil, "pool/p1"); k.SlotError("pool/p1") != nil {
+		t.Error("SlotError of the semaphore itself")
 	}
 	// A name with '#' that no semaphore owns stays a name like any other.
 	if _, err := p.Lease(nil, "pool/p#x"); err != nil {
