@@ -31,8 +31,9 @@ func TestCheckMinimumFaults(t *testing.T) {
 }
 
 // TestFaultsMissingLateHolder: a run without an asynchronous standby is
-// not done before the late holder's write was answered once; with one,
-// the nemesis's writes belong to the failovers instead.
+// not done before the late holder's write was answered once, nor, with
+// semaphores, the late permit holder's; with one, the nemesis's writes
+// belong to the failovers instead.
 func TestFaultsMissingLateHolder(t *testing.T) {
 	c := Config{}
 	if got := c.FaultsMissing(nil, nil); len(got) != 1 {
@@ -40,6 +41,13 @@ func TestFaultsMissingLateHolder(t *testing.T) {
 	}
 	if got := c.FaultsMissing(map[string]int{"late-holder": 1}, nil); len(got) != 0 {
 		t.Fatalf("after one late write: missing %q, want nothing", got)
+	}
+	c.Semaphores = 50
+	if got := c.FaultsMissing(map[string]int{"late-holder": 1}, nil); len(got) != 1 || got[0] != "0 of the 1 late permit holder's writes" {
+		t.Fatalf("with semaphores, after the late holder's write only: missing %q, want the late permit holder's", got)
+	}
+	if got := c.FaultsMissing(map[string]int{"late-holder": 1, "late-permit-holder": 1}, nil); len(got) != 0 {
+		t.Fatalf("with semaphores, after both late writes: missing %q, want nothing", got)
 	}
 	c.Failover, c.AsyncStandby = true, true
 	if got := c.FaultsMissing(nil, nil); len(got) != 0 {

@@ -77,6 +77,9 @@ func (c Config) FaultsMissing(faults map[string]int, skipped map[string]string) 
 	if faults["late-holder"] < 1 && !c.AsyncStandby {
 		missing = append(missing, "0 of the 1 late holder's writes")
 	}
+	if faults["late-permit-holder"] < 1 && c.Semaphores > 0 && !c.AsyncStandby {
+		missing = append(missing, "0 of the 1 late permit holder's writes")
+	}
 	var none []string
 	for _, k := range c.kinds(skipped) {
 		if !k.happened(faults) {
