@@ -190,7 +190,7 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 	if opts.MaxHold > 0 && ttl > opts.MaxHold {
 		return Lease{}, fmt.Errorf("%w: %s, longer than the resource's max_hold %s", ErrBadTTL, ttl, opts.MaxHold)
 	}
-	if err := checkPermits(opts); err != nil {
+	if err := checkPermits(resource, opts); err != nil {
 		return Lease{}, err
 	}
 	ring, err := a.keyring(ctx) // before the lock: a lock without a signed token is no use

@@ -294,12 +294,19 @@ func permitsHeldError(semaphore string, permits int) error {
 }
 
 // checkPermits refuses what a semaphore acquisition cannot be.
-func checkPermits(opts AcquireOptions) error {
+func checkPermits(resource string, opts AcquireOptions) error {
 	switch {
 	case opts.Permits < 0 || opts.Permits > tokens.MaxPermits:
 		return fmt.Errorf("%w: %d, want 1 to %d (0: an exclusive lock)", ErrBadPermits, opts.Permits, tokens.MaxPermits)
 	case opts.Permits > 0 && opts.LockDelay > 0:
 		return fmt.Errorf("%w: a semaphore has no lock-delay", ErrBadPermits)
+	}
+	// Every slot's name must be a resource name too: a slot whose lock key
+	// could not be read back as one would look free to every contender.
+	if opts.Permits > 0 {
+		if err := tokens.CheckResource(tokens.PermitResource(resource, opts.Permits)); err != nil {
+			return fmt.Errorf("%w: the name of its slot %d: %w", ErrBadPermits, opts.Permits, err)
+		}
 	}
 	return nil
 }

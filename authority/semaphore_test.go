@@ -243,21 +243,24 @@ func TestSemaphoreTokens(t *testing.T) {
 func TestSemaphoreBadPermits(t *testing.T) {
 	a, cli := newAuthority(t)
 	const sem = "sem/bad"
+	long := sem + "/" + strings.Repeat("x", 255-len(sem)-1) // a resource name of the longest kind, whose slot names are longer
 	for _, tt := range []struct {
-		name string
-		opts authority.AcquireOptions
-		msg  string
+		name     string
+		resource string
+		opts     authority.AcquireOptions
+		msg      string
 	}{
-		{"negative", authority.AcquireOptions{TTL: 5 * time.Second, Permits: -1}, "-1, want 1 to 1000"},
-		{"absurd", authority.AcquireOptions{TTL: 5 * time.Second, Permits: 1001}, "1001, want 1 to 1000"},
-		{"with lock-delay", authority.AcquireOptions{TTL: 5 * time.Second, Permits: 2, LockDelay: time.Second}, "no lock-delay"},
+		{"negative", sem, authority.AcquireOptions{TTL: 5 * time.Second, Permits: -1}, "-1, want 1 to 1000"},
+		{"absurd", sem, authority.AcquireOptions{TTL: 5 * time.Second, Permits: 1001}, "1001, want 1 to 1000"},
+		{"with lock-delay", sem, authority.AcquireOptions{TTL: 5 * time.Second, Permits: 2, LockDelay: time.Second}, "no lock-delay"},
+		{"slot names too long", long, authority.AcquireOptions{TTL: 5 * time.Second, Permits: 2}, "the name of its slot 2"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before, err := cli.Leases(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = a.Acquire(t.Context(), sem, tt.opts)
+			_, err = a.Acquire(t.Context(), tt.resource, tt.opts)
 			if !errors.Is(err, authority.ErrBadPermits) || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("Acquire = %v, want ErrBadPermits with %q", err, tt.msg)
 			}
@@ -265,7 +268,7 @@ func TestSemaphoreBadPermits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			line, err := cli.Get(t.Context(), "/fencegw/queues/"+url.PathEscape(sem)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+			line, err := cli.Get(t.Context(), "/fencegw/queues/"+url.PathEscape(tt.resource)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 			if err != nil {
 				t.Fatal(err)
 			}

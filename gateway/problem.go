@@ -175,7 +175,7 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.Is(err, ErrBadRequest), errors.Is(err, tokens.ErrMalformed), errors.Is(err, policy.ErrBadArgs),
 		errors.Is(err, fence.ErrConflict), errors.Is(err, fence.ErrValue),
 		errors.Is(err, tokens.ErrBadResource), errors.Is(err, authority.ErrBadTTL), errors.Is(err, authority.ErrBadValue),
-		errors.Is(err, authority.ErrBadLeaseID), errors.Is(err, policy.ErrUnknownLease):
+		errors.Is(err, authority.ErrBadLeaseID), errors.Is(err, authority.ErrBadPermits), errors.Is(err, policy.ErrUnknownLease):
 		p.set("bad-request")
 	case errors.Is(err, tokens.ErrHalted):
 		p.set("authority-halted")
