@@ -126,12 +126,14 @@ func (a *Etcd) planRetirement(ctx context.Context, opts RetireOptions) (retireme
 		clientv3.OpGet(keysPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend)),
 		clientv3.OpGet(leaseTokenPrefix, clientv3.WithPrefix()),
 		clientv3.OpGet(ownerPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		clientv3.OpGet(queuesPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 	).Commit()
 	if err != nil {
 		return retirement{}, unavailable("read signing keys and leases", err)
 	}
 	kvs := resp.Responses[0].GetResponseRange().GetKvs()
-	leases := liveLeases(resp.Responses[1].GetResponseRange().GetKvs(), resp.Responses[2].GetResponseRange().GetKvs())
+	leases := liveLeases(resp.Responses[1].GetResponseRange().GetKvs(), resp.Responses[2].GetResponseRange().GetKvs(),
+		resp.Responses[3].GetResponseRange().GetKvs())
 	infos := keyInfos(kvs, keysPrefix, time.Now())
 	keep := opts.Keep
 	for i, k := range infos {
@@ -166,8 +168,12 @@ func (a *Etcd) planRetirement(ctx context.Context, opts RetireOptions) (retireme
 }
 
 // liveLeases are fencegw's live leases (owners) with their records of
-// which key signed their grant (records), by lease ID.
-func liveLeases(records, owners []*mvccpb.KeyValue) []LiveLease {
+// which key signed their grant (records), by lease ID. A lease in a
+// semaphore's line (queued) without a record is waiting for its permit:
+// it holds no token yet, and its grant records the key that signs it
+// then, a newer one if that key was retired meanwhile (signerOps), so it
+// holds no key back.
+func liveLeases(records, owners, queued []*mvccpb.KeyValue) []LiveLease {
 	recorded := make(map[string]leaseToken, len(records))
 	for _, kv := range records {
 		var lt leaseToken
@@ -175,10 +181,17 @@ func liveLeases(records, owners []*mvccpb.KeyValue) []LiveLease {
 			recorded[strings.TrimPrefix(string(kv.Key), leaseTokenPrefix)] = lt
 		}
 	}
+	waiting := make(map[string]bool, len(queued))
+	for _, kv := range queued {
+		waiting[string(kv.Key[strings.LastIndexByte(string(kv.Key), '/')+1:])] = true
+	}
 	out := make([]LiveLease, 0, len(owners))
 	for _, kv := range owners {
 		id := strings.TrimPrefix(string(kv.Key), ownerPrefix)
-		lt := recorded[id] // none: granted before records were kept, any key's token
+		lt, ok := recorded[id] // none: granted before records were kept, any key's token
+		if !ok && waiting[id] {
+			continue
+		}
 		out = append(out, LiveLease{ID: id, Resource: lt.Resource, SignedBy: lt.Key})
 	}
 	return out

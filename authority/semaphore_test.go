@@ -278,3 +278,59 @@ func TestSemaphoreBadPermits(t *testing.T) {
 		})
 	}
 }
+
+// TestSemaphoreWaitersHoldNoKeyBack: a lease waiting in a semaphore's line
+// holds no token yet, so it keeps no signing key from being retired (a
+// busy semaphore always has one); granted after the retire, its token is
+// signed by a key in service.
+func TestSemaphoreWaitersHoldNoKeyBack(t *testing.T) {
+	_, cli := testenv.PrivateEtcd(t) // retiring keys would refuse other tests' tokens
+	a := authority.NewEtcd(cli)
+	ctx := t.Context()
+	const sem = "retire/pool"
+	opts := authority.AcquireOptions{TTL: 30 * time.Second, Permits: 1}
+	first, err := a.Acquire(ctx, "retire/warm-up", authority.AcquireOptions{TTL: 5 * time.Second}) // the first key
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, first.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.RotateKey(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := a.Acquire(ctx, sem, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan authority.Lease, 1)
+	go func() {
+		o := opts
+		o.Wait = 30 * time.Second
+		l, err := a.Acquire(ctx, sem, o)
+		if err != nil {
+			t.Error(err)
+		}
+		granted <- l
+	}()
+	if !testenv.WaitFor(10*time.Second, func() bool {
+		line, err := cli.Get(ctx, "/fencegw/queues/"+url.PathEscape(sem)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil && line.Count == 2
+	}) {
+		t.Fatal("the second contender never joined the line")
+	}
+	plan, err := a.RetireKeys(ctx, authority.RetireOptions{Keep: 1})
+	if err != nil || len(plan) != 1 || !plan[0].Retired || plan[0].LiveLeases != 0 {
+		t.Fatalf("retire of the key no lease holds a token of, with a permit waiter in line = %+v, %v; want it retired", plan, err)
+	}
+	if err := a.Release(ctx, holder.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	next := <-granted
+	if next.ID == 0 {
+		t.FailNow()
+	}
+	if err := a.Validate(ctx, next.Resource, "", next.Token, tokens.ValidateFence); err != nil {
+		t.Fatalf("the waiter's token, granted after the retire: %v", err)
+	}
+}
