@@ -17,8 +17,8 @@ import (
 // Semaphores. A semaphore of N permits (AcquireOptions.Permits) is held
 // by up to N leases at once, each in one permit slot (1 to N) with a lock
 // and a fence of its own, so that a permit holder paused past its lease
-// is refused at its slot's fence once the slot has a new holder, as an
-// exclusive lock's holder would be.
+// is refused at its slot's fence once the slot's new holder has written,
+// as an exclusive lock's holder would be.
 //
 // Two steps, both in etcd:
 //   - The line: each contender creates a key under
@@ -34,8 +34,11 @@ import (
 //     lockKeyPrefix(tokens.PermitResource(semaphore, k)) + its lease id,
 //     in one transaction that succeeds only if the slot has no key. Slot
 //     keys die with their lease, as queue keys do, so at most the N
-//     admitted leases hold slots, and an admitted one always finds one
-//     free: two live holders never share a slot.
+//     admitted leases hold slots, and two live holders never share a
+//     slot. An admitted one finds a slot free unless a key that is no
+//     permit holder's sits in one (a lock on the slot's own name, or a
+//     replica with another N during a policy change): it then waits for
+//     one to go (claimSlot).
 //
 // The token is the slot key's create revision, with the permit k; it is
 // signed for the slot's resource. A slot key is created only when the
