@@ -98,3 +98,29 @@ func TestPermitsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestKindOfAPermitSlot: a slot's kind is its semaphore's, also where the
+// semaphore's template has text after its argument, which the slot's name
+// ("jobs/q1/run#2") does not match; a slot past the permits is none.
+func TestKindOfAPermitSlot(t *testing.T) {
+	p := mustParse(t, `
+resources:
+  run:
+    key: "jobs/{queue}/run"
+    permits: 2
+    compare: strict
+operations:
+  work:
+    resource: run
+    args:
+      queue: {type: string, max_length: 32}
+    statements:
+      - sql: INSERT INTO done VALUES (:queue, :_resource)
+`)
+	run := p.Resources["run"]
+	for name, want := range map[string]*ResourceKind{"jobs/q1/run": run, "jobs/q1/run#1": run, "jobs/q1/run#2": run, "jobs/q1/run#3": nil, "jobs/q1/run#x": nil} {
+		if got := p.KindOf(name); got != want {
+			t.Errorf("KindOf(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

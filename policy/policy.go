@@ -193,8 +193,15 @@ func (p *Policy) OperationNames() []string { return sortedKeys(p.Operations) }
 
 // KindOf returns the policy resource whose key template matches a
 // lease's resource name, e.g. "account" for "account/acct-1"; nil if none.
-// Templates are tried in name order; the first match wins.
+// Templates are tried in name order; the first match wins. A permit slot
+// of a semaphore ("pool/p1#2") is of its semaphore's kind, whatever its
+// name happens to match.
 func (p *Policy) KindOf(key string) *ResourceKind {
+	if sem, permit, ok := tokens.SplitPermitResource(key); ok {
+		if r := p.KindOf(sem); r != nil && permit <= r.Permits {
+			return r
+		}
+	}
 	for _, name := range sortedKeys(p.Resources) {
 		if r := p.Resources[name]; r.Template.match(key) {
 			return r
