@@ -27,6 +27,23 @@ func buildFencegw(t *testing.T) string {
 	return bin
 }
 
+// torture runs `fencegw torture --json args…` (env added to the test's
+// environment) and returns its report, its log and how it exited; a run
+// that printed no report fails the test.
+func torture(t *testing.T, bin string, env []string, args ...string) (check.Report, string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"torture", "--json"}, args...)...)
+	cmd.Env = append(cmd.Environ(), env...)
+	var out, logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &logs
+	err := cmd.Run()
+	var r check.Report
+	if derr := json.NewDecoder(&out).Decode(&r); derr != nil {
+		t.Fatalf("torture %v: no report (%v); exit %v\n%s", args, derr, err, &logs)
+	}
+	return r, logs.String(), err
+}
+
 // TestTortureCIProfile runs the CI profile three times with the real
 // binary. With fencing — once as it is, once under load with coalescing
 // and group commit carrying most writes (more workers and bigger bursts
@@ -40,17 +57,7 @@ func buildFencegw(t *testing.T) string {
 func TestTortureCIProfile(t *testing.T) {
 	bin := buildFencegw(t)
 	run := func(extra ...string) (check.Report, string, error) {
-		args := append([]string{"torture", "--json", "--seed", "1"}, extra...)
-		cmd := exec.Command(bin, args...)
-		var out, logs bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &logs
-		err := cmd.Run()
-		var r check.Report
-		dec := json.NewDecoder(&out)
-		if derr := dec.Decode(&r); derr != nil {
-			t.Fatalf("torture %v: no report (%v); exit %v\n%s", extra, derr, err, &logs)
-		}
-		return r, logs.String(), err
+		return torture(t, bin, nil, append([]string{"--seed", "1"}, extra...)...)
 	}
 
 	fenced, logs, err := run()
@@ -123,16 +130,7 @@ func requireEveryFault(t *testing.T, r check.Report) {
 func TestTortureFailoverProfile(t *testing.T) {
 	bin := buildFencegw(t)
 	run := func(extra ...string) (check.Report, string, error) {
-		args := append([]string{"torture", "--json", "--seed", "1", "--failover", "--failover-every", "5s", "--min-failovers", "2", "--duration", "20s", "--coalesce", "--group-commit"}, extra...)
-		cmd := exec.Command(bin, args...)
-		var out, logs bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &logs
-		err := cmd.Run()
-		var r check.Report
-		if derr := json.NewDecoder(&out).Decode(&r); derr != nil {
-			t.Fatalf("torture %v: no report (%v); exit %v\n%s", extra, derr, err, &logs)
-		}
-		return r, logs.String(), err
+		return torture(t, bin, nil, append([]string{"--seed", "1", "--failover", "--failover-every", "5s", "--min-failovers", "2", "--duration", "20s", "--coalesce", "--group-commit"}, extra...)...)
 	}
 	synced, logs, err := run()
 	t.Logf("synchronous standby: %s faults %v events %v", synced.Verdict, synced.Faults, synced.Events)
@@ -161,20 +159,13 @@ func TestTortureFailoverProfile(t *testing.T) {
 // write with a re-issued token landed over a newer fence.
 func TestTortureEtcdRollbackProfile(t *testing.T) {
 	bin := buildFencegw(t)
-	cmd := exec.Command(bin, "torture", "--json", "--seed", "1", "--etcd-rollback", "--rollback-every", "8s", "--min-rollbacks", "1", "--duration", "20s", "--coalesce", "--group-commit")
-	var out, logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &logs
-	err := cmd.Run()
-	var r check.Report
-	if derr := json.NewDecoder(&out).Decode(&r); derr != nil {
-		t.Fatalf("torture --etcd-rollback: no report (%v); exit %v\n%s", derr, err, &logs)
-	}
+	r, logs, err := torture(t, bin, nil, "--seed", "1", "--etcd-rollback", "--rollback-every", "8s", "--min-rollbacks", "1", "--duration", "20s", "--coalesce", "--group-commit")
 	t.Logf("etcd rollback: %s faults %v events %v", r.Verdict, r.Faults, r.Events)
 	if err != nil || !r.OK() {
-		t.Fatalf("etcd rollbacks: %v, %s\n%+v\n%s", err, r.Verdict, r.Violations, &logs)
+		t.Fatalf("etcd rollbacks: %v, %s\n%+v\n%s", err, r.Verdict, r.Violations, logs)
 	}
 	if r.Faults["etcd-rollback"] < 1 || r.Faults["halted"] != r.Faults["etcd-rollback"] || r.Faults["epoch-bump"] != r.Faults["etcd-rollback"] {
-		t.Fatalf("every rollback must halt the gateways and be repaired by an epoch bump: %v\n%s", r.Faults, &logs)
+		t.Fatalf("every rollback must halt the gateways and be repaired by an epoch bump: %v\n%s", r.Faults, logs)
 	}
 }
 
@@ -188,23 +179,16 @@ func TestTortureEtcdRollbackProfile(t *testing.T) {
 // torture could not start.
 func TestTortureEtcdTLS(t *testing.T) {
 	bin := buildFencegw(t)
-	cmd := exec.Command(bin, "torture", "--json", "--seed", "1", "--etcd-tls", "--etcd-rollback", "--rollback-every", "8s", "--min-rollbacks", "1", "--duration", "20s")
 	// An operator's etcd settings, which the gateways would read and fail
 	// on (no such file) were they not kept from them.
-	cmd.Env = append(cmd.Environ(), "FENCEGW_ETCD_USER=operator", "FENCEGW_ETCD_PASSWORD_FILE=/nonexistent/etcd-password")
-	var out, logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &logs
-	err := cmd.Run()
-	var r check.Report
-	if derr := json.NewDecoder(&out).Decode(&r); derr != nil {
-		t.Fatalf("torture --etcd-tls: no report (%v); exit %v\n%s", derr, err, &logs)
-	}
+	r, logs, err := torture(t, bin, []string{"FENCEGW_ETCD_USER=operator", "FENCEGW_ETCD_PASSWORD_FILE=/nonexistent/etcd-password"},
+		"--seed", "1", "--etcd-tls", "--etcd-rollback", "--rollback-every", "8s", "--min-rollbacks", "1", "--duration", "20s")
 	t.Logf("etcd over TLS: %s faults %v events %v", r.Verdict, r.Faults, r.Events)
 	if err != nil || !r.OK() {
-		t.Fatalf("etcd over TLS: %v, %s\n%+v\n%s", err, r.Verdict, r.Violations, &logs)
+		t.Fatalf("etcd over TLS: %v, %s\n%+v\n%s", err, r.Verdict, r.Violations, logs)
 	}
 	if r.Events["ok"] < 20 || r.Faults["epoch-bump"] < 1 || r.Faults["etcd-rollback"] < 1 {
-		t.Fatalf("the run did too little over TLS to prove anything: %v events, %v faults\n%s", r.Events, r.Faults, &logs)
+		t.Fatalf("the run did too little over TLS to prove anything: %v events, %v faults\n%s", r.Events, r.Faults, logs)
 	}
 }
 
@@ -218,18 +202,9 @@ func TestTortureEtcdTLS(t *testing.T) {
 func TestTortureSemaphore(t *testing.T) {
 	bin := buildFencegw(t)
 	run := func(extra ...string) (check.Report, string, error) {
-		args := append([]string{"torture", "--json", "--seed", "1", "--duration", "15s", "--semaphores", "60", "--strict", "0", "--transfers", "0",
+		return torture(t, bin, nil, append([]string{"--seed", "1", "--duration", "15s", "--semaphores", "60", "--strict", "0", "--transfers", "0",
 			"--kill-gateways=false", "--etcd-faults=false", "--restart-postgres=false", "--slow-network=false", "--partitions=false",
-			"--pause-gateways=false", "--quorum-loss=false", "--clock-faults=false", "--throttle=false"}, extra...)
-		cmd := exec.Command(bin, args...)
-		var out, logs bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &logs
-		err := cmd.Run()
-		var r check.Report
-		if derr := json.NewDecoder(&out).Decode(&r); derr != nil {
-			t.Fatalf("torture %v: no report (%v); exit %v\n%s", extra, derr, err, &logs)
-		}
-		return r, logs.String(), err
+			"--pause-gateways=false", "--quorum-loss=false", "--clock-faults=false", "--throttle=false"}, extra...)...)
 	}
 	fenced, logs, err := run()
 	t.Logf("fenced: %s faults %v events %v", fenced.Verdict, fenced.Faults, fenced.Events)
