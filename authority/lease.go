@@ -509,13 +509,20 @@ func (a *Etcd) waitPredecessors(ctx context.Context, pfx string, maxRev int64) e
 	}
 }
 
+// waitDelete returns at the deletion of key from revision rev on.
 func (a *Etcd) waitDelete(ctx context.Context, key string, rev int64) error {
+	return a.awaitDeletion(ctx, "the lock", key, rev)
+}
+
+// awaitDeletion returns at the first deletion the watch of key (with
+// opts) sees from revision rev on, or when etcd compacted past rev: the
+// history since rev is gone, so nothing is reported missed and the
+// caller reads again. waitingFor names what the caller waits for.
+func (a *Etcd) awaitDeletion(ctx context.Context, waitingFor, key string, rev int64, opts ...clientv3.OpOption) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for wr := range a.cli.Watch(wctx, key, clientv3.WithRev(rev)) {
+	for wr := range a.cli.Watch(wctx, key, append(opts, clientv3.WithRev(rev))...) {
 		if wr.CompactRevision != 0 {
-			// The history since rev was compacted away: report nothing
-			// missed, and the caller reads the predecessors again.
 			return nil
 		}
 		if err := wr.Err(); err != nil {
@@ -530,7 +537,7 @@ func (a *Etcd) waitDelete(ctx context.Context, key string, rev int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return errors.New("authority: watch closed while waiting for the lock")
+	return errors.New("authority: watch closed while waiting for " + waitingFor)
 }
 
 // lockedError names the current holder. If etcd cannot say who holds the

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -176,25 +175,7 @@ func (a *Etcd) waitAdmitted(ctx context.Context, qpfx string, rev int64, permits
 // revision rev on, or when etcd compacted past rev (the caller reads
 // again).
 func (a *Etcd) waitDeleteUnder(ctx context.Context, pfx string, rev int64) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for wr := range a.cli.Watch(wctx, pfx, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterPut()) {
-		if wr.CompactRevision != 0 {
-			return nil
-		}
-		if err := wr.Err(); err != nil {
-			return err
-		}
-		for _, ev := range wr.Events {
-			if ev.Type == mvccpb.DELETE {
-				return nil
-			}
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return errors.New("authority: watch closed while waiting for a permit")
+	return a.awaitDeletion(ctx, "a permit", pfx, rev, clientv3.WithPrefix(), clientv3.WithFilterPut())
 }
 
 // claimSlot makes admitted lease id the holder of a free slot of
