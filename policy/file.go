@@ -101,10 +101,23 @@ func Parse(name string, data []byte) (*Policy, error) {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, &Error{File: name, Problems: []Problem{{Message: "more than one YAML document: a policy is one document"}}}
 	}
+	if ps := fractions(data); len(ps) > 0 {
+		return nil, &Error{File: name, Problems: ps}
+	}
 	p, err := compile(name, &doc)
 	if err != nil {
 		return nil, err
 	}
 	p.digest = sha256.Sum256(data)
 	return p, nil
+}
+
+// fractions lists the numbers with a fraction in data where a whole
+// number is wanted (permits: 2.5), which decoding into doc cut short.
+func fractions(data []byte) []Problem {
+	var node yaml.Node
+	if err := yaml.Unmarshal(data, &node); err != nil {
+		return nil // decoded into a fileDoc already: cannot fail
+	}
+	return readPolicyValue(&node).fractions
 }

@@ -79,6 +79,8 @@ func TestPermitsRefused(t *testing.T) {
 		{"absurd", withPool("    permits: 1001\n"), "resources.pool.permits", "1001: want 1 to 1000"},
 		{"huge", withPool("    permits: 99999999999\n"), "resources.pool.permits", "want 1 to 1000"},
 		{"not a number", withPool("    permits: three\n"), "", "line 7: want a whole number, got `three`"},
+		{"a fraction", withPool("    permits: 2.5\n"), "resources.pool.permits", "2.5 is not a whole number"},
+		{"a fraction elsewhere", strings.Replace(withPool("    permits: 3\n"), "max_length: 32}", "max_length: 32.7}", 1), "operations.work.args.pool.max_length", "32.7 is not a whole number"},
 		{"with lock_delay", withPool("    permits: 3\n    lock_delay: 5s\n"), "resources.pool.permits", "a semaphore has no lock_delay"},
 		{"with revision validation", withPool("    permits: 3\n    validation: revision\n"), "resources.pool.permits", "validation fence or holder"},
 		{"guarded", withPool("    permits: 3\n") + "guarded_tables:\n  app.pools: {resource: pool, columns: {pool: id}}\n", "guarded_tables.app.pools.resource", "pool is a semaphore (permits: 3)"},

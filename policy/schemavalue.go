@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -14,6 +15,9 @@ import (
 type policyValue struct {
 	root  any
 	lines map[string]int // by entry, e.g. operations.debit.statements[0]
+	// fractions are the entries with a fraction (2.5) where the loader
+	// wants a whole number: YAML's decoder cuts it (to 2) without a word.
+	fractions []Problem
 }
 
 // readPolicyValue converts a decoded YAML document into JSON values the
@@ -66,6 +70,11 @@ func (v *policyValue) read(n *yaml.Node, t reflect.Type, entry string) any {
 		}
 		return items
 	case n.Kind == yaml.ScalarNode && isScalarKind(t.Kind()):
+		if fractional(n, t.Kind()) {
+			// Kept a float, for the schema to call it the wrong kind.
+			v.fractions = append(v.fractions, Problem{Entry: entry, Message: fmt.Sprintf("%s is not a whole number", n.Value)})
+			break
+		}
 		out := reflect.New(t)
 		if n.Decode(out.Interface()) == nil {
 			return jsonScalar(out.Elem())
@@ -186,6 +195,16 @@ func isZeroOf(t reflect.Type, val any) bool {
 		return val == int64(0)
 	}
 	return false
+}
+
+// fractional reports a number with a fraction where the loader wants an
+// integer.
+func fractional(n *yaml.Node, k reflect.Kind) bool {
+	if k != reflect.Int && k != reflect.Int64 || n.ShortTag() != "!!float" {
+		return false
+	}
+	var f float64
+	return n.Decode(&f) != nil || f != math.Trunc(f)
 }
 
 func isScalarKind(k reflect.Kind) bool {
