@@ -93,7 +93,9 @@ func (g *Gateway) handleRevoke(w http.ResponseWriter, r *http.Request) {
 			info, err = g.cfg.Authority.LeaseInfo(r.Context(), id)
 		}
 	default:
-		info, err = g.cfg.Authority.HolderLease(r.Context(), req.Resource)
+		if err = g.notASemaphore(req.Resource); err == nil {
+			info, err = g.cfg.Authority.HolderLease(r.Context(), req.Resource)
+		}
 	}
 	if err == nil && !req.DryRun {
 		err = g.cfg.Authority.Revoke(r.Context(), info.ID, operatorName(r.Context()), req.Reason)
@@ -129,6 +131,9 @@ func (g *Gateway) handleAdvance(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = tokens.CheckResource(req.Resource)
 	}
+	if err == nil {
+		err = g.notASemaphore(req.Resource)
+	}
 	if err != nil {
 		g.writeProblem(w, r, err, problemScope{})
 		return
@@ -160,6 +165,20 @@ func (g *Gateway) handleAdvance(w http.ResponseWriter, r *http.Request) {
 			Token: out.Fence, Actor: operatorName(r.Context()), Reason: req.Reason})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// notASemaphore refuses an operator's verb on a semaphore's own name: its
+// holders hold its permit slots, each a lock with a fence, and no lease
+// or write is the name's own.
+func (g *Gateway) notASemaphore(resource string) error {
+	if _, _, slot := tokens.SplitPermitResource(resource); slot {
+		return nil
+	}
+	if k := g.cfg.Policy.KindOf(resource); k != nil && k.Permits > 0 {
+		return badRequest("%s is a semaphore of %d permits: its holders hold its slots %s to %s, each a lock with a fence of its own; name one",
+			resource, k.Permits, tokens.PermitResource(resource, 1), tokens.PermitResource(resource, k.Permits))
+	}
+	return nil
 }
 
 // fenceBelow is the fence that refuses every token below keep and accepts

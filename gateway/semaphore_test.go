@@ -253,3 +253,29 @@ func TestSemaphoreLeaseRequestRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestOperatorVerbsOnASemaphoreName: a semaphore's own name has no lease
+// and no fence of its own (its holders hold its slots), so an operator's
+// revoke or fence advance of it is refused naming the slots, with nothing
+// changed; the same verbs on a slot act on it.
+func TestOperatorVerbsOnASemaphoreName(t *testing.T) {
+	h := newHarness(t, semaphorePolicy(t))
+	l, r := h.acquirePermit(`{"resource": "pool/p7", "ttl": 30}`)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("permit: %d %s", r.Status, r.Body)
+	}
+	before := h.state()
+	for _, path := range []string{"/v1/admin/leases/revoke", "/v1/admin/fences/advance"} {
+		r := h.do(http.MethodPost, path, nil, `{"resource": "pool/p7", "reason": "stuck worker"}`)
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "pool/p7 is a semaphore of 2 permits") || !strings.Contains(string(r.Body), "pool/p7#1 to pool/p7#2") {
+			t.Fatalf("%s of the semaphore's name: %d %s; want 400 naming its slots", path, r.Status, r.Body)
+		}
+	}
+	if after := h.state(); after != before {
+		t.Fatalf("a refused operator's verb changed the state:\n%s\nwant\n%s", after, before)
+	}
+	r = h.do(http.MethodPost, "/v1/admin/leases/revoke", nil, `{"resource": "`+l.Resource+`", "reason": "stuck worker", "dry_run": true}`)
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), l.ID) {
+		t.Fatalf("revoke of the slot %s (dry run): %d %s; want its holder's lease %s", l.Resource, r.Status, r.Body, l.ID)
+	}
+}
