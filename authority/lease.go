@@ -384,16 +384,9 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 
 	wctx, cancel := context.WithDeadline(ctx, waitUntil)
 	defer cancel()
-	// A waiter's lease must outlive a wait longer than its TTL; the
-	// keepalive stream stops with wctx.
-	acks, err := a.cli.KeepAlive(wctx, clientv3.LeaseID(id))
-	if err != nil {
-		return Lease{}, unavailable("keep waiting lease alive", err)
+	if err := a.keepWaitingAlive(wctx, id); err != nil {
+		return Lease{}, err
 	}
-	go func() {
-		for range acks { // closed when wctx ends
-		}
-	}()
 	if !isHolder {
 		if err := a.waitTurn(wctx, pfx, key, myRev); err != nil {
 			switch {
@@ -507,6 +500,20 @@ func (a *Etcd) waitPredecessors(ctx context.Context, pfx string, maxRev int64) e
 			return err
 		}
 	}
+}
+
+// keepWaitingAlive renews lease id until ctx ends: a waiter's lease must
+// outlive a wait longer than its TTL.
+func (a *Etcd) keepWaitingAlive(ctx context.Context, id LeaseID) error {
+	acks, err := a.cli.KeepAlive(ctx, clientv3.LeaseID(id))
+	if err != nil {
+		return unavailable("keep waiting lease alive", err)
+	}
+	go func() {
+		for range acks { // closed when ctx ends
+		}
+	}()
+	return nil
 }
 
 // waitDelete returns at the deletion of key from revision rev on.

@@ -93,16 +93,9 @@ func (a *Etcd) lockPermit(ctx context.Context, semaphore string, id LeaseID, opt
 	}
 	wctx, cancel := context.WithDeadline(ctx, waitUntil)
 	defer cancel()
-	// A waiter's lease must outlive a wait longer than its TTL; the
-	// keepalive stream stops with wctx.
-	acks, err := a.cli.KeepAlive(wctx, clientv3.LeaseID(id))
-	if err != nil {
-		return Lease{}, unavailable("keep waiting lease alive", err)
+	if err := a.keepWaitingAlive(wctx, id); err != nil {
+		return Lease{}, err
 	}
-	go func() {
-		for range acks { // closed when wctx ends
-		}
-	}()
 	err = a.whileKeyLives(wctx, qkey, myRev, func(ctx context.Context) error {
 		return a.waitAdmitted(ctx, qpfx, myRev, opts.Permits)
 	})
