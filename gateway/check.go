@@ -67,6 +67,9 @@ func (g *Gateway) check(r *http.Request, scope *problemScope) (CheckResult, erro
 	if err != nil {
 		return CheckResult{}, err
 	}
+	if err := checkedResources(g.cfg.Policy, op, keys, toks); err != nil {
+		return CheckResult{}, err
+	}
 	if !op.Named() {
 		scope.Presented = toks[0].Unsigned()
 	}

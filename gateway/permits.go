@@ -38,6 +38,26 @@ func permitResources(op *policy.Operation, keys []string, toks []tokens.Token) e
 	return nil
 }
 
+// checkedResources puts each semaphore role of a check under the permit
+// slot its token names, as a write's (permitResources). A check may name
+// the slot itself (what a lease answer's resource is): then the token
+// must be that slot's permit, and the name is taken as it is, never
+// read as a semaphore of its own.
+func checkedResources(p *policy.Policy, op *policy.Operation, keys []string, toks []tokens.Token) error {
+	for i, role := range op.Roles {
+		sem, k, ok := tokens.SplitPermitResource(keys[i])
+		if !ok || role.Kind.Permits == 0 || p.KindOf(sem) != role.Kind || k > role.Kind.Permits {
+			continue
+		}
+		if toks[i].Permit != k {
+			return &tokens.RejectedError{Presented: toks[i].Unsigned(),
+				Reason: fmt.Sprintf("%s is permit %d of %s: send that permit's token (E:R#%d:SIG)", keys[i], k, sem, k)}
+		}
+		keys[i] = sem
+	}
+	return permitResources(op, keys, toks)
+}
+
 // checkPermits refuses a lease request whose permits are not the
 // policy's for its resource (permits, 0 for an exclusive lock): the
 // client would otherwise hold something other than it believes.

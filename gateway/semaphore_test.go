@@ -279,3 +279,61 @@ func TestOperatorVerbsOnASemaphoreName(t *testing.T) {
 		t.Fatalf("revoke of the slot %s (dry run): %d %s; want its holder's lease %s", l.Resource, r.Status, r.Body, l.ID)
 	}
 }
+
+// TestSemaphoreCheck: a permit holder checks its token under the
+// semaphore's name or its slot's, as a write is fenced: 200 while it is
+// current, 409 once its slot's next holder wrote; a token that is not the
+// named slot's permit is refused; nothing is written.
+func TestSemaphoreCheck(t *testing.T) {
+	h := newHarness(t, semaphorePolicy(t))
+	check := func(token, resource string) response {
+		return h.do(http.MethodPost, "/v1/fences/check", http.Header{"Fencing-Token": {token}}, `{"resource": "`+resource+`"}`)
+	}
+	a := h.mustAcquirePermit("p5")
+	other := tokens.PermitResource("pool/p5", 3-a.Permit)
+	for _, name := range []string{"pool/p5", a.Resource} {
+		r := check(a.Token, name)
+		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"resource":"`+a.Resource+`"`) {
+			t.Fatalf("check of %s with permit %d's token: %d %s; want 200 for the slot %s", name, a.Permit, r.Status, r.Body, a.Resource)
+		}
+	}
+	// a pauses past its lease; its slot's next holder writes.
+	id, err := authority.ParseLeaseID(a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testenv.EtcdClient(t).Revoke(t.Context(), clientv3.LeaseID(id)); err != nil {
+		t.Fatal(err)
+	}
+	b := h.mustAcquirePermit("p5")
+	if b.Permit != a.Permit {
+		t.Fatalf("the successor got slot %d, want %d", b.Permit, a.Permit)
+	}
+	if r := h.write("work", b.Token, `{"pool": "p5"}`); r.Status != http.StatusOK {
+		t.Fatalf("the successor's write: %d %s", r.Status, r.Body)
+	}
+	before := h.state()
+	fence := mustToken(t, b.Token).Unsigned()
+	fence.Permit = 0 // a slot's fence is E:R, as a lock's
+	for _, name := range []string{"pool/p5", a.Resource} {
+		if r := check(a.Token, name); r.Status != http.StatusConflict || r.Problem.Kind() != "stale-token" || r.Problem.CurrentToken != fence.String() {
+			t.Errorf("the paused holder's check of %s: %d %s; want 409 stale-token naming %s", name, r.Status, r.Body, fence)
+		}
+	}
+	asLock := mustToken(t, b.Token)
+	asLock.Permit = 0
+	for _, tc := range []struct{ name, token, resource, msg string }{
+		{"another slot's name", b.Token, other, fmt.Sprintf("is permit %d of pool/p5", 3-a.Permit)},
+		{"a lock's token", asLock.String(), "pool/p5", "is a semaphore of 2 permits"},
+		{"a lock's token for the slot", asLock.String(), b.Resource, fmt.Sprintf("is permit %d of pool/p5", b.Permit)},
+		{"another semaphore", b.Token, "pool/p6", "not issued by this authority"},
+	} {
+		if r := check(tc.token, tc.resource); r.Status != http.StatusForbidden || r.Problem.Kind() != "token-rejected" || !strings.Contains(r.Problem.Detail, tc.msg) {
+			t.Errorf("%s: %d %s; want 403 token-rejected with %q", tc.name, r.Status, r.Body, tc.msg)
+		}
+	}
+	if after := h.state(); after != before {
+		t.Fatalf("checks changed the database: %s -> %s", before, after)
+	}
+	h.release(b.lease)
+}
