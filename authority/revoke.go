@@ -22,7 +22,8 @@ var ErrNoLock = errors.New("authority: the resource has no lock")
 
 // LeaseInfo is what an operator is shown of a lease: its lock, token and
 // owner, and whether it still waits for the lock (in line, or out a
-// lock-delay).
+// lock-delay). A contender in a semaphore's line that has no slot yet
+// has no token: Resource is then the semaphore's name, Token zero.
 type LeaseInfo struct {
 	ID       LeaseID
 	Resource string
@@ -36,11 +37,15 @@ type LeaseInfo struct {
 func (a *Etcd) LeaseInfo(ctx context.Context, id LeaseID) (LeaseInfo, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	resp, err := a.cli.Txn(ctx).Then(clientv3.OpGet(ownerKey(id)), clientv3.OpGet(leaseTokenKey(id)), clientv3.OpGet(grantedKey(id))).Commit()
+	resp, err := a.cli.Txn(ctx).Then(clientv3.OpGet(ownerKey(id)), clientv3.OpGet(leaseTokenKey(id)), clientv3.OpGet(grantedKey(id)),
+		clientv3.OpGet(permitWaitKey(id))).Commit()
 	if err != nil {
 		return LeaseInfo{}, unavailable("read the lease", err)
 	}
 	owner, rec := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
+	if wait := resp.Responses[3].GetResponseRange().Kvs; len(owner) > 0 && len(rec) == 0 && len(wait) > 0 {
+		return LeaseInfo{ID: id, Resource: string(wait[0].Value), Owner: string(owner[0].Value), Waiting: true}, nil
+	}
 	if len(owner) == 0 || len(rec) == 0 {
 		return LeaseInfo{}, fmt.Errorf("lease %s: %w", id, ErrLeaseNotFound)
 	}
@@ -53,7 +58,7 @@ func (a *Etcd) LeaseInfo(ctx context.Context, id LeaseID) (LeaseInfo, error) {
 		return LeaseInfo{}, err
 	}
 	info := LeaseInfo{ID: id, Resource: lt.Resource, Owner: string(owner[0].Value),
-		Token: tokens.Token{Epoch: epochs(rec[0].CreateRevision), Revision: rec[0].CreateRevision}}
+		Token: tokens.Token{Epoch: epochs(rec[0].CreateRevision), Revision: rec[0].CreateRevision, Permit: lt.Permit}}
 	if g := resp.Responses[2].GetResponseRange().Kvs; len(g) > 0 {
 		_, _, held, ok := parseGranted(string(g[0].Value))
 		info.Waiting = ok && !held

@@ -54,6 +54,14 @@ const queuesPrefix = "/fencegw/queues/"
 
 func queueKeyPrefix(semaphore string) string { return queuesPrefix + url.PathEscape(semaphore) + "/" }
 
+// permitWaitsPrefix keeps, per lease in a semaphore's line, the
+// semaphore's name, attached to the lease: what LeaseInfo shows of a
+// contender that has no token yet (its token record is written with its
+// slot), so that an operator can find it and revoke it.
+const permitWaitsPrefix = "/fencegw/permit-waits/"
+
+func permitWaitKey(id LeaseID) string { return permitWaitsPrefix + id.String() }
+
 // ErrBadPermits is a permit count out of range, or asked with what a
 // semaphore does not have.
 var ErrBadPermits = errors.New("authority: bad permits")
@@ -67,6 +75,7 @@ func (a *Etcd) lockPermit(ctx context.Context, semaphore string, id LeaseID, opt
 	lease := clientv3.WithLease(clientv3.LeaseID(id))
 	ops := []clientv3.Op{
 		clientv3.OpPut(qkey, opts.Value, lease),
+		clientv3.OpPut(permitWaitKey(id), semaphore, lease),
 		clientv3.OpPut(ownerKey(id), opts.Owner, lease),
 		clientv3.OpPut(clientKey(opts.Owner, id), "", lease),
 	}

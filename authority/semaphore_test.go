@@ -334,3 +334,54 @@ func TestSemaphoreWaitersHoldNoKeyBack(t *testing.T) {
 		t.Fatalf("the waiter's token, granted after the retire: %v", err)
 	}
 }
+
+// TestSemaphoreWaiterLeaseInfo: a contender in a semaphore's line is a
+// lease an operator can find (LeaseInfo: waiting for the semaphore, no
+// token yet) and revoke; its acquisition then ends, and its line key with
+// it. A holder's info names its slot and permit.
+func TestSemaphoreWaiterLeaseInfo(t *testing.T) {
+	a, cli := newAuthority(t)
+	const sem = "sem/info"
+	holder, err := a.Acquire(t.Context(), sem, authority.AcquireOptions{TTL: 30 * time.Second, Permits: 1, Owner: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := a.Acquire(context.Background(), sem, authority.AcquireOptions{TTL: 30 * time.Second, Wait: time.Minute, Permits: 1, Owner: "w"})
+		ended <- err
+	}()
+	waitForLine(t, cli, sem, 2)
+	line := "/fencegw/queues/" + url.PathEscape(sem) + "/"
+	newest, err := cli.Get(t.Context(), line, clientv3.WithLastCreate()...)
+	if err != nil || len(newest.Kvs) != 1 {
+		t.Fatalf("the newest in line: %v, %v", newest, err)
+	}
+	id, err := authority.ParseLeaseID(strings.TrimPrefix(string(newest.Kvs[0].Key), line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := a.LeaseInfo(t.Context(), id)
+	if err != nil || info.Resource != sem || !info.Waiting || !info.Token.IsZero() || info.Owner != "w" {
+		t.Fatalf("the waiter's info = %+v, %v; want waiting for %s, no token, owner w", info, err, sem)
+	}
+	hinfo, err := a.LeaseInfo(t.Context(), holder.ID)
+	if err != nil || hinfo.Resource != holder.Resource || hinfo.Waiting || hinfo.Token != holder.Token.Unsigned() {
+		t.Fatalf("the holder's info = %+v, %v; want %s holding %v", hinfo, err, holder.Resource, holder.Token.Unsigned())
+	}
+	if err := a.Revoke(t.Context(), id, "operator", "stuck in line"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ended; !errors.Is(err, authority.ErrLeaseNotFound) {
+		t.Fatalf("the revoked waiter's acquisition ended with %v, want ErrLeaseNotFound", err)
+	}
+	if resp, err := cli.Get(t.Context(), line, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 1 {
+		t.Fatalf("line after the revoke: %v keys, %v; want the holder's only", resp.Count, err)
+	}
+	if _, err := a.LeaseInfo(t.Context(), id); !errors.Is(err, authority.ErrLeaseNotFound) {
+		t.Fatalf("the revoked waiter's info: %v, want ErrLeaseNotFound", err)
+	}
+	if err := a.Release(t.Context(), holder.ID, "h"); err != nil {
+		t.Fatal(err)
+	}
+}

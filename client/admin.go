@@ -24,7 +24,7 @@ type Revocation struct {
 	Lease struct {
 		LeaseID  string `json:"lease_id"`
 		Resource string `json:"resource"`
-		Token    string `json:"token"` // E:R, unsigned
+		Token    string `json:"token"` // E:R, unsigned; "" for a contender in a semaphore's line, no slot yet
 		Client   string `json:"client,omitempty"`
 		Waiting  bool   `json:"waiting,omitempty"`
 	} `json:"lease"`

@@ -23,7 +23,7 @@ import (
 type leaseInfoJSON struct {
 	LeaseID  string `json:"lease_id"`
 	Resource string `json:"resource"`
-	Token    string `json:"token"`
+	Token    string `json:"token,omitempty"` // absent: a contender in a semaphore's line, no slot yet
 	Client   string `json:"client,omitempty"`
 	Waiting  bool   `json:"waiting,omitempty"`
 }
@@ -104,7 +104,11 @@ func (g *Gateway) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		g.writeProblem(w, r, err, problemScope{Resource: req.Resource})
 		return
 	}
-	out := revokeResponse{Lease: leaseInfoJSON{LeaseID: info.ID.String(), Resource: info.Resource, Token: info.Token.String(),
+	var token string
+	if !info.Token.IsZero() {
+		token = info.Token.String()
+	}
+	out := revokeResponse{Lease: leaseInfoJSON{LeaseID: info.ID.String(), Resource: info.Resource, Token: token,
 		Client: info.Owner, Waiting: info.Waiting}, Revoked: !req.DryRun, DryRun: req.DryRun}
 	if out.Revoked {
 		g.metrics.leases.WithLabelValues("revoked").Inc()
@@ -113,7 +117,7 @@ func (g *Gateway) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		// The watch of lease ends records it too, with the same words;
 		// the table keeps one.
 		g.history.add(fence.HistoryEvent{At: time.Now(), Resource: info.Resource, Event: fence.Revoked, LeaseID: info.ID.String(),
-			Client: info.Owner, Token: info.Token.String(), Actor: operatorName(r.Context()), Reason: req.Reason})
+			Client: info.Owner, Token: token, Actor: operatorName(r.Context()), Reason: req.Reason})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

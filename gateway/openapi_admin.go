@@ -40,7 +40,8 @@ func revokePath(pol *policy.Policy) obj {
 		"responses": withProblems(obj{
 			"200": obj{"description": "The lease revoked (with dry_run: that would be).", "content": obj{"application/json": obj{"schema": obj{"type": "object", "properties": obj{
 				"lease": obj{"type": "object", "properties": obj{
-					"lease_id": obj{"type": "string"}, "resource": obj{"type": "string"}, "token": obj{"type": "string", "pattern": tokenPattern},
+					"lease_id": obj{"type": "string"}, "resource": obj{"type": "string", "description": "The lock or permit slot held or waited for; a semaphore's name for a contender in its line."},
+					"token":  obj{"type": "string", "pattern": tokenPattern, "description": "E:R (E:R#P for a permit), unsigned; absent for a contender in a semaphore's line, which has no slot yet."},
 					"client": obj{"type": "string"}, "waiting": obj{"type": "boolean"}}},
 				"revoked": obj{"type": "boolean"}, "dry_run": obj{"type": "boolean"}}}}}},
 		}, adminProblems(pol, "no-lock", "lease-not-found")...),

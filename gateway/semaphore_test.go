@@ -7,10 +7,12 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -335,5 +337,66 @@ func TestSemaphoreCheck(t *testing.T) {
 	if after := h.state(); after != before {
 		t.Fatalf("checks changed the database: %s -> %s", before, after)
 	}
+	h.release(b.lease)
+}
+
+// TestRevokeAPermitWaiter: an operator revokes a lease waiting in a
+// semaphore's line by its id: the dry run shows it waiting for the
+// semaphore, with no token yet, and changes nothing; the revoke ends its
+// acquisition and takes it out of the line, and the history says who and
+// why.
+func TestRevokeAPermitWaiter(t *testing.T) {
+	h := newHarness(t, semaphorePolicy(t))
+	runHistory(t, h.gw)
+	cli := testenv.EtcdClient(t)
+	a, b := h.mustAcquirePermit("p8"), h.mustAcquirePermit("p8")
+	waited := make(chan response, 1)
+	go func() {
+		_, r := h.acquirePermit(`{"resource": "pool/p8", "ttl": 30, "wait": 60}`)
+		waited <- r
+	}()
+	line := "/fencegw/queues/" + url.PathEscape("pool/p8") + "/"
+	inLine := func() int64 {
+		resp, err := cli.Get(t.Context(), line, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Count
+	}
+	if !testenv.WaitFor(30*time.Second, func() bool { return inLine() == 3 }) {
+		t.Fatal("the third contender never joined the line")
+	}
+	newest, err := cli.Get(t.Context(), line, clientv3.WithLastCreate()...)
+	if err != nil || len(newest.Kvs) != 1 {
+		t.Fatalf("the newest in line: %v, %v", newest, err)
+	}
+	id := strings.TrimPrefix(string(newest.Kvs[0].Key), line)
+	body := `{"lease_id": "` + id + `", "reason": "stuck in line", "dry_run": true}`
+	want := `{"lease":{"lease_id":"` + id + `","resource":"pool/p8","waiting":true},"revoked":false,"dry_run":true}`
+	if r := h.do(http.MethodPost, "/v1/admin/leases/revoke", nil, body); r.Status != http.StatusOK || strings.TrimSpace(string(r.Body)) != want {
+		t.Fatalf("dry run: %d %s; want %s", r.Status, r.Body, want)
+	}
+	if n := inLine(); n != 3 {
+		t.Fatalf("after the dry run %d in line, want 3", n)
+	}
+	r := h.do(http.MethodPost, "/v1/admin/leases/revoke", nil, strings.Replace(body, "true", "false", 1))
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"revoked":true`) {
+		t.Fatalf("revoke: %d %s", r.Status, r.Body)
+	}
+	if w := <-waited; w.Status == http.StatusCreated {
+		t.Fatalf("the revoked waiter was granted: %s", w.Body)
+	}
+	if n := inLine(); n != 2 {
+		t.Fatalf("after the revoke %d in line, want the two holders", n)
+	}
+	h.waitHistory("pool/p8", func(es []fence.HistoryEvent) bool {
+		for _, e := range es {
+			if e.Event == fence.Revoked && e.LeaseID == id && e.Reason == "stuck in line" && e.Token == "" {
+				return true
+			}
+		}
+		return false
+	})
+	h.release(a.lease)
 	h.release(b.lease)
 }

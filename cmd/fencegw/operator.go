@@ -117,17 +117,25 @@ func runRevoke(ctx context.Context, o operatorOptions, target string, out io.Wri
 	if o.json {
 		return json.NewEncoder(out).Encode(rev)
 	}
+	_, err = fmt.Fprintln(out, describeRevocation(rev))
+	return err
+}
+
+// describeRevocation is the text line of `fencegw lease revoke`.
+func describeRevocation(rev *client.Revocation) string {
 	l := rev.Lease
 	what := "revoked"
 	if rev.DryRun {
 		what = "would revoke"
 	}
+	if l.Token == "" { // in a semaphore's line, no slot yet
+		return fmt.Sprintf("%s lease %s of %s, waiting for a permit of %s", what, l.LeaseID, clientOrAnyone(l.Client), l.Resource)
+	}
 	state := "holding"
 	if l.Waiting {
 		state = "waiting for"
 	}
-	_, err = fmt.Fprintf(out, "%s lease %s of %s, %s %s with token %s\n", what, l.LeaseID, clientOrAnyone(l.Client), state, l.Resource, l.Token)
-	return err
+	return fmt.Sprintf("%s lease %s of %s, %s %s with token %s", what, l.LeaseID, clientOrAnyone(l.Client), state, l.Resource, l.Token)
 }
 
 // runAdvance serves `fencegw fence advance`.

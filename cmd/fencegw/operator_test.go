@@ -133,3 +133,25 @@ func TestOperatorVerbsAndHistory(t *testing.T) {
 		t.Errorf("--since without --history: %v, want a usage error", err)
 	}
 }
+
+// TestDescribeRevocation: the text line names what the lease held or
+// waited for; a contender in a semaphore's line has no token to show.
+func TestDescribeRevocation(t *testing.T) {
+	rev := func(token string, waiting, dryRun bool) *client.Revocation {
+		r := &client.Revocation{Revoked: !dryRun, DryRun: dryRun}
+		r.Lease.LeaseID, r.Lease.Resource, r.Lease.Token, r.Lease.Client, r.Lease.Waiting = "1a", "pool/p1", token, "ops", waiting
+		return r
+	}
+	for _, tc := range []struct {
+		r    *client.Revocation
+		want string
+	}{
+		{rev("1:9", false, false), "revoked lease 1a of client ops, holding pool/p1 with token 1:9"},
+		{rev("1:9", true, true), "would revoke lease 1a of client ops, waiting for pool/p1 with token 1:9"},
+		{rev("", true, false), "revoked lease 1a of client ops, waiting for a permit of pool/p1"},
+	} {
+		if got := describeRevocation(tc.r); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}
