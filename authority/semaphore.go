@@ -156,8 +156,10 @@ func (a *Etcd) before(ctx context.Context, qpfx string, rev int64) (int, int64, 
 }
 
 // waitAdmitted returns once fewer than permits keys of the line qpfx
-// created before rev remain: it reads them, and watches the line for a
-// deletion between reads.
+// created before rev remain. It reads them once, then counts their
+// deletions in a watch of the line, so that a deletion wakes each waiter
+// for one event, not for a read of the whole line; it reads again only
+// when etcd compacted past what it watched.
 func (a *Etcd) waitAdmitted(ctx context.Context, qpfx string, rev int64, permits int) error {
 	for {
 		n, at, err := a.before(ctx, qpfx, rev)
@@ -167,17 +169,49 @@ func (a *Etcd) waitAdmitted(ctx context.Context, qpfx string, rev int64, permits
 		if n < permits {
 			return nil
 		}
-		if err := a.waitDeleteUnder(ctx, qpfx, at+1); err != nil {
+		if err := a.awaitDeletionsBefore(ctx, qpfx, at+1, rev, n-permits+1); err != nil {
 			return err
 		}
 	}
+}
+
+// awaitDeletionsBefore returns once the watch of the line qpfx from
+// revision from on has seen need deletions of keys created before rev (no
+// key created later counts: a deleted one that comes back is created
+// anew), or when it cannot tell (etcd compacted past from, or a deletion
+// without its previous key): the caller reads the line again.
+func (a *Etcd) awaitDeletionsBefore(ctx context.Context, qpfx string, from, rev int64, need int) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for wr := range a.cli.Watch(wctx, qpfx, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterPut(), clientv3.WithPrevKV()) {
+		if wr.CompactRevision != 0 {
+			return nil
+		}
+		if err := wr.Err(); err != nil {
+			return err
+		}
+		for _, ev := range wr.Events {
+			if ev.PrevKv == nil {
+				return nil
+			}
+			if ev.PrevKv.CreateRevision < rev {
+				if need--; need == 0 {
+					return nil
+				}
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.New("authority: watch closed while waiting for a permit")
 }
 
 // waitDeleteUnder returns at the first deletion of a key under pfx from
 // revision rev on, or when etcd compacted past rev (the caller reads
 // again).
 func (a *Etcd) waitDeleteUnder(ctx context.Context, pfx string, rev int64) error {
-	return a.awaitDeletion(ctx, "a permit", pfx, rev, clientv3.WithPrefix(), clientv3.WithFilterPut())
+	return a.awaitDeletion(ctx, "a permit slot", pfx, rev, clientv3.WithPrefix(), clientv3.WithFilterPut())
 }
 
 // claimSlot makes admitted lease id the holder of a free slot of
@@ -197,7 +231,10 @@ func (a *Etcd) claimSlot(ctx context.Context, semaphore string, id LeaseID, opts
 			// itself, which the gateway's policy refuses). Wait for one
 			// to go.
 			wctx, cancel := context.WithDeadline(ctx, waitUntil)
-			err := a.waitDeleteUnder(wctx, slotsPrefix(semaphore), at+1)
+			err := a.keepWaitingAlive(wctx, id)
+			if err == nil {
+				err = a.waitDeleteUnder(wctx, slotsPrefix(semaphore), at+1)
+			}
 			cancel()
 			if err != nil {
 				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {

@@ -385,3 +385,57 @@ func TestSemaphoreWaiterLeaseInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSemaphoreSlotWaitKeepsLeaseAlive: an admitted contender that finds
+// every slot taken by a key that is no permit holder's (a lock on the
+// slot's own name) waits for one to go, and its lease outlives its TTL
+// meanwhile; it gets the slot when the lock is released.
+func TestSemaphoreSlotWaitKeepsLeaseAlive(t *testing.T) {
+	a, cli := newAuthority(t)
+	const sem, ttl = "sem/slotwait", 3 * time.Second
+	squatter, err := a.Acquire(t.Context(), tokens.PermitResource(sem, 1), authority.AcquireOptions{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		l   authority.Lease
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, err := a.Acquire(context.Background(), sem, authority.AcquireOptions{TTL: ttl, Wait: time.Minute, Permits: 1})
+		done <- result{l, err}
+	}()
+	waitForLine(t, cli, sem, 1)
+	line := "/fencegw/queues/" + url.PathEscape(sem) + "/"
+	resp, err := cli.Get(t.Context(), line, clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("the line: %v, %v", resp, err)
+	}
+	joined, id := time.Now(), clientv3.LeaseID(resp.Kvs[0].Lease)
+	// Alive well past its TTL: renewed while it waits.
+	if !testenv.WaitFor(time.Minute, func() bool {
+		left, err := cli.TimeToLive(t.Context(), id)
+		if err != nil || left.TTL < 0 {
+			t.Fatalf("the waiting contender's lease ended (%v, %v) %s after it joined; its TTL is %s", left, err, time.Since(joined), ttl)
+		}
+		return time.Since(joined) > 2*ttl
+	}) {
+		t.Fatal("never saw the contender wait past its TTL")
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("granted %v, %v while the slot's name was locked", r.l, r.err)
+	default:
+	}
+	if err := a.Release(t.Context(), squatter.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.l.Token.Permit != 1 {
+		t.Fatalf("after the lock on the slot went: %+v, %v; want slot 1", r.l, r.err)
+	}
+	if err := a.Release(t.Context(), r.l.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+}
