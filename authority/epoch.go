@@ -52,8 +52,8 @@ func (a *Etcd) Identify(ctx context.Context) error {
 	return nil
 }
 
-// identifiedView is View, after Identify if the cluster has no identity.
-func (a *Etcd) identifiedView(ctx context.Context) (tokens.View, error) {
+// IdentifiedView is View, after Identify if the cluster has no identity.
+func (a *Etcd) IdentifiedView(ctx context.Context) (tokens.View, error) {
 	v, err := a.View(ctx)
 	if err != nil || v.Identity != "" {
 		return v, err

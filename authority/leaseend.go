@@ -59,16 +59,34 @@ type LeaseEnd struct {
 	At        time.Time // when this watch saw it
 }
 
-// WatchLeaseEnds calls ended for every lease whose lock was granted, once
-// its keys are deleted (released, revoked, or expired), until ctx ends.
+// EndsWatch is where WatchLeaseEnds starts and whom it tells.
+type EndsWatch struct {
+	// From is the revision to resume at: the ends at and after it are
+	// reported, as long as etcd keeps them. 0 starts from now.
+	From int64
+	// Ended is told of every lease whose lock was granted, once its keys
+	// are deleted.
+	Ended func(LeaseEnd)
+	// Reported, if set, is told after each batch of ends that every end
+	// at or before rev has been passed to Ended.
+	Reported func(rev int64)
+	// Watching, if set, is called once etcd has set up the first watch:
+	// every end after that is seen.
+	Watching func()
+	// Missed, if set, is told that etcd compacted past the revision the
+	// watch had to resume at: the ends from revision from up to (not
+	// including) to, if there were any, are not reported.
+	Missed func(from, to int64)
+}
+
+// WatchLeaseEnds reports the ends of leases as w says, until ctx ends.
 // Every replica that watches sees every end: recording them must be
 // idempotent (the lock history keeps one end per lease). A watch cut off
-// (leader lost) resumes after the last revision it saw; one that etcd
-// compacted past, or that starts anew, misses the ends in between.
-// watching, if not nil, is called once etcd has set up the first watch:
-// every end after that is seen.
-func (a *Etcd) WatchLeaseEnds(ctx context.Context, ended func(LeaseEnd), watching func()) {
-	var next int64 // 0: from now
+// (leader lost) resumes after the last end it reported; one that etcd
+// compacted past resumes at the oldest revision etcd keeps, and says so
+// (w.Missed).
+func (a *Etcd) WatchLeaseEnds(ctx context.Context, w EndsWatch) {
+	next := w.From // 0: from now
 	for ctx.Err() == nil {
 		opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithPrevKV(), clientv3.WithCreatedNotify()}
 		if next > 0 {
@@ -76,18 +94,31 @@ func (a *Etcd) WatchLeaseEnds(ctx context.Context, ended func(LeaseEnd), watchin
 		}
 		for resp := range a.cli.Watch(clientv3.WithRequireLeader(ctx), "/fencegw/", opts...) {
 			if resp.CompactRevision != 0 {
-				next = 0
+				if w.Missed != nil {
+					w.Missed(next, resp.CompactRevision)
+				}
+				next = resp.CompactRevision
 				break
 			}
 			if resp.Err() != nil {
 				break
 			}
-			if resp.Created && watching != nil {
-				watching()
-				watching = nil
+			if resp.Created && w.Watching != nil {
+				w.Watching()
+				w.Watching = nil
 			}
-			a.reportEnds(ctx, resp.Events, ended)
-			next = resp.Header.Revision + 1
+			if len(resp.Events) == 0 {
+				continue
+			}
+			a.reportEnds(ctx, resp.Events, w.Ended)
+			// Through the last event's revision, not the header's: a watch
+			// catching up sends the store's current revision in the header
+			// of a batch that stops short of it.
+			through := resp.Events[len(resp.Events)-1].Kv.ModRevision
+			if w.Reported != nil {
+				w.Reported(through)
+			}
+			next = through + 1
 		}
 		select {
 		case <-ctx.Done():

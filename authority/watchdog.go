@@ -67,7 +67,7 @@ func (g *Watchdog) Check(ctx context.Context) error {
 	if a.Epoch() == rec.Epoch {
 		seen = a.NewestRevision()
 	}
-	view, err := a.identifiedView(ctx)
+	view, err := a.IdentifiedView(ctx)
 	if errors.Is(err, ErrForeignKey) {
 		return g.halt(&tokens.HaltedError{Reason: err.Error()})
 	}
@@ -189,12 +189,12 @@ func PlanBump(ctx context.Context, auth *Etcd, records RecordStore) (BumpPlan, e
 }
 
 func Bump(ctx context.Context, auth *Etcd, records RecordStore) (int64, error) {
-	view, err := auth.identifiedView(ctx)
+	view, err := auth.IdentifiedView(ctx)
 	if errors.Is(err, ErrForeignKey) {
 		if err := auth.clearForeignKeys(ctx); err != nil {
 			return 0, err
 		}
-		view, err = auth.identifiedView(ctx)
+		view, err = auth.IdentifiedView(ctx)
 	}
 	if err != nil {
 		return 0, err

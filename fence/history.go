@@ -2,6 +2,7 @@ package fence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,12 +41,22 @@ type HistoryEvent struct {
 	Reason   string    `json:"reason,omitempty"`
 }
 
-// RecordHistory adds es to the lock history in one statement. An event a
-// lease already has, or a second end of one lease, is left out: every
-// replica records the expiries it sees, and the first one stands. A zero
-// At is the database's now. ctx bounds it.
-func (s *Store) RecordHistory(ctx context.Context, es []HistoryEvent) error {
-	if len(es) == 0 {
+// HistoryCursor is how far the lock history's watch of etcd got: every
+// lease end at or before Revision of the etcd cluster Identity has been
+// recorded (fencegw.history_cursor).
+type HistoryCursor struct {
+	Identity string
+	Revision int64 // 0: none
+}
+
+// RecordHistory adds es to the lock history, and moves the history's
+// cursor up to cursor (unless its Revision is 0), in one statement: the
+// cursor never passes an end that is not recorded. An event a lease
+// already has, or a second end of one lease, is left out: every replica
+// records the expiries it sees, and the first one stands. A zero At is the
+// database's now. ctx bounds it.
+func (s *Store) RecordHistory(ctx context.Context, es []HistoryEvent, cursor HistoryCursor) error {
+	if len(es) == 0 && cursor.Revision == 0 {
 		return nil
 	}
 	cols := make([][]*string, 7)
@@ -59,16 +70,36 @@ func (s *Store) RecordHistory(ctx context.Context, es []HistoryEvent) error {
 		}
 	}
 	// ON CONFLICT without a target: either unique index (one row per
-	// lease and event, one end per lease) makes a repeat a no-op.
-	_, err := s.pool.Exec(ctx, `INSERT INTO fencegw.lock_history (at, resource, event, lease_id, client, token, actor, reason)
+	// lease and event, one end per lease) makes a repeat a no-op. The
+	// cursor goes only forward for one cluster; another cluster's (a
+	// rebuilt etcd) replaces it.
+	_, err := s.pool.Exec(ctx, `WITH events AS (
+		INSERT INTO fencegw.lock_history (at, resource, event, lease_id, client, token, actor, reason)
 		SELECT coalesce(a, now()), r, e, l, c, t, ac, re
 		  FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[]) AS u(a, r, e, l, c, t, ac, re)
-		ON CONFLICT DO NOTHING`,
-		at, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6])
+		ON CONFLICT DO NOTHING)
+		INSERT INTO fencegw.history_cursor AS c (identity, revision) SELECT $9::text, $10::bigint WHERE $10::bigint > 0
+		ON CONFLICT (singleton) DO UPDATE SET identity = excluded.identity,
+		    revision = CASE WHEN c.identity = excluded.identity THEN greatest(c.revision, excluded.revision) ELSE excluded.revision END`,
+		at, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cursor.Identity, cursor.Revision)
 	if err != nil {
 		return fmt.Errorf("fence: record history: %w", err)
 	}
 	return nil
+}
+
+// ReadHistoryCursor returns the lock history's cursor; a zero one when no
+// end was ever recorded with one.
+func ReadHistoryCursor(ctx context.Context, db DB) (HistoryCursor, error) {
+	var c HistoryCursor
+	err := db.QueryRow(ctx, "SELECT identity, revision FROM fencegw.history_cursor").Scan(&c.Identity, &c.Revision)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return HistoryCursor{}, nil
+	}
+	if err != nil {
+		return HistoryCursor{}, fmt.Errorf("fence: read the history cursor: %w", err)
+	}
+	return c, nil
 }
 
 func nullIfEmpty(s string) *string {

@@ -21,7 +21,7 @@ func TestHistoryKeepsOneEndPerLease(t *testing.T) {
 		{ev(fence.Granted, "a"), ev(fence.Released, "a"), ev(fence.LockDelayed, "a")},
 		{ev(fence.LockDelayed, "a"), ev(fence.FenceAdvanced, ""), ev(fence.FenceAdvanced, "")},
 	} {
-		if err := h.store.RecordHistory(t.Context(), batch); err != nil {
+		if err := h.store.RecordHistory(t.Context(), batch, fence.HistoryCursor{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -73,5 +73,46 @@ func TestJanitorTrimsHistory(t *testing.T) {
 	}
 	if n, oldest := count("quiet"); n != 1 || oldest != "q2" {
 		t.Errorf("quiet resource keeps %d events from %s, want only q2: q1 is past %s", n, oldest, fence.HistoryKeptFor)
+	}
+}
+
+// TestHistoryCursor: the cursor moves with the events it covers, only
+// forward for one etcd cluster, and to another cluster's revision when
+// the identity changes; a zero cursor leaves it alone.
+func TestHistoryCursor(t *testing.T) {
+	h := newDB(t)
+	read := func() fence.HistoryCursor {
+		t.Helper()
+		c, err := fence.ReadHistoryCursor(t.Context(), h.pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := read(); c != (fence.HistoryCursor{}) {
+		t.Fatalf("a new database's cursor: %+v, want none", c)
+	}
+	end := []fence.HistoryEvent{{Resource: "r", Event: fence.Expired, LeaseID: "c1", Token: "1:5"}}
+	for _, tc := range []struct {
+		events []fence.HistoryEvent
+		move   fence.HistoryCursor
+		want   fence.HistoryCursor
+	}{
+		{end, fence.HistoryCursor{Identity: "x", Revision: 50}, fence.HistoryCursor{Identity: "x", Revision: 50}},
+		{nil, fence.HistoryCursor{Identity: "x", Revision: 40}, fence.HistoryCursor{Identity: "x", Revision: 50}}, // a replica behind
+		{end, fence.HistoryCursor{}, fence.HistoryCursor{Identity: "x", Revision: 50}},
+		{nil, fence.HistoryCursor{Identity: "x", Revision: 70}, fence.HistoryCursor{Identity: "x", Revision: 70}},
+		{nil, fence.HistoryCursor{Identity: "y", Revision: 9}, fence.HistoryCursor{Identity: "y", Revision: 9}}, // a rebuilt cluster
+	} {
+		if err := h.store.RecordHistory(t.Context(), tc.events, tc.move); err != nil {
+			t.Fatal(err)
+		}
+		if c := read(); c != tc.want {
+			t.Fatalf("after moving to %+v: %+v, want %+v", tc.move, c, tc.want)
+		}
+	}
+	es, err := fence.History(t.Context(), h.pool, "r", time.Time{}, 100)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("history: %v, %v; want the one end, recorded once", es, err)
 	}
 }

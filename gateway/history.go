@@ -29,18 +29,29 @@ const (
 type historian struct {
 	store    *fence.Store
 	log      *slog.Logger
-	queue    chan fence.HistoryEvent
+	queue    chan historyItem
 	dropped  prometheus.Counter
 	recorded *prometheus.CounterVec
 	dropLog  rate.Sometimes
 	// watching is closed once the watch of lease ends is set up.
 	watching     chan struct{}
 	watchingOnce sync.Once
+	// identity is the etcd cluster's, which the history's cursor names.
+	identity string
+}
+
+// historyItem is an event to record, or (through > 0) a mark in the
+// queue: every lease end at or before etcd revision through was queued
+// before it, so the history's cursor may move to through once the events
+// before it are recorded.
+type historyItem struct {
+	event   fence.HistoryEvent
+	through int64
 }
 
 func newHistorian(store *fence.Store, log *slog.Logger, reg *prometheus.Registry) *historian {
 	h := &historian{
-		store: store, log: log, queue: make(chan fence.HistoryEvent, historyQueue), watching: make(chan struct{}),
+		store: store, log: log, queue: make(chan historyItem, historyQueue), watching: make(chan struct{}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fencegw_history_dropped_total",
 			Help: "Lock history events not recorded in fencegw.lock_history because the history queue was full (each is in the log, at most one line per 10 s).",
@@ -58,7 +69,7 @@ func newHistorian(store *fence.Store, log *slog.Logger, reg *prometheus.Registry
 // add queues e; it never blocks.
 func (h *historian) add(e fence.HistoryEvent) {
 	select {
-	case h.queue <- e:
+	case h.queue <- historyItem{event: e}:
 		h.recorded.WithLabelValues(e.Event).Inc()
 	default:
 		h.dropped.Inc()
@@ -69,28 +80,54 @@ func (h *historian) add(e fence.HistoryEvent) {
 	}
 }
 
-// run writes queued events in batches until ctx ends.
+// reported queues the mark that every lease end through etcd revision
+// rev is queued; it never blocks (a mark dropped leaves the cursor behind,
+// and a resumed watch reports those ends again).
+func (h *historian) reported(rev int64) {
+	select {
+	case h.queue <- historyItem{through: rev}:
+	default:
+	}
+}
+
+// run writes queued events in batches, with the history's cursor at the
+// last mark among them, until ctx ends.
 func (h *historian) run(ctx context.Context) {
 	batch := make([]fence.HistoryEvent, 0, historyBatch)
 	for {
+		var first historyItem
 		select {
 		case <-ctx.Done():
 			return
-		case e := <-h.queue:
-			batch = append(batch[:0], e)
+		case first = <-h.queue:
 		}
+		batch = batch[:0]
+		var cursor fence.HistoryCursor
+		take := func(it historyItem) {
+			if it.through > 0 {
+				cursor = fence.HistoryCursor{Identity: h.identity, Revision: it.through}
+				return
+			}
+			batch = append(batch, it.event)
+		}
+		take(first)
 	drain:
 		for len(batch) < historyBatch {
 			select {
-			case e := <-h.queue:
-				batch = append(batch, e)
+			case it := <-h.queue:
+				take(it)
 			default:
 				break drain
 			}
 		}
+		if cursor.Identity == "" {
+			cursor = fence.HistoryCursor{}
+		}
 		wctx, cancel := context.WithTimeout(ctx, historyTimeout)
-		if err := h.store.RecordHistory(wctx, batch); err != nil && ctx.Err() == nil {
+		if err := h.store.RecordHistory(wctx, batch, cursor); err != nil && ctx.Err() == nil {
 			// Best effort: the grants and ends stand, and etcd decided them.
+			// The cursor stayed: a watch that resumes reports these ends
+			// again.
 			h.log.Warn("recording lock history failed", "events", len(batch), "error", err)
 		}
 		cancel()
@@ -112,12 +149,56 @@ func (h *historian) ended(e authority.LeaseEnd) {
 // RunHistory records the lock history until ctx ends: the grants this
 // replica makes, the operators' revokes and advances it serves, and every
 // lease end it sees in etcd (each replica sees them all; the table keeps
-// one of each). Without it, nothing is recorded.
+// one of each). It resumes the watch of ends after the history's cursor,
+// so that the ends that came while no replica watched are recorded too.
+// Without it, nothing is recorded.
 func (g *Gateway) RunHistory(ctx context.Context) {
+	h := g.history
+	from := g.historyResumesAt(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); g.history.run(ctx) }()
-	g.cfg.Authority.WatchLeaseEnds(ctx, g.history.ended, func() { g.history.watchingOnce.Do(func() { close(g.history.watching) }) })
+	go func() { defer close(done); h.run(ctx) }()
+	g.cfg.Authority.WatchLeaseEnds(ctx, authority.EndsWatch{
+		From:     from,
+		Ended:    h.ended,
+		Reported: h.reported,
+		Watching: func() { h.watchingOnce.Do(func() { close(h.watching) }) },
+		Missed: func(from, to int64) {
+			h.log.Warn("lock history: etcd compacted past the revisions the watch of lease ends resumes at; the ends between them, if any, are not recorded",
+				"from_revision", from, "to_revision", to)
+		},
+	})
 	<-done
+}
+
+// historyResumesAt is the revision the watch of lease ends starts at: the
+// one after the history's cursor, when the cursor is of this etcd cluster
+// and not past its revision (a cluster restored from a snapshot goes
+// back); else 0, from now. It reads the cluster's identity for the
+// cursor's writes.
+func (g *Gateway) historyResumesAt(ctx context.Context) int64 {
+	h := g.history
+	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
+	defer cancel()
+	view, err := g.cfg.Authority.IdentifiedView(ctx)
+	if err != nil {
+		h.identity = ""
+		h.log.Warn("lock history: etcd's identity unread: lease ends are watched from now, and the history's cursor stays where it is", "error", err)
+		return 0
+	}
+	h.identity = view.Identity
+	cursor, err := fence.ReadHistoryCursor(ctx, g.cfg.Pool)
+	switch {
+	case err != nil:
+		h.log.Warn("lock history: the cursor unread: lease ends are watched from now", "error", err)
+	case cursor.Identity != view.Identity || cursor.Revision == 0:
+		// Another cluster's, or none: nothing to resume.
+	case cursor.Revision > view.Revision:
+		h.log.Warn("lock history: the cursor is past etcd's revision (restored from a snapshot?): lease ends are watched from now",
+			"cursor", cursor.Revision, "revision", view.Revision)
+	default:
+		return cursor.Revision + 1
+	}
+	return 0
 }
 
 // HistoryWatching is closed once RunHistory watches etcd for lease ends:

@@ -7,22 +7,32 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // runHistory records gw's lock history until the test ends.
 func runHistory(t *testing.T, gw *gateway.Gateway) {
+	t.Cleanup(startHistory(t, gw))
+}
+
+// startHistory runs gw's lock history until the function it returns is
+// called, which waits for it to stop.
+func startHistory(t *testing.T, gw *gateway.Gateway) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); gw.RunHistory(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 	// An end before the watch is set up would never be seen.
 	select {
 	case <-gw.HistoryWatching():
 	case <-time.After(60 * time.Second):
 		t.Fatal("the lock history's watch of etcd never started")
 	}
+	return func() { cancel(); <-done }
 }
 
 // history reads resource's lock history from h's database.
@@ -125,5 +135,52 @@ func TestHistoryRecordsEveryLeaseWithItsEnd(t *testing.T) {
 	}
 	if e := ends[revoked.ID]; len(e) == 1 && (e[0].Actor != "anonymous" || e[0].Reason != "stuck in a test") {
 		t.Errorf("revoke recorded by %q for %q, want the operator and the reason", e[0].Actor, e[0].Reason)
+	}
+}
+
+// TestHistoryResumesAfterAGap: the ends that came while no replica
+// watched etcd (the history stopped, as in a restart of every gateway)
+// are recorded once one watches again: it resumes after the history's
+// cursor. A release and an expiry in the gap; the end before it is kept
+// once.
+func TestHistoryResumesAfterAGap(t *testing.T) {
+	const resource = "account/acct-30"
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	stop := startHistory(t, h.gw)
+	before := h.mustAcquire(resource, 10, 0)
+	h.release(before)
+	h.waitHistory(resource, func(es []fence.HistoryEvent) bool {
+		_, ends := endsOf(es)
+		return len(ends[before.ID]) == 1
+	})
+	stop()
+
+	released := h.mustAcquire(resource, 10, 0)
+	h.release(released)
+	expired := h.mustAcquire(resource, 30, 0)
+	id, err := authority.ParseLeaseID(expired.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testenv.EtcdClient(t).Revoke(t.Context(), clientv3.LeaseID(id)); err != nil { // etcd ends it unmarked: an expiry
+		t.Fatal(err)
+	}
+
+	runHistory(t, h.gw)
+	want := map[string]string{before.ID: fence.Released, released.ID: fence.Released, expired.ID: fence.Expired}
+	es := h.waitHistory(resource, func(es []fence.HistoryEvent) bool {
+		_, ends := endsOf(es)
+		for id := range want {
+			if len(ends[id]) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	_, ends := endsOf(es)
+	for id, how := range want {
+		if got := ends[id]; len(got) != 1 || got[0].Event != how {
+			t.Errorf("lease %s ended %+v, want once, %s", id, got, how)
+		}
 	}
 }
