@@ -6,17 +6,32 @@
 -- that no transaction holds many rows: a writer of a pruned resource waits
 -- for the batch's commit, then makes a new row under the floor.
 --
+-- The batch is a range of the primary key, (p_after, last], read and
+-- deleted through the index: a sweep costs the rows it visits. (A join of
+-- the batch's resources with the table let the planner hash the whole
+-- table for every batch, so a sweep grew with the square of the rows.) A
+-- row written into the range meanwhile is deleted too if it is at or
+-- below the floor: any such row may go.
+--
 -- Called by package fence (fence/floor.go), from the janitor.
 CREATE OR REPLACE FUNCTION fencegw.prune_fences(p_after text, p_limit integer)
 RETURNS TABLE (last text, pruned bigint)
-LANGUAGE sql AS $$
-    WITH batch AS (
-        SELECT f.resource FROM fencegw.fences f
-         WHERE f.resource > p_after ORDER BY f.resource LIMIT p_limit
-    ), gone AS (
-        DELETE FROM fencegw.fences f USING batch b, fencegw.fence_floor fl
-         WHERE f.resource = b.resource AND (f.epoch, f.revision) <= (fl.epoch, fl.revision)
-        RETURNING 1
-    )
-    SELECT (SELECT max(b.resource) FROM batch b), (SELECT count(*) FROM gone);
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_epoch    bigint;
+    v_revision bigint;
+BEGIN
+    SELECT fl.epoch, fl.revision INTO v_epoch, v_revision FROM fencegw.fence_floor fl;
+    SELECT max(b.resource) INTO last
+      FROM (SELECT f.resource FROM fencegw.fences f
+             WHERE f.resource > p_after ORDER BY f.resource LIMIT p_limit) b;
+    pruned := 0;
+    IF last IS NOT NULL THEN
+        DELETE FROM fencegw.fences f
+         WHERE f.resource > p_after AND f.resource <= last
+           AND (f.epoch, f.revision) <= (v_epoch, v_revision);
+        GET DIAGNOSTICS pruned = ROW_COUNT;
+    END IF;
+    RETURN NEXT;
+END
 $$;
