@@ -59,7 +59,9 @@
 // resource's lock delay, so a slow holder gets time to stop. etcd's lease
 // expiry alone decides when it ends (lockdelay.go). Observe shows
 // a resource's holder and waiters, for leader election; ObserveAll every
-// resource's holder and how many wait, for inspect and the status page.
+// resource's holder and how many wait, for inspect and the status page;
+// ObserveSemaphore a semaphore's slots' holders and its line
+// (observesemaphore.go).
 //
 // # Watches and transitions
 //
