@@ -205,3 +205,101 @@ func TestObserveSemaphoreRefusesBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchSemaphore: a watch of a semaphore starts with every slot's
+// state, free ones too, then reports each slot's grants, value changes
+// and ends, naming the slot and its permit; a lock under the slots'
+// names that is no slot of this semaphore is not reported.
+func TestWatchSemaphore(t *testing.T) {
+	a, cli := newAuthority(t)
+	const sem = "watchsem/a"
+	ctx := t.Context()
+	permit := func(value string, wait time.Duration) authority.Lease {
+		t.Helper()
+		l, err := a.Acquire(ctx, sem, authority.AcquireOptions{TTL: 30 * time.Second, Wait: wait, Value: value, Permits: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	h1 := permit("h1", 0)
+	if h1.Token.Permit != 1 {
+		t.Fatalf("the first permit is slot %d, want 1", h1.Token.Permit)
+	}
+	w, err := a.Watch(ctx, authority.WatchOptions{Resource: sem, Permits: 2, Queue: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	slot := func(ev authority.LockEvent) string {
+		return fmt.Sprintf("%s permit %d", describe(ev), ev.Permit)
+	}
+	expectSlot := func(want string) authority.LockEvent {
+		t.Helper()
+		ev := next(t, w)
+		if got := slot(ev); got != want {
+			t.Fatalf("event: got %s, want %s", got, want)
+		}
+		return ev
+	}
+	tok := func(l authority.Lease) authority.Contender { return authority.Contender{Token: l.Token.Unsigned()} }
+	state := expectSlot(fmt.Sprintf("state %s#1 #1 %s=%q permit 1", sem, tok(h1).Token, "h1"))
+	if state.Holder.LeaseID != h1.ID || state.Holder.TTL <= 0 {
+		t.Errorf("slot 1's state: holder %+v, want lease %s with its TTL", *state.Holder, h1.ID)
+	}
+	expectSlot(fmt.Sprintf("state %s#2 #0 permit 2", sem))
+	expectSlot("synced  #0 permit 0")
+
+	// Not this semaphore's slots: a slot past its permits, another name.
+	for _, other := range []string{sem + "#3", sem + "#1x"} {
+		l := acquire(t, a, other, 0)
+		if err := a.Release(ctx, l.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h2 := permit("h2", 0)
+	expectSlot(fmt.Sprintf("granted %s#2 #1 %s=%q permit 2", sem, tok(h2).Token, "h2"))
+	granted := make(chan authority.Lease, 1)
+	go func() {
+		l, err := a.Acquire(context.Background(), sem, authority.AcquireOptions{TTL: 30 * time.Second, Wait: time.Minute, Value: "w", Permits: 2})
+		if err != nil {
+			t.Error(err)
+		}
+		granted <- l
+	}()
+	waitForLine(t, cli, sem, 3)
+	if err := a.SetValue(ctx, h1.ID, "", "h1, again"); err != nil {
+		t.Fatal(err)
+	}
+	expectSlot(fmt.Sprintf("value %s#1 #1 %s=%q permit 1", sem, tok(h1).Token, "h1, again"))
+	if err := a.Release(ctx, h1.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	expectSlot(fmt.Sprintf("released %s#1 #1 %s=%q permit 1", sem, tok(h1).Token, "h1, again"))
+	waiter := <-granted
+	expectSlot(fmt.Sprintf("granted %s#1 #2 %s=%q permit 1", sem, tok(waiter).Token, "w"))
+	if _, err := cli.Revoke(ctx, clientv3.LeaseID(waiter.ID)); err != nil { // unmarked: an expiry
+		t.Fatal(err)
+	}
+	expectSlot(fmt.Sprintf("expired %s#1 #2 %s=%q permit 1", sem, tok(waiter).Token, "w"))
+	a.Abandon(ctx, h2.ID, "")
+	expectSlot(fmt.Sprintf("revoked %s#2 #1 %s=%q permit 2", sem, tok(h2).Token, "h2"))
+}
+
+// TestWatchSemaphoreRefusesBadPermits: a semaphore's watch names it and
+// has 1 to the most permits.
+func TestWatchSemaphoreRefusesBadPermits(t *testing.T) {
+	a, _ := newAuthority(t)
+	for _, opts := range []authority.WatchOptions{
+		{Resource: "watchsem/b", Permits: -1, Queue: 1},
+		{Resource: "watchsem/b", Permits: tokens.MaxPermits + 1, Queue: 1},
+		{Prefix: "watchsem/", Permits: 2, Queue: 1},
+	} {
+		if w, err := a.Watch(t.Context(), opts); !errors.Is(err, authority.ErrBadPermits) {
+			if w != nil {
+				w.Stop()
+			}
+			t.Errorf("Watch(%+v): %v, want ErrBadPermits", opts, err)
+		}
+	}
+}

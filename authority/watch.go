@@ -62,6 +62,9 @@ type LockEvent struct {
 	// Transitions counts the lock's grants up to this event (0 where etcd
 	// compacted it away).
 	Transitions int64
+	// Permit is the slot of a semaphore's watch the event is of (Resource
+	// names the slot; Holder's token carries it); 0 in any other watch.
+	Permit int
 }
 
 // WatchOptions says what a watch follows.
@@ -72,6 +75,10 @@ type WatchOptions struct {
 	// All follows every lock, with Resource and Prefix empty: said
 	// outright, so that an empty prefix by mistake follows nothing.
 	All bool
+	// Permits, with Resource, follows the semaphore Resource of that many
+	// permits: each of its slots, 1 to Permits, as a lock (the state of
+	// every slot, free ones too, then each slot's changes).
+	Permits int
 	// After resumes a watch: the changes after this revision, without the
 	// state. 0 starts with the state.
 	After int64
@@ -127,6 +134,14 @@ func (a *Etcd) Watch(ctx context.Context, opts WatchOptions) (*LockWatch, error)
 			return nil, err
 		}
 	}
+	if opts.Permits != 0 {
+		if opts.Resource == "" {
+			return nil, fmt.Errorf("%w: a watch of %d permits names its semaphore (Resource)", ErrBadPermits, opts.Permits)
+		}
+		if err := checkPermits(opts.Resource, AcquireOptions{Permits: opts.Permits}); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Queue < 1 {
 		return nil, fmt.Errorf("authority: watch: queue %d, want at least 1", opts.Queue)
 	}
@@ -145,13 +160,19 @@ func (a *Etcd) Watch(ctx context.Context, opts WatchOptions) (*LockWatch, error)
 		}
 	}
 	from := heldPrefix + url.PathEscape(opts.Prefix)
-	if opts.Resource != "" {
+	switch {
+	case opts.Permits > 0:
+		// Every slot's records and no others': a slot's escaped name
+		// starts with the escaped "<semaphore>#", and the semaphore's own
+		// (which holds none) does not.
+		from = heldPrefix + url.PathEscape(opts.Resource+tokens.PermitSeparator)
+	case opts.Resource != "":
 		from = heldKeyPrefix(opts.Resource)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	events := make(chan LockEvent, opts.Queue)
 	w := &LockWatch{Events: events, cancel: cancel, done: make(chan struct{})}
-	f := &follower{a: a, from: from, end: clientv3.GetPrefixRangeEnd(from), one: opts.Resource, out: events, progress: opts.Progress}
+	f := &follower{a: a, from: from, end: clientv3.GetPrefixRangeEnd(from), one: opts.Resource, permits: opts.Permits, out: events, progress: opts.Progress}
 	go func() { // owned by w: Stop, or ctx, ends it
 		defer close(w.done)
 		defer close(events)
@@ -165,7 +186,8 @@ func (a *Etcd) Watch(ctx context.Context, opts WatchOptions) (*LockWatch, error)
 type follower struct {
 	a         *Etcd
 	from, end string // the range of holder records followed
-	one       string // the resource, for a watch of one
+	one       string // the resource, for a watch of one (a semaphore's, with permits)
+	permits   int
 	out       chan<- LockEvent
 	progress  time.Duration
 }
@@ -279,6 +301,10 @@ func (f *follower) changes(ctx context.Context, evs []*clientv3.Event, transitio
 		if !ok || name != holderRecordName {
 			continue
 		}
+		permit, ok := f.slot(resource)
+		if !ok {
+			continue
+		}
 		rev := ev.Kv.ModRevision
 		kv := ev.Kv
 		if ev.Type == mvccpb.DELETE {
@@ -290,8 +316,7 @@ func (f *follower) changes(ctx context.Context, evs []*clientv3.Event, transitio
 		if !ok {
 			continue
 		}
-		tok, _ := tokens.Parse(rec.Token)
-		le := LockEvent{Resource: resource, Revision: rev, Holder: &Contender{LeaseID: id, Token: tok, Value: rec.Value}}
+		le := LockEvent{Resource: resource, Revision: rev, Holder: recordHolder(rec, id, permit), Permit: permit}
 		switch n, ok := granted[at{resource, rev}]; {
 		case ev.Type == mvccpb.PUT && ok:
 			le.Type, le.Transitions = EventGranted, n
@@ -347,9 +372,61 @@ func (f *follower) transitionsAt(ctx context.Context, resource string, rev int64
 // statePage is how many holder records a state reads at once.
 const statePage = 256
 
-// sendState sends each followed lock's state, read at one revision, then
-// EventSynced, and returns the revision.
+// sendState sends each followed lock's state, read at one revision (a
+// semaphore's: every slot's, in permit order), then EventSynced, and
+// returns the revision.
 func (f *follower) sendState(ctx context.Context) (int64, error) {
+	var slots []LockEvent // a semaphore's, by permit
+	sent := false
+	emit := func(ev LockEvent) error {
+		if f.permits > 0 {
+			slots[ev.Permit-1] = ev
+			return nil
+		}
+		sent = true
+		return f.sendState1(ctx, ev)
+	}
+	var rev int64
+	for {
+		slots = make([]LockEvent, f.permits)
+		var err error
+		rev, err = f.readState(ctx, emit)
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			continue // compacted under the walk: again, at a new revision
+		}
+		if err != nil {
+			return 0, err
+		}
+		break
+	}
+	for k, ev := range slots {
+		if ev.Resource == "" { // free
+			ev = LockEvent{Type: EventState, Resource: tokens.PermitResource(f.one, k+1), Revision: rev, Permit: k + 1}
+		}
+		if err := f.sendState1(ctx, ev); err != nil {
+			return 0, err
+		}
+	}
+	if f.one != "" && f.permits == 0 && !sent {
+		if err := f.send(ctx, LockEvent{Type: EventState, Resource: f.one, Revision: rev}); err != nil { // never locked
+			return 0, err
+		}
+	}
+	return rev, f.send(ctx, LockEvent{Type: EventSynced, Revision: rev})
+}
+
+// sendState1 sends one lock's state, with its holder's TTL.
+func (f *follower) sendState1(ctx context.Context, ev LockEvent) error {
+	if ev.Holder != nil {
+		ev.Holder.TTL = f.a.leaseTTL(ctx, ev.Holder.LeaseID)
+	}
+	return f.send(ctx, ev)
+}
+
+// readState reads the followed locks' holder records at one revision, a
+// page at a time, and hands each lock's state to emit. An error wrapping
+// rpctypes.ErrCompacted means etcd compacted the revision under the walk.
+func (f *follower) readState(ctx context.Context, emit func(LockEvent) error) (int64, error) {
 	var rev int64
 	pending := LockEvent{} // the resource being read: its two keys may span pages
 	flush := func() error {
@@ -358,10 +435,7 @@ func (f *follower) sendState(ctx context.Context) (int64, error) {
 		}
 		ev := pending
 		pending = LockEvent{}
-		if ev.Holder != nil {
-			ev.Holder.TTL = f.a.leaseTTL(ctx, ev.Holder.LeaseID)
-		}
-		return f.send(ctx, ev)
+		return emit(ev)
 	}
 	for from := f.from; ; {
 		opts := []clientv3.OpOption{clientv3.WithRange(f.end), clientv3.WithLimit(statePage)}
@@ -372,7 +446,7 @@ func (f *follower) sendState(ctx context.Context) (int64, error) {
 		resp, err := f.a.cli.Get(rctx, from, opts...)
 		cancel()
 		if errors.Is(err, rpctypes.ErrCompacted) {
-			return f.sendState(ctx) // compacted under the walk: again, at a new revision
+			return 0, err
 		}
 		if err != nil {
 			return 0, unavailable("read locks", err)
@@ -386,17 +460,20 @@ func (f *follower) sendState(ctx context.Context) (int64, error) {
 			if !ok {
 				continue
 			}
+			permit, ok := f.slot(resource)
+			if !ok {
+				continue
+			}
 			if resource != pending.Resource {
 				if err := flush(); err != nil {
 					return 0, err
 				}
-				pending = LockEvent{Type: EventState, Resource: resource, Revision: rev}
+				pending = LockEvent{Type: EventState, Resource: resource, Revision: rev, Permit: permit}
 			}
 			if name == transitionsName {
 				pending.Transitions = kv.Version
 			} else if rec, id, ok := parseHolderRecord(kv.Value); ok {
-				tok, _ := tokens.Parse(rec.Token)
-				pending.Holder = &Contender{LeaseID: id, Token: tok, Value: rec.Value}
+				pending.Holder = recordHolder(rec, id, permit)
 			}
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
@@ -404,11 +481,27 @@ func (f *follower) sendState(ctx context.Context) (int64, error) {
 		}
 		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
-	if f.one != "" && pending.Resource == "" {
-		pending = LockEvent{Type: EventState, Resource: f.one, Revision: rev} // never locked
+	return rev, flush()
+}
+
+// slot says whether a watch follows resource and, in a semaphore's watch,
+// which of its slots resource is: under the semaphore's slots' prefix
+// lie names that are no slot of it (a slot past its permits, "pool#1x").
+func (f *follower) slot(resource string) (permit int, ok bool) {
+	if f.permits == 0 {
+		return 0, true
 	}
-	if err := flush(); err != nil {
-		return 0, err
+	sem, k, ok := tokens.SplitPermitResource(resource)
+	if !ok || sem != f.one || k > f.permits {
+		return 0, false
 	}
-	return rev, f.send(ctx, LockEvent{Type: EventSynced, Revision: rev})
+	return k, true
+}
+
+// recordHolder is the holder a holder record names; its token carries
+// the permit of a semaphore's slot, as ObserveSemaphore shows it.
+func recordHolder(rec holderRecord, id LeaseID, permit int) *Contender {
+	tok, _ := tokens.Parse(rec.Token)
+	tok.Permit = permit
+	return &Contender{LeaseID: id, Token: tok, Value: rec.Value}
 }
