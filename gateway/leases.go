@@ -203,11 +203,16 @@ func contender(c authority.Contender) contenderJSON {
 }
 
 // handleObserve serves GET /v1/leases?resource=…: the holder, its token,
-// remaining TTL and value, and the waiters in grant order.
+// remaining TTL and value, and the waiters in grant order; for a
+// semaphore, each held slot's and the line (observeSemaphore).
 func (g *Gateway) handleObserve(w http.ResponseWriter, r *http.Request) {
 	resource, err := observedResource(r.URL.RawQuery)
 	if err != nil {
 		g.writeProblem(w, r, err, problemScope{})
+		return
+	}
+	if permits := g.semaphorePermits(resource); permits > 0 {
+		g.observeSemaphore(w, r, resource, permits)
 		return
 	}
 	st, err := g.cfg.Authority.Observe(r.Context(), resource)

@@ -40,14 +40,16 @@ type watchEventJSON struct {
 	// shows it: no lease ID, no signature.
 	Holder      *contenderJSON `json:"holder"`
 	Transitions int64          `json:"transitions"`
+	// Permit is the slot, in a semaphore's watch (resource names it).
+	Permit int `json:"permit,omitempty"`
 }
 
 // handleWatch serves GET /v1/leases/watch?resource=… (or ?prefix=…, or
 // ?all=true) as Server-Sent Events: the state of the locks, then every
 // change, each with its etcd revision as the event ID, until the client
-// leaves, falls behind, or the gateway shuts down. A client resuming with
-// Last-Event-ID gets what came after it, without the state
-// (authority.Watch).
+// leaves, falls behind, or the gateway shuts down; a semaphore's are its
+// slots'. A client resuming with Last-Event-ID gets what came after it,
+// without the state (authority.Watch).
 func (g *Gateway) handleWatch(w http.ResponseWriter, r *http.Request) {
 	target, err := watchQuery(r.URL.RawQuery)
 	if err != nil {
@@ -80,7 +82,12 @@ func (g *Gateway) handleWatch(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	defer context.AfterFunc(g.stopWaits, cancel)()
 	every := cmp.Or(g.cfg.WatchHeartbeat, DefaultWatchHeartbeat)
-	watch, err := g.cfg.Authority.Watch(ctx, authority.WatchOptions{Resource: target.Resource, Prefix: target.Prefix, All: target.All, After: after, Queue: watchQueue, Progress: every})
+	if target.Resource != "" {
+		// A semaphore's holders hold its slots: the watch follows them.
+		target.Permits = g.semaphorePermits(target.Resource)
+	}
+	watch, err := g.cfg.Authority.Watch(ctx, authority.WatchOptions{Resource: target.Resource, Prefix: target.Prefix, All: target.All,
+		Permits: target.Permits, After: after, Queue: watchQueue, Progress: every})
 	if err != nil {
 		if errors.Is(err, authority.ErrFutureRevision) {
 			err = badRequest("Last-Event-ID %d: %v; resume from an ID this gateway sent, or start again without one", after, err)
@@ -142,7 +149,7 @@ func sseEvent(ev authority.LockEvent) []byte {
 		// from a revision etcd still has.
 		return fmt.Appendf(nil, "id: %d\n: progress\n\n", ev.Revision)
 	}
-	out := watchEventJSON{Type: string(ev.Type), Resource: ev.Resource, Revision: ev.Revision, Transitions: ev.Transitions}
+	out := watchEventJSON{Type: string(ev.Type), Resource: ev.Resource, Revision: ev.Revision, Transitions: ev.Transitions, Permit: ev.Permit}
 	if ev.Holder != nil {
 		h := contender(*ev.Holder)
 		out.Holder = &h

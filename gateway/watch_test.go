@@ -36,6 +36,7 @@ type sseEvent struct {
 			Value string `json:"value"`
 		} `json:"holder"`
 		Transitions int64 `json:"transitions"`
+		Permit      int   `json:"permit"`
 	}
 	Comment string
 }

@@ -1,0 +1,194 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// semaphoreState is GET /v1/leases?resource=<semaphore>'s answer.
+type semaphoreState struct {
+	Resource string
+	Revision int64
+	Permits  int
+	Holders  []struct {
+		Permit           int
+		Resource, Token  string
+		TTL, Transitions int64
+		Value            string
+	}
+	Waiters []struct{ Value string }
+	Waiting int64
+	// Transitions counts every slot's grants.
+	Transitions int64
+	Truncated   bool
+}
+
+func (h *harness) observeSemaphore(sem string) (semaphoreState, []byte) {
+	h.t.Helper()
+	r := h.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(sem), nil, "")
+	if r.Status != http.StatusOK {
+		h.t.Fatalf("observe %s: %d %s", sem, r.Status, r.Body)
+	}
+	var st semaphoreState
+	decodeJSON(h.t, r.Body, &st)
+	return st, r.Body
+}
+
+// TestObserveAndWatchASemaphore: with 2 permits and 3 contenders, GET
+// /v1/leases of the semaphore shows both held slots (permit, slot, token
+// E:R#k, TTL, value, the slot's transitions) and the third waiting, with
+// no lease ID; its watch starts with both slots' states, reports each
+// grant naming the slot and permit, and, when a holder releases, the
+// release and the grant of its slot to the waiter. A slot's own name is
+// still observed as the lock it is.
+func TestObserveAndWatchASemaphore(t *testing.T) {
+	h := newHarness(t, semaphorePolicy(t))
+	const sem = "pool/p21"
+	s, wr := h.watch("resource="+url.QueryEscape(sem), nil)
+	if wr.Status != http.StatusOK {
+		t.Fatalf("watch %s: %d %s", sem, wr.Status, wr.Body)
+	}
+	for k := 1; k <= 2; k++ {
+		ev := s.nextEvent()
+		if ev.Event != "state" || ev.Data.Resource != tokens.PermitResource(sem, k) || ev.Data.Permit != k || ev.Data.Holder != nil {
+			t.Fatalf("state event %d: %s permit %d; want slot %d free", k, ev, ev.Data.Permit, k)
+		}
+	}
+	if ev := s.nextEvent(); ev.Event != "synced" {
+		t.Fatalf("after the slots' states: %s, want synced", ev)
+	}
+	grantedOf := func(l permitLease, value string) {
+		t.Helper()
+		ev := s.nextEvent()
+		if ev.Event != "granted" || ev.Data.Resource != l.Resource || ev.Data.Permit != l.Permit || ev.Data.Holder == nil ||
+			ev.Data.Holder.Token != l.Plain || ev.Data.Holder.Value != value {
+			t.Fatalf("got %s permit %d; want %s granted to %s (%q), permit %d", ev, ev.Data.Permit, l.Resource, l.Plain, value, l.Permit)
+		}
+	}
+	permit := func(value string, wait int) (permitLease, response) {
+		return h.acquirePermit(fmt.Sprintf(`{"resource": %q, "ttl": 30, "wait": %d, "value": %q}`, sem, wait, value))
+	}
+	held := map[string]permitLease{}
+	for _, v := range []string{"a", "b"} {
+		l, r := permit(v, 0)
+		if r.Status != http.StatusCreated {
+			t.Fatalf("permit %s: %d %s", v, r.Status, r.Body)
+		}
+		held[v] = l
+		grantedOf(l, v)
+	}
+	a, b := held["a"], held["b"]
+	third := make(chan permitLease, 1)
+	go func() {
+		l, r := permit("c", 30)
+		if r.Status != http.StatusCreated {
+			t.Errorf("the third: %d %s", r.Status, r.Body)
+		}
+		third <- l
+	}()
+	var st semaphoreState
+	var body []byte
+	waitOrFail(t, "the third to queue", func() bool {
+		st, body = h.observeSemaphore(sem)
+		return st.Waiting == 1
+	})
+	if st.Resource != sem || st.Permits != 2 || st.Revision == 0 || len(st.Holders) != 2 || st.Transitions != 2 || st.Truncated {
+		t.Fatalf("observed %s", body)
+	}
+	for i, l := range []permitLease{a, b} {
+		if a.Permit > b.Permit {
+			l = []permitLease{b, a}[i]
+		}
+		got := st.Holders[i]
+		if got.Permit != l.Permit || got.Resource != l.Resource || got.Token != l.Plain || got.TTL <= 0 || got.Transitions != 1 {
+			t.Errorf("holder %d: %+v; want slot %d (%s) with %s, a TTL, 1 transition", i, got, l.Permit, l.Resource, l.Plain)
+		}
+	}
+	if len(st.Waiters) != 1 || st.Waiters[0].Value != "c" {
+		t.Errorf("waiters %s; want the third's value", body)
+	}
+	var fields map[string]json.RawMessage
+	decodeJSON(t, body, &fields)
+	if _, ok := fields["holder"]; ok {
+		t.Errorf("a semaphore's answer has a holder field: %s; its holders are in holders", body)
+	}
+	for _, l := range []permitLease{a, b} {
+		if strings.Contains(string(body), l.ID) || strings.Contains(string(body), l.Token) {
+			t.Errorf("the observation shows a lease ID or signed token: %s", body)
+		}
+	}
+
+	// The first holder releases: its slot passes to the waiter.
+	h.release(a.lease)
+	ev := s.nextEvent()
+	if ev.Event != "released" || ev.Data.Resource != a.Resource || ev.Data.Permit != a.Permit || ev.Data.Holder.Token != a.Plain {
+		t.Fatalf("got %s permit %d; want %s released, permit %d", ev, ev.Data.Permit, a.Resource, a.Permit)
+	}
+	c := <-third
+	if c.Permit != a.Permit {
+		t.Fatalf("the waiter got slot %d, want the released %d", c.Permit, a.Permit)
+	}
+	grantedOf(c, "c")
+	st, body = h.observeSemaphore(sem)
+	if len(st.Holders) != 2 || len(st.Waiters) != 0 || st.Waiting != 0 || st.Transitions != 3 {
+		t.Fatalf("after the release: %s; want two holders, none waiting, 3 transitions", body)
+	}
+	for _, got := range st.Holders {
+		if got.Permit == c.Permit && (got.Token != c.Plain || got.Value != "c" || got.Transitions != 2) {
+			t.Errorf("slot %d after the release: %+v; want the waiter's %s, 2 transitions", c.Permit, got, c.Plain)
+		}
+	}
+
+	// A slot's own name is the lock it is: one holder, its token E:R.
+	var slot struct {
+		Holder  *struct{ Token, Value string }
+		Permits *int
+	}
+	decodeJSON(t, h.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(c.Resource), nil, "").Body, &slot)
+	tok := mustToken(t, c.Token)
+	if slot.Holder == nil || slot.Holder.Token != fmt.Sprintf("%d:%d", tok.Epoch, tok.Revision) || slot.Holder.Value != "c" || slot.Permits != nil {
+		t.Errorf("observed slot %s: %+v; want the lock held by %d:%d", c.Resource, slot, tok.Epoch, tok.Revision)
+	}
+	h.release(b.lease)
+	h.release(c.lease)
+}
+
+// TestWatchASemaphoreOutsideTheClientsScope: a semaphore is watched only
+// by a client that may lease it, as a lock is; the refusal holds no
+// stream.
+func TestWatchASemaphoreOutsideTheClientsScope(t *testing.T) {
+	h := newHarness(t, semaphorePolicy(t)+`
+clients:
+  billing:
+    token_sha256: `+sha256Hex("billing-secret")+`
+    operations: [debit, credit]
+  worker:
+    token_sha256: `+sha256Hex("worker-secret")+`
+    operations: [work]
+`)
+	bearer := func(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
+	_, r := h.watch("resource=pool/p22", bearer("billing-secret"))
+	if r.Status != http.StatusForbidden || r.Problem.Kind() != "forbidden" || !strings.Contains(r.Problem.Detail, "may not lease") {
+		t.Fatalf("billing's watch of pool/p22: %d %s; want 403 forbidden", r.Status, r.Body)
+	}
+	if !testenv.WaitFor(10*time.Second, func() bool {
+		return strings.Contains(metricsText(t, h.base), "fencegw_lease_watches 0")
+	}) {
+		t.Fatal("a refused watch holds a stream")
+	}
+	s, r := h.watch("resource=pool/p22", bearer("worker-secret"))
+	if r.Status != http.StatusOK {
+		t.Fatalf("worker's watch of pool/p22: %d %s", r.Status, r.Body)
+	}
+	if ev := s.nextEvent(); ev.Event != "state" || ev.Data.Resource != "pool/p22#1" || ev.Data.Permit != 1 {
+		t.Fatalf("worker's watch began with %s permit %d; want slot 1's state", ev, ev.Data.Permit)
+	}
+}
