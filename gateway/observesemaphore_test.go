@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/tokens"
@@ -190,5 +194,55 @@ clients:
 	}
 	if ev := s.nextEvent(); ev.Event != "state" || ev.Data.Resource != "pool/p22#1" || ev.Data.Permit != 1 {
 		t.Fatalf("worker's watch began with %s permit %d; want slot 1's state", ev, ev.Data.Permit)
+	}
+}
+
+// TestOpenAPIObserveASemaphore: GET /v1/leases's answers for a semaphore
+// held and waited for, and for one of its slots, match the document.
+func TestOpenAPIObserveASemaphore(t *testing.T) {
+	yaml := semaphorePolicy(t)
+	doc, _ := loadOpenAPI(t, yaml)
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, yaml)
+	a, b := h.mustAcquirePermit("p23"), h.mustAcquirePermit("p23")
+	defer h.release(b.lease)
+	waiting := make(chan response, 1)
+	go func() {
+		_, r := h.acquirePermit(`{"resource": "pool/p23", "ttl": 30, "wait": 30, "value": "next"}`)
+		waiting <- r
+	}()
+	waitOrFail(t, "the third to queue", func() bool {
+		st, _ := h.observeSemaphore("pool/p23")
+		return st.Waiting == 1
+	})
+	for _, resource := range []string{"pool/p23", a.Resource} {
+		req, _ := http.NewRequest(http.MethodGet, h.base+"/v1/leases?resource="+url.QueryEscape(resource), nil)
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			t.Fatalf("the document has no route for GET /v1/leases: %v", err)
+		}
+		in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+		if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+			t.Fatalf("the document refuses GET /v1/leases?resource=%s: %v", resource, err)
+		}
+		r := h.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(resource), nil, "")
+		out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: r.Status, Header: r.Header,
+			Options: &openapi3filter.Options{IncludeResponseStatus: true}}
+		out.SetBodyBytes(r.Body)
+		if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+			t.Errorf("%s: the answer %d %s does not match the document: %v", resource, r.Status, r.Body, err)
+		}
+	}
+	h.release(a.lease)
+	if r := <-waiting; r.Status == http.StatusCreated {
+		var l struct {
+			LeaseID string `json:"lease_id"`
+		}
+		decodeJSON(t, r.Body, &l)
+		h.release(lease{ID: l.LeaseID})
 	}
 }

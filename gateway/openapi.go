@@ -277,11 +277,13 @@ func leaseProblems(pol *policy.Policy) []string {
 func observePath(pol *policy.Policy) obj {
 	return obj{
 		"operationId": "observeLock",
-		"summary":     "The holder of a resource's lock and its waiters in grant order (leader observation).",
+		"summary":     "The holder of a resource's lock and its waiters in grant order (leader observation); of a semaphore, its held slots and its line.",
 		"security":    security(pol),
-		"parameters":  []any{obj{"name": "resource", "in": "query", "required": true, "schema": obj{"type": "string", "minLength": 1, "maxLength": tokens.MaxResourceLen}}},
+		"parameters": []any{obj{"name": "resource", "in": "query", "required": true, "schema": obj{"type": "string", "minLength": 1, "maxLength": tokens.MaxResourceLen},
+			"description": "A lock's name; or a semaphore's (the policy's permits), answered with a SemaphoreState. A semaphore's slot (<semaphore>#<permit>) is the lock it is."}},
 		"responses": withProblems(obj{
-			"200": obj{"description": "The lock's state.", "content": obj{"application/json": obj{"schema": obj{"$ref": "#/components/schemas/LockState"}}}},
+			"200": obj{"description": "The lock's state, or the semaphore's.", "content": obj{"application/json": obj{"schema": obj{"anyOf": []any{
+				obj{"$ref": "#/components/schemas/LockState"}, obj{"$ref": "#/components/schemas/SemaphoreState"}}}}}},
 		}, authProblems(pol, "bad-request", "unavailable", "internal")...),
 	}
 }
@@ -424,7 +426,9 @@ func schemas(pol *policy.Policy) obj {
 			"waiters": obj{"type": "array", "items": obj{"$ref": "#/components/schemas/Contender"}},
 			"waiting": obj{"type": "integer"}, "truncated": obj{"type": "boolean"},
 			"transitions": obj{"type": "integer", "description": "The lock's grants so far, the holder's included."}}},
-		"WatchEvent": watchEventSchema(),
+		"SemaphoreState": semaphoreStateSchema(),
+		"PermitHolder":   permitHolderSchema(),
+		"WatchEvent":     watchEventSchema(),
 		"Contender": obj{"type": "object", "properties": obj{
 			"token": obj{"type": "string"}, "ttl": obj{"type": "integer"}, "value": obj{"type": "string"}}},
 	}

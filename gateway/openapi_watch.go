@@ -16,7 +16,7 @@ func watchPath(pol *policy.Policy) obj {
 		"description": "Each event's data is a WatchEvent; its SSE event name is its type. Changes and `synced` carry their etcd revision as the SSE id: resume with `Last-Event-ID` to get every change after it, without the state. `relist` says etcd compacted past that revision: what the client knew is void, and the state follows again. Comments (`: heartbeat`) keep idle streams open through proxies; an id with no data (progress) moves the client's last event id on. A client that falls far behind is cut off, and resumes.",
 		"security":    security(pol),
 		"parameters": []any{
-			obj{"name": "resource", "in": "query", "required": false, "schema": name, "description": "The lock to follow; or prefix, or all: one of them. The caller's, as for POST /v1/leases, else 403."},
+			obj{"name": "resource", "in": "query", "required": false, "schema": name, "description": "The lock to follow (a semaphore's name follows each of its slots); or prefix, or all: one of them. The caller's, as for POST /v1/leases, else 403."},
 			obj{"name": "prefix", "in": "query", "required": false, "schema": name, "description": "Follow every lock whose name starts with it; every key of the policy that may produce such a name must be the caller's, else 403."},
 			obj{"name": "all", "in": "query", "required": false, "schema": obj{"type": "string", "enum": []string{"true"}}, "description": "Follow every lock (the status page does); only for a client that may read GET /v1/status (operations [\"*\"]), else 403. Its state costs one etcd read per lock held."},
 			obj{"name": "Last-Event-ID", "in": "header", "required": false, "schema": obj{"type": "string", "pattern": "^[1-9][0-9]*$"}, "description": "Resume after this event id; one etcd has not issued is 400."},
@@ -59,5 +59,6 @@ func watchEventSchema() obj {
 		"revision":    obj{"type": "integer", "description": "etcd's revision of the change (of the state for state and synced; of the compaction for relist)."},
 		"holder":      obj{"oneOf": []any{obj{"type": "null"}, obj{"$ref": "#/components/schemas/Contender"}}, "description": "The holder, or the lease that ended; null in a state: the lock is free."},
 		"transitions": obj{"type": "integer", "description": "The lock's grants so far."},
+		"permit":      obj{"type": "integer", "minimum": 1, "description": "In a semaphore's watch: the slot the event is of (resource names it; the holder's token carries it, E:R#k). Absent otherwise."},
 	}}
 }
