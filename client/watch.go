@@ -30,13 +30,17 @@ type WatchEvent struct {
 	// Transitions counts the lock's grants so far (Kubernetes'
 	// leaseTransitions).
 	Transitions int64
-	Err         error // for "error"
+	// Permit is the slot the event is of, in a watch of a semaphore
+	// (Resource names the slot); 0 otherwise.
+	Permit int
+	Err    error // for "error"
 }
 
-// Watch follows resource's lock: its state, then every change, on the
-// channel, until ctx ends (the channel is then closed). A stream that
-// breaks (a gateway restarted, a proxy's timeout, a reader cut off for
-// falling behind) is resumed where it broke, with Last-Event-ID, so no
+// Watch follows resource's lock (a semaphore's: each of its slots, as
+// locks): its state, then every change, on the channel, until ctx ends
+// (the channel is then closed). A stream that breaks (a gateway
+// restarted, a proxy's timeout, a reader cut off for falling behind) is
+// resumed where it broke, with Last-Event-ID, so no
 // change is missed; a gateway that refuses the watch for good (403, 400)
 // ends it with an "error" event. The first request's refusal is Watch's
 // error. The reader should keep up: the gateway cuts off a stream whose
@@ -143,6 +147,7 @@ type watchEventJSON struct {
 	Revision    int64          `json:"revision"`
 	Holder      *contenderJSON `json:"holder"`
 	Transitions int64          `json:"transitions"`
+	Permit      int            `json:"permit"`
 }
 
 // followWatch hands on the stream's events until it ends, keeping the
@@ -162,7 +167,7 @@ func (c *Client) followWatch(ctx context.Context, body io.Reader, lastID *string
 		if json.Unmarshal([]byte(m.Data), &data) != nil || data.Type != m.Event {
 			return got, fmt.Errorf("%w: a watch event that is not one: %q", ErrUnexpectedResponse, printable(m.Data, 100))
 		}
-		ev := WatchEvent{Type: data.Type, Resource: data.Resource, Revision: data.Revision, Transitions: data.Transitions}
+		ev := WatchEvent{Type: data.Type, Resource: data.Resource, Revision: data.Revision, Transitions: data.Transitions, Permit: data.Permit}
 		if data.Holder != nil {
 			h := data.Holder.contender()
 			ev.Holder = &h
