@@ -222,6 +222,11 @@ func TestWatchSemaphore(t *testing.T) {
 		}
 		return l
 	}
+	before, err := a.ObserveSemaphore(ctx, sem, 2) // the package's runs share etcd
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1, n2 := before.Slots[0].Transitions, before.Slots[1].Transitions
 	h1 := permit("h1", 0)
 	if h1.Token.Permit != 1 {
 		t.Fatalf("the first permit is slot %d, want 1", h1.Token.Permit)
@@ -243,11 +248,11 @@ func TestWatchSemaphore(t *testing.T) {
 		return ev
 	}
 	tok := func(l authority.Lease) authority.Contender { return authority.Contender{Token: l.Token.Unsigned()} }
-	state := expectSlot(fmt.Sprintf("state %s#1 #1 %s=%q permit 1", sem, tok(h1).Token, "h1"))
+	state := expectSlot(fmt.Sprintf("state %s#1 #%d %s=%q permit 1", sem, n1+1, tok(h1).Token, "h1"))
 	if state.Holder.LeaseID != h1.ID || state.Holder.TTL <= 0 {
 		t.Errorf("slot 1's state: holder %+v, want lease %s with its TTL", *state.Holder, h1.ID)
 	}
-	expectSlot(fmt.Sprintf("state %s#2 #0 permit 2", sem))
+	expectSlot(fmt.Sprintf("state %s#2 #%d permit 2", sem, n2))
 	expectSlot("synced  #0 permit 0")
 
 	// Not this semaphore's slots: a slot past its permits, another name.
@@ -258,7 +263,7 @@ func TestWatchSemaphore(t *testing.T) {
 		}
 	}
 	h2 := permit("h2", 0)
-	expectSlot(fmt.Sprintf("granted %s#2 #1 %s=%q permit 2", sem, tok(h2).Token, "h2"))
+	expectSlot(fmt.Sprintf("granted %s#2 #%d %s=%q permit 2", sem, n2+1, tok(h2).Token, "h2"))
 	granted := make(chan authority.Lease, 1)
 	go func() {
 		l, err := a.Acquire(context.Background(), sem, authority.AcquireOptions{TTL: 30 * time.Second, Wait: time.Minute, Value: "w", Permits: 2})
@@ -271,19 +276,19 @@ func TestWatchSemaphore(t *testing.T) {
 	if err := a.SetValue(ctx, h1.ID, "", "h1, again"); err != nil {
 		t.Fatal(err)
 	}
-	expectSlot(fmt.Sprintf("value %s#1 #1 %s=%q permit 1", sem, tok(h1).Token, "h1, again"))
+	expectSlot(fmt.Sprintf("value %s#1 #%d %s=%q permit 1", sem, n1+1, tok(h1).Token, "h1, again"))
 	if err := a.Release(ctx, h1.ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	expectSlot(fmt.Sprintf("released %s#1 #1 %s=%q permit 1", sem, tok(h1).Token, "h1, again"))
+	expectSlot(fmt.Sprintf("released %s#1 #%d %s=%q permit 1", sem, n1+1, tok(h1).Token, "h1, again"))
 	waiter := <-granted
-	expectSlot(fmt.Sprintf("granted %s#1 #2 %s=%q permit 1", sem, tok(waiter).Token, "w"))
+	expectSlot(fmt.Sprintf("granted %s#1 #%d %s=%q permit 1", sem, n1+2, tok(waiter).Token, "w"))
 	if _, err := cli.Revoke(ctx, clientv3.LeaseID(waiter.ID)); err != nil { // unmarked: an expiry
 		t.Fatal(err)
 	}
-	expectSlot(fmt.Sprintf("expired %s#1 #2 %s=%q permit 1", sem, tok(waiter).Token, "w"))
+	expectSlot(fmt.Sprintf("expired %s#1 #%d %s=%q permit 1", sem, n1+2, tok(waiter).Token, "w"))
 	a.Abandon(ctx, h2.ID, "")
-	expectSlot(fmt.Sprintf("revoked %s#2 #1 %s=%q permit 2", sem, tok(h2).Token, "h2"))
+	expectSlot(fmt.Sprintf("revoked %s#2 #%d %s=%q permit 2", sem, n2+1, tok(h2).Token, "h2"))
 }
 
 // TestWatchSemaphoreRefusesBadPermits: a semaphore's watch names it and
