@@ -187,7 +187,7 @@ type follower struct {
 	a         *Etcd
 	from, end string // the range of holder records followed
 	one       string // the resource, for a watch of one (a semaphore's, with permits)
-	permits   int
+	permits   int    // a semaphore's, whose slots a watch of one follows; 0 for a lock
 	out       chan<- LockEvent
 	progress  time.Duration
 }
@@ -384,7 +384,7 @@ func (f *follower) sendState(ctx context.Context) (int64, error) {
 			return nil
 		}
 		sent = true
-		return f.sendState1(ctx, ev)
+		return f.sendLockState(ctx, ev)
 	}
 	var rev int64
 	for {
@@ -403,7 +403,7 @@ func (f *follower) sendState(ctx context.Context) (int64, error) {
 		if ev.Resource == "" { // free
 			ev = LockEvent{Type: EventState, Resource: tokens.PermitResource(f.one, k+1), Revision: rev, Permit: k + 1}
 		}
-		if err := f.sendState1(ctx, ev); err != nil {
+		if err := f.sendLockState(ctx, ev); err != nil {
 			return 0, err
 		}
 	}
@@ -415,8 +415,8 @@ func (f *follower) sendState(ctx context.Context) (int64, error) {
 	return rev, f.send(ctx, LockEvent{Type: EventSynced, Revision: rev})
 }
 
-// sendState1 sends one lock's state, with its holder's TTL.
-func (f *follower) sendState1(ctx context.Context, ev LockEvent) error {
+// sendLockState sends one lock's state, with its holder's TTL.
+func (f *follower) sendLockState(ctx context.Context, ev LockEvent) error {
 	if ev.Holder != nil {
 		ev.Holder.TTL = f.a.leaseTTL(ctx, ev.Holder.LeaseID)
 	}
