@@ -439,3 +439,64 @@ func TestSemaphoreSlotWaitKeepsLeaseAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPermitWaiters: the leases waiting in semaphores' lines, holders
+// left out, by semaphore and in line order, under a prefix; a limit
+// truncates.
+func TestPermitWaiters(t *testing.T) {
+	a, cli := newAuthority(t)
+	const pfx = "waiters/"
+	var holders []authority.Lease
+	for _, sem := range []string{pfx + "b", pfx + "a"} {
+		h, err := a.Acquire(t.Context(), sem, authority.AcquireOptions{TTL: 30 * time.Second, Permits: 1, Owner: "holder"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		holders = append(holders, h)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan error, 3)
+	for _, c := range []struct {
+		sem, owner string
+		inLine     int64 // once it joined
+	}{{pfx + "a", "w1", 2}, {pfx + "a", "w2", 3}, {pfx + "b", "w3", 2}} {
+		go func() {
+			_, err := a.Acquire(ctx, c.sem, authority.AcquireOptions{TTL: 30 * time.Second, Wait: time.Minute, Permits: 1, Owner: c.owner})
+			ended <- err
+		}()
+		waitForLine(t, cli, c.sem, c.inLine)
+	}
+	// The waiters give up before the holders release: none is granted.
+	defer func() {
+		cancel()
+		for range 3 {
+			<-ended
+		}
+		for _, h := range holders {
+			if err := a.Release(t.Context(), h.ID, "holder"); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	ws, truncated, err := a.PermitWaiters(t.Context(), pfx, 10)
+	if err != nil || truncated {
+		t.Fatalf("PermitWaiters: %v, truncated %t", err, truncated)
+	}
+	var got []string
+	for _, w := range ws {
+		got = append(got, w.Semaphore+" "+w.Owner)
+	}
+	if want := []string{pfx + "a w1", pfx + "a w2", pfx + "b w3"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("waiters %v, want %v", got, want)
+	}
+	info, err := a.LeaseInfo(t.Context(), ws[0].LeaseID)
+	if err != nil || !info.Waiting || info.Resource != pfx+"a" {
+		t.Fatalf("the first waiter's info: %+v, %v", info, err)
+	}
+	if ws, truncated, err := a.PermitWaiters(t.Context(), pfx, 2); err != nil || !truncated || len(ws) != 2 {
+		t.Fatalf("limit 2: %d waiters, truncated %t, %v", len(ws), truncated, err)
+	}
+	if ws, _, err := a.PermitWaiters(t.Context(), pfx+"b", 10); err != nil || len(ws) != 1 || ws[0].Owner != "w3" {
+		t.Fatalf("under %sb: %+v, %v", pfx, ws, err)
+	}
+}

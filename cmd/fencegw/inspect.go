@@ -74,9 +74,13 @@ type inspection struct {
 	Fences   []fence.FenceRow `json:"fences"`
 	Locks    []lockRow        `json:"locks"`
 	// LocksTruncated says there were more locks than shown.
-	LocksTruncated bool                 `json:"locks_truncated,omitempty"`
-	Rejections     []fence.RejectionRow `json:"rejections"`
-	Bypasses       []fence.BypassRow    `json:"bypasses"`
+	LocksTruncated bool `json:"locks_truncated,omitempty"`
+	// PermitWaiters are the leases in semaphores' lines that hold no
+	// slot yet, with the lease IDs an operator revokes them by.
+	PermitWaiters          []permitWaiterRow    `json:"permit_waiters"`
+	PermitWaitersTruncated bool                 `json:"permit_waiters_truncated,omitempty"`
+	Rejections             []fence.RejectionRow `json:"rejections"`
+	Bypasses               []fence.BypassRow    `json:"bypasses"`
 	// Tables and FenceFloor say how big the gateway's state is and where
 	// pruning stands (inspecttables.go). The floor is E:R; 1:0 until
 	// first raised, which is no token Parse takes: a string.
@@ -97,6 +101,13 @@ type lockRow struct {
 	Waiters int64        `json:"waiters"`
 	// Transitions counts the lock's grants, the holder's included.
 	Transitions int64 `json:"transitions"`
+}
+
+type permitWaiterRow struct {
+	Semaphore string `json:"semaphore"`
+	LeaseID   string `json:"lease_id"`
+	Client    string `json:"client,omitempty"`
+	Since     int64  `json:"since_revision"` // when it joined the line: the line is in this order
 }
 
 // runInspect serves `fencegw inspect`.
@@ -148,7 +159,7 @@ const inspectEtcdTimeout = 5 * time.Second
 
 // inspectDatabase gathers what PostgreSQL says, read-only.
 func inspectDatabase(ctx context.Context, conn *pgx.Conn, prefix string, limit int) (*inspection, error) {
-	in := &inspection{Locks: []lockRow{}} // [] in JSON when none, as the other lists
+	in := &inspection{Locks: []lockRow{}, PermitWaiters: []permitWaiterRow{}} // [] in JSON when none, as the other lists
 	var err error
 	if in.Fences, err = fence.Fences(ctx, conn, prefix, limit); err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
@@ -191,6 +202,14 @@ func inspectEtcd(ctx context.Context, cfg serveConfig, in *inspection, prefix st
 			TTL: int64(h.TTL / time.Second), Value: h.Value, Waiters: st.Waiting, Transitions: st.Transitions,
 		})
 	}
+	waiters, truncated, err := auth.PermitWaiters(ctx, prefix, limit)
+	if err != nil {
+		return err
+	}
+	in.PermitWaitersTruncated = truncated
+	for _, w := range waiters {
+		in.PermitWaiters = append(in.PermitWaiters, permitWaiterRow{Semaphore: w.Semaphore, LeaseID: w.LeaseID.String(), Client: w.Owner, Since: w.Since})
+	}
 	return nil
 }
 
@@ -217,6 +236,18 @@ func (in *inspection) writeText(out io.Writer) error {
 	fmt.Fprintln(tw, "  RESOURCE\tHOLDER\tLEASE\tTTL LEFT\tWAITERS\tTRANSITIONS\tVALUE")
 	for _, l := range in.Locks {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%ds\t%d\t%d\t%s\n", oneLine(l.Resource), l.Holder, l.LeaseID, l.TTL, l.Waiters, l.Transitions, oneLine(l.Value))
+	}
+	more = ""
+	if in.PermitWaitersTruncated {
+		more = ", more not shown"
+	}
+	if in.EtcdError != "" {
+		more = ", etcd unavailable"
+	}
+	fmt.Fprintf(tw, "\nleases waiting for a semaphore's permit, in line order (%d%s):\n", len(in.PermitWaiters), more)
+	fmt.Fprintln(tw, "  SEMAPHORE\tLEASE\tCLIENT\tSINCE REVISION")
+	for _, w := range in.PermitWaiters {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\n", oneLine(w.Semaphore), w.LeaseID, oneLine(w.Client), w.Since)
 	}
 	fmt.Fprintf(tw, "\nrefused writes, newest first (%d):\n", len(in.Rejections))
 	fmt.Fprintln(tw, "  AT\tCLIENT\tRESOURCE\tOPERATION\tREASON\tPRESENTED\tCURRENT\tREMOTE\tREQUEST")

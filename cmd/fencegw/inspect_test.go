@@ -58,6 +58,18 @@ func TestInspect(t *testing.T) {
 		waited <- err
 	}()
 	defer func() { stopWaiting(); <-waited }()
+	// A semaphore of one permit, held, and a lease in its line.
+	permit, err := auth.Acquire(ctx, prefix+"pool", authority.AcquireOptions{TTL: 30 * time.Second, Permits: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer auth.Release(ctx, permit.ID, "")
+	permitWaited := make(chan error, 1)
+	go func() {
+		_, err := auth.Acquire(waitCtx, prefix+"pool", authority.AcquireOptions{TTL: 30 * time.Second, Wait: time.Minute, Permits: 1, Owner: "w"})
+		permitWaited <- err
+	}()
+	defer func() { stopWaiting(); <-permitWaited }()
 
 	run := func(args ...string) string {
 		var out bytes.Buffer
@@ -70,9 +82,15 @@ func TestInspect(t *testing.T) {
 	var in inspection
 	if !testenv.WaitFor(10*time.Second, func() bool {
 		in = inspection{}
-		return json.Unmarshal([]byte(run("--json")), &in) == nil && len(in.Locks) == 1 && in.Locks[0].Waiters == 1
+		return json.Unmarshal([]byte(run("--json")), &in) == nil && len(in.Locks) == 2 && in.Locks[0].Waiters == 1 && len(in.PermitWaiters) == 1
 	}) {
-		t.Fatalf("never saw the lock with its waiter: %+v", in.Locks)
+		t.Fatalf("never saw the lock with its waiter and the semaphore's: %+v, %+v", in.Locks, in.PermitWaiters)
+	}
+	if w := in.PermitWaiters[0]; w.Semaphore != prefix+"pool" || w.Client != "w" || w.LeaseID == "" || w.Since <= permit.Token.Revision {
+		t.Errorf("permit waiter = %+v, want a lease of w in %spool's line", w, prefix)
+	}
+	if l := in.Locks[1]; l.Resource != permit.Resource || l.LeaseID != permit.ID.String() {
+		t.Errorf("the semaphore's slot = %+v, want held by %s", l, permit.ID)
 	}
 	l := in.Locks[0]
 	if l.Resource != prefix+"a" || l.Holder != held.Token.Unsigned() || l.LeaseID != held.ID.String() || l.TTL <= 0 || l.Value != "worker-1\x1b[2J" || l.Transitions != 1 {
@@ -102,7 +120,8 @@ func TestInspect(t *testing.T) {
 		t.Errorf("fence floor = %s, want 1:0 (never raised)", in.FenceFloor)
 	}
 	text := run()
-	for _, want := range []string{prefix + "a", held.Token.Unsigned().String(), "worker-1 [2J", "stale-token", "backfill for ticket 9", "fence floor 1:0", "fence_floor"} {
+	for _, want := range []string{prefix + "a", held.Token.Unsigned().String(), "worker-1 [2J", "stale-token", "backfill for ticket 9", "fence floor 1:0", "fence_floor",
+		"leases waiting for a semaphore's permit", in.PermitWaiters[0].LeaseID} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
