@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegw/fencegw/internal/timeout"
 )
 
 // spillAfter is how long the line of a group-committing store waits for
@@ -30,8 +32,10 @@ const spillAfter = 20 * time.Millisecond
 // Nothing waits for a group to fill: a group is what queued while the
 // previous transaction was in flight.
 type committer struct {
-	store         *Store
-	timeout       time.Duration // bounds a transaction of units in line
+	store *Store
+	// deadlines bound a transaction of units in line: the transactions
+	// that start together share one deadline.
+	deadlines     *timeout.Shared
 	onTransaction func(size int)
 	// steady is how many transactions start without waiting: all slots,
 	// or with group commit one; past it, another starts only when the
@@ -51,10 +55,10 @@ type committer struct {
 	queue    []*unit
 }
 
-func newCommitter(s *Store, slots, steady int, timeout time.Duration, onBatch func(int)) *committer {
+func newCommitter(s *Store, slots, steady int, ttl time.Duration, onBatch func(int)) *committer {
 	slots = max(slots, 1)
 	return &committer{
-		store: s, timeout: timeout, onTransaction: onBatch, steady: min(max(steady, 1), slots),
+		store: s, deadlines: timeout.New(ttl), onTransaction: onBatch, steady: min(max(steady, 1), slots),
 		busy: make([]bool, slots), started: make([]time.Time, slots), spillAfter: spillAfter,
 	}
 }
@@ -179,9 +183,7 @@ func (c *committer) loop(conn *pgxpool.Conn, slot int, units []*unit) {
 			conn.Release() // to the back of the pool's queue, like everyone
 			conn = nil
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-		conn = c.run(ctx, conn, units)
-		cancel()
+		conn = c.run(c.deadlines.Context(), conn, units)
 		units = c.next(conn, slot)
 	}
 }

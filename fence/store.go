@@ -18,7 +18,9 @@ import (
 type Config struct {
 	Pool *pgxpool.Pool
 	// BatchTimeout bounds the PostgreSQL work of one coalesced batch: its
-	// requests' own deadlines no longer apply once they are queued.
+	// requests' own deadlines no longer apply once they are queued. The
+	// batches that start together share one deadline (package timeout),
+	// so a batch may run up to a hundredth longer.
 	BatchTimeout time.Duration
 	// OnTransaction, if set, is told how many requests each transaction of
 	// coalesced or grouped writes carries.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/internal/clip"
+	"github.com/fencegw/fencegw/internal/timeout"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -66,8 +67,8 @@ func (g *Gateway) batch(r *http.Request, scope *problemScope) (fence.Response, e
 		return fence.Response{}, err
 	}
 	req.NotAfter = deadline
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)
-	defer cancel()
+	ctx := new(timeout.Context) // as a lone write's (write)
+	g.writeDeadlines.Bind(ctx, r.Context())
 	return g.apply(ctx, req, scope)
 }
 

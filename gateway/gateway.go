@@ -9,6 +9,7 @@ import (
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/internal/buildinfo"
+	"github.com/fencegw/fencegw/internal/timeout"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -43,6 +44,8 @@ type Config struct {
 	MaxBodyBytes int64
 	// WriteTimeout bounds one write's PostgreSQL work. A write does not
 	// stop when its client disconnects: half-finished is worse than late.
+	// The writes that start together share one deadline (package
+	// timeout), so a write may run up to a hundredth longer.
 	WriteTimeout time.Duration
 	// MaxInFlight bounds the writes being read, waiting for a connection
 	// or in PostgreSQL at once; more wait at the admission gate, holding
@@ -146,8 +149,11 @@ type Gateway struct {
 	ready         atomic.Bool
 	maxBody       int64
 	writeTTL      time.Duration
-	bodyTTL       time.Duration // for an admitted write's body to arrive
-	retention     time.Duration
+	// writeDeadlines: the writes that start together share one deadline,
+	// writeTTL away (or up to a hundredth more).
+	writeDeadlines *timeout.Shared
+	bodyTTL        time.Duration // for an admitted write's body to arrive
+	retention      time.Duration
 }
 
 // New checks cfg and returns a Gateway that reports not ready until
@@ -168,6 +174,7 @@ func New(cfg Config) (*Gateway, error) {
 		retention:  cmp.Or(cfg.IdempotencyRetention, DefaultIdempotencyRetention),
 		requestIDs: newRequestIDs(),
 	}
+	g.writeDeadlines = timeout.New(g.writeTTL)
 	g.stopWaits, g.stopWaitsFunc = context.WithCancel(context.Background())
 	fences := cfg.Policy.FenceSettings()
 	if cfg.UnsafeNoFence {

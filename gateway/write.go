@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/internal/clip"
+	"github.com/fencegw/fencegw/internal/timeout"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -52,9 +52,8 @@ func (g *Gateway) write(r *http.Request, scope *problemScope) (fence.Response, e
 	req.NotAfter = deadline
 	// From here on the write runs to completion or its own deadline, not
 	// the client's: a disconnect must not leave its outcome to chance.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.writeTTL)
-	defer cancel()
-	return g.apply(ctx, req, scope)
+	g.writeDeadlines.Bind(&lone.ctx, r.Context())
+	return g.apply(&lone.ctx, req, scope)
 }
 
 // call reads a call of the operation r names into lone.w[0]: the
@@ -110,6 +109,7 @@ type loneWrite struct {
 	w    [1]fence.Write
 	keys [1]string
 	toks [1]tokens.Token
+	ctx  timeout.Context // the write's: the request's values, the write's deadline
 }
 
 // decodeWrite decodes op's arguments from body and derives the resource
