@@ -34,7 +34,8 @@ const spillAfter = 20 * time.Millisecond
 type committer struct {
 	store *Store
 	// deadlines bound a transaction of units in line: the transactions
-	// that start together share one deadline.
+	// that start together share one deadline, which pgx need not watch
+	// (boundByConn).
 	deadlines     *timeout.Shared
 	onTransaction func(size int)
 	// steady is how many transactions start without waiting: all slots,

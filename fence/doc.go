@@ -32,9 +32,13 @@
 // by name on the connection (prepared.go), without pgx's pipeline
 // bookkeeping; a statement gone stale there (a migration changed what it
 // returns) fails the batch before anything commits, and the request runs
-// once more, prepared anew. A keyed request is an explicit transaction of two round
-// trips: BEGIN, claim of the key, fences and statements; then its stored
-// answer and COMMIT.
+// once more, prepared anew. A context done at its deadline and at no
+// other time (package timeout's, which the gateway's writes and the
+// committer's transactions share) bounds that round trip by the
+// connection's own deadline, rather than by pgx's watch of the context.
+// A keyed request is an explicit transaction of two round trips: BEGIN,
+// claim of the key, fences and statements; then its stored answer and
+// COMMIT.
 //
 // # Outcomes
 //

@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegw/fencegw/internal/timeout"
 )
 
 // An implicit transaction's pipeline (a lone write, or a group of unkeyed
@@ -89,6 +92,9 @@ type preparedResults struct {
 	eqb   pgx.ExtendedQueryBuilder
 	names []string // the batch's statements, to forget if they went stale
 	err   error
+	// connDeadline: the connection's deadline bounds the batch
+	// (boundByConn), to be lifted when it is read.
+	connDeadline bool
 }
 
 var preparedPool = sync.Pool{New: func() any { return new(preparedResults) }}
@@ -116,7 +122,28 @@ func (r *preparedResults) send(ctx context.Context, s *Store, conn *pgx.Conn, b 
 		// text needs no result formats kept per statement.
 		pb.ExecStatement(sd, r.eqb.ParamValues, r.eqb.ParamFormats, nil)
 	}
+	ctx, r.connDeadline = boundByConn(ctx, conn.PgConn())
 	r.mrr = conn.PgConn().ExecBatch(ctx, &pb)
+}
+
+// boundByConn returns the context to send a batch with on pc. A context
+// done at its deadline and at no other time (a write's, or a group's:
+// package timeout) is not watched: pc's own deadline is set to it, and
+// pgconn gets a context it need not watch (watching one is a handful of
+// allocations per round trip). Past that deadline a read fails as it
+// would had pgconn's watch seen the context done (pgx's default handler
+// sets the same deadline then), and pgconn cancels the statement on the
+// server and closes the connection. Any other context is watched as
+// usual; byConn says whether the connection's deadline was set.
+func boundByConn(ctx context.Context, pc *pgconn.PgConn) (_ context.Context, byConn bool) {
+	deadline, ok := timeout.DoneOnlyAt(ctx)
+	if !ok || ctx.Err() != nil { // done already: pgconn refuses it before sending anything
+		return ctx, false
+	}
+	if err := pc.Conn().SetDeadline(deadline); err != nil {
+		return ctx, false
+	}
+	return context.Background(), true
 }
 
 // next is the next statement's result, or the batch's first error.
@@ -198,6 +225,11 @@ func (r *preparedResults) Close() error {
 		if cerr := r.mrr.Close(); err == nil {
 			err = cerr
 		}
+	}
+	if pc := r.conn.PgConn(); r.connDeadline && !pc.IsClosed() {
+		// Lifted for the connection's next user. A closed one keeps it:
+		// pgconn's own deadline bounds its goodbye.
+		_ = pc.Conn().SetDeadline(time.Time{})
 	}
 	if staleStatement(err) {
 		r.forgetStatements()
