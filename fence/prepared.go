@@ -33,7 +33,7 @@ import (
 // a session whose statements were dropped (DISCARD ALL). Its batch fails
 // before anything commits; the connection then forgets the batch's
 // statements (forgetStatements) and applyImplicit runs the request once
-// more, prepared anew.
+// more, prepared anew (tryImplicit a group's).
 
 // batchResults is what reading a request's pipeline needs of pgx's
 // BatchResults, which preparedResults also is.

@@ -26,17 +26,7 @@ func TestStaleStatementsRunAgain(t *testing.T) {
 			}
 		}},
 		{"a migration changed what a statement returns", func(t *testing.T, d *db, _ *pgxpool.Conn) {
-			_, err := d.pool.Exec(t.Context(), `DROP FUNCTION fencegw.not_after(timestamptz);
-				CREATE FUNCTION fencegw.not_after(p_deadline timestamptz) RETURNS boolean LANGUAGE plpgsql AS $$
-				BEGIN
-					IF clock_timestamp() > p_deadline THEN
-						RAISE EXCEPTION USING ERRCODE = 'FG410', MESSAGE = 'deadline passed', DETAIL = clock_timestamp()::text;
-					END IF;
-					RETURN true;
-				END $$`)
-			if err != nil {
-				t.Fatal(err)
-			}
+			changeWhatNotAfterReturns(t, d)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,5 +73,70 @@ func TestStaleStatementsRunAgain(t *testing.T) {
 				t.Fatalf("fence %s, want %s", got, want)
 			}
 		})
+	}
+}
+
+// TestAGroupsStaleStatementsRunAgain: a group of writes that waited for
+// the one connection, whose statements went stale there (a migration
+// changed what one returns, which pgx's own statements on the connection
+// return too), is applied, each write once, in one transaction.
+func TestAGroupsStaleStatementsRunAgain(t *testing.T) {
+	d := newDB(t)
+	gs := newGroupStore(t, d, 1, newCommitGate())
+	ctx := context.Background()
+	bounded := func(account string, key *fence.IdempotencyKey) *fence.Request {
+		t.Helper()
+		req, err := fence.NewRequest([]fence.Write{credit(d, account, 1)}, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.NotAfter = time.Now().Add(time.Hour)
+		return req
+	}
+	// The connection's statements, prepared: a lone write's by name, a
+	// keyed write's by pgx.
+	for _, req := range []*fence.Request{bounded("acct-40", nil), bounded("acct-41", &fence.IdempotencyKey{Client: "t", Scope: "credit", Value: "k", Retention: time.Hour})} {
+		if _, err := gs.Apply(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changeWhatNotAfterReturns(t, d)
+	release, first := occupy(t, d, gs, "acct-42")
+	accounts := []string{"acct-43", "acct-44", "acct-45"}
+	var starts []func() <-chan outcome
+	for _, a := range accounts {
+		starts = append(starts, func() <-chan outcome {
+			req := bounded(a, nil)
+			ch := make(chan outcome, 1)
+			go func() {
+				resp, err := gs.Apply(ctx, req)
+				ch <- outcome{resp, err}
+			}()
+			return ch
+		})
+	}
+	for i, o := range settled(t, release, first, inLine(t, gs, starts...)) {
+		if o.err != nil {
+			t.Errorf("%s: %v", accounts[i], o.err)
+		}
+	}
+	credited(t, d, accounts...)
+	groupedIn(t, gs, len(accounts))
+}
+
+// changeWhatNotAfterReturns changes what fencegw.not_after returns, as a
+// migration might: a statement that calls it, prepared before, is stale.
+func changeWhatNotAfterReturns(t *testing.T, d *db) {
+	t.Helper()
+	_, err := d.pool.Exec(t.Context(), `DROP FUNCTION fencegw.not_after(timestamptz);
+		CREATE FUNCTION fencegw.not_after(p_deadline timestamptz) RETURNS boolean LANGUAGE plpgsql AS $$
+		BEGIN
+			IF clock_timestamp() > p_deadline THEN
+				RAISE EXCEPTION USING ERRCODE = 'FG410', MESSAGE = 'deadline passed', DETAIL = clock_timestamp()::text;
+			END IF;
+			RETURN true;
+		END $$`)
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -269,7 +269,10 @@ func (p *pending) reset() {
 // their pipelines in one batch ending in a single Sync, one round trip and
 // one commit, as a lone write is. Its results are tryWhole's; a session
 // lost once the batch was sent leaves every request's outcome unknown, as
-// it does a lone write's.
+// it does a lone write's. A prepared statement gone stale failed the
+// batch before anything committed: it runs once more, prepared anew, as a
+// lone write does (applyImplicit), rather than in savepoints through
+// pgx's own statements, which may be as stale.
 func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pending) (rest []*pending, settled, alone bool) {
 	b := &pgx.Batch{}
 	b.Queue(groupLockSQL, s.groupLockTimeout)
@@ -277,24 +280,9 @@ func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pe
 		s.queueRequest(b, p.req)
 	}
 	b.Queue(unscopeSQL) // read by Close, with the commit
-	br := s.sendBatch(ctx, conn, b)
-	failed, at := -1, nowhere
-	_, err := br.Exec()
-	for i, p := range batch {
-		if err != nil {
-			break
-		}
-		var results []Result
-		if results, at, err = readRequest(br, p.req); err != nil {
-			failed = i
-			break
-		}
-		p.resp = answer(p.req, results)
-	}
-	// Close reports the outcome of the commit itself: only a nil here
-	// means the requests are durable and may be acknowledged.
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	failed, at, err := s.implicitRound(ctx, conn, b, batch)
+	if staleStatement(err) && usable(conn) {
+		failed, at, err = s.implicitRound(ctx, conn, b, batch)
 	}
 	if _, _, ok := unencodable(err); ok {
 		// One request's argument does not fit its column, and pgx sent
@@ -323,6 +311,33 @@ func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pe
 		return nil, false, true
 	}
 	return againWithout(batch, failed, err, at)
+}
+
+// implicitRound sends b, the implicit transaction of batch's requests,
+// and reads their answers. It returns the index of the request that
+// failed (-1 if none did) and where, and the round's first error: nil
+// only if the transaction committed.
+func (s *Store) implicitRound(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, batch []*pending) (failed int, at failedAt, err error) {
+	br := s.sendBatch(ctx, conn, b)
+	failed, at = -1, nowhere
+	_, err = br.Exec()
+	for i, p := range batch {
+		if err != nil {
+			break
+		}
+		var results []Result
+		if results, at, err = readRequest(br, p.req); err != nil {
+			failed = i
+			break
+		}
+		p.resp = answer(p.req, results)
+	}
+	// Close reports the outcome of the commit itself: only a nil here
+	// means the requests are durable and may be acknowledged.
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return failed, at, err
 }
 
 // commit stores the answers of the keyed requests that applied, with the
