@@ -87,9 +87,9 @@
 // requests runs first without savepoints; if one request fails, it is
 // rolled back and all of them run again, each in its own savepoint, so a
 // refused or failing request rolls back alone and every answer comes from
-// the transaction that commits. One
-// that met another transaction in a deadlock or serialization failure is
-// run again alone afterwards. Requests of several fences always run alone.
+// the transaction that commits. One that met another transaction in a
+// deadlock or serialization failure, or a statement gone stale, is run
+// again alone afterwards. Requests of several fences always run alone.
 //
 // # The authority record, the audit, inspection
 //

@@ -2,6 +2,7 @@ package fence_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -79,49 +80,80 @@ func TestStaleStatementsRunAgain(t *testing.T) {
 // TestAGroupsStaleStatementsRunAgain: a group of writes that waited for
 // the one connection, whose statements went stale there (a migration
 // changed what one returns, which pgx's own statements on the connection
-// return too), is applied, each write once, in one transaction.
+// return too), is applied, each write once, in one transaction; when
+// one write of the group is refused, so that the others run again in
+// savepoints through pgx's statements, they are applied all the same.
 func TestAGroupsStaleStatementsRunAgain(t *testing.T) {
-	d := newDB(t)
-	gs := newGroupStore(t, d, 1, newCommitGate())
-	ctx := context.Background()
-	bounded := func(account string, key *fence.IdempotencyKey) *fence.Request {
-		t.Helper()
-		req, err := fence.NewRequest([]fence.Write{credit(d, account, 1)}, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.NotAfter = time.Now().Add(time.Hour)
-		return req
-	}
-	// The connection's statements, prepared: a lone write's by name, a
-	// keyed write's by pgx.
-	for _, req := range []*fence.Request{bounded("acct-40", nil), bounded("acct-41", &fence.IdempotencyKey{Client: "t", Scope: "credit", Value: "k", Retention: time.Hour})} {
-		if _, err := gs.Apply(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-	}
-	changeWhatNotAfterReturns(t, d)
-	release, first := occupy(t, d, gs, "acct-42")
-	accounts := []string{"acct-43", "acct-44", "acct-45"}
-	var starts []func() <-chan outcome
-	for _, a := range accounts {
-		starts = append(starts, func() <-chan outcome {
-			req := bounded(a, nil)
-			ch := make(chan outcome, 1)
-			go func() {
-				resp, err := gs.Apply(ctx, req)
-				ch <- outcome{resp, err}
-			}()
-			return ch
+	for _, tc := range []struct {
+		name    string
+		refused bool // acct-44's write: a debit beyond its balance
+	}{
+		{"every write applies", false},
+		{"one write is refused", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDB(t)
+			gs := newGroupStore(t, d, 1, newCommitGate())
+			ctx := context.Background()
+			bounded := func(w fence.Write, key *fence.IdempotencyKey) *fence.Request {
+				t.Helper()
+				req, err := fence.NewRequest([]fence.Write{w}, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.NotAfter = time.Now().Add(time.Hour)
+				return req
+			}
+			// The connection's statements, prepared: a lone write's by
+			// name, a keyed write's by pgx.
+			key := &fence.IdempotencyKey{Client: "t", Scope: "credit", Value: "k", Retention: time.Hour}
+			for _, req := range []*fence.Request{bounded(credit(d, "acct-40", 1), nil), bounded(credit(d, "acct-41", 1), key)} {
+				if _, err := gs.Apply(ctx, req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			changeWhatNotAfterReturns(t, d)
+			release, first := occupy(t, d, gs, "acct-42")
+			writes := []fence.Write{credit(d, "acct-43", 1), credit(d, "acct-44", 1), credit(d, "acct-45", 1)}
+			if tc.refused {
+				writes[1] = debit(d, "acct-44", 5000, 1)
+			}
+			var starts []func() <-chan outcome
+			for _, w := range writes {
+				starts = append(starts, func() <-chan outcome {
+					req := bounded(w, nil)
+					ch := make(chan outcome, 1)
+					go func() {
+						resp, err := gs.Apply(ctx, req)
+						ch <- outcome{resp, err}
+					}()
+					return ch
+				})
+			}
+			for i, o := range settled(t, release, first, inLine(t, gs, starts...)) {
+				var pre *fence.PreconditionError
+				if refused := tc.refused && i == 1; refused != errors.As(o.err, &pre) || (!refused && o.err != nil) {
+					t.Errorf("write %d: %v", i, o.err)
+				}
+			}
+			if tc.refused {
+				credited(t, d, "acct-43", "acct-45")
+				if got := d.balance("acct-44"); got != 1000 {
+					t.Errorf("acct-44 = %d, want 1000: refused", got)
+				}
+			} else {
+				credited(t, d, "acct-43", "acct-44", "acct-45")
+				var txs int
+				if err := d.pool.QueryRow(ctx, "SELECT count(DISTINCT xmin::text) FROM demo.accounts WHERE id IN ('acct-43', 'acct-44', 'acct-45')").Scan(&txs); err != nil {
+					t.Fatal(err)
+				}
+				if txs != 1 {
+					t.Errorf("the group's writes committed in %d transactions, want 1", txs)
+				}
+			}
+			groupedIn(t, gs, len(writes))
 		})
 	}
-	for i, o := range settled(t, release, first, inLine(t, gs, starts...)) {
-		if o.err != nil {
-			t.Errorf("%s: %v", accounts[i], o.err)
-		}
-	}
-	credited(t, d, accounts...)
-	groupedIn(t, gs, len(accounts))
 }
 
 // changeWhatNotAfterReturns changes what fencegw.not_after returns, as a

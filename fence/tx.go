@@ -430,9 +430,12 @@ func behind(batch []*pending, i int) []*pending {
 
 // settleOrRetry answers a request whose part of a transaction raised, or,
 // in a transaction of several, marks it for a retry alone when it met
-// another transaction in a deadlock or serialization failure.
+// another transaction in a deadlock or serialization failure, or one of
+// pgx's prepared statements gone stale (a migration changed what it
+// returns): pgx forgets the statements of a batch that failed, and the
+// retry prepares them anew.
 func settleOrRetry(p *pending, err error, at failedAt, several bool) {
-	if several && contended(err) {
+	if several && (contended(err) || staleStatement(err)) {
 		p.retry = true
 		return
 	}
