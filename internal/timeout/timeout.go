@@ -54,6 +54,7 @@ func (s *Shared) window() *window {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now = time.Now() // after the wait for the lock, which a deadline must not lose
 	if w := s.current.Load(); w != nil && w.deadline.Sub(now) >= s.timeout {
 		return w
 	}
