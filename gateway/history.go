@@ -36,7 +36,10 @@ type historian struct {
 	// watching is closed once the watch of lease ends is set up.
 	watching     chan struct{}
 	watchingOnce sync.Once
-	// identity is the etcd cluster's, which the history's cursor names.
+	// identity is the etcd cluster's, which the history's cursor names;
+	// "" while this replica may not move the cursor: its watch did not
+	// resume at it, or a write of ends it covers failed. Only run and
+	// RunHistory, before it starts run, use it.
 	identity string
 }
 
@@ -120,15 +123,18 @@ func (h *historian) run(ctx context.Context) {
 				break drain
 			}
 		}
-		if cursor.Identity == "" {
+		if h.identity == "" {
 			cursor = fence.HistoryCursor{}
 		}
 		wctx, cancel := context.WithTimeout(ctx, historyTimeout)
 		if err := h.store.RecordHistory(wctx, batch, cursor); err != nil && ctx.Err() == nil {
 			// Best effort: the grants and ends stand, and etcd decided them.
-			// The cursor stayed: a watch that resumes reports these ends
-			// again.
-			h.log.Warn("recording lock history failed", "events", len(batch), "error", err)
+			// The cursor stayed before these ends, and stays there: a later
+			// mark would pass them. A replica that resumes at it (this one,
+			// restarted) reports them again.
+			h.log.Warn("recording lock history failed; the history's cursor stays where it was until the history restarts",
+				"events", len(batch), "error", err)
+			h.identity = ""
 		}
 		cancel()
 	}
@@ -189,7 +195,10 @@ func (g *Gateway) historyResumesAt(ctx context.Context) int64 {
 	cursor, err := fence.ReadHistoryCursor(ctx, g.cfg.Pool)
 	switch {
 	case err != nil:
-		h.log.Warn("lock history: the cursor unread: lease ends are watched from now", "error", err)
+		// Watched from now, the ends since the cursor are not seen: the
+		// cursor must stay for a replica that resumes at it.
+		h.identity = ""
+		h.log.Warn("lock history: the cursor unread: lease ends are watched from now, and the history's cursor stays where it is", "error", err)
 	case cursor.Identity != view.Identity || cursor.Revision == 0:
 		// Another cluster's, or none: nothing to resume.
 	case cursor.Revision > view.Revision:

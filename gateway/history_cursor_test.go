@@ -1,0 +1,166 @@
+package gateway_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/fence"
+)
+
+// waitPoisonTried polls until the trigger poisonHistory installs has
+// refused a write (its sequence counts the attempts, which a rollback
+// does not undo).
+func (h *harness) waitPoisonTried() {
+	h.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var tried bool
+		if err := h.pool.QueryRow(context.Background(), "SELECT is_called FROM poison_tried").Scan(&tried); err != nil {
+			h.t.Fatal(err)
+		}
+		if tried {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatal("the lock history never tried to record the poisoned resource")
+		}
+		time.Sleep(50 * time.Millisecond) // polling for a condition, not waiting out a window
+	}
+}
+
+// waitLockWaiters polls until n sessions wait for a lock on the
+// history's cursor table.
+func (h *harness) waitLockWaiters(n int) {
+	h.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var waiting int
+		if err := h.pool.QueryRow(context.Background(),
+			"SELECT count(*) FROM pg_locks WHERE relation = 'fencegw.history_cursor'::regclass AND NOT granted").Scan(&waiting); err != nil {
+			h.t.Fatal(err)
+		}
+		if waiting == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%d sessions wait for the cursor's table, want %d", waiting, n)
+		}
+		time.Sleep(50 * time.Millisecond) // polling for a condition, not waiting out a window
+	}
+}
+
+// poisonHistory makes every write of the lock history with a release of
+// resource fail, until the function it returns is called.
+func (h *harness) poisonHistory(resource string) (cure func()) {
+	h.t.Helper()
+	ctx := context.Background()
+	for _, sql := range []string{
+		"CREATE SEQUENCE poison_tried",
+		`CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.resource = '` + resource + `' AND NEW.event = '` + fence.Released + `' THEN
+				PERFORM nextval('poison_tried');
+				RAISE EXCEPTION 'poisoned';
+			END IF;
+			RETURN NEW;
+		END $$`,
+		"CREATE TRIGGER poison BEFORE INSERT ON fencegw.lock_history FOR EACH ROW EXECUTE FUNCTION poison()",
+	} {
+		if _, err := h.pool.Exec(ctx, sql); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	return func() {
+		if _, err := h.pool.Exec(ctx, "DROP TRIGGER poison ON fencegw.lock_history"); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// TestHistoryCursorHeldAfterAFailedWrite: ends whose write failed are not
+// recorded, so the cursor must not pass them, however many later writes
+// succeed: once the gateway restarts its history, it resumes before them
+// and records them.
+func TestHistoryCursorHeldAfterAFailedWrite(t *testing.T) {
+	const lost, later = "account/acct-40", "account/acct-41"
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	stop := startHistory(t, h.gw)
+	first := h.mustAcquire(later, 10, 0) // the cursor, before the lost end
+	h.release(first)
+	h.waitHistory(later, func(es []fence.HistoryEvent) bool { _, ends := endsOf(es); return len(ends[first.ID]) == 1 })
+	cure := h.poisonHistory(lost)
+	l := h.mustAcquire(lost, 10, 0)
+	h.release(l)
+	h.waitPoisonTried()
+	after := h.mustAcquire(later, 10, 0)
+	h.release(after)
+	h.waitHistory(later, func(es []fence.HistoryEvent) bool { _, ends := endsOf(es); return len(ends[after.ID]) == 1 })
+	cure()
+	stop()
+
+	// A restart: the history resumes at its cursor.
+	runHistory(t, h.gw)
+	last := h.mustAcquire(later, 10, 0)
+	h.release(last)
+	h.waitHistory(later, func(es []fence.HistoryEvent) bool { _, ends := endsOf(es); return len(ends[last.ID]) == 1 })
+	if _, ends := endsOf(h.history(lost)); len(ends[l.ID]) != 1 {
+		t.Errorf("the end whose write failed: %+v, want it recorded once the history resumed at its cursor", ends[l.ID])
+	}
+}
+
+// TestHistoryCursorHeldWhenUnread: a replica that cannot read the cursor
+// watches from now, past ends nobody recorded, so it must leave the
+// cursor where it is: a later replica resumes there and records them.
+func TestHistoryCursorHeldWhenUnread(t *testing.T) {
+	const resource = "account/acct-42"
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	stop := startHistory(t, h.gw)
+	first := h.mustAcquire(resource, 10, 0)
+	h.release(first)
+	h.waitHistory(resource, func(es []fence.HistoryEvent) bool { _, ends := endsOf(es); return len(ends[first.ID]) == 1 })
+	stop()
+	gap := h.mustAcquire(resource, 10, 0) // ends while no replica watches
+	h.release(gap)
+
+	// The cursor's table locked: the replica's read of it times out.
+	tx, err := h.pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(context.Background(), "LOCK TABLE fencegw.history_cursor IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.gw.RunHistory(ctx) }()
+	stop = func() { cancel(); <-done }
+	h.waitLockWaiters(1) // it reads the cursor
+	h.waitLockWaiters(0) // and gives up
+	if err := tx.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// It watches from now once it gave up; an end after that is recorded.
+	var seen []lease
+	h.waitHistory(resource, func(es []fence.HistoryEvent) bool {
+		_, ends := endsOf(es)
+		for _, l := range seen {
+			if len(ends[l.ID]) > 0 {
+				return true
+			}
+		}
+		l := h.mustAcquire(resource, 10, 0)
+		h.release(l)
+		seen = append(seen, l)
+		return false
+	})
+	stop()
+
+	runHistory(t, h.gw)
+	last := h.mustAcquire(resource, 10, 0)
+	h.release(last)
+	es := h.waitHistory(resource, func(es []fence.HistoryEvent) bool { _, ends := endsOf(es); return len(ends[last.ID]) == 1 })
+	if _, ends := endsOf(es); len(ends[gap.ID]) != 1 {
+		t.Errorf("the end in the gap: %+v, want it recorded once a replica resumed at the cursor", ends[gap.ID])
+	}
+}
