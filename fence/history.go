@@ -70,18 +70,25 @@ func (s *Store) RecordHistory(ctx context.Context, es []HistoryEvent, cursor His
 		}
 	}
 	// ON CONFLICT without a target: either unique index (one row per
-	// lease and event, one end per lease) makes a repeat a no-op. The
-	// cursor goes only forward for one cluster; another cluster's (a
-	// rebuilt etcd) replaces it.
-	_, err := s.pool.Exec(ctx, `WITH events AS (
-		INSERT INTO fencegw.lock_history (at, resource, event, lease_id, client, token, actor, reason)
+	// lease and event, one end per lease) makes a repeat a no-op.
+	const events = `INSERT INTO fencegw.lock_history (at, resource, event, lease_id, client, token, actor, reason)
 		SELECT coalesce(a, now()), r, e, l, c, t, ac, re
 		  FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[]) AS u(a, r, e, l, c, t, ac, re)
-		ON CONFLICT DO NOTHING)
-		INSERT INTO fencegw.history_cursor AS c (identity, revision) SELECT $9::text, $10::bigint WHERE $10::bigint > 0
+		ON CONFLICT DO NOTHING`
+	var err error
+	if cursor.Revision == 0 {
+		// Without the cursor's table in the statement: a role granted
+		// before it existed still records the history.
+		_, err = s.pool.Exec(ctx, events, at, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6])
+	} else {
+		// The cursor goes only forward for one cluster; another cluster's
+		// (a rebuilt etcd) replaces it.
+		_, err = s.pool.Exec(ctx, `WITH events AS (`+events+`)
+		INSERT INTO fencegw.history_cursor AS c (identity, revision) VALUES ($9::text, $10::bigint)
 		ON CONFLICT (singleton) DO UPDATE SET identity = excluded.identity,
 		    revision = CASE WHEN c.identity = excluded.identity THEN greatest(c.revision, excluded.revision) ELSE excluded.revision END`,
-		at, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cursor.Identity, cursor.Revision)
+			at, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cursor.Identity, cursor.Revision)
+	}
 	if err != nil {
 		return fmt.Errorf("fence: record history: %w", err)
 	}
