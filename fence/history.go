@@ -109,6 +109,17 @@ func ReadHistoryCursor(ctx context.Context, db DB) (HistoryCursor, error) {
 	return c, nil
 }
 
+// DropHistoryCursor deletes the lock history's cursor if it is still c:
+// a cursor past its etcd's revision (etcd restored from a snapshot went
+// back) says nothing of the revisions etcd issues again, and kept, it
+// would have a replica resume past them.
+func DropHistoryCursor(ctx context.Context, db DB, c HistoryCursor) error {
+	if _, err := db.Exec(ctx, "DELETE FROM fencegw.history_cursor WHERE identity = $1 AND revision = $2", c.Identity, c.Revision); err != nil {
+		return fmt.Errorf("fence: drop the history cursor: %w", err)
+	}
+	return nil
+}
+
 func nullIfEmpty(s string) *string {
 	if s == "" {
 		return nil

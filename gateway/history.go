@@ -179,7 +179,7 @@ func (g *Gateway) RunHistory(ctx context.Context) {
 // historyResumesAt is the revision the watch of lease ends starts at: the
 // one after the history's cursor, when the cursor is of this etcd cluster
 // and not past its revision (a cluster restored from a snapshot goes
-// back); else 0, from now. It reads the cluster's identity for the
+// back: such a cursor is dropped); else 0, from now. It reads the cluster's identity for the
 // cursor's writes.
 func (g *Gateway) historyResumesAt(ctx context.Context) int64 {
 	h := g.history
@@ -202,7 +202,15 @@ func (g *Gateway) historyResumesAt(ctx context.Context) int64 {
 	case cursor.Identity != view.Identity || cursor.Revision == 0:
 		// Another cluster's, or none: nothing to resume.
 	case cursor.Revision > view.Revision:
-		h.log.Warn("lock history: the cursor is past etcd's revision (restored from a snapshot?): lease ends are watched from now",
+		// Kept, it would pass the ends etcd's revisions bring up to it
+		// again, which no replica may have seen.
+		if err := fence.DropHistoryCursor(ctx, g.cfg.Pool, cursor); err != nil {
+			h.identity = ""
+			h.log.Warn("lock history: the cursor is past etcd's revision (restored from a snapshot?) and could not be dropped: lease ends are watched from now, and the history's cursor stays where it is",
+				"cursor", cursor.Revision, "revision", view.Revision, "error", err)
+			break
+		}
+		h.log.Warn("lock history: the cursor is past etcd's revision (restored from a snapshot?): dropped, lease ends are watched from now",
 			"cursor", cursor.Revision, "revision", view.Revision)
 	default:
 		return cursor.Revision + 1

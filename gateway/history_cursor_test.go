@@ -164,3 +164,35 @@ func TestHistoryCursorHeldWhenUnread(t *testing.T) {
 		t.Errorf("the end in the gap: %+v, want it recorded once a replica resumed at the cursor", ends[gap.ID])
 	}
 }
+
+// TestHistoryCursorPastEtcdDropped: a cursor past etcd's revision (etcd
+// restored from a snapshot goes back) is dropped, as the docs say, not
+// kept: kept, it would say every end up to it is recorded, and a later
+// replica would resume past the ends etcd's new revisions bring up to it.
+func TestHistoryCursorPastEtcdDropped(t *testing.T) {
+	const resource = "account/acct-43"
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	view, err := h.auth.IdentifiedView(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	past := fence.HistoryCursor{Identity: view.Identity, Revision: view.Revision + 1_000_000}
+	store, err := fence.New(fence.Config{Pool: h.pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.RecordHistory(t.Context(), nil, past); err != nil {
+		t.Fatal(err)
+	}
+	runHistory(t, h.gw)
+	l := h.mustAcquire(resource, 10, 0)
+	h.release(l)
+	h.waitHistory(resource, func(es []fence.HistoryEvent) bool { _, ends := endsOf(es); return len(ends[l.ID]) == 1 })
+	c, err := fence.ReadHistoryCursor(t.Context(), h.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Identity != view.Identity || c.Revision >= past.Revision {
+		t.Errorf("cursor %+v after an end at etcd's revision, want it dropped and moved from there (%s, below %d)", c, view.Identity, past.Revision)
+	}
+}

@@ -34,7 +34,7 @@ var gatewayTables = []struct{ table, privileges string }{
 	{"fencegw.replicas", "SELECT, INSERT, UPDATE, DELETE"},
 	{"fencegw.bypass_log", "SELECT"},
 	{"fencegw.lock_history", "SELECT, INSERT, UPDATE, DELETE"},
-	{"fencegw.history_cursor", "SELECT, INSERT, UPDATE"},
+	{"fencegw.history_cursor", "SELECT, INSERT, UPDATE, DELETE"},
 }
 
 // tableUse is what a policy's statements do to one table.
