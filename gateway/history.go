@@ -15,9 +15,10 @@ import (
 
 // The lock history is written off the request path: a grant, a release,
 // a write never waits for it. Events wait in a bounded queue for one
-// goroutine that writes them in batches; past the queue's bound an event
-// is dropped, counted in fencegw_history_dropped_total and logged (at
-// most once a historyLogEvery), never waited for.
+// goroutine that writes them in batches; past the queue's bound a
+// request's event is dropped, counted in fencegw_history_dropped_total
+// and logged (at most once a historyLogEvery), never waited for. The
+// watch of lease ends waits for room (ended).
 const (
 	historyQueue    = 4096
 	historyBatch    = 256
@@ -84,12 +85,11 @@ func (h *historian) add(e fence.HistoryEvent) {
 }
 
 // reported queues the mark that every lease end through etcd revision
-// rev is queued; it never blocks (a mark dropped leaves the cursor behind,
-// and a resumed watch reports those ends again).
-func (h *historian) reported(rev int64) {
+// rev is queued, waiting for room as ended does, until ctx ends.
+func (h *historian) reported(ctx context.Context, rev int64) {
 	select {
 	case h.queue <- historyItem{through: rev}:
-	default:
+	case <-ctx.Done():
 	}
 }
 
@@ -141,14 +141,28 @@ func (h *historian) run(ctx context.Context) {
 }
 
 // ended queues a lease's end as this replica's watch saw it, and the
-// lock-delay that follows it, if any.
-func (h *historian) ended(e authority.LeaseEnd) {
+// lock-delay that follows it, if any. Unlike add, it waits for room in
+// the queue (until ctx ends): the watch is on no request's path, and an
+// end dropped would be passed by the next mark, the cursor with it, where
+// a watch resumed at the cursor replays every end since.
+func (h *historian) ended(ctx context.Context, e authority.LeaseEnd) {
 	ev := fence.HistoryEvent{At: e.At, Resource: e.Resource, Event: e.How, LeaseID: e.ID.String(),
 		Client: e.Owner, Token: e.Token.Unsigned().String(), Actor: e.Actor, Reason: e.Reason}
-	h.add(ev)
+	h.queueWaiting(ctx, ev)
 	if e.LockDelay {
 		ev.Event, ev.Actor, ev.Reason = fence.LockDelayed, "", ""
-		h.add(ev)
+		h.queueWaiting(ctx, ev)
+	}
+}
+
+// queueWaiting queues e once there is room, or drops it (counted) when
+// ctx ends first.
+func (h *historian) queueWaiting(ctx context.Context, e fence.HistoryEvent) {
+	select {
+	case h.queue <- historyItem{event: e}:
+		h.recorded.WithLabelValues(e.Event).Inc()
+	case <-ctx.Done():
+		h.dropped.Inc()
 	}
 }
 
@@ -165,8 +179,8 @@ func (g *Gateway) RunHistory(ctx context.Context) {
 	go func() { defer close(done); h.run(ctx) }()
 	g.cfg.Authority.WatchLeaseEnds(ctx, authority.EndsWatch{
 		From:     from,
-		Ended:    h.ended,
-		Reported: h.reported,
+		Ended:    func(e authority.LeaseEnd) { h.ended(ctx, e) },
+		Reported: func(rev int64) { h.reported(ctx, rev) },
 		Watching: func() { h.watchingOnce.Do(func() { close(h.watching) }) },
 		Missed: func(from, to int64) {
 			h.log.Warn("lock history: etcd compacted past the revisions the watch of lease ends resumes at; the ends between them, if any, are not recorded",

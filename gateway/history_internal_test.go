@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
 )
 
@@ -34,4 +35,34 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestHistoryWatchWaitsForRoom: the watch of lease ends is off every
+// request's path, and a watch resumed at the cursor replays every end
+// since, however many: with the queue full, an end waits for room instead
+// of being dropped, where a mark after it would move the cursor past it.
+func TestHistoryWatchWaitsForRoom(t *testing.T) {
+	h := newHistorian(nil, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	for range historyQueue {
+		h.add(fence.HistoryEvent{Resource: "account/acct-1", Event: fence.Granted})
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ended(t.Context(), authority.LeaseEnd{ID: 1, Resource: "account/acct-1", How: authority.EndExpired})
+		h.reported(t.Context(), 7)
+	}()
+	<-h.queue // room for one; the end takes it
+	<-h.queue // and for the mark
+	<-done
+	if got := counterValue(t, h.dropped); got != 0 {
+		t.Errorf("dropped %v, want none: the watch waits", got)
+	}
+	var last []historyItem
+	for len(h.queue) > 0 {
+		last = append(last, <-h.queue)
+	}
+	if n := len(last); n != historyQueue || last[n-2].event.Event != fence.Expired || last[n-1].through != 7 {
+		t.Errorf("queue holds %d items ending with %+v, want %d: the end, then its mark", n, last[max(n-2, 0):], historyQueue)
+	}
 }
