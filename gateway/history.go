@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,11 +38,14 @@ type historian struct {
 	// watching is closed once the watch of lease ends is set up.
 	watching     chan struct{}
 	watchingOnce sync.Once
-	// identity is the etcd cluster's, which the history's cursor names;
-	// "" while this replica may not move the cursor: its watch did not
-	// resume at it, or a write of ends it covers failed. Only run and
-	// RunHistory, before it starts run, use it.
+	// identity is the etcd cluster's, which the history's cursor names
+	// (set by RunHistory before it starts run).
 	identity string
+	// moving says this replica may move the cursor: false when its watch
+	// did not resume at it, or once a write of ends it covers failed, for
+	// the rest of the run (a replica resuming at the cursor reports those
+	// ends again). The watch reads it too (ended).
+	moving atomic.Bool
 }
 
 // historyItem is an event to record, or (through > 0) a mark in the
@@ -123,7 +127,7 @@ func (h *historian) run(ctx context.Context) {
 				break drain
 			}
 		}
-		if h.identity == "" {
+		if !h.moving.Load() {
 			cursor = fence.HistoryCursor{}
 		}
 		wctx, cancel := context.WithTimeout(ctx, historyTimeout)
@@ -134,7 +138,7 @@ func (h *historian) run(ctx context.Context) {
 			// restarted) reports them again.
 			h.log.Warn("recording lock history failed; the history's cursor stays where it was until the history restarts",
 				"events", len(batch), "error", err)
-			h.identity = ""
+			h.moving.Store(false)
 		}
 		cancel()
 	}
@@ -142,22 +146,28 @@ func (h *historian) run(ctx context.Context) {
 
 // ended queues a lease's end as this replica's watch saw it, and the
 // lock-delay that follows it, if any. Unlike add, it waits for room in
-// the queue (until ctx ends): the watch is on no request's path, and an
-// end dropped would be passed by the next mark, the cursor with it, where
-// a watch resumed at the cursor replays every end since.
+// the queue (until ctx ends; queueEnd): the watch is on no request's path,
+// and an end dropped would be passed by the next mark, the cursor with it,
+// where a watch resumed at the cursor replays every end since.
 func (h *historian) ended(ctx context.Context, e authority.LeaseEnd) {
 	ev := fence.HistoryEvent{At: e.At, Resource: e.Resource, Event: e.How, LeaseID: e.ID.String(),
 		Client: e.Owner, Token: e.Token.Unsigned().String(), Actor: e.Actor, Reason: e.Reason}
-	h.queueWaiting(ctx, ev)
+	h.queueEnd(ctx, ev)
 	if e.LockDelay {
 		ev.Event, ev.Actor, ev.Reason = fence.LockDelayed, "", ""
-		h.queueWaiting(ctx, ev)
+		h.queueEnd(ctx, ev)
 	}
 }
 
-// queueWaiting queues e once there is room, or drops it (counted) when
-// ctx ends first.
-func (h *historian) queueWaiting(ctx context.Context, e fence.HistoryEvent) {
+// queueEnd queues e once there is room, or drops it (counted) when ctx
+// ends first. While this replica does not move the cursor (moving), no
+// mark passes an end dropped, and a full queue drops it as add does:
+// waiting would only pile the watch's responses up in memory.
+func (h *historian) queueEnd(ctx context.Context, e fence.HistoryEvent) {
+	if !h.moving.Load() {
+		h.add(e)
+		return
+	}
 	select {
 	case h.queue <- historyItem{event: e}:
 		h.recorded.WithLabelValues(e.Event).Inc()
@@ -193,15 +203,16 @@ func (g *Gateway) RunHistory(ctx context.Context) {
 // historyResumesAt is the revision the watch of lease ends starts at: the
 // one after the history's cursor, when the cursor is of this etcd cluster
 // and not past its revision (a cluster restored from a snapshot goes
-// back: such a cursor is dropped); else 0, from now. It reads the cluster's identity for the
-// cursor's writes.
+// back: such a cursor is dropped); else 0, from now. It reads the
+// cluster's identity for the cursor's writes, and says whether this
+// replica may move the cursor (moving).
 func (g *Gateway) historyResumesAt(ctx context.Context) int64 {
 	h := g.history
+	h.moving.Store(false)
 	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
 	defer cancel()
 	view, err := g.cfg.Authority.IdentifiedView(ctx)
 	if err != nil {
-		h.identity = ""
 		h.log.Warn("lock history: etcd's identity unread: lease ends are watched from now, and the history's cursor stays where it is", "error", err)
 		return 0
 	}
@@ -211,25 +222,27 @@ func (g *Gateway) historyResumesAt(ctx context.Context) int64 {
 	case err != nil:
 		// Watched from now, the ends since the cursor are not seen: the
 		// cursor must stay for a replica that resumes at it.
-		h.identity = ""
 		h.log.Warn("lock history: the cursor unread: lease ends are watched from now, and the history's cursor stays where it is", "error", err)
+		return 0
 	case cursor.Identity != view.Identity || cursor.Revision == 0:
 		// Another cluster's, or none: nothing to resume.
+		h.moving.Store(true)
+		return 0
 	case cursor.Revision > view.Revision:
 		// Kept, it would pass the ends etcd's revisions bring up to it
 		// again, which no replica may have seen.
 		if err := fence.DropHistoryCursor(ctx, g.cfg.Pool, cursor); err != nil {
-			h.identity = ""
 			h.log.Warn("lock history: the cursor is past etcd's revision (restored from a snapshot?) and could not be dropped: lease ends are watched from now, and the history's cursor stays where it is",
 				"cursor", cursor.Revision, "revision", view.Revision, "error", err)
-			break
+			return 0
 		}
 		h.log.Warn("lock history: the cursor is past etcd's revision (restored from a snapshot?): dropped, lease ends are watched from now",
 			"cursor", cursor.Revision, "revision", view.Revision)
-	default:
-		return cursor.Revision + 1
+		h.moving.Store(true)
+		return 0
 	}
-	return 0
+	h.moving.Store(true)
+	return cursor.Revision + 1
 }
 
 // HistoryWatching is closed once RunHistory watches etcd for lease ends:

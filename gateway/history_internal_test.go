@@ -40,12 +40,19 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 // TestHistoryWatchWaitsForRoom: the watch of lease ends is off every
 // request's path, and a watch resumed at the cursor replays every end
 // since, however many: with the queue full, an end waits for room instead
-// of being dropped, where a mark after it would move the cursor past it.
+// of being dropped, where a mark after it would move the cursor past it
+// (while the replica moves the cursor).
 func TestHistoryWatchWaitsForRoom(t *testing.T) {
 	h := newHistorian(nil, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
 	for range historyQueue {
 		h.add(fence.HistoryEvent{Resource: "account/acct-1", Event: fence.Granted})
 	}
+	// Not moving the cursor, no mark passes an end dropped: it drops.
+	h.ended(t.Context(), authority.LeaseEnd{ID: 2, Resource: "account/acct-1", How: authority.EndExpired})
+	if got := counterValue(t, h.dropped); got != 1 {
+		t.Fatalf("dropped %v while the cursor does not move, want 1", got)
+	}
+	h.moving.Store(true)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -55,8 +62,8 @@ func TestHistoryWatchWaitsForRoom(t *testing.T) {
 	<-h.queue // room for one; the end takes it
 	<-h.queue // and for the mark
 	<-done
-	if got := counterValue(t, h.dropped); got != 0 {
-		t.Errorf("dropped %v, want none: the watch waits", got)
+	if got := counterValue(t, h.dropped); got != 1 {
+		t.Errorf("dropped %v, want none more: the watch waits", got)
 	}
 	var last []historyItem
 	for len(h.queue) > 0 {
