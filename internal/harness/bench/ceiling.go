@@ -54,14 +54,32 @@ type Sweep struct {
 // transactions in flight with group commit (fence.groupTransactions).
 func groupTransactions() int { return max(2, runtime.GOMAXPROCS(0)) }
 
-// ceilingScript is pgbenchScript k times over in one transaction.
+// ceilingScript is pgbenchScript k times over in one transaction. The
+// gateway writes a group's resources in their order, so that two of its
+// transactions never wait for each other's rows the other way round; the
+// ceiling's transactions must not either, or PostgreSQL aborts them as
+// deadlocks (k writes of random accounts in random order, on several
+// connections, meet often). So for the uniform distribution the k
+// accounts are drawn in ascending order: each a random step of 1 to
+// 2·Accounts/k past the one before (at most the last account), which
+// spreads them over all the accounts as k random ones are. The hot
+// distribution writes one account; the Zipfian's draws stay unordered
+// (it is no target of the ceiling), and may deadlock at large k.
 func ceilingScript(d Dist, tok tokens.Token, k int) string {
 	var b strings.Builder
 	b.WriteString("BEGIN;\n")
+	step := max(1, 2*Accounts/k)
 	for i := range k {
 		one := pgbenchScript(d, tok)
 		// Each write draws its own account: :id becomes :idN.
 		one = strings.ReplaceAll(one, ":id", ":id"+strconv.Itoa(i))
+		draw := fmt.Sprintf(`\set id%d random(1, %d)`, i, step)
+		if i > 0 {
+			draw = fmt.Sprintf(`\set id%d least(:id%d + random(1, %d), %d)`, i, i-1, step, Accounts)
+		}
+		if d == Uniform {
+			one = strings.Replace(one, fmt.Sprintf(`\set id random(1, %d)`, Accounts), draw, 1)
+		}
 		one = strings.ReplaceAll(one, `\set id `, `\set id`+strconv.Itoa(i)+" ")
 		b.WriteString(one)
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/schema"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -55,19 +57,51 @@ func TestPgbenchScript(t *testing.T) {
 }
 
 // TestCeilingScript: k writes in one transaction, each drawing its own
-// account, each the yardstick's fenced statement.
+// account, each the yardstick's fenced statement; a uniform draw's
+// accounts ascend, as the gateway orders a group's writes, so that two
+// transactions never deadlock; the hot and Zipfian draws are the
+// yardstick's.
 func TestCeilingScript(t *testing.T) {
 	s := ceilingScript(Uniform, tokens.Token{Epoch: 7, Revision: 42}, 3)
 	if !strings.HasPrefix(s, "BEGIN;\n") || !strings.HasSuffix(s, "COMMIT;\n") {
 		t.Fatalf("not one transaction:\n%s", s)
 	}
+	draws := []string{`\set id0 random(1, 6666)`, `\set id1 least(:id0 + random(1, 6666), 10000)`, `\set id2 least(:id1 + random(1, 6666), 10000)`}
 	for i := range 3 {
 		id := ":id" + string(rune('0'+i))
-		if !strings.Contains(s, `\set id`+string(rune('0'+i))+" random(1, 10000)") || !strings.Contains(s, "fencegw.fence('acct/' || "+id+", 7, 42, false)") {
-			t.Errorf("write %d missing or not drawing its own account:\n%s", i, s)
+		if !strings.Contains(s, draws[i]+"\n") || !strings.Contains(s, "fencegw.fence('acct/' || "+id+", 7, 42, false)") {
+			t.Errorf("write %d missing or not drawing its own account, above the one before:\n%s", i, s)
 		}
 	}
 	if n := strings.Count(s, "UPDATE bench.accounts"); n != 3 {
 		t.Errorf("%d writes, want 3:\n%s", n, s)
+	}
+	if s := ceilingScript(Hot, tokens.Token{Epoch: 7, Revision: 42}, 2); !strings.Contains(s, `\set id1 1`+"\n") {
+		t.Errorf("hot:\n%s", s)
+	}
+	if s := ceilingScript(Zipf, tokens.Token{Epoch: 7, Revision: 42}, 2); !strings.Contains(s, `\set id1 random_zipfian(1, 10000, 1.1)`) {
+		t.Errorf("zipf:\n%s", s)
+	}
+}
+
+// TestCeilingDoesNotDeadlock: the ceiling's transactions of many uniform
+// writes, on several connections, run without PostgreSQL aborting one as
+// a deadlock (k writes of random accounts in random order did, at every
+// run of 64 clients' k).
+func TestCeilingDoesNotDeadlock(t *testing.T) {
+	bin, err := findPgbench(t.Context())
+	if err != nil {
+		t.Fatalf("no pgbench in the PostgreSQL installation the tests run: %v", err)
+	}
+	dbURL := testenv.NewDatabase(t)
+	if err := schema.Up(dbURL, schema.Gateway(), schema.Dir("../../../testdata/bench/migrations", migrationTable)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := runPgbenchScript(t.Context(), bin, libpqURL(dbURL), 4, ceilingScript(Uniform, tokens.Token{Epoch: 1, Revision: 1}, 31), window{duration: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ErrorCount() != 0 || p.Writes == 0 {
+		t.Fatalf("%d transactions, %d failed: %s", p.Writes, p.ErrorCount(), p.FirstError)
 	}
 }
