@@ -19,8 +19,10 @@ import (
 // statement grouped as the gateway grouped it: k writes to a transaction,
 // k the mean group size the gateway achieved in the cell, on as many
 // connections as the gateway ran write transactions at once (and twice as
-// many: the better of the two is the ceiling). Nothing the gateway does
-// can beat that: it sends those statements, plus HTTP, JSON and its own
+// many: the better of the two is the ceiling), with no more writes in
+// flight than the cell has clients (ceilingSweep): the closed loop of
+// clients never gives the gateway more. Nothing the gateway does can beat
+// that: it sends those statements, plus HTTP, JSON and its own
 // bookkeeping, on the same two cores. So gateway_over_ceiling says how
 // much of the machine's limit for this workload the gateway's CPU per
 // write leaves.
@@ -30,8 +32,7 @@ type Ceiling struct {
 	// GroupSize is k: writes to a transaction, the gateway's mean group
 	// in the cell, rounded.
 	GroupSize int `json:"group_size"`
-	// Connections is the run kept: the gateway's write transactions, or
-	// twice as many.
+	// Connections is the run kept (ceilingSweep).
 	Connections  int     `json:"connections"`
 	WritesPerSec float64 `json:"writes_per_sec"`
 	Sweep        []Sweep `json:"sweep"`
@@ -100,14 +101,36 @@ func ceilingConnections(cfg Config, replicas, clients, poolSize int) int {
 	return max(1, min(transactions*max(1, replicas), clients))
 }
 
-// runCeiling measures the ceiling of a cell whose gateway grouped writes
-// groupSize to a transaction on average, on transactions connections and
-// twice as many. A sweep whose runs all failed says why in Error.
-func (e *env) runCeiling(ctx context.Context, d Dist, tok tokens.Token, groupSize float64, transactions int) (*Ceiling, error) {
+// ceilingSweep is the connections the ceiling runs on, k writes a
+// transaction: the gateway's write transactions and twice as many, those
+// whose writes in flight fit the cell's clients. A ceiling with more in
+// flight than the clients measures more concurrency than the closed loop
+// of clients can give the gateway, not a limit of CPU per write.
+func ceilingSweep(k, transactions, clients int) []int {
+	var out []int
+	for _, conns := range []int{transactions, 2 * transactions} {
+		if conns*k <= clients {
+			out = append(out, conns)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, max(1, clients/k))
+	}
+	return out
+}
+
+// runCeiling measures the ceiling of a cell of clients whose gateway
+// grouped writes groupSize to a transaction on average: on transactions
+// connections and twice as many, each only if its writes in flight (k a
+// connection) are no more than the cell's clients, which are all the
+// writes the gateway ever has in flight; with neither, on as many
+// connections as k writes fit the clients. A sweep whose runs all failed
+// says why in Error.
+func (e *env) runCeiling(ctx context.Context, d Dist, tok tokens.Token, groupSize float64, transactions, clients int) (*Ceiling, error) {
 	k := max(1, int(math.Round(groupSize)))
 	c := &Ceiling{GroupSize: k}
 	var why []string
-	for _, conns := range []int{transactions, 2 * transactions} {
+	for _, conns := range ceilingSweep(k, transactions, clients) {
 		p, err := runPgbenchScript(ctx, e.pgbench, libpqURL(e.cfg.DatabaseURL), conns, ceilingScript(d, tok, k), e.cfg.window())
 		if err != nil {
 			return nil, err

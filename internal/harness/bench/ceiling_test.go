@@ -2,6 +2,7 @@ package bench
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -62,5 +63,30 @@ func TestCeilingNotMeasured(t *testing.T) {
 	text := out.String()
 	if !strings.Contains(text, "none (28×2: below)") || !strings.Contains(text, "ceiling, 64×uniform: the batched ceiling could not be measured: on 2 connections: pgbench: no transaction completed") {
 		t.Fatalf("the report does not say why the ceiling is missing:\n%s", text)
+	}
+}
+
+// TestCeilingSweep: the ceiling runs with no more writes in flight than
+// the cell's clients (k a connection): the gateway's write transactions
+// and twice as many where they fit, else as many connections as fit.
+func TestCeilingSweep(t *testing.T) {
+	for _, tc := range []struct {
+		k, transactions, clients int
+		want                     []int
+	}{
+		{1, 1, 1, []int{1}},      // one client: one connection, not two
+		{8, 2, 16, []int{2}},     // 16 clients in groups of 8: two transactions, not four
+		{31, 2, 64, []int{2}},    // 62 of 64 in flight
+		{4, 2, 16, []int{2, 4}},  // both fit
+		{20, 2, 16, []int{1}},    // a mean group above what two transactions can hold
+		{3, 6, 64, []int{6, 12}}, // three replicas
+		{40, 2, 16, []int{1}},    // never none
+		{1, 1, 4, []int{1, 2}},   // a gateway that grouped nothing
+		{16, 2, 64, []int{2, 4}}, // 64 in flight at most
+		{17, 2, 64, []int{2}},    // 68 would not fit
+	} {
+		if got := ceilingSweep(tc.k, tc.transactions, tc.clients); !slices.Equal(got, tc.want) {
+			t.Errorf("ceilingSweep(k %d, %d transactions, %d clients) = %v, want %v", tc.k, tc.transactions, tc.clients, got, tc.want)
+		}
 	}
 }

@@ -160,7 +160,7 @@ func (e *env) runCell(ctx context.Context, n int, d Dist, gatewayFirst bool) (_ 
 		if p.TxPerSec > 0 {
 			cell.PgbenchRatio = cell.Gateway.TxPerSec / p.TxPerSec
 		}
-		if cell.Ceiling, err = e.runCeiling(ctx, d, tok, groupSize, ceilingConnections(e.cfg, len(t.urls), n, size)); err != nil {
+		if cell.Ceiling, err = e.runCeiling(ctx, d, tok, groupSize, ceilingConnections(e.cfg, len(t.urls), n, size), n); err != nil {
 			return cell, err
 		}
 		if cell.Ceiling.WritesPerSec > 0 {
