@@ -24,16 +24,7 @@ func TestObserveAndWatchASemaphoreFromTheClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := func() client.WatchEvent {
-		t.Helper()
-		select {
-		case ev := <-events:
-			return ev
-		case <-time.After(30 * time.Second):
-			t.Fatal("no watch event within 30 s")
-		}
-		return client.WatchEvent{}
-	}
+	next := func() client.WatchEvent { t.Helper(); return nextEvent(t, events) }
 	base := map[int]int64{} // each slot's grants before: the package's tests share etcd
 	for k := 1; k <= 2; k++ {
 		ev := next()

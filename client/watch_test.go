@@ -201,16 +201,7 @@ func TestLeaseSetValueIsWatched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := func() client.WatchEvent {
-		t.Helper()
-		select {
-		case ev := <-events:
-			return ev
-		case <-time.After(30 * time.Second):
-			t.Fatal("no event within 30 s")
-		}
-		return client.WatchEvent{}
-	}
+	next := func() client.WatchEvent { t.Helper(); return nextEvent(t, events) }
 	for next().Type != "synced" {
 	}
 	l, err := c.Acquire(t.Context(), res, client.AcquireOptions{TTL: 10 * time.Second, Value: "a"})
@@ -235,4 +226,17 @@ func TestLeaseSetValueIsWatched(t *testing.T) {
 	if err := l.SetValue(t.Context(), "c"); !errors.Is(err, client.ErrReleased) && !errors.Is(err, client.ErrLeaseLost) {
 		t.Fatalf("SetValue after the release: %v, want the lease gone", err)
 	}
+}
+
+// nextEvent is the watch's next event, failing t if none comes within
+// 30 s.
+func nextEvent(t *testing.T, events <-chan client.WatchEvent) client.WatchEvent {
+	t.Helper()
+	select {
+	case ev := <-events:
+		return ev
+	case <-time.After(30 * time.Second):
+		t.Fatal("no watch event within 30 s")
+	}
+	return client.WatchEvent{}
 }

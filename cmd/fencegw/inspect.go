@@ -225,26 +225,12 @@ func (in *inspection) writeText(out io.Writer) error {
 	for _, f := range in.Fences {
 		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", f.Resource, f.Token, f.Writes, f.UpdatedAt.UTC().Format(time.RFC3339))
 	}
-	more := ""
-	if in.LocksTruncated {
-		more = ", more not shown"
-	}
-	if in.EtcdError != "" {
-		more = ", etcd unavailable"
-	}
-	fmt.Fprintf(tw, "\nlocks held (%d%s):\n", len(in.Locks), more)
+	fmt.Fprintf(tw, "\nlocks held (%d%s):\n", len(in.Locks), in.etcdListNote(in.LocksTruncated))
 	fmt.Fprintln(tw, "  RESOURCE\tHOLDER\tLEASE\tTTL LEFT\tWAITERS\tTRANSITIONS\tVALUE")
 	for _, l := range in.Locks {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%ds\t%d\t%d\t%s\n", oneLine(l.Resource), l.Holder, l.LeaseID, l.TTL, l.Waiters, l.Transitions, oneLine(l.Value))
 	}
-	more = ""
-	if in.PermitWaitersTruncated {
-		more = ", more not shown"
-	}
-	if in.EtcdError != "" {
-		more = ", etcd unavailable"
-	}
-	fmt.Fprintf(tw, "\nleases waiting for a semaphore's permit, in line order (%d%s):\n", len(in.PermitWaiters), more)
+	fmt.Fprintf(tw, "\nleases waiting for a semaphore's permit, in line order (%d%s):\n", len(in.PermitWaiters), in.etcdListNote(in.PermitWaitersTruncated))
 	fmt.Fprintln(tw, "  SEMAPHORE\tLEASE\tCLIENT\tSINCE REVISION")
 	for _, w := range in.PermitWaiters {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\n", oneLine(w.Semaphore), w.LeaseID, oneLine(w.Client), w.Since)
@@ -261,6 +247,18 @@ func (in *inspection) writeText(out io.Writer) error {
 	}
 	in.writeTables(tw)
 	return tw.Flush()
+}
+
+// etcdListNote is what a list read from etcd adds to its count: that more
+// were not shown, or that etcd did not answer.
+func (in *inspection) etcdListNote(truncated bool) string {
+	switch {
+	case in.EtcdError != "":
+		return ", etcd unavailable"
+	case truncated:
+		return ", more not shown"
+	}
+	return ""
 }
 
 // oneLine keeps free text (lock values, bypass reasons, resource names:
