@@ -61,9 +61,10 @@ func groupTransactions() int { return max(2, runtime.GOMAXPROCS(0)) }
 // ceiling's transactions must not either, or PostgreSQL aborts them as
 // deadlocks (k writes of random accounts in random order, on several
 // connections, meet often). So for the uniform distribution the k
-// accounts are drawn in ascending order: each a random step of 1 to
-// 2·Accounts/k past the one before (at most the last account), which
-// spreads them over all the accounts as k random ones are. The hot
+// accounts are drawn in ascending order: the first at random among the
+// first 2·Accounts/k, each next a random step of 1 to 2·Accounts/k past
+// the one before (never past the last account), which spreads them over
+// all the accounts as k random ones are. The hot
 // distribution writes one account; the Zipfian's draws stay unordered
 // (it is no target of the ceiling), and may deadlock at large k.
 func ceilingScript(d Dist, tok tokens.Token, k int) string {
@@ -74,7 +75,7 @@ func ceilingScript(d Dist, tok tokens.Token, k int) string {
 		one := pgbenchScript(d, tok)
 		// Each write draws its own account: :id becomes :idN.
 		one = strings.ReplaceAll(one, ":id", ":id"+strconv.Itoa(i))
-		draw := fmt.Sprintf(`\set id%d random(1, %d)`, i, step)
+		draw := fmt.Sprintf(`\set id%d random(1, %d)`, i, min(step, Accounts))
 		if i > 0 {
 			draw = fmt.Sprintf(`\set id%d least(:id%d + random(1, %d), %d)`, i, i-1, step, Accounts)
 		}

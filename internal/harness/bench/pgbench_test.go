@@ -76,6 +76,9 @@ func TestCeilingScript(t *testing.T) {
 	if n := strings.Count(s, "UPDATE bench.accounts"); n != 3 {
 		t.Errorf("%d writes, want 3:\n%s", n, s)
 	}
+	if s := ceilingScript(Uniform, tokens.Token{Epoch: 7, Revision: 42}, 1); !strings.Contains(s, `\set id0 random(1, 10000)`+"\n") {
+		t.Errorf("one write a transaction draws from every account, no further:\n%s", s)
+	}
 	if s := ceilingScript(Hot, tokens.Token{Epoch: 7, Revision: 42}, 2); !strings.Contains(s, `\set id1 1`+"\n") {
 		t.Errorf("hot:\n%s", s)
 	}

@@ -95,7 +95,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  gateway     %s\n", where)
 	fmt.Fprintf(&b, "  direct      the gateway's executor on pgx, same SQL, no HTTP\n")
 	fmt.Fprintf(&b, "  pgbench     %s\n", r.Pgbench)
-	fmt.Fprintf(&b, "  ceiling     pgbench, the same statement k to a transaction (k: the gateway's mean group in the cell) on its write transactions' count of connections, or twice it: the better\n")
+	fmt.Fprintf(&b, "  ceiling     pgbench, the same statement k to a transaction (k: the gateway's mean group in the cell) on its write transactions' count of connections, or twice it, with no more writes in flight than clients: the better\n")
 	fmt.Fprintf(&b, "  pgx pool    pool column: min(4×GOMAXPROCS, clients) unless --pool-max-conns; GOMAXPROCS %d\n", r.GOMAXPROCS)
 	fmt.Fprintf(&b, "  PostgreSQL  %s, fsync %s, synchronous_commit %s\n", r.Server.Version, r.Server.Fsync, r.Server.SynchronousCommit)
 	fmt.Fprintf(&b, "  state       %d fence rows (%s), %d idempotency keys (%s) at the start\n\n",
