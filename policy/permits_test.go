@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // semaphorePolicy is goodPolicy with a semaphore: a pool of workers, at
@@ -124,5 +127,35 @@ operations:
 		if got := p.KindOf(name); got != want {
 			t.Errorf("KindOf(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestLeaseOfNestedSlotNames: a name of many slot suffixes
+// (pool/p1#1#1…#1, any client may send one to GET /v1/leases) is read in
+// time linear in its suffixes, as the same kind as before: each suffix
+// cost two reads of the rest, so sixty of them never ended. A name past
+// a resource's length is refused unread.
+func TestLeaseOfNestedSlotNames(t *testing.T) {
+	p := mustParse(t, semaphorePolicy)
+	c := &Client{Name: "worker", operations: map[string]bool{"work": true}}
+	deep := "pool/p1" + strings.Repeat("#1", 60)
+	done := make(chan struct{})
+	var k, kc LeaseKind
+	var err, errc error
+	go func() {
+		defer close(done)
+		k, err = p.Lease(nil, deep)
+		kc, errc = p.Lease(c, deep)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second): // bounds a hang, not a wait: the answer takes microseconds
+		t.Fatal("Lease of a name of 60 slot suffixes did not return")
+	}
+	if err != nil || errc != nil || k.Slot != 1 || kc.Slot != 1 || k.Permits() != 3 || kc.Permits() != 3 {
+		t.Fatalf("Lease(%s) = %+v, %v; with a client %+v, %v; want slot 1 of the 3 permits' kind, as pool/p1#1#1 is", deep, k, err, kc, errc)
+	}
+	if _, err := p.Lease(nil, "pool/p1"+strings.Repeat("#1", 200000)); !errors.Is(err, tokens.ErrBadResource) {
+		t.Fatalf("Lease of a name past %d bytes = %v, want ErrBadResource", tokens.MaxResourceLen, err)
 	}
 }
