@@ -256,3 +256,21 @@ func TestOpenAPIObserveASemaphore(t *testing.T) {
 		h.release(lease{ID: l.LeaseID})
 	}
 }
+
+// TestObserveANameOfManySlotSuffixes: a name of sixty slot suffixes
+// (pool/p22#1#1…) is observed and watched as the lock it is, at once:
+// the policy read each suffix's rest twice, so either request held a CPU
+// for ever.
+func TestObserveANameOfManySlotSuffixes(t *testing.T) {
+	h := newHarness(t, semaphorePolicy(t))
+	name := "pool/p22" + strings.Repeat("#1", 60)
+	r := h.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(name), nil, "")
+	if r.Status != http.StatusOK || strings.Contains(string(r.Body), `"permits"`) {
+		t.Fatalf("observe %s: %d %s; want the lock it is", name, r.Status, r.Body)
+	}
+	s, wr := h.watch("resource="+url.QueryEscape(name), nil)
+	if wr.Status != http.StatusOK {
+		t.Fatalf("watch %s: %d %s", name, wr.Status, wr.Body)
+	}
+	s.close()
+}
