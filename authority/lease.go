@@ -518,14 +518,18 @@ func (a *Etcd) keepWaitingAlive(ctx context.Context, id LeaseID) error {
 
 // waitDelete returns at the deletion of key from revision rev on.
 func (a *Etcd) waitDelete(ctx context.Context, key string, rev int64) error {
-	return a.awaitDeletion(ctx, "the lock", key, rev)
+	return a.awaitDeletion(ctx, "the lock", key, rev, anyDeletion)
 }
 
-// awaitDeletion returns at the first deletion the watch of key (with
-// opts) sees from revision rev on, or when etcd compacted past rev: the
-// history since rev is gone, so nothing is reported missed and the
-// caller reads again. waitingFor names what the caller waits for.
-func (a *Etcd) awaitDeletion(ctx context.Context, waitingFor, key string, rev int64, opts ...clientv3.OpOption) error {
+// anyDeletion ends an awaitDeletion at the first deletion.
+func anyDeletion(*mvccpb.KeyValue) bool { return true }
+
+// awaitDeletion returns once enough, told of each deletion the watch of
+// key (with opts) sees from revision rev on (the key as it was, when opts
+// ask for it with clientv3.WithPrevKV), says so, or when etcd compacted
+// past rev: the history since rev is gone, so nothing is reported missed
+// and the caller reads again. waitingFor names what the caller waits for.
+func (a *Etcd) awaitDeletion(ctx context.Context, waitingFor, key string, rev int64, enough func(prev *mvccpb.KeyValue) bool, opts ...clientv3.OpOption) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for wr := range a.cli.Watch(wctx, key, append(opts, clientv3.WithRev(rev))...) {
@@ -536,7 +540,7 @@ func (a *Etcd) awaitDeletion(ctx context.Context, waitingFor, key string, rev in
 			return err
 		}
 		for _, ev := range wr.Events {
-			if ev.Type == mvccpb.DELETE {
+			if ev.Type == mvccpb.DELETE && enough(ev.PrevKv) {
 				return nil
 			}
 		}

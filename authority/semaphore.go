@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -181,37 +182,22 @@ func (a *Etcd) waitAdmitted(ctx context.Context, qpfx string, rev int64, permits
 // anew), or when it cannot tell (etcd compacted past from, or a deletion
 // without its previous key): the caller reads the line again.
 func (a *Etcd) awaitDeletionsBefore(ctx context.Context, qpfx string, from, rev int64, need int) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for wr := range a.cli.Watch(wctx, qpfx, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterPut(), clientv3.WithPrevKV()) {
-		if wr.CompactRevision != 0 {
-			return nil
+	return a.awaitDeletion(ctx, "a permit", qpfx, from, func(prev *mvccpb.KeyValue) bool {
+		if prev == nil {
+			return true
 		}
-		if err := wr.Err(); err != nil {
-			return err
+		if prev.CreateRevision < rev {
+			need--
 		}
-		for _, ev := range wr.Events {
-			if ev.PrevKv == nil {
-				return nil
-			}
-			if ev.PrevKv.CreateRevision < rev {
-				if need--; need == 0 {
-					return nil
-				}
-			}
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return errors.New("authority: watch closed while waiting for a permit")
+		return need == 0
+	}, clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithPrevKV())
 }
 
 // waitDeleteUnder returns at the first deletion of a key under pfx from
 // revision rev on, or when etcd compacted past rev (the caller reads
 // again).
 func (a *Etcd) waitDeleteUnder(ctx context.Context, pfx string, rev int64) error {
-	return a.awaitDeletion(ctx, "a permit slot", pfx, rev, clientv3.WithPrefix(), clientv3.WithFilterPut())
+	return a.awaitDeletion(ctx, "a permit slot", pfx, rev, anyDeletion, clientv3.WithPrefix(), clientv3.WithFilterPut())
 }
 
 // claimSlot makes admitted lease id the holder of a free slot of
