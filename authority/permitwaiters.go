@@ -52,15 +52,9 @@ func (a *Etcd) PermitWaiters(ctx context.Context, prefix string, limit int) (_ [
 	truncated = line.More
 	var ws []PermitWaiter
 	for _, kv := range line.Kvs {
-		rest := strings.TrimPrefix(string(kv.Key), queuesPrefix)
-		i := strings.LastIndexByte(rest, '/')
-		if i < 0 {
+		sem, id, ok := queueKeyParts(string(kv.Key))
+		if !ok {
 			continue
-		}
-		sem, err1 := url.PathUnescape(rest[:i])
-		id, err2 := ParseLeaseID(rest[i+1:])
-		if err1 != nil || err2 != nil {
-			continue // no line key of ours
 		}
 		ws = append(ws, PermitWaiter{Semaphore: sem, LeaseID: id, Since: kv.CreateRevision})
 	}

@@ -183,7 +183,9 @@ func liveLeases(records, owners, queued []*mvccpb.KeyValue) []LiveLease {
 	}
 	waiting := make(map[string]bool, len(queued))
 	for _, kv := range queued {
-		waiting[string(kv.Key[strings.LastIndexByte(string(kv.Key), '/')+1:])] = true
+		if _, id, ok := queueKeyParts(string(kv.Key)); ok {
+			waiting[id.String()] = true
+		}
 	}
 	out := make([]LiveLease, 0, len(owners))
 	for _, kv := range owners {

@@ -55,6 +55,19 @@ const queuesPrefix = "/fencegw/queues/"
 
 func queueKeyPrefix(semaphore string) string { return queuesPrefix + url.PathEscape(semaphore) + "/" }
 
+// queueKeyParts reads a key of a semaphore's line: the semaphore and the
+// lease in line; ok false for a key that is no line key of ours.
+func queueKeyParts(key string) (semaphore string, id LeaseID, ok bool) {
+	rest, found := strings.CutPrefix(key, queuesPrefix)
+	i := strings.LastIndexByte(rest, '/')
+	if !found || i < 0 {
+		return "", 0, false
+	}
+	semaphore, err1 := url.PathUnescape(rest[:i])
+	id, err2 := ParseLeaseID(rest[i+1:])
+	return semaphore, id, err1 == nil && err2 == nil
+}
+
 // permitWaitsPrefix keeps, per lease in a semaphore's line, the
 // semaphore's name, attached to the lease: what LeaseInfo shows of a
 // contender that has no token yet (its token record is written with its
