@@ -412,16 +412,24 @@ func TestSemaphoreSlotWaitKeepsLeaseAlive(t *testing.T) {
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("the line: %v, %v", resp, err)
 	}
-	joined, id := time.Now(), clientv3.LeaseID(resp.Kvs[0].Lease)
-	// Alive well past its TTL: renewed while it waits.
+	id := clientv3.LeaseID(resp.Kvs[0].Lease)
+	// Renewed while it waits: its remaining TTL, read again and again,
+	// goes back up twice (only a keepalive raises it). Without renewal it
+	// only falls, and the lease ends.
+	lowest, renewals := ttl, 0
 	if !testenv.WaitFor(time.Minute, func() bool {
 		left, err := cli.TimeToLive(t.Context(), id)
 		if err != nil || left.TTL < 0 {
-			t.Fatalf("the waiting contender's lease ended (%v, %v) %s after it joined; its TTL is %s", left, err, time.Since(joined), ttl)
+			t.Fatalf("the waiting contender's lease ended (%v, %v) after %d renewals; its TTL is %s", left, err, renewals, ttl)
 		}
-		return time.Since(joined) > 2*ttl
+		now := time.Duration(left.TTL) * time.Second
+		if now > lowest {
+			renewals++
+		}
+		lowest = now
+		return renewals >= 2
 	}) {
-		t.Fatal("never saw the contender wait past its TTL")
+		t.Fatal("never saw the waiting contender's lease renewed")
 	}
 	select {
 	case r := <-done:
