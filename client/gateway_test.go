@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/fencegw/fencegw/authority"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -15,10 +14,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/policy"
@@ -69,7 +69,7 @@ func startGatewayOn(dbURL string, auth *authority.Etcd, policyYAML string) (srv 
 	if err != nil {
 		return nil, nil, err
 	}
-	pool, err := pgxpool.New(context.Background(), dbURL)
+	pool, err := fence.NewPool(context.Background(), dbURL)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/policy"
@@ -37,7 +38,7 @@ func newRestartableGateway(t *testing.T) *restartableGateway {
 	if err := schema.Up(dbURL, schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.New(context.Background(), dbURL)
+	pool, err := fence.NewPool(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,14 @@ var ErrNoFence = errors.New("fence: the resource has no fence")
 // flight commits before it or is judged against the new fence. ctx
 // bounds it.
 func (s *Store) AdvanceFence(ctx context.Context, resource string, to tokens.Token, dryRun bool) (before tokens.Token, advanced bool, err error) {
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	conn, err := s.acquire(ctx)
+	if err != nil {
+		return tokens.Token{}, false, fmt.Errorf("fence: advance %s: %w", resource, err)
+	}
+	defer conn.Release()
+	pc := conn.Conn().PgConn()
+	heardBefore := heard(pc)
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, "SELECT epoch, revision FROM fencegw.fences WHERE resource = $1 FOR UPDATE", resource).
 			Scan(&before.Epoch, &before.Revision)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -39,6 +46,13 @@ func (s *Store) AdvanceFence(ctx context.Context, resource string, to tokens.Tok
 			resource, to.Epoch, to.Revision)
 		return err
 	})
+	if err == nil {
+		// The advance cuts a holder off only if it lasts.
+		err = s.warnedSince(pc, heardBefore)
+	}
+	if commitWarned(err) {
+		return tokens.Token{}, false, fmt.Errorf("fence: advance %s: %w", resource, err)
+	}
 	if err != nil && !errors.Is(err, ErrNoFence) {
 		return tokens.Token{}, false, fmt.Errorf("fence: advance %s: %w: %w", resource, ErrUnavailable, err)
 	}

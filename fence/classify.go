@@ -74,6 +74,9 @@ var nowhere = failedAt{-1, -1}
 // classify turns the error of a request's round trip into this package's
 // errors. committing: the round trip carried the commit.
 func classify(err error, committing bool, req *Request, at failedAt) error {
+	if commitWarned(err) {
+		return err // its outcome is unknown, and it says why
+	}
 	if sessionLost(err) {
 		if sql, cause, ok := unencodable(err); ok {
 			if at.write < 0 {

@@ -48,7 +48,9 @@
 // *PreconditionError, *ConstraintError, *KeyMismatchError, *SQLError,
 // ErrValue or ErrConflict (nothing written), ErrUnavailable (nothing
 // written), or ErrUnavailable with ErrOutcomeUnknown (the connection
-// failed after the commit was sent). In a batch, a write's error comes
+// failed after the commit was sent, or *CommitWarningError: PostgreSQL
+// warned while it committed, and the commit may not last; commitwarning.go
+// says why, and how every round trip that commits checks). In a batch, a write's error comes
 // wrapped in *WriteError naming its index. OutcomeOf says what an error
 // means for the request (Applied, Refused, NotApplied, Unknown), and
 // SettlesKey whether a refusal is its idempotency key's outcome: those two

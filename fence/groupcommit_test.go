@@ -117,6 +117,7 @@ func newGroupStore(t *testing.T, d *db, conns int32, gate *commitGate) *groupSto
 		}
 		return gatedConn{Conn: c, g: gate, trips: &gs.trips}, nil
 	}
+	fence.ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -631,6 +632,7 @@ func storeWithLockTimeout(t *testing.T, d *db, conns int32, ms string, cfg fence
 	}
 	pc.MaxConns = conns
 	pc.ConnConfig.RuntimeParams["lock_timeout"] = ms
+	fence.ConfigurePool(pc)
 	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
 	if err != nil {
 		t.Fatal(err)

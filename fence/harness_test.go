@@ -49,7 +49,7 @@ func newBenchDB(t testing.TB, extraOperations ...string) *db {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.New(context.Background(), url)
+	pool, err := fence.NewPool(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}

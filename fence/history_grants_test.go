@@ -35,6 +35,7 @@ func TestHistoryWithoutTheCursorsGrants(t *testing.T) {
 	})
 	cfg := h.pool.Config().Copy()
 	cfg.ConnConfig.RuntimeParams["role"] = role
+	fence.ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

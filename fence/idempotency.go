@@ -49,8 +49,22 @@ func (s *Store) Settle(ctx context.Context, k *IdempotencyKey, refusal *Response
 	if refusal != nil {
 		status, body = &refusal.Status, refusal.Body
 	}
-	err = s.pool.QueryRow(ctx, settleSQL, k.Client, k.Scope, k.Value, k.Fingerprint[:], k.Retention, status, body).
+	conn, err := s.acquire(ctx)
+	if err != nil {
+		return Response{}, false, fmt.Errorf("%w (%w): settling key %q: %w", ErrUnavailable, ErrOutcomeUnknown, k.Value, err)
+	}
+	defer conn.Release()
+	// A refusal stored by a commit PostgreSQL warned about may not last:
+	// a retry with the key could then run afresh, so this one is unknown.
+	pc := conn.Conn().PgConn()
+	before := heard(pc)
+	err = conn.QueryRow(ctx, settleSQL, k.Client, k.Scope, k.Value, k.Fingerprint[:], k.Retention, status, body).
 		Scan(&r.Replayed, &r.Status, &r.Body)
+	if err == nil || errors.Is(err, pgx.ErrNoRows) {
+		if werr := s.warnedSince(pc, before); werr != nil {
+			return Response{}, false, fmt.Errorf("settling key %q: %w", k.Value, werr)
+		}
+	}
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):

@@ -49,6 +49,7 @@ func storeDialing(t *testing.T, d *db, conns int32, wrap func(net.Conn) net.Conn
 		}
 		return wrap(c), nil
 	}
+	fence.ConfigurePool(pc)
 	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
 	if err != nil {
 		t.Fatal(err)

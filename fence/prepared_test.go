@@ -37,6 +37,7 @@ func TestStaleStatementsRunAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg.MaxConns = 1 // every write on the one connection whose statements go stale
+			fence.ConfigurePool(cfg)
 			pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
 			if err != nil {
 				t.Fatal(err)

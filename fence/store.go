@@ -44,20 +44,29 @@ type Config struct {
 	// UnsafeNoFence turns the fence check off. Only `fencegw torture`'s
 	// control runs set it, to prove their checker can fail.
 	UnsafeNoFence bool
+	// UnsafeIgnoreCommitWarnings acknowledges a COMMIT that PostgreSQL
+	// answered with a warning (a cancelled wait for synchronous
+	// replication) as applied. Only `fencegw torture`'s control runs set
+	// it, to prove their checker finds the writes a failover then loses.
+	UnsafeIgnoreCommitWarnings bool
 }
 
 // Store applies fenced requests to PostgreSQL. It is safe for concurrent
 // use and holds no state between requests besides the coalescer's queues.
 type Store struct {
-	pool          *pgxpool.Pool
-	unsafeNoFence bool
-	noCoalescing  bool
-	groupCommit   bool
-	coal          *coalescer
+	pool                       *pgxpool.Pool
+	unsafeNoFence              bool
+	unsafeIgnoreCommitWarnings bool
+	noCoalescing               bool
+	groupCommit                bool
+	coal                       *coalescer
 	// prepare: implicit transactions go through sendBatch's prepared
 	// statements (the pool's mode is pgx's default, which prepares).
 	prepare bool
-	names   statementNames
+	// simpleProtocol: the pool sends statements in the simple protocol,
+	// where an implicit transaction commits before its last answer.
+	simpleProtocol bool
+	names          statementNames
 	// groupLockTimeout is a transaction of several requests' lock_timeout,
 	// in milliseconds (groupLockSQL).
 	groupLockTimeout string
@@ -68,6 +77,9 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Pool == nil {
 		return nil, errors.New("fence: Config needs a Pool")
 	}
+	if !hearsWarnings(cfg.Pool) {
+		return nil, errors.New("fence: the pool does not hear PostgreSQL's warnings, and could acknowledge a commit it warned about: configure it with fence.ConfigurePool")
+	}
 	if cfg.BatchTimeout <= 0 {
 		cfg.BatchTimeout = 10 * time.Second
 	}
@@ -77,9 +89,10 @@ func New(cfg Config) (*Store, error) {
 	if d, ok := parseLockTimeout(cfg.Pool.Config().ConnConfig.RuntimeParams["lock_timeout"]); ok && d > 0 {
 		groupLock = min(groupLock, d)
 	}
-	s := &Store{pool: cfg.Pool, unsafeNoFence: cfg.UnsafeNoFence, noCoalescing: cfg.NoCoalescing, groupCommit: cfg.GroupCommit,
+	s := &Store{pool: cfg.Pool, unsafeNoFence: cfg.UnsafeNoFence, unsafeIgnoreCommitWarnings: cfg.UnsafeIgnoreCommitWarnings, noCoalescing: cfg.NoCoalescing, groupCommit: cfg.GroupCommit,
 		groupLockTimeout: strconv.FormatInt(groupLock.Milliseconds(), 10),
-		prepare:          cfg.Pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement}
+		prepare:          cfg.Pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement,
+		simpleProtocol:   cfg.Pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol}
 	// At most as many transactions at once as the pool has connections:
 	// more would only wait in the pool's queue, where they could not be
 	// grouped.
@@ -163,11 +176,13 @@ func (s *Store) applyImplicit(ctx context.Context, conn *pgxpool.Conn, req *Requ
 
 // roundTrip sends b, req's pipeline, and reads its results.
 func (s *Store) roundTrip(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, req *Request) ([]Result, failedAt, error) {
+	pc := conn.Conn().PgConn()
+	sent := heard(pc)
 	br := s.sendBatch(ctx, conn, b)
 	results, at, err := readRequest(br, req)
-	// Close reports the outcome of the commit itself: only a nil here means
-	// the request is durable and may be acknowledged.
-	if cerr := br.Close(); err == nil {
+	// Closing reports the outcome of the commit itself: only a nil here
+	// means the request is durable and may be acknowledged.
+	if cerr := s.closeCommit(pc, br, sent); err == nil {
 		err, at = cerr, nowhere
 	}
 	return results, at, err

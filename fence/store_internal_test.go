@@ -17,7 +17,7 @@ import (
 // nothing, so a success there would be a lie. Both transaction shapes
 // refuse such a session before sending anything: unavailable, not applied.
 func TestRequestRefusesASessionInsideATransaction(t *testing.T) {
-	pool, err := pgxpool.New(context.Background(), testenv.NewDatabase(t))
+	pool, err := NewPool(context.Background(), testenv.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +59,7 @@ func TestGroupLockTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		ConfigurePool(cfg)
 		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)

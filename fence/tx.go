@@ -297,7 +297,7 @@ func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pe
 	switch {
 	case err == nil:
 		return nil, true, false
-	case sessionLost(err):
+	case sessionLost(err), commitWarned(err):
 		for _, p := range batch {
 			p.resp = Response{}
 		}
@@ -318,6 +318,8 @@ func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pe
 // failed (-1 if none did) and where, and the round's first error: nil
 // only if the transaction committed.
 func (s *Store) implicitRound(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, batch []*pending) (failed int, at failedAt, err error) {
+	pc := conn.Conn().PgConn()
+	sent := heard(pc)
 	br := s.sendBatch(ctx, conn, b)
 	failed, at = -1, nowhere
 	_, err = br.Exec()
@@ -332,9 +334,9 @@ func (s *Store) implicitRound(ctx context.Context, conn *pgxpool.Conn, b *pgx.Ba
 		}
 		p.resp = answer(p.req, results)
 	}
-	// Close reports the outcome of the commit itself: only a nil here
+	// Closing reports the outcome of the commit itself: only a nil here
 	// means the requests are durable and may be acknowledged.
-	if cerr := br.Close(); err == nil {
+	if cerr := s.closeCommit(pc, br, sent); err == nil {
 		err = cerr
 	}
 	return failed, at, err
@@ -355,9 +357,20 @@ func (s *Store) commit(ctx context.Context, conn *pgxpool.Conn, batch []*pending
 		}
 	}
 	b.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+	pc := conn.Conn().PgConn()
+	sent := heard(pc)
+	err := conn.SendBatch(ctx, b).Close()
+	if err == nil {
+		// Only the gateway's own statements share the round trip: any
+		// warning in it is the COMMIT's.
+		err = s.warnedSince(pc, sent)
+	}
+	if err != nil {
 		rollback(conn)
-		if !sessionLost(err) && several {
+		// Refused outright, the COMMIT undid everything: a transaction
+		// of several is retried alone. Lost on the way, or answered with
+		// a warning, it may have committed, or may not last: unknown.
+		if !sessionLost(err) && !commitWarned(err) && several {
 			return true
 		}
 		if several {

@@ -98,6 +98,10 @@ type Config struct {
 	// UnsafeNoFence turns the fence check off. Only `fencegw torture`'s
 	// control runs set it, to prove their checker can fail.
 	UnsafeNoFence bool
+	// UnsafeIgnoreCommitWarnings answers 200 for a COMMIT PostgreSQL
+	// warned about (a cancelled wait for synchronous replication). Only
+	// `fencegw torture`'s control runs set it (fence.Config).
+	UnsafeIgnoreCommitWarnings bool
 	// ClientCAs, if set, returns the CAs in force that client
 	// certificates must chain to: every request that comes with one, on
 	// any route, is refused (401) unless it is valid, for client
@@ -222,8 +226,9 @@ func New(cfg Config) (*Gateway, error) {
 	}, func() float64 { return float64(len(g.admit.slots)) }))
 	store, err := fence.New(fence.Config{
 		Pool: cfg.Pool, BatchTimeout: g.writeTTL, UnsafeNoFence: cfg.UnsafeNoFence, GroupCommit: !cfg.NoGroupCommit,
-		MaxTransactions: cfg.MaxWriteTransactions,
-		OnTransaction:   func(n int) { g.metrics.batchSize.Observe(float64(n)) },
+		UnsafeIgnoreCommitWarnings: cfg.UnsafeIgnoreCommitWarnings,
+		MaxTransactions:            cfg.MaxWriteTransactions,
+		OnTransaction:              func(n int) { g.metrics.batchSize.Observe(float64(n)) },
 	})
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"github.com/fencegw/fencegw/authority"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/policy"
@@ -54,6 +55,7 @@ func gatewayWith(t *testing.T, dbURL string, cli *clientv3.Client) (*gateway.Gat
 		t.Fatal(err)
 	}
 	cfg.ConnConfig.ConnectTimeout = time.Second
+	fence.ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

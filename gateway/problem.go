@@ -213,9 +213,14 @@ func problemFor(err error, scope problemScope) Problem {
 			p.Detail = "PostgreSQL or etcd is unavailable; this attempt was not applied" + keyInFlightDetail
 		} else if errors.Is(err, fence.ErrOutcomeUnknown) {
 			p.Outcome = "unknown"
-			p.Detail = "the connection to PostgreSQL failed after the write was sent: it may have been applied; retry only with the same Idempotency-Key"
+			what := "the connection to PostgreSQL failed after the write was sent: it may have been applied"
+			if errors.As(err, new(*fence.CommitWarningError)) {
+				// The warning's text stays in the log.
+				what = "PostgreSQL committed the write but warned while committing (a cancelled wait for synchronous replication, say): a failover can lose it"
+			}
+			p.Detail = what + "; retry only with the same Idempotency-Key"
 			if !scope.Keyed {
-				p.Detail = "the connection to PostgreSQL failed after the write was sent: it may have been applied; find out before writing it again (writes sent with an Idempotency-Key can be retried safely)"
+				p.Detail = what + "; find out before writing it again (writes sent with an Idempotency-Key can be retried safely)"
 			}
 		}
 	default:

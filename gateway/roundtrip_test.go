@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegw/fencegw/fence"
 )
 
 // tripCounter counts round trips on a connection: a write that follows a
@@ -121,6 +123,7 @@ func wrappedGateway(t *testing.T, h *harness, configure func(*pgxpool.Config), w
 		}
 		return wrap(conn), nil
 	}
+	fence.ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -257,6 +260,7 @@ func TestLockTimeoutIsNotApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "200"
+	fence.ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/policy"
@@ -30,7 +29,7 @@ func benchGateway(b *testing.B) (http.Handler, *authority.Etcd) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pool, err := pgxpool.New(context.Background(), dbURL)
+	pool, err := fence.NewPool(context.Background(), dbURL)
 	if err != nil {
 		b.Fatal(err)
 	}

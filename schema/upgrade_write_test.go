@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/policy"
@@ -29,7 +28,7 @@ func newWriter(t *testing.T, dbURL string) *writer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.New(context.Background(), dbURL)
+	pool, err := fence.NewPool(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,9 @@ type serveConfig struct {
 	AuthorityCheck       time.Duration
 	PruneEvery           time.Duration // 0: fence rows are never pruned
 	UnsafeNoFence        bool
+	// UnsafeIgnoreCommitWarnings: torture's control of a failover losing
+	// a commit PostgreSQL warned about.
+	UnsafeIgnoreCommitWarnings bool
 
 	// hurry, closed on a second SIGTERM or interrupt, cuts the shutdown
 	// delay short.
@@ -240,7 +243,7 @@ var envAliases = map[string][]string{
 // takes a word on the command line.
 // Nor do --help and --version, which are questions, not settings.
 // --adopt-etcd, which halts the other gateways of dev's database, neither.
-var envExempt = map[string]bool{"unsafe-no-fence": true, "adopt-etcd": true, "help": true, "version": true}
+var envExempt = map[string]bool{"unsafe-no-fence": true, "unsafe-ignore-commit-warnings": true, "adopt-etcd": true, "help": true, "version": true}
 
 // envName is the environment variable of a flag: --max-body is
 // FENCEGW_MAX_BODY.

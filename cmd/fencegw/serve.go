@@ -14,12 +14,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/fence"
-
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/guard"
 	"github.com/fencegw/fencegw/policy"
@@ -43,7 +42,8 @@ FENCEGW_ and the flag's name in capitals (--max-body: FENCEGW_MAX_BODY);
 the command line wins. --database-url also reads DATABASE_URL, --etcd also
 FENCEGW_ETCD_ENDPOINTS, then etcdctl's ETCDCTL_ENDPOINTS; --etcd-cacert,
 --etcd-cert and --etcd-key also ETCDCTL_CACERT, ETCDCTL_CERT and
-ETCDCTL_KEY. --unsafe-no-fence has no variable.`,
+ETCDCTL_KEY. --unsafe-no-fence and --unsafe-ignore-commit-warnings have no
+variable.`,
 		Example: `  fencegw serve --database-url postgres://fencegw@db/app --etcd e1:2379,e2:2379,e3:2379 \
       --policy policy.yaml --listen 0.0.0.0:8080`,
 		Args: noArgs,
@@ -62,6 +62,7 @@ ETCDCTL_KEY. --unsafe-no-fence has no variable.`,
 	cfg.bindBackends(cmd, fs, allBackends)
 	cfg.hurry = secondSignal
 	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "DANGER, for the control runs of fencegw torture only: accept every token, stale or not")
+	fs.BoolVar(&cfg.UnsafeIgnoreCommitWarnings, "unsafe-ignore-commit-warnings", false, "DANGER, for the control runs of fencegw torture only: answer 200 for a COMMIT PostgreSQL warned about (a cancelled wait for synchronous replication), which a failover can lose")
 	return cmd
 }
 
@@ -77,6 +78,9 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	if cfg.UnsafeNoFence {
 		log.Error("--unsafe-no-fence: FENCING IS OFF, stale writes will land; this mode exists only for torture control runs")
+	}
+	if cfg.UnsafeIgnoreCommitWarnings {
+		log.Error("--unsafe-ignore-commit-warnings: a COMMIT PostgreSQL warned about is answered 200, and a failover can lose it; this mode exists only for torture control runs")
 	}
 	if !pol.AuthRequired() {
 		log.Warn("the policy declares no clients: any caller may call any operation; declare clients before exposing the gateway")
@@ -118,7 +122,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		Pool: pool, Authority: auth, Policy: pol, Logger: log,
 		MaxBodyBytes: cfg.MaxBodyBytes, WriteTimeout: cfg.WriteTimeout, MaxInFlight: cfg.MaxInFlight, SchemaVersion: want,
 		MaxLeasesPerClient: cfg.MaxLeases, MaxLeaseRequests: cfg.MaxLeaseCalls, MaxWatches: cfg.MaxWatches,
-		IdempotencyRetention: cfg.IdempotencyRetention, UnsafeNoFence: cfg.UnsafeNoFence,
+		IdempotencyRetention: cfg.IdempotencyRetention, UnsafeNoFence: cfg.UnsafeNoFence, UnsafeIgnoreCommitWarnings: cfg.UnsafeIgnoreCommitWarnings,
 		NoGroupCommit: !cfg.GroupCommit, MaxWriteTransactions: cfg.WriteTxs, TrustedProxies: proxies,
 	}
 	creds.configure(&gwConfig)
@@ -279,6 +283,7 @@ func openPool(ctx context.Context, cfg serveConfig) (*pgxpool.Pool, error) {
 	if _, set := pc.ConnConfig.RuntimeParams["lock_timeout"]; !set {
 		pc.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt((cfg.WriteTimeout * 3 / 4).Milliseconds(), 10)
 	}
+	fence.ConfigurePool(pc)
 	return pgxpool.NewWithConfig(ctx, pc)
 }
 

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"github.com/fencegw/fencegw/authority"
 	"path/filepath"
 	"strings"
 	"time"
@@ -12,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
 )
@@ -124,6 +125,7 @@ func newPool(ctx context.Context, databaseURL string, size int) (*pgxpool.Pool, 
 		return nil, fmt.Errorf("bench: database URL: %w", err)
 	}
 	cfg.MaxConns = int32(size)
+	fence.ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bench: database: %w", err)

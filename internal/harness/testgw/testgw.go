@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/guard"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
@@ -76,7 +77,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 			t.Fatal(err)
 		}
 	}
-	pool, err := pgxpool.New(ctx, dbURL)
+	pool, err := fence.NewPool(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
