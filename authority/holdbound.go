@@ -17,18 +17,22 @@ import (
 //
 //   - max_hold (a resource's policy): a holder that keeps renewing is not
 //     a holder that works (a sidecar renewing for a wedged job). A
-//     keepalive past the bound is refused and the lease revoked.
+//     keepalive past the bound is refused and the lease revoked. It is
+//     timed from the grant by the gateways' wall clocks, which the replica
+//     that granted a lease and the one that renews it share only as
+//     closely as their clocks agree.
 //   - etcd itself renews every lease to its full TTL at each leader
 //     election, so a lease whose holder is gone (its release lost with a
 //     killed gateway) lives on as long as elections keep coming: in fault
-//     runs with frequent leader kills, two to four minutes for a 30 s
-//     lease. So every keepalive records when it renewed, and the gateways
-//     revoke a lease nobody has renewed for two TTLs (RunReaper).
+//     runs with frequent leader kills, minutes for a 30 s lease. So every
+//     keepalive records that it renewed, and every replica's Reaper
+//     revokes a lease it has not seen renewed for its TTL and
+//     reapMargin, timed by its own monotonic clock from when it first saw
+//     the last renewal's record: no wall clock, no skew between replicas.
 //
-// Both records hold times of the gateways' wall clocks: they bound
-// liveness, not safety (the fence refuses a late holder's writes however
-// long its lease lived), and the margin of a whole TTL absorbs the skew
-// between replicas. They are attached to the lease, so they go with it.
+// Both bound liveness, not safety: the fence refuses a late holder's
+// writes however long its lease lived. Both records are attached to the
+// lease, so they go with it.
 const (
 	holdPrefix    = "/fencegw/hold/"    // "<granted unix ms> <ttl s> <max hold ms>", at grant
 	renewedPrefix = "/fencegw/renewed/" // "<unix ms>", at every keepalive
@@ -99,14 +103,27 @@ func pastMaxHold(kvs []*mvccpb.KeyValue, now time.Time) bool {
 // reapEvery is how often RunReaper looks.
 const reapEvery = 2 * time.Second
 
-// RunReaper revokes, until ctx ends, every lease nobody has renewed for two
-// of its TTLs, and every hold past its max_hold by a TTL: holds a keepalive
-// would no longer renew, which etcd's leader elections (or a holder that
-// stopped renewing through this authority) would otherwise keep alive. Every
-// replica may run it; revoking a lease twice is harmless. Leases granted by
-// gateways that record no hold are left to etcd.
+// reapMargin is how much longer than its TTL a Reaper waits for a lease's
+// renewal: the time between a keepalive's renewal by etcd and its record,
+// with room to spare, so that a holder renewing at the last moment of its
+// TTL is not cut off.
+const reapMargin = time.Second
+
+// RunReaper revokes, until ctx ends, every lease nobody has renewed for
+// its TTL and reapMargin, and every hold past its max_hold by a TTL:
+// holds a keepalive would no longer renew, which etcd's leader elections
+// (or a holder that stopped renewing through this authority) would
+// otherwise keep alive. A replica sees a renewal at most reapEvery after
+// it, and looks again when a lease it saw becomes due: an abandoned lease
+// thus ends within its TTL, reapMargin, reapEvery and a few etcd round
+// trips of its last renewal while some replica runs it and etcd has a
+// quorum (one that started meanwhile waits a TTL and reapMargin from its
+// first look). Every replica may run it;
+// revoking a lease twice is harmless. Leases granted by gateways that
+// record no hold are left to etcd.
 func (a *Etcd) RunReaper(ctx context.Context, revoked func(LeaseID, string)) {
-	t := time.NewTicker(reapEvery)
+	r := a.NewReaper()
+	t := time.NewTimer(reapEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -114,14 +131,42 @@ func (a *Etcd) RunReaper(ctx context.Context, revoked func(LeaseID, string)) {
 			return
 		case <-t.C:
 		}
-		_ = a.Reap(ctx, revoked)
+		_ = r.Reap(ctx, revoked)
+		// Looks again when a lease it knows becomes due, if that is
+		// sooner: a lease ends a round trip after its bound, not a
+		// period later.
+		next := reapEvery
+		if !r.due.IsZero() {
+			next = min(next, max(r.due.Sub(a.now()), 10*time.Millisecond))
+		}
+		t.Reset(next)
 	}
 }
 
+// A Reaper remembers, between its rounds, when it first saw each lease's
+// last renewal. It is not safe for concurrent use.
+type Reaper struct {
+	a    *Etcd
+	seen map[LeaseID]renewalSeen
+	due  time.Time // when the first lease it knows is past its bound, if none is renewed; zero: none known
+}
+
+// renewalSeen is a lease's last renewal as a Reaper knows it: the etcd
+// revision of its record, and when the Reaper first read that revision.
+type renewalSeen struct {
+	rev int64
+	at  time.Time
+}
+
+// NewReaper returns a Reaper that has seen nothing yet.
+func (a *Etcd) NewReaper() *Reaper { return &Reaper{a: a, seen: map[LeaseID]renewalSeen{}} }
+
 // Reap is one round of RunReaper.
-func (a *Etcd) Reap(ctx context.Context, revoked func(LeaseID, string)) error {
+func (r *Reaper) Reap(ctx context.Context, revoked func(LeaseID, string)) error {
+	a := r.a
 	ctx, cancel := bounded(ctx)
 	defer cancel()
+	const holds, renewals = "holds", "renewals"
 	resp, err := a.cli.Txn(ctx).Then(
 		clientv3.OpGet(holdPrefix, clientv3.WithPrefix()),
 		clientv3.OpGet(renewedPrefix, clientv3.WithPrefix()),
@@ -129,28 +174,37 @@ func (a *Etcd) Reap(ctx context.Context, revoked func(LeaseID, string)) error {
 	if err != nil {
 		return unavailable("read holds", err)
 	}
-	renewed := map[string]time.Time{}
-	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
-		if ms, err := strconv.ParseInt(string(kv.Value), 10, 64); err == nil {
-			renewed[strings.TrimPrefix(string(kv.Key), renewedPrefix)] = time.UnixMilli(ms)
-		}
+	read := named(resp, holds, renewals)
+	renewedAt := map[string]int64{} // the revision of each lease's last renewal record
+	for _, kv := range read[renewals].GetKvs() {
+		renewedAt[strings.TrimPrefix(string(kv.Key), renewedPrefix)] = kv.ModRevision
 	}
 	now := a.now()
-	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
+	r.due = time.Time{}
+	live := make(map[LeaseID]renewalSeen, len(read[holds].GetKvs()))
+	for _, kv := range read[holds].GetKvs() {
 		h, ok := parseHold([]*mvccpb.KeyValue{kv})
 		idText := strings.TrimPrefix(string(kv.Key), holdPrefix)
 		id, err := ParseLeaseID(idText)
 		if !ok || err != nil {
 			continue
 		}
-		last, ok := renewed[idText]
+		rev, ok := renewedAt[idText]
 		if !ok {
-			last = h.granted
+			rev = kv.ModRevision // the grant is its first renewal
+		}
+		seen := r.seen[id]
+		if seen.rev != rev {
+			seen = renewalSeen{rev: rev, at: now}
+		}
+		live[id] = seen
+		if due := seen.at.Add(h.ttl + reapMargin); r.due.IsZero() || due.Before(r.due) {
+			r.due = due
 		}
 		why := ""
-		switch {
-		case now.Sub(last) > 2*h.ttl:
-			why = fmt.Sprintf("not renewed for %s, over two TTLs", now.Sub(last).Round(time.Second))
+		switch unrenewed := now.Sub(seen.at); {
+		case unrenewed > h.ttl+reapMargin:
+			why = fmt.Sprintf("not renewed for %s, past its TTL of %s", unrenewed.Round(100*time.Millisecond), h.ttl)
 		case h.maxHold > 0 && now.Sub(h.granted) > h.maxHold+h.ttl:
 			why = fmt.Sprintf("held %s, past its max_hold %s", now.Sub(h.granted).Round(time.Second), h.maxHold)
 		default:
@@ -166,5 +220,6 @@ func (a *Etcd) Reap(ctx context.Context, revoked func(LeaseID, string)) error {
 			revoked(id, why)
 		}
 	}
+	r.seen = live // forget the leases that are gone
 	return nil
 }

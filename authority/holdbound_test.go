@@ -72,9 +72,9 @@ func TestMaxHoldCutsOffAHolderThatKeepsRenewing(t *testing.T) {
 // TTL at each leader election, so a lease whose holder is gone can outlive
 // it by as long as elections keep coming. Here etcd's own renewals stand
 // for the elections' (the lease is kept alive, no keepalive of the
-// authority records it): after two TTLs without a renewal through the
-// authority the reaper revokes the lease; one renewed through it stays,
-// and so does one within two TTLs.
+// authority records it): once the Reaper has not seen a renewal through
+// the authority for the lease's TTL and reapMargin, it revokes the lease;
+// one renewed through it stays, and so does one within that bound.
 func TestReaperRevokesALeaseNobodyRenews(t *testing.T) {
 	cli := testenv.EtcdClient(t)
 	a, clock := clocked(cli)
@@ -87,36 +87,69 @@ func TestReaperRevokesALeaseNobodyRenews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := a.NewReaper()
 	reaped := map[LeaseID]string{}
 	reap := func() {
 		t.Helper()
-		if err := a.Reap(t.Context(), func(id LeaseID, why string) { reaped[id] = why }); err != nil {
+		if err := r.Reap(t.Context(), func(id LeaseID, why string) { reaped[id] = why }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for range 3 { // elections: the lease lives on without its holder
-		clock.advance(4 * time.Second)
+	reap()                                                                   // first sight of both grants
+	for _, step := range []time.Duration{3 * time.Second, 3 * time.Second} { // 6 s: past the TTL, within its margin
+		clock.advance(step)
+		// An election: the lease lives on without its holder.
 		if _, err := cli.KeepAliveOnce(t.Context(), clientv3.LeaseID(abandoned.ID)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := a.KeepAlive(t.Context(), kept.ID, "c"); err != nil {
 			t.Fatal(err)
 		}
-		if clock.now().Sub(time.Now()) <= 2*opts.TTL {
-			reap()
-			if len(reaped) != 0 {
-				t.Fatalf("reaped %v within two TTLs of the last renewal", reaped)
-			}
+		reap()
+		if len(reaped) != 0 {
+			t.Fatalf("reaped %v within a TTL and reapMargin of the last renewal seen", reaped)
 		}
 	}
+	clock.advance(reapMargin + 100*time.Millisecond) // 7.1 s since the grant; the kept lease renewed 1.1 s ago
 	reap()
 	if _, ok := reaped[abandoned.ID]; !ok || len(reaped) != 1 {
-		t.Fatalf("reaped %v, want the abandoned lease only", reaped)
+		t.Fatalf("reaped %v, want the abandoned lease only, its TTL and reapMargin past", reaped)
 	}
 	if held(t, a, "account/acct-reap-1", abandoned) {
 		t.Fatal("the abandoned lease still holds its lock")
 	}
 	if !held(t, a, "account/acct-reap-2", kept) {
 		t.Fatal("the lease renewed through the authority was reaped")
+	}
+}
+
+// TestReaperTimesFromWhatItSaw: a Reaper that first sees a lease long
+// after its last renewal (a replica that started since) gives it a whole
+// TTL and reapMargin from then: it never revokes on another replica's
+// clock.
+func TestReaperTimesFromWhatItSaw(t *testing.T) {
+	cli := testenv.EtcdClient(t)
+	a, clock := clocked(cli)
+	l, err := a.Acquire(t.Context(), "account/acct-reap-3", AcquireOptions{TTL: 5 * time.Second, Owner: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(time.Hour) // the granting replica's clock, or a step of this one's
+	r := a.NewReaper()
+	revoked := false
+	reap := func() {
+		t.Helper()
+		if err := r.Reap(t.Context(), func(id LeaseID, _ string) { revoked = revoked || id == l.ID }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reap()
+	if revoked {
+		t.Fatal("revoked at first sight")
+	}
+	clock.advance(5*time.Second + reapMargin + 100*time.Millisecond)
+	reap()
+	if !revoked {
+		t.Fatal("not revoked a TTL and reapMargin after it was first seen unrenewed")
 	}
 }

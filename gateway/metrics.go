@@ -89,7 +89,7 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		}, []string{"operation"}),
 		leases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fencegw_leases_total",
-			Help: "Lease calls by event: granted, locked, renewed, renew_failed, released; and reaped: leases this replica revoked, not renewed for two TTLs or held past max_hold.",
+			Help: "Lease calls by event: granted, locked, renewed, renew_failed, released; and reaped: leases this replica revoked, not renewed for their TTL and a second or held past max_hold.",
 		}, []string{"event"}),
 	}
 	m.batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
