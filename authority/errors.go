@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fencegw/fencegw/outcome"
 	"github.com/fencegw/fencegw/tokens"
 )
 
 var (
 	// ErrUnavailable means etcd could not be asked; nothing was decided.
-	ErrUnavailable = errors.New("authority: authority unavailable")
+	ErrUnavailable = outcome.New("authority: authority unavailable", outcome.NotApplied)
 	// ErrLeaseNotFound means the lease expired, was released or never existed.
 	ErrLeaseNotFound = errors.New("authority: lease not found")
 	// ErrNotOwner means a lease taken by another client.

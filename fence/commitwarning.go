@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegw/fencegw/outcome"
 )
 
 // A COMMIT can succeed and still not have done what the server's
@@ -163,6 +165,8 @@ func (e *CommitWarningError) Error() string {
 }
 
 func (e *CommitWarningError) Unwrap() []error { return []error{ErrUnavailable, ErrOutcomeUnknown} }
+
+func (e *CommitWarningError) Outcome() outcome.Outcome { return outcome.Unknown }
 
 // commitWarned reports whether err is a COMMIT answered with a warning:
 // one that committed where it ran, as far as this session can tell, but

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/outcome"
 )
 
 // warnAtCommit makes PostgreSQL answer every COMMIT of a transaction that
@@ -39,8 +40,8 @@ func wantWarned(t *testing.T, what string, err error) {
 	if !errors.As(err, &warned) {
 		t.Fatalf("%s: %v, want the COMMIT's warning (outcome unknown)", what, err)
 	}
-	if fence.OutcomeOf(err) != fence.Unknown || !errors.Is(err, fence.ErrOutcomeUnknown) || !errors.Is(err, fence.ErrUnavailable) {
-		t.Fatalf("%s: outcome %v, want unknown", what, fence.OutcomeOf(err))
+	if outcome.Of(err) != outcome.Unknown || !errors.Is(err, fence.ErrOutcomeUnknown) || !errors.Is(err, fence.ErrUnavailable) {
+		t.Fatalf("%s: outcome %v, want unknown", what, outcome.Of(err))
 	}
 	if warned.Message != "test: warned at commit" || warned.Code != "01000" {
 		t.Fatalf("%s: warning %q (SQLSTATE %s), want the trigger's", what, warned.Message, warned.Code)
@@ -125,9 +126,9 @@ func TestACommitWarnedAboutInAGroup(t *testing.T) {
 			release, first := occupy(t, d, gs, "acct-60") // before the trigger: its answer is not under test
 			warnAtCommit(t, d, "demo.write_log")
 			accounts := []string{"acct-61", "acct-62", "acct-63"}
-			var starts []func() <-chan outcome
+			var starts []func() <-chan reply
 			for _, a := range accounts {
-				starts = append(starts, func() <-chan outcome {
+				starts = append(starts, func() <-chan reply {
 					if keyed {
 						return gs.applyKeyedAsync(t, "k-"+a, credit(d, a, 7))
 					}

@@ -76,7 +76,7 @@ func TestDeferredWorkIsJudgedUnderItsOwnFence(t *testing.T) {
 	}
 
 	gs := newGroupStore(t, d, 1, newCommitGate())
-	group := func(writes ...fence.Write) []outcome {
+	group := func(writes ...fence.Write) []reply {
 		release, first := occupy(t, d, gs, "acct-80")
 		got := settled(t, release, first, inLine(t, gs, each(t, gs, writes...)...))
 		groupedIn(t, gs, len(writes))

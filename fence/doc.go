@@ -51,11 +51,12 @@
 // failed after the commit was sent, or *CommitWarningError: PostgreSQL
 // warned while it committed, and the commit may not last; commitwarning.go
 // says why, and how every round trip that commits checks). In a batch, a write's error comes
-// wrapped in *WriteError naming its index. OutcomeOf says what an error
-// means for the request (Applied, Refused, NotApplied, Unknown), and
-// SettlesKey whether a refusal is its idempotency key's outcome: those two
-// functions, in outcome.go, are the one place that decides it, with the
-// rule every answer rests on. One predicate, sessionLost, decides whether
+// wrapped in *WriteError naming its index. Each error declares what it
+// means for the request (package outcome: Applied, Refused, NotApplied,
+// Unknown, and whether a refusal settles its idempotency key), in
+// errors.go beside the error; outcome.Of and outcome.SettlesKey read the
+// declarations, and package outcome states the rule every answer rests
+// on. One predicate, sessionLost, decides whether
 // an error ended the session, and one rule, lost, decides what a lost
 // session means: unknown if the round trip carried the commit, not
 // applied otherwise (classify.go).

@@ -1,30 +1,30 @@
 package fence
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/fencegw/fencegw/outcome"
 	"github.com/fencegw/fencegw/tokens"
 )
 
 var (
 	// ErrUnavailable: PostgreSQL could not be asked or failed mid-way.
 	// Nothing was written unless the error also wraps ErrOutcomeUnknown.
-	ErrUnavailable = errors.New("fence: unavailable")
+	ErrUnavailable = outcome.New("fence: unavailable", outcome.NotApplied)
 	// ErrOutcomeUnknown marks a failure after the commit was sent: the
 	// request may have been applied. Retry only with the same key.
-	ErrOutcomeUnknown = errors.New("fence: outcome unknown")
+	ErrOutcomeUnknown = outcome.New("fence: outcome unknown", outcome.Unknown)
 	// ErrKeyInFlight marks a keyed request that this attempt did not
 	// apply while another attempt with its key may still: the key's
 	// outcome is unknown until a retry with it gets a final answer.
-	ErrKeyInFlight = errors.New("fence: an earlier attempt with this idempotency key may still be applied")
+	ErrKeyInFlight = outcome.New("fence: an earlier attempt with this idempotency key may still be applied", outcome.Unknown)
 	// ErrConflict: the request's fences contradict each other (two roles of
 	// one write on one resource, one resource under two tokens).
-	ErrConflict = errors.New("fence: conflicting fences")
+	ErrConflict = outcome.New("fence: conflicting fences", outcome.Refused)
 	// ErrValue: PostgreSQL or pgx refused an argument value for its column
 	// (out of range, not encodable); nothing was written.
-	ErrValue = errors.New("fence: argument value refused")
+	ErrValue = outcome.NewSettling("fence: argument value refused")
 )
 
 // StaleTokenError is a request refused by a fence: Presented is older than
@@ -35,6 +35,9 @@ type StaleTokenError struct {
 	Presented tokens.Token
 	Current   tokens.Token
 }
+
+func (e *StaleTokenError) Outcome() outcome.Outcome { return outcome.Refused }
+func (e *StaleTokenError) SettlesKey() bool         { return true }
 
 func (e *StaleTokenError) Error() string {
 	return fmt.Sprintf("fence: stale token %s for %s: the fence is at %s", e.Presented, e.Resource, e.Current)
@@ -48,6 +51,9 @@ type DeadlineError struct {
 	At       string // the database's clock when it refused, as it said it
 }
 
+func (e *DeadlineError) Outcome() outcome.Outcome { return outcome.Refused }
+func (e *DeadlineError) SettlesKey() bool         { return true }
+
 func (e *DeadlineError) Error() string {
 	return fmt.Sprintf("fence: the request's deadline %s had passed when it reached PostgreSQL (%s by its clock); nothing was written",
 		e.NotAfter.UTC().Format(time.RFC3339Nano), e.At)
@@ -60,7 +66,9 @@ type PreconditionError struct {
 	Message   string
 }
 
-func (e *PreconditionError) Error() string { return "fence: precondition failed: " + e.Message }
+func (e *PreconditionError) Error() string            { return "fence: precondition failed: " + e.Message }
+func (e *PreconditionError) Outcome() outcome.Outcome { return outcome.Refused }
+func (e *PreconditionError) SettlesKey() bool         { return true }
 
 // ConstraintError is a write refused by a PostgreSQL constraint, or by a
 // guard trigger (Constraint "fencegw_guard") because it touched a row of
@@ -70,10 +78,16 @@ type ConstraintError struct {
 	Message    string
 }
 
-func (e *ConstraintError) Error() string { return "fence: constraint violated: " + e.Message }
+func (e *ConstraintError) Error() string            { return "fence: constraint violated: " + e.Message }
+func (e *ConstraintError) Outcome() outcome.Outcome { return outcome.Refused }
+func (e *ConstraintError) SettlesKey() bool         { return true }
 
 // KeyMismatchError is an idempotency key reused for another request.
 type KeyMismatchError struct{ Key string }
+
+// Outcome: refused, decided on the request alone, so it settles no key.
+func (e *KeyMismatchError) Outcome() outcome.Outcome { return outcome.Refused }
+func (e *KeyMismatchError) SettlesKey() bool         { return false }
 
 func (e *KeyMismatchError) Error() string {
 	return fmt.Sprintf("fence: idempotency key %q was first used with different arguments", e.Key)
@@ -110,3 +124,14 @@ func (e *SQLError) Error() string {
 }
 
 func (e *SQLError) Unwrap() error { return e.Err }
+
+// Outcome: a mapped SQLSTATE is the application's refusal, final, and
+// settles its key; any other an internal error, not applied.
+func (e *SQLError) Outcome() outcome.Outcome {
+	if e.Mapped {
+		return outcome.Refused
+	}
+	return outcome.NotApplied
+}
+
+func (e *SQLError) SettlesKey() bool { return e.Mapped }

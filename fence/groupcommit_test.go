@@ -140,45 +140,45 @@ func (gs *groupStore) transactions() []int {
 	return slices.Clone(gs.sizes)
 }
 
-// outcome is one request's answer.
-type outcome struct {
+// reply is one request's answer.
+type reply struct {
 	resp fence.Response
 	err  error
 }
 
 // applyAsync applies writes as one request on its own goroutine.
-func (gs *groupStore) applyAsync(t *testing.T, writes ...fence.Write) <-chan outcome {
+func (gs *groupStore) applyAsync(t *testing.T, writes ...fence.Write) <-chan reply {
 	t.Helper()
 	req, err := fence.NewRequest(writes, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := make(chan outcome, 1)
+	ch := make(chan reply, 1)
 	go func() {
 		resp, err := gs.Apply(context.Background(), req)
-		ch <- outcome{resp, err}
+		ch <- reply{resp, err}
 	}()
 	return ch
 }
 
 // applyKeyedAsync applies writes as one request with an idempotency key.
-func (gs *groupStore) applyKeyedAsync(t *testing.T, key string, writes ...fence.Write) <-chan outcome {
+func (gs *groupStore) applyKeyedAsync(t *testing.T, key string, writes ...fence.Write) <-chan reply {
 	t.Helper()
 	req, err := fence.NewRequest(writes, &fence.IdempotencyKey{Client: "t", Scope: "credit", Value: key, Retention: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := make(chan outcome, 1)
+	ch := make(chan reply, 1)
 	go func() {
 		resp, err := gs.Apply(context.Background(), req)
-		ch <- outcome{resp, err}
+		ch <- reply{resp, err}
 	}()
 	return ch
 }
 
 // occupy takes the store's one connection with a write of account that
 // waits for its fence row, locked by the test, and returns what lets it go.
-func occupy(t *testing.T, d *db, gs *groupStore, account string) (release func(), done <-chan outcome) {
+func occupy(t *testing.T, d *db, gs *groupStore, account string) (release func(), done <-chan reply) {
 	t.Helper()
 	if _, err := gs.Apply(context.Background(), mustRequest(t, credit(d, account, 1))); err != nil { // the fence row exists
 		t.Fatal(err)
@@ -221,9 +221,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // resources that wait for the one connection are applied as one implicit
 // inLine starts each write and waits until it waits in line for a
 // connection, so they are all there when the occupying write lets go.
-func inLine(t *testing.T, gs *groupStore, starts ...func() <-chan outcome) []<-chan outcome {
+func inLine(t *testing.T, gs *groupStore, starts ...func() <-chan reply) []<-chan reply {
 	t.Helper()
-	var waiting []<-chan outcome
+	var waiting []<-chan reply
 	for i, start := range starts {
 		waiting = append(waiting, start())
 		waitFor(t, "the write to wait in line", func() bool { return gs.WaitingForConnection() == i+1 })
@@ -232,22 +232,22 @@ func inLine(t *testing.T, gs *groupStore, starts ...func() <-chan outcome) []<-c
 }
 
 // each wraps writes as starts for inLine.
-func each(t *testing.T, gs *groupStore, writes ...fence.Write) []func() <-chan outcome {
-	starts := make([]func() <-chan outcome, len(writes))
+func each(t *testing.T, gs *groupStore, writes ...fence.Write) []func() <-chan reply {
+	starts := make([]func() <-chan reply, len(writes))
 	for i, w := range writes {
-		starts[i] = func() <-chan outcome { return gs.applyAsync(t, w) }
+		starts[i] = func() <-chan reply { return gs.applyAsync(t, w) }
 	}
 	return starts
 }
 
 // settled lets the occupying write go and returns the answers of waiting.
-func settled(t *testing.T, release func(), first <-chan outcome, waiting []<-chan outcome) []outcome {
+func settled(t *testing.T, release func(), first <-chan reply, waiting []<-chan reply) []reply {
 	t.Helper()
 	release()
 	if o := <-first; o.err != nil {
 		t.Fatalf("the occupying write: %v", o.err)
 	}
-	out := make([]outcome, len(waiting))
+	out := make([]reply, len(waiting))
 	for i, ch := range waiting {
 		out[i] = <-ch
 	}
@@ -312,9 +312,9 @@ func TestGroupCommitAnswersAfterTheCommit(t *testing.T) {
 	gs := newGroupStore(t, d, 1, gate)
 	release, first := occupy(t, d, gs, "acct-50")
 	accounts := []string{"acct-51", "acct-52", "acct-53"}
-	var starts []func() <-chan outcome
+	var starts []func() <-chan reply
 	for _, a := range accounts {
-		starts = append(starts, func() <-chan outcome { return gs.applyKeyedAsync(t, "k-"+a, credit(d, a, 1)) })
+		starts = append(starts, func() <-chan reply { return gs.applyKeyedAsync(t, "k-"+a, credit(d, a, 1)) })
 	}
 	waiting := inLine(t, gs, starts...)
 	gate.arm()
@@ -446,7 +446,7 @@ func TestGroupCommitKeepsEachResourcesOrder(t *testing.T) {
 	d := newDB(t)
 	gs := newGroupStore(t, d, 1, newCommitGate())
 	release, first := occupy(t, d, gs, "acct-40")
-	var waiting []<-chan outcome
+	var waiting []<-chan reply
 	send := func(account string, amount int, cond func() bool) {
 		waiting = append(waiting, gs.applyAsync(t, d.write("credit", fmt.Sprintf(`{"account": %q, "amount_cents": %d}`, account, amount), tok(1))))
 		waitFor(t, "the write to queue", cond)
@@ -487,7 +487,7 @@ func TestGroupCommitGoesAroundAStuckWrite(t *testing.T) {
 	d := newDB(t)
 	gs := newGroupStore(t, d, 2, newCommitGate())
 	release, stuck := occupy(t, d, gs, "acct-50")
-	var o outcome
+	var o reply
 	select {
 	case o = <-gs.applyAsync(t, credit(d, "acct-51", 1)):
 	case <-time.After(30 * time.Second): // a bound to fail by, not a speed
@@ -553,9 +553,9 @@ func TestGroupCommitAStuckWriteFailsAlone(t *testing.T) {
 			release, first := occupy(t, d, gs, "acct-80")
 			testenv.LockFenceRow(t, d.pool, "account/acct-81")
 			n := 0
-			send := func(a string, queued func() bool) <-chan outcome {
+			send := func(a string, queued func() bool) <-chan reply {
 				n++
-				var o <-chan outcome
+				var o <-chan reply
 				if keyed {
 					o = gs.applyKeyedAsync(t, fmt.Sprint("k-", n), credit(d, a, 1))
 				} else {
@@ -576,12 +576,12 @@ func TestGroupCommitAStuckWriteFailsAlone(t *testing.T) {
 			if o := <-first; o.err != nil {
 				t.Fatal(o.err)
 			}
-			for i, w := range []<-chan outcome{w0, w1, w2} {
+			for i, w := range []<-chan reply{w0, w1, w2} {
 				if o := <-w; !errors.Is(o.err, fence.ErrUnavailable) || errors.Is(o.err, fence.ErrOutcomeUnknown) {
 					t.Errorf("acct-81's write %d, its fence row held: %v, want unavailable, not applied", i, o.err)
 				}
 			}
-			for i, x := range []<-chan outcome{x0, x1} {
+			for i, x := range []<-chan reply{x0, x1} {
 				if o := <-x; o.err != nil {
 					t.Errorf("acct-82's write %d, its fence row free: %v, want it applied", i, o.err)
 				}

@@ -83,7 +83,7 @@ func TestALostCommitTakesBackTheRefusalsInIt(t *testing.T) {
 			unblock := testenv.LockFenceRow(t, d.pool, "account/acct-85")
 			inFlight := gs.applyAsync(t, credit(d, "acct-85", 8))
 			waitFor(t, "a write to wait for the fence row", func() bool { return testenv.LockWaiters(d.pool, "%fencegw.fence%") == 1 })
-			send := func(key string, rev int64) <-chan outcome {
+			send := func(key string, rev int64) <-chan reply {
 				if keyed {
 					return gs.applyKeyedAsync(t, key, credit(d, "acct-85", rev))
 				}

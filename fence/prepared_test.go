@@ -119,14 +119,14 @@ func TestAGroupsStaleStatementsRunAgain(t *testing.T) {
 			if tc.refused {
 				writes[1] = debit(d, "acct-44", 5000, 1)
 			}
-			var starts []func() <-chan outcome
+			var starts []func() <-chan reply
 			for _, w := range writes {
-				starts = append(starts, func() <-chan outcome {
+				starts = append(starts, func() <-chan reply {
 					req := bounded(w, nil)
-					ch := make(chan outcome, 1)
+					ch := make(chan reply, 1)
 					go func() {
 						resp, err := gs.Apply(ctx, req)
-						ch <- outcome{resp, err}
+						ch <- reply{resp, err}
 					}()
 					return ch
 				})

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/outcome"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -78,8 +79,8 @@ func TestReadUnderTheFence(t *testing.T) {
 	if !errors.As(err, &stale) || stale.Current != tok(5) || stale.Presented != tok(4) {
 		t.Fatalf("read with 1:4, the fence at 1:5: %v, want stale against 1:5", err)
 	}
-	if fence.OutcomeOf(err) != fence.Refused {
-		t.Errorf("a stale read's outcome: %v, want refused", fence.OutcomeOf(err))
+	if outcome.Of(err) != outcome.Refused {
+		t.Errorf("a stale read's outcome: %v, want refused", outcome.Of(err))
 	}
 	res, err := d.read(balance("acct-41", 1))
 	if err != nil {
@@ -127,7 +128,7 @@ func TestAReadCannotWrite(t *testing.T) {
 	}
 	before := d.state()
 	_, err := d.read(d.write("sneaky", `{"account": "acct-44"}`, tokens.Token{Epoch: 1, Revision: 1}))
-	if err == nil || fence.OutcomeOf(err) == fence.Applied {
+	if err == nil || outcome.Of(err) == outcome.Applied {
 		t.Fatalf("a read calling a writing function: %v, want it refused", err)
 	}
 	if after := d.state(); after != before {

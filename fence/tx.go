@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegw/fencegw/outcome"
 )
 
 // pending is one request of an explicit transaction, and its answer.
@@ -391,7 +393,9 @@ func (s *Store) commit(ctx context.Context, conn *pgxpool.Conn, batch []*pending
 // out, an idempotency key reused for another request.
 func redecideAlone(batch []*pending) {
 	for _, p := range batch {
-		if p.err != nil && judgedOnRows(p.err) {
+		// The refusals that settle a key are those PostgreSQL judged
+		// against what the rows held.
+		if p.err != nil && outcome.SettlesKey(p.err) {
 			p.resp, p.err, p.retry = Response{}, nil, true
 		}
 	}

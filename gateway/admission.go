@@ -3,14 +3,15 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"github.com/fencegw/fencegw/policy"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/internal/clip"
+	"github.com/fencegw/fencegw/policy"
 )
 
 // minMaxInFlight is the floor of Config.MaxInFlight's default: enough for
@@ -152,7 +153,13 @@ func (g *Gateway) refusedUnread(r *http.Request, op string) bool {
 // refuseAtTheGate answers a write that waited too long, counted under its
 // operation when the policy has one by that name.
 func (g *Gateway) refuseAtTheGate(w http.ResponseWriter, r *http.Request, op string, err error) {
-	p := g.writeProblem(w, r, err, problemScope{Operation: clip.String(op, 64), Keyed: len(r.Header.Values(IdempotencyHeader)) > 0})
+	keyed := len(r.Header.Values(IdempotencyHeader)) > 0
+	if keyed {
+		// Not this attempt, but an earlier one with its key may be on
+		// its way: the key's outcome is unknown.
+		err = fmt.Errorf("%w (%w)", err, fence.ErrKeyInFlight)
+	}
+	p := g.writeProblem(w, r, err, problemScope{Operation: clip.String(op, 64), Keyed: keyed})
 	if o, known := g.cfg.Policy.Operations[op]; op == checkOperation || (known && o.Read) {
 		g.metrics.reads.WithLabelValues(op, p.Kind()).Inc()
 	} else if _, known := g.metrics.ops[op]; known {

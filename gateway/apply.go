@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/outcome"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -55,7 +55,7 @@ func (g *Gateway) validate(ctx context.Context, resource, client string, tok tok
 }
 
 // settle answers a keyed request that failed. A refusal that settles its
-// key (fence.SettlesKey) is stored as the key's outcome, after any attempt
+// key (outcome.SettlesKey) is stored as the key's outcome, after any attempt
 // in flight with the key has ended; if that attempt (or an earlier one)
 // completed, its answer is replayed instead, whoever asks: retrying a
 // completed write is harmless. A token the authority does not know it
@@ -69,18 +69,18 @@ func (g *Gateway) validate(ctx context.Context, resource, client string, tok tok
 // nothing: settle waits for an attempt in flight and replays it, or says
 // the key's outcome is unknown, since an earlier attempt may still be on
 // its way (queued in this replica or another). Every other failure is
-// answered as it is. Which of these an error is, fence decides
-// (fence.OutcomeOf, fence.SettlesKey); the gateway only renders the
+// answered as it is. Which of these an error is, the error itself
+// declares (outcome.Of, outcome.SettlesKey); the gateway only renders the
 // refusal's problem document, the bytes every replay of the key answers,
-// for fence to store: HTTP is the gateway's, the decision fence's.
+// for fence to store: HTTP is the gateway's, the decision the error's.
 func (g *Gateway) settle(ctx context.Context, key *fence.IdempotencyKey, err error, scope problemScope) (fence.Response, error) {
 	var (
 		refusal   *fence.Response
 		finalAsIs bool // with nothing stored, err is answered as it is
 		rejected  *tokens.RejectedError
 	)
-	switch outcome := fence.OutcomeOf(err); {
-	case outcome == fence.Refused && fence.SettlesKey(err):
+	switch o := outcome.Of(err); {
+	case o == outcome.Refused && outcome.SettlesKey(err):
 		// The bytes this request answers (writeProblem names the same
 		// instance) and every replay of the key answers.
 		p := problemFor(g.mapSQLError(err), scope)
@@ -88,7 +88,7 @@ func (g *Gateway) settle(ctx context.Context, key *fence.IdempotencyKey, err err
 		refusal = &fence.Response{Status: p.Status, Body: renderProblem(p)}
 	case errors.As(err, &rejected):
 		finalAsIs = true
-	case outcome == fence.NotApplied && !unmappedSQLError(err), errors.Is(err, authority.ErrUnavailable):
+	case o == outcome.NotApplied && !unmappedSQLError(err):
 	default:
 		return fence.Response{}, err
 	}

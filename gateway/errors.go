@@ -1,32 +1,33 @@
 package gateway
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/fencegw/fencegw/outcome"
 )
 
 var (
-	ErrTokenRequired    = errors.New("gateway: Fencing-Token header required")
-	ErrUnknownOperation = errors.New("gateway: unknown operation")
-	ErrBadRequest       = errors.New("gateway: bad request")
-	ErrBodyTooLarge     = errors.New("gateway: request body too large")
+	ErrTokenRequired    = outcome.New("gateway: Fencing-Token header required", outcome.Refused)
+	ErrUnknownOperation = outcome.New("gateway: unknown operation", outcome.Refused)
+	ErrBadRequest       = outcome.New("gateway: bad request", outcome.Refused)
+	ErrBodyTooLarge     = outcome.New("gateway: request body too large", outcome.Refused)
 	// ErrContentEncoding is a body sent with a content coding (gzip, br…):
 	// the gateway decodes none.
-	ErrContentEncoding = errors.New("gateway: unsupported content encoding")
-	ErrNotReady        = errors.New("gateway: not ready")
+	ErrContentEncoding = outcome.New("gateway: unsupported content encoding", outcome.Refused)
+	ErrNotReady        = outcome.New("gateway: not ready", outcome.NotApplied)
 	// ErrShuttingDown: the gateway stopped lease waits to shut down.
-	ErrShuttingDown = errors.New("gateway: shutting down")
+	ErrShuttingDown = outcome.New("gateway: shutting down", outcome.NotApplied)
 	// ErrOverloaded is a write that waited too long for a turn at the
 	// admission gate; it was not read, so nothing was written.
-	ErrOverloaded   = errors.New("gateway: overloaded")
-	ErrNoRoute      = errors.New("gateway: no such endpoint")
-	ErrMethod       = errors.New("gateway: method not allowed")
-	ErrUnauthorized = errors.New("gateway: unauthorized")
-	ErrForbidden    = errors.New("gateway: forbidden")
+	ErrOverloaded   = outcome.New("gateway: overloaded", outcome.NotApplied)
+	ErrNoRoute      = outcome.New("gateway: no such endpoint", outcome.Refused)
+	ErrMethod       = outcome.New("gateway: method not allowed", outcome.Refused)
+	ErrUnauthorized = outcome.New("gateway: unauthorized", outcome.Refused)
+	ErrForbidden    = outcome.New("gateway: forbidden", outcome.Refused)
 
 	// ErrTooManyConnections is a connection past the API listener's
 	// limit: refused before any request of it was read.
-	ErrTooManyConnections = errors.New("gateway: too many connections")
+	ErrTooManyConnections = outcome.New("gateway: too many connections", outcome.NotApplied)
 )
 
 // badRequest wraps a description of what is wrong with a request.

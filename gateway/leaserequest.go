@@ -16,13 +16,14 @@ import (
 
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/internal/clip"
+	"github.com/fencegw/fencegw/outcome"
 	"github.com/fencegw/fencegw/tokens"
 )
 
 // ErrMediaType refuses a body that does not say it is JSON: a web page
 // can make a browser send text/plain or a form anywhere without asking,
 // never application/json.
-var ErrMediaType = errors.New("gateway: unsupported media type")
+var ErrMediaType = outcome.New("gateway: unsupported media type", outcome.Refused)
 
 // requireJSON refuses a request whose body is not declared JSON, in one
 // Content-Type (of two, which would a proxy believe?), and UTF-8 if it

@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/fence"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/internal/clip"
+	"github.com/fencegw/fencegw/outcome"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -179,27 +180,25 @@ func problemFor(err error, scope problemScope) Problem {
 		p.set("bad-request")
 	case errors.Is(err, tokens.ErrHalted):
 		p.set("authority-halted")
-		p.Outcome = "not-applied"
 		if errors.Is(err, fence.ErrKeyInFlight) {
 			var halted *tokens.HaltedError
 			if errors.As(err, &halted) {
 				p.Detail = publicDetail(halted.Error())
 			}
-			p.Outcome = "unknown"
 			p.Detail += keyInFlightDetail
 		}
 	case errors.Is(err, ErrOverloaded):
 		p.set("unavailable")
-		p.Outcome, p.Detail = "not-applied", "the gateway is at its limit of writes in flight; nothing was written: retry"
-		if scope.Keyed {
-			p.Outcome, p.Detail = "unknown", "the gateway is at its limit of writes in flight; this attempt was not applied"+keyInFlightDetail
-		}
-		if scope.Operation == "" {
-			p.Outcome, p.Detail = "", "the gateway is at its limit of lease calls in progress: retry"
+		switch {
+		case scope.Operation == "":
+			p.Detail = "the gateway is at its limit of lease calls in progress: retry"
+		case errors.Is(err, fence.ErrKeyInFlight):
+			p.Detail = "the gateway is at its limit of writes in flight; this attempt was not applied" + keyInFlightDetail
+		default:
+			p.Detail = "the gateway is at its limit of writes in flight; nothing was written: retry"
 		}
 	case errors.Is(err, ErrTooManyConnections):
 		p.set("unavailable")
-		p.Outcome = "not-applied"
 		p.Detail = "the gateway is at its limit of client connections (--max-connections); this connection's requests were not read, nothing of them was applied: retry on a new connection, later or on another replica"
 	case errors.Is(err, ErrShuttingDown):
 		p.set("unavailable")
@@ -207,12 +206,11 @@ func problemFor(err error, scope problemScope) Problem {
 	case errors.Is(err, fence.ErrUnavailable), errors.Is(err, authority.ErrUnavailable), errors.Is(err, ErrNotReady):
 		// The cause (connection strings, server messages) stays in the log.
 		p.set("unavailable")
-		p.Outcome, p.Detail = "not-applied", "PostgreSQL or etcd is unavailable; nothing was written: retry"
-		if errors.Is(err, fence.ErrKeyInFlight) {
-			p.Outcome = "unknown"
+		p.Detail = "PostgreSQL or etcd is unavailable; nothing was written: retry"
+		switch {
+		case errors.Is(err, fence.ErrKeyInFlight):
 			p.Detail = "PostgreSQL or etcd is unavailable; this attempt was not applied" + keyInFlightDetail
-		} else if errors.Is(err, fence.ErrOutcomeUnknown) {
-			p.Outcome = "unknown"
+		case errors.Is(err, fence.ErrOutcomeUnknown):
 			what := "the connection to PostgreSQL failed after the write was sent: it may have been applied"
 			if errors.As(err, new(*fence.CommitWarningError)) {
 				// The warning's text stays in the log.
@@ -228,7 +226,20 @@ func problemFor(err error, scope problemScope) Problem {
 		p.set("internal")
 		p.Detail = "the gateway failed to handle the request; see its log"
 	}
+	if p.Status == http.StatusServiceUnavailable {
+		// What became of the request, as its error declares.
+		p.Outcome = wireOutcome(outcome.Of(err))
+	}
 	return p
+}
+
+// wireOutcome is an outcome as a problem's outcome field says it: only
+// the two a 503 can have.
+func wireOutcome(o outcome.Outcome) string {
+	if o == outcome.Unknown {
+		return "unknown"
+	}
+	return "not-applied"
 }
 
 // keyInFlightDetail ends the detail of a keyed request that this attempt

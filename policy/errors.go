@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/fencegw/fencegw/outcome"
 )
 
 var (
@@ -11,7 +13,7 @@ var (
 	ErrInvalid = errors.New("policy: invalid policy")
 	// ErrBadArgs is wrapped by *ArgError: a request's arguments do not match
 	// the operation's declaration.
-	ErrBadArgs = errors.New("policy: bad arguments")
+	ErrBadArgs = outcome.New("policy: bad arguments", outcome.Refused)
 	// ErrAmbiguousCertificate refuses a client certificate that names
 	// more than one client.
 	ErrAmbiguousCertificate = errors.New("policy: the client certificate names more than one client")

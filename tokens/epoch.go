@@ -2,8 +2,9 @@ package tokens
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
+
+	"github.com/fencegw/fencegw/outcome"
 )
 
 // DefaultEpoch is the epoch of a cluster whose operator never bumped it.
@@ -12,7 +13,7 @@ const DefaultEpoch = 1
 // ErrHalted is wrapped by *HaltedError: the authority looks rolled back or
 // replaced, so no token from it can be trusted until an operator bumps the
 // epoch.
-var ErrHalted = errors.New("tokens: authority halted")
+var ErrHalted = outcome.New("tokens: authority halted", outcome.NotApplied)
 
 // HaltedError says why the authority stopped issuing and accepting tokens.
 type HaltedError struct{ Reason string }

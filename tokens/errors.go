@@ -1,16 +1,17 @@
 package tokens
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/fencegw/fencegw/outcome"
 )
 
 var (
 	// ErrRejected is wrapped by *RejectedError: the authority did not issue
 	// the token, or it belongs to another epoch.
-	ErrRejected = errors.New("tokens: token rejected by the authority")
+	ErrRejected = outcome.New("tokens: token rejected by the authority", outcome.Refused)
 	// ErrBadResource means a resource name the authority refuses to key.
-	ErrBadResource = errors.New("tokens: bad resource name")
+	ErrBadResource = outcome.New("tokens: bad resource name", outcome.Refused)
 )
 
 // RejectedError says why the authority refused a token.
@@ -33,3 +34,10 @@ func (e *RejectedError) Error() string {
 }
 
 func (e *RejectedError) Unwrap() error { return ErrRejected }
+
+func (e *RejectedError) Outcome() outcome.Outcome { return outcome.Refused }
+
+// SettlesKey: a refusal of a token the authority issued is decided
+// against its word now, which changes: it settles the key. One it never
+// issued does not (storing it would let whoever guesses a key spoil it).
+func (e *RejectedError) SettlesKey() bool { return e.Issued }

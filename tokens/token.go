@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/fencegw/fencegw/internal/clip"
+	"github.com/fencegw/fencegw/outcome"
 )
 
 // Token is a fencing token: an operator-controlled epoch and the etcd create
@@ -43,7 +44,7 @@ var sigText = base64.RawURLEncoding.Strict()
 const maxDigits = 19
 
 // ErrMalformed is wrapped by every Parse error.
-var ErrMalformed = errors.New("tokens: malformed token")
+var ErrMalformed = outcome.New("tokens: malformed token", outcome.Refused)
 
 // Parse reads the text form "E:R", or "E:R:SIG" for a signed token, with
 // "#P" after R for a permit's token ("1:42#2:SIG"). It is strict so that
