@@ -33,6 +33,7 @@ BENCHMARKS.md.`,
 		Example: `  fencegw bench --database-url postgres://postgres@127.0.0.1/bench --clients 1,16,64 --duration 5s`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.clientsSet, o.distsSet = cmd.Flags().Changed("clients"), cmd.Flags().Changed("dist")
 			return runBench(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}
@@ -63,6 +64,7 @@ BENCHMARKS.md.`,
 	fs.BoolVar(&cfg.Wrk, "wrk", false, "also load each cell's gateway with wrk (an outside load generator, on $PATH), as many connections as clients, the same accounts, tokens and bodies, and report its figures beside the bench client's")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as one JSON document")
+	fs.BoolVar(&o.leases, "leases", false, "measure lock cycles instead of writes: acquire, release, and acquire, one fenced write, release, through the gateway's lease API beside etcd's own Session and Mutex on the same etcd; --clients defaults to 1,16,64 and --dist to uniform,hot (distinct resources, and one resource handed from holder to holder)")
 	completeWords(cmd, "dist", "uniform", "hot", "zipf", "uniform,hot,zipf")
 	completeFiles(cmd, "bench")
 	return cmd
@@ -75,7 +77,10 @@ type benchOptions struct {
 	clients, dists string
 	cpuProfile     string
 	asJSON         bool
-	etcdAccess     etcdAccess // TLS and user of --etcd
+	leases         bool // lock cycles instead of writes
+	// clientsSet, distsSet: the flags were given, not defaulted.
+	clientsSet, distsSet bool
+	etcdAccess           etcdAccess // TLS and user of --etcd
 }
 
 // runBench serves `fencegw bench`: the same fenced writes direct through
@@ -84,6 +89,12 @@ type benchOptions struct {
 func runBench(ctx context.Context, o benchOptions, out io.Writer) error {
 	cfg := o.cfg
 	var err error
+	if o.leases && !o.clientsSet {
+		o.clients = "1,16,64"
+	}
+	if o.leases && !o.distsSet {
+		o.dists = "uniform,hot"
+	}
 	if cfg.Clients, err = bench.ParseClients(o.clients); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -146,11 +157,29 @@ func runBench(ctx context.Context, o benchOptions, out io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if o.leases {
+		return runLeaseBench(ctx, cfg, o.asJSON, out)
+	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	if o.asJSON {
+		err = rep.WriteJSON(out)
+	} else {
+		err = rep.WriteText(out)
+	}
+	return errors.Join(err, rep.Err())
+}
+
+// runLeaseBench measures lock cycles through the gateway beside etcd's
+// Session and Mutex (bench.RunLeases).
+func runLeaseBench(ctx context.Context, cfg bench.Config, asJSON bool, out io.Writer) error {
+	rep, err := bench.RunLeases(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if asJSON {
 		err = rep.WriteJSON(out)
 	} else {
 		err = rep.WriteText(out)

@@ -57,21 +57,25 @@ func (w workload) args(id int64) policy.Values {
 // one write, one commit.
 func directWriter(store *fence.Store, w workload, tok tokens.Token) writeFunc {
 	toks := []tokens.Token{tok}
-	return func(ctx context.Context, id int64) (string, string) {
-		args := w.args(id)
-		keys, err := w.op.Resources(nil, args)
-		var req *fence.Request
-		if err == nil {
-			req, err = fence.NewRequest([]fence.Write{{Operation: w.op, Args: args, Resources: keys, Tokens: toks}}, nil)
-		}
-		if err == nil {
-			_, err = store.Apply(ctx, req)
-		}
-		if err == nil {
-			return "", ""
-		}
-		return directKind(err), err.Error()
+	return func(ctx context.Context, id int64) (string, string) { return directWrite(ctx, store, w, toks, id) }
+}
+
+// directWrite is one write of the reference path: w's operation on
+// account id, fenced with toks (its one role's).
+func directWrite(ctx context.Context, store *fence.Store, w workload, toks []tokens.Token, id int64) (kind, detail string) {
+	args := w.args(id)
+	keys, err := w.op.Resources(nil, args)
+	var req *fence.Request
+	if err == nil {
+		req, err = fence.NewRequest([]fence.Write{{Operation: w.op, Args: args, Resources: keys, Tokens: toks}}, nil)
 	}
+	if err == nil {
+		_, err = store.Apply(ctx, req)
+	}
+	if err == nil {
+		return "", ""
+	}
+	return directKind(err), err.Error()
 }
 
 // newDirectStore is the store of the reference path on pool.
