@@ -30,8 +30,6 @@ type liveness struct {
 	healthTimeout    time.Duration
 }
 
-func (l liveness) enabled() bool { return l.heartbeatFile != "" || l.healthCmd != "" }
-
 // check refuses a liveness configuration that cannot work: a heartbeat
 // file that does not exist (a typo would wedge every run at once), a
 // check without its bound.
