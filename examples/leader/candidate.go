@@ -41,7 +41,7 @@ func run(ctx context.Context, cfg config, ev *events) error {
 		case ctx.Err() != nil: // stopping: the loop ends
 		case transient(err):
 			ev.printf("campaign: %v", err)
-			pause(ctx, retryPause)
+			sleep(ctx, retryPause)
 		default:
 			return err
 		}
@@ -151,8 +151,8 @@ func transient(err error) bool {
 	return errors.Is(err, client.ErrUnavailable) || (!errors.As(err, &p) && !errors.Is(err, client.ErrBadOptions))
 }
 
-// pause waits d or until ctx ends.
-func pause(ctx context.Context, d time.Duration) {
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -30,14 +30,14 @@ func follow(ctx context.Context, c *client.Client, cfg config, self string, ev *
 		if err != nil {
 			if ctx.Err() == nil {
 				ev.printf("watch: %v", err)
-				pause(ctx, cfg.Poll)
+				sleep(ctx, cfg.Poll)
 			}
 			continue
 		}
 		for e := range events {
 			if e.Type == "error" {
 				ev.printf("watch: %v", e.Err)
-				pause(ctx, cfg.Poll)
+				sleep(ctx, cfg.Poll)
 				break
 			}
 			if line := describe(e); line != "" && !leads(e, self) {

@@ -11,6 +11,7 @@ import (
 	"github.com/fencegw/fencegw/client"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/internal/holdpoint"
+	"github.com/fencegw/fencegw/internal/pause"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
@@ -97,7 +98,7 @@ func TestFrozenLeader(t *testing.T) {
 	if err := syscall.Kill(old.pid(), syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	if !testenv.WaitFor(10*time.Second, func() bool { return frozen(old.pid()) }) {
+	if !testenv.WaitFor(10*time.Second, func() bool { return pause.Stopped(old.pid()) }) {
 		t.Fatalf("%s did not stop", old.name)
 	}
 	// Let go while frozen: the write goes out the moment it runs again.

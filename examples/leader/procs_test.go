@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -113,27 +111,6 @@ func (p *process) lineAfter(t *testing.T, mark int) string {
 		t.Fatalf("%s printed nothing more", p.name)
 	}
 	return line
-}
-
-// frozen reports whether every thread of process pid is stopped: kill
-// returns before a multi-threaded process has stopped everywhere.
-func frozen(pid int) bool {
-	tasks, err := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "stat"))
-	if err != nil || len(tasks) == 0 {
-		return false
-	}
-	for _, task := range tasks {
-		b, err := os.ReadFile(task)
-		if err != nil {
-			return false
-		}
-		// pid (comm) state ...: comm may hold spaces and parentheses.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
-			return false
-		}
-	}
-	return true
 }
 
 // passOthers lets every process but pid go on as soon as it reaches the

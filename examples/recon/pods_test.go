@@ -6,15 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/holdpoint"
-
 	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/internal/holdpoint"
+	"github.com/fencegw/fencegw/internal/pause"
 )
 
 // binaries are the programs of a pod.
@@ -81,7 +79,7 @@ func (p *pod) kill() {
 	if p.exited() {
 		return
 	}
-	for _, child := range children(p.cmd.Process.Pid) {
+	for _, child := range pause.Children(p.cmd.Process.Pid) {
 		_ = syscall.Kill(-child, syscall.SIGKILL)
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
@@ -94,43 +92,4 @@ func send(t *testing.T, pid int, sig syscall.Signal) {
 	if err := syscall.Kill(pid, sig); err != nil {
 		t.Fatalf("kill -%v %d: %v", sig, pid, err)
 	}
-}
-
-// ended reports whether process pid has exited: gone, or a zombie that
-// its parent, frozen, has not reaped yet.
-func ended(pid int) bool {
-	state, _, err := procStat(pid)
-	return err != nil || state == "Z"
-}
-
-// children lists the processes whose parent is pid.
-func children(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if _, ppid, err := procStat(child); err == nil && ppid == pid {
-			out = append(out, child)
-		}
-	}
-	return out
-}
-
-// procStat reads a process's state and parent from /proc/PID/stat.
-func procStat(pid int) (state string, ppid int, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", 0, err
-	}
-	// "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 2 {
-		return "", 0, os.ErrInvalid
-	}
-	ppid, err = strconv.Atoi(fields[1])
-	return fields[0], ppid, err
 }

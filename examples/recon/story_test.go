@@ -14,6 +14,7 @@ import (
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/internal/harness/testgw"
 	"github.com/fencegw/fencegw/internal/holdpoint"
+	"github.com/fencegw/fencegw/internal/pause"
 )
 
 const (
@@ -92,7 +93,7 @@ func tell(t *testing.T, bin binaries, gw *testgw.Gateway) *story {
 	// both at once would race the two, and the fence is what must stop
 	// it). Then its `fencegw lock`, once the job has ended.
 	send(t, a.Pid, syscall.SIGCONT)
-	if !testenv.WaitFor(20*time.Second, func() bool { return ended(a.Pid) }) {
+	if !testenv.WaitFor(20*time.Second, func() bool { return pause.Ended(a.Pid) }) {
 		t.Fatalf("A's job did not end once resumed:\n%s", s.pods[s.frozen].out)
 	}
 	send(t, a.Ppid, syscall.SIGCONT)
