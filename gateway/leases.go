@@ -204,11 +204,18 @@ func contender(c authority.Contender) contenderJSON {
 
 // handleObserve serves GET /v1/leases?resource=…: the holder, its token,
 // remaining TTL and value, and the waiters in grant order; for a
-// semaphore, each held slot's and the line (observeSemaphore).
+// semaphore, each held slot's and the line (observeSemaphore). The
+// resource is the caller's, as for POST /v1/leases and the watch.
 func (g *Gateway) handleObserve(w http.ResponseWriter, r *http.Request) {
 	resource, err := observedResource(r.URL.RawQuery)
 	if err != nil {
 		g.writeProblem(w, r, err, problemScope{})
+		return
+	}
+	// Who holds a lock, and with what value, is the business of those who
+	// may lease it, as for its watch.
+	if err := g.mayWatch(clientOf(r.Context()), authority.WatchOptions{Resource: resource}); err != nil {
+		g.writeProblem(w, r, err, problemScope{Resource: resource})
 		return
 	}
 	if permits := g.semaphorePermits(resource); permits > 0 {
