@@ -44,9 +44,6 @@ type AcquireOptions struct {
 	Permits int
 }
 
-// acquireAttempts bounds how often Acquire sends one acquisition.
-const acquireAttempts = 4
-
 type acquireRequest struct {
 	Resource string  `json:"resource"`
 	TTL      int64   `json:"ttl"`  // seconds
@@ -70,9 +67,9 @@ type leaseResponse struct {
 // including the wait; cancelling it later does not end the lease.
 //
 // An answer lost on the way (a broken connection, a 502, 503 or 504) is
-// asked for again with the acquisition's idempotency key, a few times
-// while ctx lasts: the gateway answers the retry with the lease it granted
-// the first attempt, if it did. If ctx ends first, that lease is unknown
+// asked for again with the acquisition's idempotency key, of the next
+// replica, a few times while ctx lasts: the gateway answers the retry
+// with the lease it granted the first attempt, if it did. If ctx ends first, that lease is unknown
 // to the caller and lasts until its TTL runs out on the gateway.
 func (c *Client) Acquire(ctx context.Context, resource string, opts AcquireOptions) (*Lease, error) {
 	ttl := cmp.Or(opts.TTL, DefaultTTL)
@@ -98,10 +95,12 @@ func (c *Client) Acquire(ctx context.Context, resource string, opts AcquireOptio
 	if margin == 0 {
 		margin = max(time.Duration(resp.TTL)*time.Second/10, minSafetyMargin)
 	}
-	// After a long wait little may be left of the TTL counted from the
-	// request, though the gateway renewed the lease when it granted the
-	// lock: a keepalive now, before the deadline is armed, tells how long
-	// it really lasts.
+	// After a long wait (or a slow answer) little may be left of the TTL
+	// counted from the request, though the gateway renewed the lease when
+	// it granted the lock: a keepalive now, before the deadline is armed,
+	// tells how long it really lasts. If its answer is lost, the deadline
+	// stays counted from the request, and the keepalive goroutine renews
+	// as it would after any lost answer.
 	if c.clock.Now().Sub(sent) >= time.Duration(resp.TTL)*time.Second/3 {
 		renewed := c.clock.Now()
 		var ka leaseResponse
@@ -109,6 +108,7 @@ func (c *Client) Acquire(ctx context.Context, resource string, opts AcquireOptio
 		switch {
 		case errors.Is(err, ErrLeaseLost):
 			return nil, fmt.Errorf("acquire %s: %w: keepalive after the wait: %w", resource, ErrLeaseLost, err)
+		case err != nil && answerLost(err):
 		case err != nil:
 			c.releaseQuietly(ctx, resp.LeaseID)
 			return nil, fmt.Errorf("acquire %s: keepalive after the wait: %w", resource, err)
@@ -134,32 +134,10 @@ func (c *Client) releaseQuietly(ctx context.Context, id string) {
 	_ = c.release(ctx, id)
 }
 
-// acquireOnce sends the acquisition req under key until an answer comes
-// that is not a lost one, or ctx ends, or acquireAttempts were sent.
+// acquireOnce sends the acquisition req under key, and again under the
+// same key while its answer is lost (retry), or ctx ends.
 func (c *Client) acquireOnce(ctx context.Context, req acquireRequest, key string, out *leaseResponse) error {
 	h := http.Header{IdempotencyHeader: {`"` + key + `"`}}
-	backoff := 100 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		_, err := c.do(ctx, call{method: "POST", path: "/v1/leases", header: h, body: req, want: 201, out: out})
-		if err == nil || attempt == acquireAttempts || !answerLost(err) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(backoff):
-		}
-		backoff *= 2
-	}
-}
-
-// answerLost reports whether err says nothing of what the gateway did with
-// a request: the connection broke, or something in between (or the
-// gateway, with etcd away) answered 502, 503 or 504.
-func answerLost(err error) bool {
-	var p *ProblemError
-	if errors.As(err, &p) {
-		return errors.Is(err, ErrUnavailable)
-	}
-	return !errors.Is(err, ErrBadOptions) && !errors.Is(err, ErrUnexpectedResponse) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	_, err := c.do(ctx, call{method: "POST", path: "/v1/leases", header: h, body: req, want: 201, out: out, resend: true})
+	return err
 }

@@ -57,7 +57,7 @@ func (c *Client) Batch(ctx context.Context, writes []BatchWrite, opts ...WriteOp
 	h := http.Header{}
 	h.Set(IdempotencyHeader, `"`+o.key+`"`)
 	var res BatchResult
-	got, err := c.do(ctx, call{method: "POST", path: "/v1/batch", header: h, body: body, want: 200, out: &res})
+	got, err := c.do(ctx, call{method: "POST", path: "/v1/batch", header: h, body: body, want: 200, out: &res, resend: true})
 	if err != nil {
 		return nil, fmt.Errorf("batch of %d writes: %w", len(writes), err)
 	}

@@ -9,14 +9,17 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencegw/fencegw/internal/reload"
 )
 
-// Client talks to one fencegw gateway. It is safe for concurrent use.
+// Client talks to a fencegw gateway: one replica, or several
+// (NewReplicas) it fails over between. It is safe for concurrent use.
 type Client struct {
-	base       string
+	bases      []string     // the replicas' base URLs, in the order given
+	preferred  atomic.Int64 // the index in bases of the replica asked first
 	baseErr    error
 	optErr     error // an option's (credentials.go)
 	http       *http.Client
@@ -58,13 +61,29 @@ type RenewFailure struct {
 func WithRenewFailures(f func(RenewFailure)) Option { return func(c *Client) { c.onRenewErr = f } }
 
 // New returns a Client of the gateway at baseURL, e.g.
-// "http://127.0.0.1:8080" or "https://gw.example.org" (see WithTLSFiles). A malformed URL surfaces as the error of the
-// first call.
+// "http://127.0.0.1:8080" or "https://gw.example.org" (see WithTLSFiles).
+// A malformed URL surfaces as the error of the first call.
 func New(baseURL string, opts ...Option) *Client {
-	c := &Client{base: strings.TrimRight(baseURL, "/"), http: http.DefaultClient, clock: SystemClock}
-	// The URL stays out of the error: it may hold a password.
-	if u, err := url.Parse(baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		c.baseErr = fmt.Errorf("%w: the base URL is not http(s)://host[:port][/path]", ErrBadOptions)
+	return NewReplicas([]string{baseURL}, opts...)
+}
+
+// NewReplicas returns a Client of a gateway served by several replicas,
+// asked in the order given: a request whose answer is lost (the replica
+// unreachable, its connection broken, a 502, 503 or 504) is sent again to
+// the next one, when it is safe to send it again (see Client.Write), and
+// that replica is asked first from then on. An empty list, or a malformed
+// URL, surfaces as the error of the first call.
+func NewReplicas(baseURLs []string, opts ...Option) *Client {
+	c := &Client{http: http.DefaultClient, clock: SystemClock}
+	for _, u := range baseURLs {
+		c.bases = append(c.bases, strings.TrimRight(u, "/"))
+		// The URL stays out of the error: it may hold a password.
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			c.baseErr = fmt.Errorf("%w: a base URL is not http(s)://host[:port][/path]", ErrBadOptions)
+		}
+	}
+	if len(c.bases) == 0 {
+		c.baseErr = fmt.Errorf("%w: no gateway URL", ErrBadOptions)
 	}
 	for _, opt := range opts {
 		opt(c)
@@ -86,10 +105,16 @@ type call struct {
 	body   any         // marshalled as JSON; nil sends no body
 	want   int         // the success status
 	out    any         // decoded from a success body; nil ignores it
+	// resend allows sending the request again after an answer was lost
+	// (retry.go): it writes nothing, or carries an Idempotency-Key.
+	resend bool
+	// resent, if set, is told whether the request was sent more than once.
+	resent *bool
 }
 
-// do sends k and returns the response headers of a success, or the error
-// the answer describes. ctx bounds the whole exchange.
+// do sends k, to one replica after another while its answer is lost and
+// k may be sent again, and returns the response headers of a success, or
+// the error the answer describes. ctx bounds the whole exchange.
 func (c *Client) do(ctx context.Context, k call) (http.Header, error) {
 	if c.baseErr != nil {
 		return nil, c.baseErr
@@ -97,22 +122,31 @@ func (c *Client) do(ctx context.Context, k call) (http.Header, error) {
 	if c.optErr != nil {
 		return nil, c.optErr
 	}
-	var body io.Reader
+	var body []byte
 	if k.body != nil {
 		b, err := json.Marshal(k.body)
 		if err != nil {
 			return nil, fmt.Errorf("encoding the request: %w", err)
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	req, err := http.NewRequestWithContext(ctx, k.method, c.base+k.path, body)
+	return c.retry(ctx, k, func(base string) (http.Header, error) { return c.send(ctx, base, k, body) })
+}
+
+// send sends k, with body, once to the replica at base.
+func (c *Client) send(ctx context.Context, base string, k call, body []byte) (http.Header, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, k.method, base+k.path, r)
 	if err != nil {
 		return nil, err
 	}
 	for name, values := range k.header {
 		req.Header[name] = values
 	}
-	if k.body != nil {
+	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")

@@ -23,6 +23,18 @@ var (
 	ErrLocked              = errors.New("client: resource is locked")              // locked, 409
 	ErrTooLarge            = errors.New("client: request too large")               // too-large, 413
 	ErrInternal            = errors.New("client: gateway internal error")          // internal, 500
+	ErrDeadlinePassed      = errors.New("client: business deadline passed")        // deadline-passed, 409
+	ErrNoLock              = errors.New("client: resource has no lock")            // no-lock, 404
+	ErrNoFence             = errors.New("client: resource has no fence")           // no-fence, 404
+	ErrNotFound            = errors.New("client: no such endpoint")                // not-found, 404
+	ErrMethodNotAllowed    = errors.New("client: method not allowed")              // method-not-allowed, 405
+	ErrUnsupportedMedia    = errors.New("client: unsupported media type")          // unsupported-media-type, 415
+	ErrUnsupportedEncoding = errors.New("client: unsupported content encoding")    // unsupported-encoding, 415
+	ErrTooManyLeases       = errors.New("client: too many leases")                 // too-many-leases, 429
+	// ErrApplication (application, the status the SQL raised): the
+	// operation's statements refused the write by the application's own
+	// rule (SQLSTATE PTxyz); Detail says which.
+	ErrApplication = errors.New("client: refused by the application")
 	// ErrUnavailable is a 503 (or a proxy's 502 or 504): PostgreSQL or etcd
 	// unreachable, or the gateway itself. A write's outcome may be unknown:
 	// retry it with the same Idempotency-Key.
@@ -54,23 +66,32 @@ var (
 
 // kindErrors maps a problem kind to its sentinel.
 var kindErrors = map[string]error{
-	"stale-token":          ErrStaleToken,
-	"token-required":       ErrTokenRequired,
-	"bad-request":          ErrBadRequest,
-	"token-rejected":       ErrTokenRejected,
-	"token-retired":        ErrTokenRetired,
-	"unknown-operation":    ErrUnknownOperation,
-	"unauthorized":         ErrUnauthorized,
-	"forbidden":            ErrForbidden,
-	"idempotency-mismatch": ErrIdempotencyMismatch,
-	"precondition-failed":  ErrPreconditionFailed,
-	"constraint":           ErrConstraint,
-	"locked":               ErrLocked,
-	"lease-not-found":      ErrLeaseLost,
-	"too-large":            ErrTooLarge,
-	"internal":             ErrInternal,
-	"unavailable":          ErrUnavailable,
-	"authority-halted":     ErrAuthorityHalted,
+	"stale-token":            ErrStaleToken,
+	"token-required":         ErrTokenRequired,
+	"bad-request":            ErrBadRequest,
+	"token-rejected":         ErrTokenRejected,
+	"token-retired":          ErrTokenRetired,
+	"unknown-operation":      ErrUnknownOperation,
+	"unauthorized":           ErrUnauthorized,
+	"forbidden":              ErrForbidden,
+	"idempotency-mismatch":   ErrIdempotencyMismatch,
+	"precondition-failed":    ErrPreconditionFailed,
+	"constraint":             ErrConstraint,
+	"locked":                 ErrLocked,
+	"lease-not-found":        ErrLeaseLost,
+	"too-large":              ErrTooLarge,
+	"internal":               ErrInternal,
+	"unavailable":            ErrUnavailable,
+	"authority-halted":       ErrAuthorityHalted,
+	"deadline-passed":        ErrDeadlinePassed,
+	"no-lock":                ErrNoLock,
+	"no-fence":               ErrNoFence,
+	"not-found":              ErrNotFound,
+	"method-not-allowed":     ErrMethodNotAllowed,
+	"unsupported-media-type": ErrUnsupportedMedia,
+	"unsupported-encoding":   ErrUnsupportedEncoding,
+	"too-many-leases":        ErrTooManyLeases,
+	"application":            ErrApplication,
 }
 
 // statusError is the sentinel for a status whose kind is unknown or absent.

@@ -232,8 +232,15 @@ func (l *Lease) Release(ctx context.Context) error {
 	return fmt.Errorf("release lease %s: %w", l.id, err)
 }
 
+// release sends DELETE for the lease id, again while its answer is lost.
+// A 404 to a DELETE sent again is the release of an earlier attempt whose
+// answer was lost: nil.
 func (c *Client) release(ctx context.Context, id string) error {
-	_, err := c.do(ctx, call{method: "DELETE", path: leasePath(id), want: 204})
+	var resent bool
+	_, err := c.do(ctx, call{method: "DELETE", path: leasePath(id), want: 204, resend: true, resent: &resent})
+	if resent && errors.Is(err, ErrLeaseLost) {
+		return nil
+	}
 	return err
 }
 

@@ -72,7 +72,7 @@ func (c *Client) Observe(ctx context.Context, resource string) (*LockState, erro
 			Transitions int64 `json:"transitions"`
 		} `json:"holders"`
 	}
-	if _, err := c.do(ctx, call{method: "GET", path: "/v1/leases?resource=" + url.QueryEscape(resource), want: 200, out: &out}); err != nil {
+	if _, err := c.do(ctx, call{method: "GET", path: "/v1/leases?resource=" + url.QueryEscape(resource), want: 200, out: &out, resend: true}); err != nil {
 		return nil, fmt.Errorf("observe %s: %w", resource, err)
 	}
 	st := &LockState{Resource: out.Resource, Revision: out.Revision, Waiting: out.Waiting, Transitions: out.Transitions, Permits: out.Permits}

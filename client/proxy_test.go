@@ -21,7 +21,7 @@ type faultProxy struct {
 	URL string
 
 	mu     sync.Mutex
-	fault  string // "": forward; "503": a load balancer's 503 page; "502": a proxy's; "drop": close the connection
+	fault  string // "": forward; "503": a load balancer's 503 page; "502": a proxy's; "drop": close the connection; "503-once": one 503 page, then forward
 	counts map[string]int
 }
 
@@ -41,9 +41,12 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 		switch fault {
 		case "":
 			rp.ServeHTTP(w, r)
-		case "502", "503":
+		case "502", "503", "503-once":
+			if fault == "503-once" {
+				p.setFault("")
+			}
 			w.Header().Set("Content-Type", "text/html")
-			w.WriteHeader(map[string]int{"502": 502, "503": 503}[fault])
+			w.WriteHeader(map[string]int{"502": 502, "503": 503, "503-once": 503}[fault])
 			_, _ = w.Write([]byte("<html><body><h1>" + fault + " Service Temporarily Unavailable</h1>\n<hr><center>nginx</center></body></html>\n"))
 		case "drop":
 			conn, _, err := http.NewResponseController(w).Hijack()

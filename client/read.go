@@ -47,7 +47,7 @@ func (c *Client) Read(ctx context.Context, token, operation string, args any) (*
 	h := http.Header{}
 	h.Set(TokenHeader, token)
 	var res ReadResult
-	if _, err := c.do(ctx, call{method: "POST", path: "/v1/reads/" + url.PathEscape(operation), header: h, body: args, want: 200, out: &res}); err != nil {
+	if _, err := c.do(ctx, call{method: "POST", path: "/v1/reads/" + url.PathEscape(operation), header: h, body: args, want: 200, out: &res, resend: true}); err != nil {
 		return nil, fmt.Errorf("read %s: %w", operation, err)
 	}
 	return &res, nil
@@ -71,7 +71,7 @@ func (c *Client) Check(ctx context.Context, token, resource string) error {
 	h := http.Header{}
 	h.Set(TokenHeader, token)
 	body := map[string]string{"resource": resource}
-	if _, err := c.do(ctx, call{method: "POST", path: "/v1/fences/check", header: h, body: body, want: 200}); err != nil {
+	if _, err := c.do(ctx, call{method: "POST", path: "/v1/fences/check", header: h, body: body, want: 200, resend: true}); err != nil {
 		return fmt.Errorf("check %s: %w", resource, err)
 	}
 	return nil

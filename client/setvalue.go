@@ -17,7 +17,7 @@ func (l *Lease) SetValue(ctx context.Context, value string) error {
 	body := struct {
 		Value string `json:"value"`
 	}{value}
-	if _, err := l.c.do(ctx, call{method: "PATCH", path: leasePath(l.id), body: body, want: 204}); err != nil {
+	if _, err := l.c.do(ctx, call{method: "PATCH", path: leasePath(l.id), body: body, want: 204, resend: true}); err != nil {
 		return fmt.Errorf("set value of lease %s: %w", l.id, err)
 	}
 	return nil

@@ -110,7 +110,9 @@ func final(err error) bool {
 	return errors.As(err, &p) && p.Status >= 400 && p.Status < 500 && p.Status != http.StatusRequestTimeout && p.Status != http.StatusTooManyRequests
 }
 
-// openWatch starts a stream, resuming after lastID if it is set.
+// openWatch starts a stream, resuming after lastID if it is set, on the
+// preferred replica; a lost answer makes the next one preferred, for the
+// watch's next attempt.
 func (c *Client) openWatch(ctx context.Context, query, lastID string) (io.ReadCloser, error) {
 	if c.baseErr != nil {
 		return nil, c.baseErr
@@ -118,7 +120,17 @@ func (c *Client) openWatch(ctx context.Context, query, lastID string) (io.ReadCl
 	if c.optErr != nil {
 		return nil, c.optErr
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/leases/watch?"+query, nil)
+	var body io.ReadCloser
+	_, err := c.retry(ctx, call{}, func(base string) (http.Header, error) {
+		var err error
+		body, err = c.openWatchAt(ctx, base, query, lastID)
+		return nil, err
+	})
+	return body, err
+}
+
+func (c *Client) openWatchAt(ctx context.Context, base, query, lastID string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/leases/watch?"+query, nil)
 	if err != nil {
 		return nil, err
 	}

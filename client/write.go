@@ -105,15 +105,21 @@ func (l *Lease) Write(ctx context.Context, operation string, args any, opts ...W
 // hold a token some other way, such as FENCING_TOKEN under `fencegw lock`.
 // For an operation with several resources, token is RoleTokens of them.
 // Each call gets a new random Idempotency-Key unless WithIdempotencyKey
-// gives one, so net/http's transport may resend it safely (it does for
-// requests with that header when a reused connection breaks). ctx bounds
-// the request; the gateway finishes a write it has started even if ctx
-// ends.
+// gives one, and is sent again under it, to the next replica, while its
+// answer is lost (a broken connection, a 502, a 503 whatever its outcome,
+// a 504), a few times: it applies once at most, and a retry of a write
+// that did apply is answered with its first answer (Result.Replayed). A
+// final answer (applied, or refused) is never sent again. ctx bounds the
+// request and its retries; the gateway finishes a write it has started
+// even if ctx ends.
 //
 // A refusal is an error from the gateway: errors.As a *StaleTokenError
 // (errors.Is ErrStaleToken) when a newer token has written, a
-// *ProblemError for the others. A transport failure is returned as
-// net/http gives it; like ErrUnavailable, it leaves the outcome unknown.
+// *ProblemError for the others. When no attempt got a final answer, the
+// error is ErrUnavailable or the transport's, and the outcome is unknown
+// unless a *ProblemError says "not-applied" (it says so only when no
+// attempt may have applied): retry with WithIdempotencyKey of the same
+// key, or read the state.
 func (c *Client) Write(ctx context.Context, token, operation string, args any, opts ...WriteOption) (*Result, error) {
 	var o writeOptions
 	for _, opt := range opts {
@@ -137,7 +143,7 @@ func (c *Client) Write(ctx context.Context, token, operation string, args any, o
 		h.Set(NotAfterHeader, o.notAfter.UTC().Format(time.RFC3339Nano))
 	}
 	var res Result
-	got, err := c.do(ctx, call{method: "POST", path: "/v1/ops/" + url.PathEscape(operation), header: h, body: args, want: 200, out: &res})
+	got, err := c.do(ctx, call{method: "POST", path: "/v1/ops/" + url.PathEscape(operation), header: h, body: args, want: 200, out: &res, resend: true})
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", operation, err)
 	}
