@@ -71,7 +71,12 @@ func (c *Client) Check(ctx context.Context, token, resource string) error {
 	h := http.Header{}
 	h.Set(TokenHeader, token)
 	body := map[string]string{"resource": resource}
-	if _, err := c.do(ctx, call{method: "POST", path: "/v1/fences/check", header: h, body: body, want: 200, resend: true}); err != nil {
+	// The answer is read, though only its status tells: a 200 whose body
+	// is not the gateway's (cut short, a proxy's) is no answer.
+	var out struct {
+		Fences []ReadFence `json:"fences"`
+	}
+	if _, err := c.do(ctx, call{method: "POST", path: "/v1/fences/check", header: h, body: body, want: 200, out: &out, resend: true}); err != nil {
 		return fmt.Errorf("check %s: %w", resource, err)
 	}
 	return nil

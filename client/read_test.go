@@ -3,6 +3,8 @@ package client_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +80,20 @@ func TestWriteWithADeadline(t *testing.T) {
 	var p *client.ProblemError
 	if !errors.As(err, &p) || !strings.HasSuffix(p.Type, "deadline-passed") {
 		t.Fatalf("a write past its deadline: %v, want deadline-passed", err)
+	}
+}
+
+// TestCheckRefusesAnAnswerCutShort: a check's 200 whose body is not the
+// gateway's answer (cut short on the way) is ErrUnexpectedResponse, not
+// "current".
+func TestCheckRefusesAnAnswerCutShort(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"fences": [{"role": "", "reso`))
+	}))
+	defer srv.Close()
+	err := client.New(srv.URL).Check(context.Background(), "1:1", "account/acct-1")
+	if !errors.Is(err, client.ErrUnexpectedResponse) {
+		t.Fatalf("a check answered 200 with a body cut short: %v, want ErrUnexpectedResponse", err)
 	}
 }
