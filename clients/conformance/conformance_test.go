@@ -30,6 +30,9 @@ var runners = []runnerSpec{
 	{name: "go", dir: ".", argv: func(t *testing.T, scenarios string) []string {
 		return []string{buildGoRunner(t), scenarios}
 	}},
+	{name: "python", runtime: "python3", dir: "../python/conformance", argv: func(t *testing.T, scenarios string) []string {
+		return []string{"python3", "-u", "runner.py", scenarios}
+	}},
 }
 
 // TestConformance runs every client's runner through every scenario, each
