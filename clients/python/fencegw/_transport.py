@@ -202,14 +202,16 @@ class Transport:
         timeout = timeout if timeout is not None else self._timeout
         attempts = self._attempts if resend else 1
         stale_retry = resend or method != "POST" or path.endswith("/keepalive")
+        # One credential for every attempt of the request; one that cannot
+        # be read is a CredentialError, nothing sent.
+        token = self._bearer.current()
+        if token:
+            hdrs["Authorization"] = "Bearer " + token
         backoff = BACKOFF_MIN
         unknown: Optional[Unavailable] = None
         last: Optional[Unavailable] = None
         reached = False
         for attempt in range(1, attempts + 1):
-            token = self._bearer.current()  # CredentialError: nothing sent
-            if token:
-                hdrs["Authorization"] = "Bearer " + token
             t = timeout
             if deadline is not None:
                 t = min(t, deadline - time.monotonic())

@@ -8,7 +8,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence
 
-from .errors import FencegwError, LeaseError, LeaseLost
+from .errors import ConfigurationError, FencegwError, LeaseError, LeaseLost
 from .lease import RELEASE_TIMEOUT, Lease
 from .results import WriteResult
 
@@ -59,8 +59,6 @@ class LeaseSet:
         for role, resource in roles.items():
             lease = self.lease(resource)
             if lease is None:
-                from .errors import ConfigurationError
-
                 raise ConfigurationError("role %s's resource %s is not in the set" % (role, resource))
             tokens[role] = lease.token
         return self._gw.write(operation, args, token=tokens, idempotency_key=idempotency_key, not_after=not_after)
