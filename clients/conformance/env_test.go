@@ -28,7 +28,6 @@ import (
 // its own database, the main replica behind the proxy, and the replicas
 // and gateways a scenario adds.
 type env struct {
-	t      *testing.T
 	etcd   *clientv3.Client
 	dbURL  string
 	pool   *pgxpool.Pool
@@ -54,7 +53,7 @@ type replica struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	_, etcd := testenv.PrivateEtcd(t)
-	e := &env{t: t, etcd: etcd, dbURL: testenv.NewDatabase(t)}
+	e := &env{etcd: etcd, dbURL: testenv.NewDatabase(t)}
 	if err := schema.Up(e.dbURL, schema.Gateway(), schema.Dir("../../testdata/demo/migrations", "demo_schema_migrations")); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +63,7 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(pool.Close)
 	e.pool = pool
-	e.main = e.startReplica(e.dbURL, conformancePolicy(t), nil)
+	e.main = e.startReplica(t, e.dbURL, conformancePolicy(t), nil)
 	e.proxy = newProxy(t, e.main.URL)
 	e.client = client.New(e.main.URL)
 	return e
@@ -106,10 +105,9 @@ operations:
 }
 
 // startReplica serves a gateway of policyYAML on the database at dbURL
-// (migrated) and the env's etcd, until the runner's test ends or Kill;
-// config adjusts its configuration (TLS, JWTs).
-func (e *env) startReplica(dbURL, policyYAML string, config func(*gateway.Config, *http.Server)) *replica {
-	t := e.t
+// (migrated) and the env's etcd, until t ends or Kill; config adjusts its
+// configuration (TLS, JWTs).
+func (e *env) startReplica(t testing.TB, dbURL, policyYAML string, config func(*gateway.Config, *http.Server)) *replica {
 	t.Helper()
 	pol, err := policy.Parse("policy.yaml", []byte(policyYAML))
 	if err != nil {

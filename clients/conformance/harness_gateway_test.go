@@ -98,7 +98,7 @@ const (
 // a JWT; the runner gets billing's certificate and a bearer file holding
 // pod's JWT, expired.
 func tlsSetup(s *run, gw *gatewaySpec, vars map[string]any) {
-	t := s.e.t // the gateway outlives the scenario's test: the runner's
+	t := s.t
 	dir := t.TempDir()
 	serverCA, clients := testcerts.NewCA(t, "gateway CA"), testcerts.NewCA(t, "clients")
 	certFile, keyFile := serverCA.Server(t, "localhost", "127.0.0.1").Write(t, dir, "gw")
@@ -127,7 +127,7 @@ clients:
     jwt: {subject: "` + podSubject + `"}
     operations: [debit, credit]
 `
-	r := s.e.startReplica(dbURL, pol, func(c *gateway.Config, hs *http.Server) {
+	r := s.e.startReplica(t, dbURL, pol, func(c *gateway.Config, hs *http.Server) {
 		c.ClientCAs, c.VerifyJWT = srv.ClientCAs, v.Verify
 		hs.TLSConfig = srv.Config()
 	})

@@ -136,7 +136,7 @@ func init() {
 
 	harnesses["replica-killed"] = harness{
 		setup: func(s *run, gw *gatewaySpec, _ map[string]any) {
-			first := s.e.startReplica(s.e.dbURL, conformancePolicy(s.t), nil)
+			first := s.e.startReplica(s.t, s.e.dbURL, conformancePolicy(s.t), nil)
 			s.state["first"] = first
 			gw.URLs = []string{first.URL, s.e.proxy.URL}
 		},
