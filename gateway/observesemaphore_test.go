@@ -191,12 +191,18 @@ clients:
 	}) {
 		t.Fatal("a refused watch holds a stream")
 	}
-	// Observing is scoped as a lock's is: the semaphore answers billing
-	// as its slot, a lock, does.
-	sem := h.do(http.MethodGet, "/v1/leases?resource=pool/p22", bearer("billing-secret"), "")
-	slot := h.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape("pool/p22#1"), bearer("billing-secret"), "")
-	if sem.Status != slot.Status {
-		t.Errorf("billing's GET of the semaphore: %d %s; of its slot: %d %s; want alike", sem.Status, sem.Body, slot.Status, slot.Body)
+	// Observing is scoped as watching is: billing may observe neither the
+	// semaphore nor its slot, a lock; the worker may.
+	for _, name := range []string{"pool/p22", "pool/p22#1"} {
+		if r := h.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(name), bearer("billing-secret"), ""); r.Status != http.StatusForbidden || r.Problem.Kind() != "forbidden" {
+			t.Errorf("billing's GET of %s: %d %s; want 403 forbidden", name, r.Status, r.Body)
+		}
+		if r := h.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(name), bearer("worker-secret"), ""); r.Status != http.StatusOK {
+			t.Errorf("worker's GET of %s: %d %s; want 200", name, r.Status, r.Body)
+		}
+	}
+	if r := h.do(http.MethodGet, "/v1/leases?resource=account/acct-1", bearer("billing-secret"), ""); r.Status != http.StatusOK {
+		t.Errorf("billing's GET of an account it writes: %d %s; want 200", r.Status, r.Body)
 	}
 	s, r := h.watch("resource=pool/p22", bearer("worker-secret"))
 	if r.Status != http.StatusOK {
