@@ -4,7 +4,7 @@
 // returns typed errors and opaque responses, and the gateway decides what
 // they look like on the wire.
 //
-// # Requests, writes and fences
+// # Requests, writes and fences (request.go)
 //
 // A Request is what one client call asks for: one Write, or an atomic
 // batch of them. A Write is one call of a policy operation with its
@@ -14,7 +14,7 @@
 // two roles of one write on one resource, or one resource under two tokens
 // in one request (ErrConflict).
 //
-// # The write path
+// # The write path (pipeline.go, store.go, prepared.go, sql/fence.sql)
 //
 // Every request has one shape: its fences, then each write's statements.
 // A fence is ONE conditional statement, fencegw.fence (sql/fence.sql): an
@@ -40,7 +40,7 @@
 // claim of the key, fences and statements; then its stored answer and
 // COMMIT.
 //
-// # Outcomes
+// # Outcomes (errors.go, classify.go, commitwarning.go)
 //
 // Apply returns the request's answer (answer.go renders it, the API's
 // JSON, stored with a keyed request's writes and replayed byte for byte),
@@ -61,17 +61,23 @@
 // session means: unknown if the round trip carried the commit, not
 // applied otherwise (classify.go).
 //
-// # Idempotency
+// # Idempotency: a keyed retry while the first attempt is in flight (idempotency.go)
 //
-// A keyed request claims its key (fencegw.claim_key) in its transaction;
-// a concurrent request with the same key waits on the claim, and a key
-// that completed is answered with its stored response (Replayed). Settle
-// makes a refusal decided outside the transaction (by the authority, or
-// after it rolled back) the key's outcome, after waiting for an attempt in
-// flight, so that no other attempt with the key can apply once a client
-// was told it did not.
+// The rule: an idempotency key is applied at most once, and its first
+// final answer is every attempt's answer, whatever attempts overlap. A
+// keyed request claims its key (fencegw.claim_key, sql/claim_key.sql) in
+// its transaction (tx.go, queueInTx): a concurrent request with the same
+// key waits on the claim's row lock, and a key that completed is
+// answered with its stored response (Replayed), stored with the COMMIT
+// (tx.go, commit). Settle (idempotency.go, sql/settle_key.sql) makes a
+// refusal decided outside the transaction (by the authority, or after it
+// rolled back) the key's outcome, after waiting for an attempt in flight,
+// so that no other attempt with the key can apply once a client was told
+// it did not; which refusals settle a key, each error declares (package
+// outcome), and the gateway's apply.go (settle) is the one caller that
+// decides to settle.
 //
-// # Coalescing and group commit
+// # Coalescing and group commit (coalesce.go, committer.go, groupcommit.go, tx.go)
 //
 // The rule of which writes share a transaction is stated at the top of
 // groupcommit.go, beside the code that applies it (take, run).
@@ -94,7 +100,7 @@
 // deadlock or serialization failure, or a statement gone stale, is run
 // again alone afterwards. Requests of several fences always run alone.
 //
-// # The authority record, the audit, inspection
+// # The authority record, the audit, inspection (authority.go, audit.go, history.go, advance.go, floor.go, inspect.go)
 //
 // Records is PostgreSQL's memory of the token authority, which package
 // authority's Watchdog compares etcd with. RecordRejection and RunJanitor
@@ -107,7 +113,7 @@
 // Rejections, Bypasses and TableSizes are `fencegw inspect`'s queries, and
 // CheckPolicy asks PostgreSQL to plan every statement of a policy.
 //
-// # The functions it calls
+// # The functions it calls (sql/, definitions.go)
 //
 // The SQL functions on fencegw.* that this package calls (fence,
 // stamp_unfenced, claim_key, settle_key, raise_fence_floor, prune_fences,
