@@ -124,4 +124,3 @@ func firstDifference(want, got string) string {
 	}
 	return ""
 }
-
