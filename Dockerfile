@@ -30,10 +30,14 @@ COPY . .
 #   docker build --build-arg REVISION=$(git rev-parse HEAD) .
 ARG REVISION
 RUN go build -trimpath -ldflags="-s -w -X github.com/fencegw/fencegw/internal/buildinfo.revision=${REVISION}" -o /out/fencegw ./cmd/fencegw
+# The folder of the key-encryption key, owned by the image's user: a
+# volume mounted on it takes its owner (docker-compose.yml's token-kek).
+RUN mkdir -p /out/var/kek && chmod 0700 /out/var/kek
 
 FROM gcr.io/distroless/static-debian12:nonroot
 
 COPY --from=build /out/fencegw /usr/local/bin/fencegw
+COPY --from=build --chown=65532:65532 /out/var/ /var/lib/fencegw/
 # The demo application: its policy for `fencegw serve --policy` and its
 # migrations for `fencegw migrate --dir ... --table demo_schema_migrations up`.
 COPY testdata/demo/policy.yaml /etc/fencegw/demo/policy.yaml

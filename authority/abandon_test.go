@@ -23,7 +23,7 @@ func TestWaiterGivenUpWhileEtcdIsDownIsRevokedLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	cli := testenv.NewEtcdClient(t, srv.Endpoints())
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 	const res = "abandon/one"
 	holder, err := a.Acquire(ctx, res, authority.AcquireOptions{TTL: authority.MaxTTL})
 	if err != nil {

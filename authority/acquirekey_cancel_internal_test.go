@@ -66,7 +66,7 @@ func TestAKeyedGrantOutlivesItsCallersHangUp(t *testing.T) {
 	req, hangUp := context.WithCancel(t.Context())
 	defer hangUp()
 	cli.KV = cancelAtGrantRecord{KV: cli.KV, cancel: hangUp}
-	a := NewEtcd(cli)
+	a := NewEtcd(cli, testenv.KEK())
 	opts := AcquireOptions{TTL: 30 * time.Second, Owner: "billing", Key: "acq-1"}
 	first, err := a.Acquire(req, "account/acct-1", opts)
 	if err != nil {

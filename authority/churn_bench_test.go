@@ -28,7 +28,7 @@ func BenchmarkLeaseChurn(b *testing.B) {
 	}{{"one-resource", false, false}, {"a-resource-each", true, false}, {"a-resource-each-parallel", true, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			_, cli := testenv.PrivateEtcd(b)
-			a := authority.NewEtcd(cli)
+			a := authority.NewEtcd(cli, testenv.KEK())
 			ctx := context.Background()
 			var n atomic.Int64
 			churn := func() {

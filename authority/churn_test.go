@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/internal/etcdserver"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // TestAnAbandonedLeaseEndsUnderLeaderChurn: on a three-member etcd whose
@@ -31,7 +32,7 @@ func TestAnAbandonedLeaseEndsUnderLeaderChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
-	a := NewEtcd(cli)
+	a := NewEtcd(cli, testenv.KEK())
 	const res, ttl = "account/acct-churn", 2 * time.Second
 	abandoned, err := a.Acquire(ctx, res, AcquireOptions{TTL: ttl, Owner: "gone"})
 	if err != nil {

@@ -84,7 +84,7 @@ func TestProbe(t *testing.T) {
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := authority.NewEtcd(cli).Revision(ctx); err != nil {
+	if _, err := authority.NewEtcd(cli, testenv.KEK()).Revision(ctx); err != nil {
 		t.Fatalf("a client Probe passed: Revision = %v", err)
 	}
 }
@@ -104,7 +104,7 @@ func TestDialWithUser(t *testing.T) {
 		t.Fatalf("Dial as %s: %v", e.GatewayUser, err)
 	}
 	defer cli.Close()
-	if _, err := authority.NewEtcd(cli).Revision(ctx); err != nil {
+	if _, err := authority.NewEtcd(cli, testenv.KEK()).Revision(ctx); err != nil {
 		t.Fatalf("Revision as %s: %v", e.GatewayUser, err)
 	}
 	if _, err := cli.Put(ctx, "/elsewhere", "x"); !authority.AccessDenied(err) {
@@ -121,7 +121,7 @@ func TestDialWithUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer anon.Close()
-	if _, err := authority.NewEtcd(anon).Revision(ctx); !authority.AccessDenied(err) {
+	if _, err := authority.NewEtcd(anon, testenv.KEK()).Revision(ctx); !authority.AccessDenied(err) {
 		t.Errorf("Revision without a user = %v, want a refusal AccessDenied recognises", err)
 	}
 }

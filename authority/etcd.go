@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/fencegw/fencegw/tokens"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,9 @@ type Etcd struct {
 	// issued; a token above it costs one linearizable read to re-check.
 	newestRevision atomic.Int64
 
+	// keks open the signing keys (keyseal.go); nil: no keys, no tokens.
+	keks      KEKs
+	readClear atomic.Bool // keys stored in clear are used too (ReadClearKeys)
 	// keys sign and verify tokens (keys.go); nil until first needed.
 	keys     atomic.Pointer[keySet]
 	keysLock chan struct{} // one load at a time; a channel, so a wait for it can end with its ctx
@@ -53,9 +57,11 @@ type Etcd struct {
 }
 
 // NewEtcd returns the authority for cli, at DefaultEpoch until Resume sets
-// the epoch that etcd and PostgreSQL agree on.
-func NewEtcd(cli *clientv3.Client) *Etcd {
-	a := &Etcd{cli: cli, now: time.Now, keysLock: make(chan struct{}, 1)}
+// the epoch that etcd and PostgreSQL agree on. keks open the signing keys
+// and seal new ones; an authority without (nil) reads etcd but never
+// signs nor verifies a token (ErrNoKEK): inspect, epoch.
+func NewEtcd(cli *clientv3.Client, keks KEKs) *Etcd {
+	a := &Etcd{cli: cli, keks: keks, now: time.Now, keysLock: make(chan struct{}, 1)}
 	a.epoch.Store(tokens.DefaultEpoch)
 	return a
 }
@@ -141,6 +147,11 @@ func (a *Etcd) checkSigned(ctx context.Context, resource, client string, tok tok
 		}
 		if set.ring.Verify(tok, resource, client) {
 			return nil
+		}
+		if ids := set.unopened(); len(ids) > 0 {
+			// One of the keys this replica cannot open may have signed it:
+			// a refusal another replica would contradict is no answer.
+			return unavailable("verify a token's signature", fmt.Errorf("%w: key %s, which may have signed it, does not open here (fencegw keys list names its KEK)", ErrKeysSealed, strings.Join(ids, ", ")))
 		}
 	}
 	switch {

@@ -52,7 +52,7 @@ func TestReleaseWakesOneWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 
 	holder, err := a.Acquire(t.Context(), res, authority.AcquireOptions{TTL: 10 * time.Second})
 	if err != nil {

@@ -26,7 +26,7 @@ func (c *manualClock) advance(d time.Duration) {
 
 func clocked(cli *clientv3.Client) (*Etcd, *manualClock) {
 	clock := &manualClock{t: time.Now()}
-	a := NewEtcd(cli)
+	a := NewEtcd(cli, testenv.KEK())
 	a.now = clock.now
 	return a, clock
 }

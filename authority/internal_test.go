@@ -15,7 +15,7 @@ import (
 // predecessors again, instead of failing the wait with 503.
 func TestWaitDeleteSurvivesCompaction(t *testing.T) {
 	cli := testenv.EtcdClient(t)
-	a := NewEtcd(cli)
+	a := NewEtcd(cli, testenv.KEK())
 	key := "/fencegw-test/compacted/" + t.Name()
 	put, err := cli.Put(t.Context(), key, "held")
 	if err != nil {
@@ -56,7 +56,7 @@ func TestLockKeyPrefixSeparatesNestedResources(t *testing.T) {
 // fails as unavailable, naming the endpoint.
 func TestReadStoreSizeSkipsADeadEndpoint(t *testing.T) {
 	const dead = "127.0.0.1:1" // nothing listens there
-	a := NewEtcd(testenv.NewEtcdClient(t, append([]string{dead}, testenv.EtcdEndpoints()...)))
+	a := NewEtcd(testenv.NewEtcdClient(t, append([]string{dead}, testenv.EtcdEndpoints()...)), testenv.KEK())
 	ctx, cancel := context.WithTimeout(t.Context(), DefaultCheckEvery)
 	defer cancel()
 	if err := a.ReadStoreSize(ctx); err != nil {
@@ -67,7 +67,7 @@ func TestReadStoreSizeSkipsADeadEndpoint(t *testing.T) {
 	}
 	ctx, cancel = context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
-	err := NewEtcd(testenv.NewEtcdClient(t, []string{dead})).ReadStoreSize(ctx)
+	err := NewEtcd(testenv.NewEtcdClient(t, []string{dead}), testenv.KEK()).ReadStoreSize(ctx)
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), dead) {
 		t.Fatalf("only a dead endpoint: %v, want unavailable naming %s", err, dead)
 	}

@@ -2,9 +2,6 @@ package authority
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +20,11 @@ import (
 type keySet struct {
 	ring    *tokens.Keyring // the keys in service: the newest whose time has come signs, all verify
 	retired *tokens.Keyring // nil if none: only names a refusal, never accepts
+	// unusable are the keys that did not open (keyseal.go), in service
+	// first: a signature none of ring's keys verifies may be by one of
+	// those in service.
+	unusable []UnusableKey
+	opened   int // keys in service in ring
 }
 
 // retiredSigned reports whether one of the retired keys signed tok for
@@ -137,8 +139,13 @@ func (a *Etcd) loadKeysLocked(ctx context.Context) (*keySet, error) {
 }
 
 // readKeys reads the keys in service and the retired ones at one
-// revision, creating the first key on a cluster that has none.
+// revision, creating the first key on a cluster that has none, and opens
+// them under the KEKs. It fails if no key in service opens.
 func (a *Etcd) readKeys(ctx context.Context) (*keySet, error) {
+	keks, err := a.kekRing()
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	active, retired, err := a.readKeyKVs(ctx)
@@ -158,13 +165,18 @@ func (a *Etcd) readKeys(ctx context.Context) (*keySet, error) {
 		}
 	}
 	set := &keySet{}
-	if set.ring, err = keyringOf(active, keysPrefix); err != nil {
+	readClear := a.readClear.Load()
+	ring, unusable, err := openKeys(keks, active, keysPrefix, readClear)
+	if err != nil {
 		return nil, err
 	}
-	if len(retired) > 0 {
-		if set.retired, err = keyringOf(retired, retiredKeysPrefix); err != nil {
-			return nil, err
-		}
+	set.ring, set.unusable, set.opened = ring, unusable, len(active)-len(unusable)
+	if set.retired, unusable, err = openKeys(keks, retired, retiredKeysPrefix, readClear); err != nil {
+		return nil, err
+	}
+	set.unusable = append(set.unusable, unusable...)
+	if set.ring == nil {
+		return nil, sealedKeysError(set.unusable)
 	}
 	return set, nil
 }
@@ -178,24 +190,6 @@ func (a *Etcd) readKeyKVs(ctx context.Context) (active, retired []*mvccpb.KeyVal
 	}
 	a.observe(resp.Header.Revision)
 	return resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs, nil
-}
-
-// keyringOf decodes the keys stored under prefix.
-func keyringOf(kvs []*mvccpb.KeyValue, prefix string) (*tokens.Keyring, error) {
-	keys := make([]tokens.Key, 0, len(kvs))
-	for _, kv := range kvs {
-		var stored storedKey
-		err := json.Unmarshal(kv.Value, &stored)
-		key := tokens.Key{ID: strings.TrimPrefix(string(kv.Key), prefix), SignAfter: stored.SignAfter}
-		if err == nil {
-			key.Secret, err = base64.StdEncoding.DecodeString(stored.Secret)
-		}
-		if err != nil || len(key.Secret) < tokens.MinKeyLen {
-			return nil, fmt.Errorf("authority: etcd key %s does not hold a signing key", kv.Key)
-		}
-		keys = append(keys, key)
-	}
-	return tokens.NewKeyring(keys...)
 }
 
 // keyNumber reads a key ID's sequence number (0 if it is none).

@@ -3,7 +3,6 @@ package authority
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -11,14 +10,16 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/kek"
 )
 
 // keysPrefix holds the keys that sign tokens, one per key ID (a zero-padded
 // sequence number: the highest is the newest, and it signs). They live in
-// etcd because etcd is already the authority every replica shares: no
-// secret to hand out, and a rotation reaches every replica by itself.
-// Anyone who can read them can mint tokens, as anyone who can write etcd
-// can mint lock keys: protect etcd (TLS, authentication).
+// etcd because etcd is already the authority every replica shares: a
+// rotation reaches every replica by itself. They rest sealed under the
+// gateways' key-encryption key (keyseal.go): reading them, or a snapshot
+// of etcd, signs nothing.
 const keysPrefix = "/fencegw/token-keys/"
 
 // retiredKeysPrefix holds the keys `fencegw keys retire` took out of
@@ -39,28 +40,34 @@ type KeyInfo struct {
 	SignAfter time.Time `json:"sign_after,omitzero"` // zero: signs from creation
 	Signing   bool      `json:"signing"`             // new tokens carry its signature
 	RetiredAt time.Time `json:"retired_at,omitzero"` // set for a retired key
+	SealedBy  string    `json:"sealed_by"`           // the ID of the KEK it is sealed under; "": stored in clear
 }
 
-// storedKey is a signing key as etcd holds it.
+// storedKey is a signing key as etcd holds it: 32 random bytes, sealed.
 type storedKey struct {
-	Secret    string    `json:"secret"` // base64, 32 random bytes
-	CreatedAt time.Time `json:"created_at,omitzero"`
-	SignAfter time.Time `json:"sign_after"`
-	RetiredAt time.Time `json:"retired_at,omitzero"`
+	Sealed    *kek.Sealed `json:"sealed,omitempty"`
+	Secret    string      `json:"secret,omitempty"` // base64, in clear: a key written before keys were sealed
+	CreatedAt time.Time   `json:"created_at,omitzero"`
+	SignAfter time.Time   `json:"sign_after"`
+	RetiredAt time.Time   `json:"retired_at,omitzero"`
 }
 
-// addKey creates key number n with 32 random bytes, signing from
-// signAfter on, unless it exists.
+// addKey creates key number n with 32 random bytes, sealed under the
+// newest KEK, signing from signAfter on, unless it exists.
 func (a *Etcd) addKey(ctx context.Context, n int64, signAfter time.Time) (string, error) {
+	ring, err := a.kekRing()
+	if err != nil {
+		return "", err
+	}
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return "", err
 	}
-	value, err := json.Marshal(storedKey{Secret: base64.StdEncoding.EncodeToString(secret), CreatedAt: time.Now().UTC(), SignAfter: signAfter.UTC()})
+	id := fmt.Sprintf("%0*d", keyIDWidth, n)
+	value, err := sealKey(ring, id, secret, storedKey{CreatedAt: time.Now().UTC(), SignAfter: signAfter.UTC()})
 	if err != nil {
 		return "", err
 	}
-	id := fmt.Sprintf("%0*d", keyIDWidth, n)
 	key := keysPrefix + id
 	_, err = a.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
@@ -131,6 +138,9 @@ func keyInfos(kvs []*mvccpb.KeyValue, prefix string, now time.Time) []KeyInfo {
 		var stored storedKey
 		_ = json.Unmarshal(kv.Value, &stored) // a bad one fails ReloadKeys, with its name
 		infos[i] = KeyInfo{ID: strings.TrimPrefix(string(kv.Key), prefix), Created: stored.CreatedAt, Revision: kv.CreateRevision, SignAfter: stored.SignAfter, RetiredAt: stored.RetiredAt}
+		if stored.Sealed != nil {
+			infos[i].SealedBy = stored.Sealed.KEK
+		}
 		if !now.Before(stored.SignAfter) && signer > i {
 			signer = i
 		}

@@ -18,7 +18,7 @@ import (
 func newAuthority(t *testing.T) (*authority.Etcd, *clientv3.Client) {
 	t.Helper()
 	cli := testenv.EtcdClient(t)
-	return authority.NewEtcd(cli), cli
+	return authority.NewEtcd(cli, testenv.KEK()), cli
 }
 
 func acquire(t *testing.T, a *authority.Etcd, resource string, wait time.Duration) authority.Lease {
@@ -196,7 +196,7 @@ func TestValidate(t *testing.T) {
 	}
 
 	// Another replica (a fresh authority on the same etcd) verifies it.
-	fresh := authority.NewEtcd(cli)
+	fresh := authority.NewEtcd(cli, testenv.KEK())
 	if err := fresh.Validate(t.Context(), "validate/one", "", l.Token, tokens.ValidateFence); err != nil {
 		t.Fatalf("Validate(issued token) = %v", err)
 	}
@@ -240,7 +240,7 @@ func signedFor(t *testing.T, a *authority.Etcd, tok tokens.Token, resource, clie
 // nothing more.
 func TestKeyRotation(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t) // retiring keys would refuse other tests' tokens
-	a, replica := authority.NewEtcd(cli), authority.NewEtcd(cli)
+	a, replica := authority.NewEtcd(cli, testenv.KEK()), authority.NewEtcd(cli, testenv.KEK())
 	before := acquire(t, a, "rotate/one", 0)
 	if err := replica.Validate(t.Context(), "rotate/one", "", before.Token, tokens.ValidateFence); err != nil {
 		t.Fatal(err)
@@ -303,7 +303,7 @@ func TestUnreachableEtcdIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	if err := a.Validate(ctx, "x", "", tokens.Token{Epoch: 1, Revision: 5}, tokens.ValidateRevision); !errors.Is(err, authority.ErrUnavailable) {
@@ -420,7 +420,7 @@ func TestOnlyTheOwnerRenewsOrReleases(t *testing.T) {
 // epoch rather than one every write would refuse.
 func TestTokenEpochIsEtcds(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t) // its own: the epoch key is global
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 	before := acquire(t, a, "epoch/one", 0)
 	if before.Token.Epoch != tokens.DefaultEpoch {
 		t.Fatalf("token %s before any bump, want epoch %d", before.Token, tokens.DefaultEpoch)
@@ -448,7 +448,7 @@ func TestTokenEpochIsEtcds(t *testing.T) {
 // (TestObserveAllWalksResourcesNotKeys tries it harder).
 func TestObserveShowsEachHolderAsTheyHoldIt(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t) // its own: the epoch key is global
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 	ctx := t.Context()
 	old := acquire(t, a, "obs/a", 0)
 	defer a.Release(context.Background(), old.ID, "")

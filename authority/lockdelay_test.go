@@ -16,7 +16,7 @@ import (
 
 // skewed is an authority on cli whose wall clock is off by offset.
 func skewed(cli *clientv3.Client, offset time.Duration) *Etcd {
-	a := NewEtcd(cli)
+	a := NewEtcd(cli, testenv.KEK())
 	a.now = func() time.Time { return time.Now().Add(offset) }
 	return a
 }
@@ -32,7 +32,7 @@ func awaitExpiry(t *testing.T, cli *clientv3.Client, resource string, id LeaseID
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	a := NewEtcd(cli)
+	a := NewEtcd(cli, testenv.KEK())
 	if err := a.waitDelete(ctx, key, resp.Header.Revision+1); err != nil {
 		t.Fatalf("the holder's lease never expired: %v", err)
 	}
@@ -94,7 +94,7 @@ func TestLockDelayOnEtcdsClock(t *testing.T) {
 // used to stay for good.)
 func TestLockDelayKeysEndWithTheirPurpose(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t)
-	a := NewEtcd(cli)
+	a := NewEtcd(cli, testenv.KEK())
 	ctx := t.Context()
 	opts := AcquireOptions{TTL: time.Second, LockDelay: time.Second, Owner: "churn", Observer: "replica-1"}
 	warm, err := a.Acquire(ctx, "churn/warm-up", opts) // creates the signing key, the epoch

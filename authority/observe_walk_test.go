@@ -134,7 +134,7 @@ func lockKeys(escaped string, n int) []string {
 func TestObserveAllAgreesWithEveryKey(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t)
 	l := grant(t, cli)
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 
 	putKeys(t, cli, l, lockKeys("a%2F1", 256)...) // a page ends at its last key
 	putKeys(t, cli, l, lockKeys("a%2F2", 5)...)
@@ -207,7 +207,7 @@ func TestObserveAllStopsAmongStrayKeys(t *testing.T) {
 	}
 	putKeys(t, cli, lease, stray...)
 	putKeys(t, cli, lease, lockKeys("s%2F1", 1)...)
-	got, truncated, err := authority.NewEtcd(cli).ObserveAll(t.Context(), "s/", 10)
+	got, truncated, err := authority.NewEtcd(cli, testenv.KEK()).ObserveAll(t.Context(), "s/", 10)
 	if err != nil || !truncated || len(got) != 0 {
 		t.Fatalf("ObserveAll past five pages of stray keys = %+v, %t, %v; want nothing, truncated", got, truncated, err)
 	}
@@ -247,7 +247,7 @@ func TestObserveAllStartsAgainAfterACompaction(t *testing.T) {
 	putKeys(t, cli, lease, lockKeys("g%2F2", 1)...)
 	kv := &compactingKV{KV: cli.KV, cli: cli}
 	cli.KV = kv
-	got, truncated, err := authority.NewEtcd(cli).ObserveAll(t.Context(), "g/", 10)
+	got, truncated, err := authority.NewEtcd(cli, testenv.KEK()).ObserveAll(t.Context(), "g/", 10)
 	if err != nil || truncated || len(got) != 2 || got[0].Resource != "g/1" || got[0].Waiting != 2 || got[1].Resource != "g/2" {
 		t.Fatalf("ObserveAll across a compaction = %+v, %t, %v; want g/1 with 2 waiting and g/2", got, truncated, err)
 	}
@@ -292,7 +292,7 @@ func TestObserveAllWalksResourcesNotKeys(t *testing.T) {
 	putKeys(t, cli, older, "/fencegw/locks/walk%2Fy/"+authority.LeaseID(older).String())
 	kv := &countingKV{KV: cli.KV}
 	cli.KV = kv
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 
 	all, truncated, err := a.ObserveAll(t.Context(), "walk/", 10)
 	if err != nil || truncated || len(all) != 3 {
@@ -347,7 +347,7 @@ func TestObserveAllSaysWhenItsTTLReadsWereCut(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	cli.Lease = cuttingLease{Lease: cli.Lease, cancel: cancel}
-	got, _, err := authority.NewEtcd(cli).ObserveAll(ctx, "ttl/", 10)
+	got, _, err := authority.NewEtcd(cli, testenv.KEK()).ObserveAll(ctx, "ttl/", 10)
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, authority.ErrUnavailable) || got != nil {
 		t.Fatalf("ObserveAll cut during its TTL reads = %+v, %v; want no locks and an unavailable error naming the cancellation", got, err)
 	}

@@ -12,7 +12,7 @@ import (
 // client holds each lock; "" for a lease taken without authentication.
 func TestObserveAllNamesTheHolder(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t)
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 	for res, owner := range map[string]string{"owned/billing": "billing", "owned/nobody": ""} {
 		if _, err := a.Acquire(t.Context(), res, authority.AcquireOptions{TTL: 30 * time.Second, Owner: owner}); err != nil {
 			t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 // again, keeps the key for that lease.
 func TestRetireStartsAgainAfterAGrantUnderItsKey(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t) // retiring keys would refuse other tests' tokens
-	a, stale := NewEtcd(cli), NewEtcd(cli)
+	a, stale := NewEtcd(cli, testenv.KEK()), NewEtcd(cli, testenv.KEK())
 	if _, err := stale.ReloadKeys(t.Context()); err != nil { // the first key only
 		t.Fatal(err)
 	}

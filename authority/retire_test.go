@@ -19,7 +19,7 @@ import (
 // old key goes, and a token it signed is refused as a retired key's.
 func TestRetireKeepsKeysOfLiveLeases(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t) // retiring keys would refuse other tests' tokens
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 	ctx := t.Context()
 	old := acquire(t, a, "retire/one", 0)
 	if _, err := a.RotateKey(ctx, 0); err != nil {
@@ -84,7 +84,7 @@ func TestRetireKeepsKeysOfLiveLeases(t *testing.T) {
 // the key in service, and the record names that one.
 func TestGrantUnderARetiredKeyIsSignedAgain(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t)
-	a, stale := authority.NewEtcd(cli), authority.NewEtcd(cli)
+	a, stale := authority.NewEtcd(cli, testenv.KEK()), authority.NewEtcd(cli, testenv.KEK())
 	if _, err := stale.ReloadKeys(t.Context()); err != nil { // the first key only
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestUnknownKeyWithEtcdAwayIsUnavailable(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	cli := testenv.NewEtcdClient(t, srv.Endpoints())
-	a, replica := authority.NewEtcd(cli), authority.NewEtcd(cli)
+	a, replica := authority.NewEtcd(cli, testenv.KEK()), authority.NewEtcd(cli, testenv.KEK())
 	if _, err := replica.ReloadKeys(ctx); err != nil { // the first key only
 		t.Fatal(err)
 	}

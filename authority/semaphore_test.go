@@ -285,7 +285,7 @@ func TestSemaphoreBadPermits(t *testing.T) {
 // signed by a key in service.
 func TestSemaphoreWaitersHoldNoKeyBack(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t) // retiring keys would refuse other tests' tokens
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 	ctx := t.Context()
 	const sem = "retire/pool"
 	opts := authority.AcquireOptions{TTL: 30 * time.Second, Permits: 1}

@@ -16,7 +16,7 @@ import (
 // and the deletion.
 func TestPruneTransitionsSparesBusyLocks(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t)
-	a := NewEtcd(cli)
+	a := NewEtcd(cli, testenv.KEK())
 	for _, r := range []string{"busy/idle", "busy/queued", "busy/held"} {
 		l, err := a.Acquire(t.Context(), r, AcquireOptions{TTL: 5 * time.Second})
 		if err != nil {

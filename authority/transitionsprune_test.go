@@ -18,7 +18,7 @@ import (
 // 1 again.
 func TestPruneTransitions(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t) // every key of the prefix counted: no other test's
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 	const idle = 70
 	var first authority.Lease
 	for i := range idle {

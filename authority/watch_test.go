@@ -154,7 +154,7 @@ func TestWatchRefusesAFutureRevision(t *testing.T) {
 // the watch says so and sends the state again.
 func TestWatchAfterACompactionRelists(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t)
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 	const res = "watch/compacted"
 	l, err := a.Acquire(t.Context(), res, authority.AcquireOptions{TTL: 5 * time.Second, Value: "v"})
 	if err != nil {
@@ -281,7 +281,7 @@ func TestSetValueOnlyByTheHolder(t *testing.T) {
 // gets the changes that follow, not a relist.
 func TestWatchProgressOutlivesACompaction(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t)
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 	const res, other = "watch/idle", "watch/busy"
 	w, err := a.Watch(t.Context(), authority.WatchOptions{Resource: res, Queue: 16, Progress: 20 * time.Millisecond})
 	if err != nil {
@@ -328,7 +328,7 @@ func TestWatchProgressOutlivesACompaction(t *testing.T) {
 // said outright, so an empty name without it, or with a name, is refused.
 func TestWatchOfEveryLock(t *testing.T) {
 	_, cli := testenv.PrivateEtcd(t) // every lock: no other test's
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 	held, err := a.Acquire(t.Context(), "every/a", authority.AcquireOptions{TTL: 5 * time.Second, Value: "a"})
 	if err != nil {
 		t.Fatal(err)

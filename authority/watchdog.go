@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,9 @@ type Watchdog struct {
 	log     *slog.Logger
 
 	mu sync.Mutex // one check at a time
+	// unusable is what the last check logged of the keys that do not
+	// open, so that each state is logged once; guarded by mu.
+	unusable string
 	// lastRecheck is when a token of an unknown newer epoch last
 	// triggered a check, in ns on the monotonic clock since monoOrigin; 0:
 	// never.
@@ -91,12 +95,36 @@ func (g *Watchdog) Check(ctx context.Context) error {
 	if _, err := a.ReloadKeys(ctx); err != nil {
 		return err
 	}
+	g.logUnusableKeys(a.UnusableKeys())
 	// The store's size is a metric: not reading it leaves the last value,
 	// and the authority, which has just been checked, in service.
 	if err := a.ReadStoreSize(ctx); err != nil {
 		g.log.Warn("reading etcd's store size failed; its metrics keep their last values", "error", err)
 	}
 	return nil
+}
+
+// logUnusableKeys logs each signing key that does not open, once per
+// state of them: a key of a KEK this replica lacks, altered, or in clear.
+func (g *Watchdog) logUnusableKeys(keys []UnusableKey) {
+	var state strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&state, "%s %t %v\n", k.ID, k.Retired, k.Err)
+	}
+	if state.String() == g.unusable {
+		return
+	}
+	g.unusable = state.String()
+	for _, k := range keys {
+		if k.Retired {
+			g.log.Error("a retired signing key in etcd does not open here: its tokens are refused as never issued rather than as retired", "key_id", k.ID, "error", k.Err.Error())
+			continue
+		}
+		g.log.Error("a signing key in etcd does not open here: a token no other key verifies is answered 503 while it is in service", "key_id", k.ID, "error", k.Err.Error())
+	}
+	if len(keys) == 0 {
+		g.log.Info("every signing key in etcd opens here")
+	}
 }
 
 // halt stops the authority for the reason given, saying so once.

@@ -52,7 +52,7 @@ func newGateway(t *testing.T, policyYAML string) string {
 // startGateway migrates the database at dbURL and serves a gateway on it
 // and etcd; stop shuts the server and its pool.
 func startGateway(dbURL string, etcd *clientv3.Client, policyYAML string) (srv *httptest.Server, stop func(), err error) {
-	return startGatewayOn(dbURL, authority.NewEtcd(etcd), policyYAML)
+	return startGatewayOn(dbURL, authority.NewEtcd(etcd, testenv.KEK()), policyYAML)
 }
 
 // startGatewayOn is startGateway with the gateway's authority given, for a

@@ -18,7 +18,7 @@ import (
 // key's.
 func TestLeaseAdoptsTokenSignedAgain(t *testing.T) {
 	_, etcd := testenv.PrivateEtcd(t) // retiring keys would refuse other tests' tokens
-	auth := authority.NewEtcd(etcd)
+	auth := authority.NewEtcd(etcd, testenv.KEK())
 	srv, stop, err := startGatewayOn(testenv.NewDatabase(t), auth, demoPolicy(t))
 	if err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func newRestartableGateway(t *testing.T) *restartableGateway {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	g := &restartableGateway{t: t, addr: "127.0.0.1:0", pool: pool, auth: authority.NewEtcd(testenv.EtcdClient(t))}
+	g := &restartableGateway{t: t, addr: "127.0.0.1:0", pool: pool, auth: authority.NewEtcd(testenv.EtcdClient(t), testenv.KEK())}
 	g.start()
 	t.Cleanup(func() {
 		if g.stop != nil {

@@ -27,8 +27,9 @@ var dockerBuild = regexp.MustCompile(`(?m)^RUN (go build .*)$`)
 // TestComposeServicesRun builds the binary as the Dockerfile does and runs
 // each compose service's command, with its environment, against a test
 // database and etcd (paths inside the image mapped to the repository's):
-// the one-shot services succeed in order, and the gateway becomes ready
-// and stops cleanly on SIGTERM.
+// the one-shot services succeed in order, token-kek makes a KEK file
+// once and keeps it after, and the gateway becomes ready and stops
+// cleanly on SIGTERM.
 func TestComposeServicesRun(t *testing.T) {
 	dockerfile, err := os.ReadFile("../Dockerfile")
 	if err != nil {
@@ -60,7 +61,16 @@ func TestComposeServicesRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	dbURL := testenv.NewDatabase(t)
-	repoPath := func(s string) string { return strings.ReplaceAll(s, "/etc/fencegw/demo", "../testdata/demo") }
+	// The gateway's KEK volume holds the KEK of the test binary's etcd
+	// already, as a volume would after the first up; a new one's is made.
+	kekDir, newKEKDir := t.TempDir(), t.TempDir()
+	if _, err := testenv.WriteKEKFile(kekDir); err != nil {
+		t.Fatal(err)
+	}
+	kekVolume := kekDir
+	repoPath := func(s string) string {
+		return strings.NewReplacer("/etc/fencegw/demo", "../testdata/demo", "/var/lib/fencegw/kek", kekVolume).Replace(s)
+	}
 	run := func(service string, env map[string]string) *exec.Cmd {
 		s, ok := cfg.Services[service]
 		if !ok {
@@ -91,6 +101,20 @@ func TestComposeServicesRun(t *testing.T) {
 		if out, err := run(service, nil).CombinedOutput(); err != nil {
 			t.Fatalf("service %s: %v\n%s", service, err, out)
 		}
+	}
+	kekFile := filepath.Join(newKEKDir, "token.kek")
+	for _, dir := range []string{newKEKDir, newKEKDir, kekDir} {
+		kekVolume = dir
+		before, _ := os.ReadFile(kekFile)
+		if out, err := run("token-kek", nil).CombinedOutput(); err != nil {
+			t.Fatalf("service token-kek: %v\n%s", err, out)
+		}
+		if after, err := os.ReadFile(kekFile); err != nil || (before != nil && !bytes.Equal(before, after)) {
+			t.Fatalf("token-kek on %s: its file %v, changed by a second run: %t", dir, err, before != nil)
+		}
+	}
+	if fi, err := os.Stat(kekFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token-kek's file: %v, want readable by its owner only", err)
 	}
 	// The gateway as the compose file has it: as fencegw_gateway, with the
 	// grants alone (this server takes any password).

@@ -133,7 +133,7 @@ func TestNewEpochBeforeTheGuardNotices(t *testing.T) {
 	old := h.mustAcquire(resource, 5, 0)
 	h.release(old)
 
-	if epoch, err := authority.Bump(ctx, authority.NewEtcd(cli), fence.Records{DB: h.pool}); err != nil || epoch != 2 {
+	if epoch, err := authority.Bump(ctx, authority.NewEtcd(cli, testenv.KEK()), fence.Records{DB: h.pool}); err != nil || epoch != 2 {
 		t.Fatalf("BumpEpoch elsewhere = %d, %v; want 2", epoch, err)
 	}
 	if got := h.auth.Epoch(); got != 1 {

@@ -209,6 +209,14 @@ func New(cfg Config) (*Gateway, error) {
 			Help: "The part of etcd's database file in use, as the last authority check read it.",
 		}, func() float64 { return float64(cfg.Authority.StoreSize().InUse) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "fencegw_signing_keys",
+			Help: "Signing keys in service that this replica opened, as it last loaded them.",
+		}, func() float64 { opened, _ := cfg.Authority.KeyCounts(); return float64(opened) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "fencegw_signing_keys_unusable",
+			Help: "Signing keys in etcd, in service or retired, that do not open here (a KEK this replica lacks, altered, stored in clear); the log names them.",
+		}, func() float64 { _, unusable := cfg.Authority.KeyCounts(); return float64(unusable) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_replicas_with_another_policy",
 			Help: "Replicas sharing this database, recently seen, that run another policy file, up to 10 (see /readyz and the log).",
 		}, func() float64 {

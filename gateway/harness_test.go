@@ -74,7 +74,7 @@ func newHarnessOn(t *testing.T, policyYAML string, cli *clientv3.Client) *harnes
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	auth := authority.NewEtcd(cli)
+	auth := authority.NewEtcd(cli, testenv.KEK())
 	version, err := schema.Latest(schema.Gateway())
 	if err != nil {
 		t.Fatal(err)

@@ -62,7 +62,7 @@ func gatewayWith(t *testing.T, dbURL string, cli *clientv3.Client) (*gateway.Gat
 	}
 	t.Cleanup(pool.Close)
 	// Its backends may be dead on purpose: answer within seconds.
-	return gatewayWithPool(t, pool, authority.NewEtcd(cli), demoPolicy(t, "monotonic"), func(c *gateway.Config) { c.WriteTimeout = 2 * time.Second })
+	return gatewayWithPool(t, pool, authority.NewEtcd(cli, testenv.KEK()), demoPolicy(t, "monotonic"), func(c *gateway.Config) { c.WriteTimeout = 2 * time.Second })
 }
 
 // gatewayWithPool serves policyYAML on pool and auth; tweaks change the Config

@@ -167,7 +167,7 @@ func TestUnknownKeyWithEtcdAwayIsUnavailable(t *testing.T) {
 	h.release(first)
 
 	// Another replica rotates and grants: this one has not loaded the new key.
-	other := authority.NewEtcd(testenv.NewEtcdClient(t, srv.Endpoints()))
+	other := authority.NewEtcd(testenv.NewEtcdClient(t, srv.Endpoints()), testenv.KEK())
 	if _, err := other.RotateKey(ctx, 0); err != nil {
 		t.Fatal(err)
 	}

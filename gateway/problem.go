@@ -220,6 +220,8 @@ func problemFor(err error, scope problemScope) Problem {
 			if !scope.Keyed {
 				p.Detail = what + "; find out before writing it again (writes sent with an Idempotency-Key can be retried safely)"
 			}
+		case errors.Is(err, authority.ErrKeysSealed):
+			p.Detail = "a signing key in service does not open here (the gateway's log names it), so this replica cannot tell the token from a forgery; nothing was written: retry"
 		}
 	default:
 		// Internal details (SQL, stack) stay in the log.

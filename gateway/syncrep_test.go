@@ -51,7 +51,7 @@ func TestACancelledSyncRepWaitIsNotAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	h := &harness{t: t, pool: pool, auth: authority.NewEtcd(testenv.EtcdClient(t)), policy: demoPolicy(t, "monotonic")}
+	h := &harness{t: t, pool: pool, auth: authority.NewEtcd(testenv.EtcdClient(t), testenv.KEK()), policy: demoPolicy(t, "monotonic")}
 	h.gw, h.base = gatewayWithPool(t, pool, h.auth, h.policy)
 
 	// 1. A writes, releases; B is granted.

@@ -34,7 +34,7 @@ func benchGateway(b *testing.B) (http.Handler, *authority.Etcd) {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	auth := authority.NewEtcd(testenv.EtcdClient(b))
+	auth := authority.NewEtcd(testenv.EtcdClient(b), testenv.KEK())
 	version, _ := schema.Latest(schema.Gateway())
 	gw, err := gateway.New(gateway.Config{Pool: pool, Authority: auth, Policy: pol, SchemaVersion: version,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

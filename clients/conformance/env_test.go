@@ -123,7 +123,7 @@ func (e *env) startReplica(t testing.TB, dbURL, policyYAML string, config func(*
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	r := &replica{auth: authority.NewEtcd(e.etcd), counts: map[string]int{}}
+	r := &replica{auth: authority.NewEtcd(e.etcd, testenv.KEK()), counts: map[string]int{}}
 	cfg := gateway.Config{Pool: pool, Authority: r.auth, Policy: pol, SchemaVersion: version,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	r.srv = &http.Server{ErrorLog: log.New(io.Discard, "", 0)}

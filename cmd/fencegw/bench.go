@@ -55,6 +55,7 @@ BENCHMARKS.md.`,
 	fs.StringVar(&cfg.Dir, "bench", "testdata/bench", "folder with the bench's policy.yaml and migrations/")
 	fs.Var((*endpoints)(&cfg.EtcdEndpoints), "etcd", "comma-separated endpoints of a running etcd for the in-process gateway (default: an embedded one, whose background work then counts in the process's allocations and RSS)")
 	bindEtcdAccess(cmd, fs, &o.etcdAccess, false) // never from the environment: the embedded etcd would not want them
+	fs.StringVar(&cfg.KEKFile, "token-kek-file", "", "with --etcd or --gateway: the gateways' KEK file, which opens the signing keys there (required; the embedded etcd's keys are sealed under a KEK of the run's own)")
 	fs.IntVar(&cfg.WriteTransactions, "max-write-transactions", 0, "the in-process gateway's transactions of coalescing resources in flight at once (0: its default)")
 	fs.BoolVar(&cfg.NoGroupCommit, "no-group-commit", false, "turn group commit across resources off in the in-process gateway, whatever the policy says")
 	fs.BoolVar(&cfg.NoCoalesce, "no-coalesce", false, "turn hot-key coalescing off in the in-process gateway, whatever the policy says")
@@ -103,6 +104,9 @@ func runBench(ctx context.Context, o benchOptions, out io.Writer) error {
 	}
 	if cfg.GatewayURL != "" && (cfg.DatabaseURL == "" || len(cfg.EtcdEndpoints) == 0) {
 		return fmt.Errorf("%w: --gateway needs --database-url and --etcd: the gateway's database, for the direct path, and its etcd, whose keys sign each account's token", errUsage)
+	}
+	if len(cfg.EtcdEndpoints) > 0 && cfg.KEKFile == "" {
+		return fmt.Errorf("%w: --etcd needs --token-kek-file, the KEK file of that etcd's gateways: a KEK of the run's own would seal a new etcd's first key under a KEK gone with the run", errUsage)
 	}
 	if cfg.Replicas > 0 {
 		cfg.ReplicaArgs = o.etcdAccess.args()

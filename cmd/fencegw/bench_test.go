@@ -31,6 +31,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"negative idle connections", []string{"--idle-connections", "-1"}},
 		{"negative fence rows", []string{"--fence-rows", "-1"}},
 		{"absurd idempotency rows", []string{"--idempotency-rows", "1000000000000"}},
+		{"an etcd of others without its KEK file", []string{"--etcd", "127.0.0.1:2379"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := execute(context.Background(), io.Discard, append([]string{"bench"}, tc.args...)...)

@@ -40,6 +40,7 @@ type serveConfig struct {
 	TrustedProxies  cidrs  // --trusted-proxies, read by trustedProxies
 	TLS             tlsFlags
 	JWT             jwtFlags
+	KEK             kekFlags
 
 	IdempotencyRetention time.Duration
 	AuthorityCheck       time.Duration
@@ -92,6 +93,7 @@ func (c *serveConfig) bind(cmd *cobra.Command, d flagDefaults) {
 	fs.StringVar(&c.DebugListen, "debug-listen", "", "serve Go's profiler (/debug/pprof/) on this address, apart from the API; off by default")
 	c.TLS.bind(cmd)
 	c.JWT.bind(cmd)
+	c.KEK.bind(cmd, fs)
 	fs.StringVar(&c.LogFormat, "log-format", d.logFormat, "log format: json or text")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	bindTrustedProxies(fs, &c.TrustedProxies)

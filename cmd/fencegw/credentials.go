@@ -7,18 +7,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/jwtauth"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tlsfiles"
 )
 
-// serveCredentials are serve's TLS files and JWKS. They are loaded before
+// serveCredentials are serve's TLS files, JWKS and KEKs. They are loaded before
 // anything else, so that a fault in one stops the start before any backend
 // is waited for; a later change that does not load is logged and counted.
 type serveCredentials struct {
 	tls      *tlsfiles.Server  // nil: plain HTTP
 	jwt      *jwtauth.Verifier // nil: no JWT accepted
+	keks     authority.KEKs    // open the signing keys
 	failures *prometheus.CounterVec
 	clientCA bool // client certificates asked for
 }
@@ -33,6 +35,9 @@ func loadCredentials(cfg serveConfig, pol *policy.Policy, log *slog.Logger) (*se
 		return nil, err
 	}
 	if c.jwt, err = cfg.JWT.verifier(pol, log, c.failures); err != nil {
+		return nil, err
+	}
+	if c.keks, err = cfg.KEK.keks(log, c.failures); err != nil {
 		return nil, err
 	}
 	return c, nil

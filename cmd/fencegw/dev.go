@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencegw/fencegw/guard"
+	"github.com/fencegw/fencegw/kek"
 	"github.com/fencegw/fencegw/policy"
 
 	"github.com/fencegw/fencegw/internal/etcdserver"
@@ -79,6 +80,20 @@ func runDev(ctx context.Context, cfg serveConfig, demo string, adopt bool, out i
 	cfg.PolicyPath = filepath.Join(demo, "policy.yaml")
 	if _, err := os.Stat(cfg.PolicyPath); err != nil {
 		return fmt.Errorf("dev: demo policy: %w (run from the repository root or pass --demo DIR)", err)
+	}
+
+	if cfg.KEK.File == "" {
+		// dev's etcd is new on every run, and so are its keys: a KEK of
+		// the run's own, gone with it, seals them.
+		dir, err := os.MkdirTemp("", "fencegw-dev-kek-")
+		if err != nil {
+			return fmt.Errorf("dev: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		cfg.KEK.File = filepath.Join(dir, "token.kek")
+		if err := os.WriteFile(cfg.KEK.File, kek.New(), 0o600); err != nil {
+			return fmt.Errorf("dev: %w", err)
+		}
 	}
 
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -222,7 +237,7 @@ func adoptDevEtcd(ctx context.Context, dbURL string, etcd []string, adopt bool, 
 		return err
 	}
 	defer cli.Close()
-	auth := authority.NewEtcd(cli)
+	auth := authority.NewEtcd(cli, nil)
 	view, err := auth.View(ctx)
 	if err != nil {
 		return err

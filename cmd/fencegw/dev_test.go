@@ -92,11 +92,13 @@ func balance(t *testing.T, dbURL, account string) int {
 	return b
 }
 
-// TestDevRunsTheDemoAndCleansUp runs the README's first command in-process:
-// a lease and a debit work against the printed address, and cancelling
-// (Ctrl-C) stops the throwaway PostgreSQL.
+// TestDevRunsTheDemoAndCleansUp runs the README's first command in-process,
+// with nothing in the environment (dev makes its own KEK): a lease and a
+// debit work against the printed address, and cancelling (Ctrl-C) stops
+// the throwaway PostgreSQL.
 func TestDevRunsTheDemoAndCleansUp(t *testing.T) {
 	t.Setenv("DATABASE_URL", "")
+	t.Setenv("FENCEGW_TOKEN_KEK_FILE", "")
 	base, dbURL, stop := startDev(t)
 	demoDebit(t, base, "acct-7")
 	if got := balance(t, dbURL, "acct-7"); got != 900 {

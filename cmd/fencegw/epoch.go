@@ -67,7 +67,7 @@ func runEpoch(ctx context.Context, cfg serveConfig, action string, out io.Writer
 		return err
 	}
 	defer cli.Close()
-	auth := authority.NewEtcd(cli)
+	auth := authority.NewEtcd(cli, nil)
 
 	switch action {
 	case "plan":

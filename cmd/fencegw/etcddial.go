@@ -34,7 +34,7 @@ func dialEtcd(ctx context.Context, cfg serveConfig, cmd string) (*clientv3.Clien
 // etcd is down, restarting or electing a leader waits for it. A TLS
 // handshake etcd refuses, or a user it refuses, ends the wait at once:
 // time will not fix them.
-func waitEtcd(ctx context.Context, cfg serveConfig, log *slog.Logger, cmd string) (*clientv3.Client, *authority.Etcd, error) {
+func waitEtcd(ctx context.Context, cfg serveConfig, log *slog.Logger, cmd string, keks authority.KEKs) (*clientv3.Client, *authority.Etcd, error) {
 	cc, err := cfg.EtcdAccess.clientConfig(cfg.EtcdEndpoints, cmd)
 	if err != nil {
 		return nil, nil, err
@@ -51,7 +51,7 @@ func waitEtcd(ctx context.Context, cfg serveConfig, log *slog.Logger, cmd string
 			if err != nil {
 				return err
 			}
-			cli, auth = c, authority.NewEtcd(c)
+			cli, auth = c, authority.NewEtcd(c, keks)
 		}
 		callCtx, cancel := context.WithTimeout(ctx, authority.DialTimeout)
 		defer cancel()

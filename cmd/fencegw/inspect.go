@@ -184,7 +184,7 @@ func inspectEtcd(ctx context.Context, cfg serveConfig, in *inspection, prefix st
 		return err
 	}
 	defer cli.Close()
-	auth := authority.NewEtcd(cli)
+	auth := authority.NewEtcd(cli, nil)
 	view, err := auth.View(ctx)
 	if err != nil {
 		return err

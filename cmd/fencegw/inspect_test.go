@@ -39,7 +39,7 @@ func TestInspect(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	auth := authority.NewEtcd(testenv.EtcdClient(t))
+	auth := authority.NewEtcd(testenv.EtcdClient(t), testenv.KEK())
 	held, err := auth.Acquire(ctx, prefix+"a", authority.AcquireOptions{TTL: 30 * time.Second, Value: "worker-1\x1b[2J"}) // with a terminal escape
 	if err != nil {
 		t.Fatal(err)

@@ -98,7 +98,7 @@ func (v *historyView) addHolder(ctx context.Context, cfg serveConfig) error {
 		return err
 	}
 	defer cli.Close()
-	info, err := authority.NewEtcd(cli).HolderLease(ctx, v.Resource)
+	info, err := authority.NewEtcd(cli, nil).HolderLease(ctx, v.Resource)
 	if errors.Is(err, authority.ErrNoLock) {
 		return nil
 	}

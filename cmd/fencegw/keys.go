@@ -71,6 +71,7 @@ Rotating without refusing a token:
   fencegw keys retire --dry-run --etcd e1:2379,e2:2379,e3:2379
   fencegw keys list --json`
 	o.cfg.bindBackends(cmd, cmd.PersistentFlags(), backends{etcd: true})
+	o.cfg.KEK.bind(cmd, cmd.PersistentFlags())
 	cmd.PersistentFlags().BoolVar(&o.asJSON, "json", false, "print one JSON document on stdout, and nothing else")
 	return cmd
 }
@@ -103,6 +104,10 @@ func runKeys(ctx context.Context, o keysOptions, action string, out io.Writer) e
 	case action == "retire" && o.keep < 1:
 		return fmt.Errorf("%w: keys retire: --keep must be at least 1: the newest key signs", errUsage)
 	}
+	keks, err := o.cfg.KEK.keks(nil, nil)
+	if err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cli, err := dialEtcd(ctx, o.cfg, "keys")
@@ -110,7 +115,10 @@ func runKeys(ctx context.Context, o keysOptions, action string, out io.Writer) e
 		return err
 	}
 	defer cli.Close()
-	auth := authority.NewEtcd(cli)
+	auth := authority.NewEtcd(cli, keks)
+	if o.cfg.KEK.ReadClear {
+		auth.ReadClearKeys()
+	}
 	note := func(format string, args ...any) {
 		if !o.asJSON { // --json: the document is the whole answer
 			fmt.Fprintf(os.Stderr, format, args...)

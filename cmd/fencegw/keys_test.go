@@ -84,7 +84,7 @@ func TestKeysCommand(t *testing.T) {
 func TestKeysRetireKeepsKeysOfLiveLeases(t *testing.T) {
 	srv, cli := testenv.PrivateEtcd(t)
 	etcd := strings.Join(srv.Endpoints(), ",")
-	a := authority.NewEtcd(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
 	lease, err := a.Acquire(t.Context(), "keys/held", authority.AcquireOptions{TTL: time.Minute, Owner: "billing"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -12,5 +13,25 @@ func TestMain(m *testing.M) {
 	if os.Getenv(writerEnv) != "" {
 		os.Exit(writerMain())
 	}
-	os.Exit(testenv.Run(m))
+	os.Exit(run(m))
+}
+
+// run runs the tests with FENCEGW_TOKEN_KEK_FILE naming the test binary's
+// KEK file: the commands that open signing keys (serve, keys) read it
+// there unless a test says otherwise, as a deployment's environment
+// would; serve's tests that call serve directly set it in serveConfigFor.
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "fencegw-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	path, err := testenv.WriteKEKFile(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	os.Setenv("FENCEGW_TOKEN_KEK_FILE", path)
+	return testenv.Run(m)
 }

@@ -108,11 +108,15 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	warnUnguarded(startCtx, pool, pol, log)
 	warnPlaintextPostgres(startCtx, pool, log)
-	cli, auth, err := waitEtcd(startCtx, cfg, log, cmd)
+	cli, auth, err := waitEtcd(startCtx, cfg, log, cmd, creds.keks)
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
+	if cfg.KEK.ReadClear {
+		auth.ReadClearKeys()
+		log.Warn("--read-clear-token-keys: signing keys stored in clear are used too; run fencegw keys rewrap, then restart without the flag")
+	}
 
 	proxies, err := trustedProxies(cfg.TrustedProxies)
 	if err != nil {

@@ -25,6 +25,7 @@ func serveConfigFor(t *testing.T, dbURL, policyPath string) serveConfig {
 		Listen: "127.0.0.1:0", DatabaseURL: dbURL, EtcdEndpoints: testenv.EtcdEndpoints(), PolicyPath: policyPath,
 		MaxBodyBytes: 1 << 16, WriteTimeout: 5 * time.Second, ShutdownTimeout: 5 * time.Second,
 		IdempotencyRetention: time.Hour, AuthorityCheck: time.Second, LogFormat: "text", LogLevel: "info",
+		KEK: kekFlags{File: testenv.KEKFile(t)},
 	}
 }
 

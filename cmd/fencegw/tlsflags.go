@@ -84,7 +84,7 @@ func (f *tlsFlags) server(log *slog.Logger, failures *prometheus.CounterVec) (*t
 func newReloadFailures() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fencegw_credential_reload_failures_total",
-		Help: "Changes to the TLS certificate and key, the client CA bundle or the JWKS that did not load; the files as they were stay in force (see the log).",
+		Help: "Changes to the TLS certificate and key, the client CA bundle, the JWKS or the token KEK file that did not load; the files as they were stay in force (see the log).",
 	}, []string{"file"})
 }
 

@@ -32,6 +32,10 @@ type Config struct {
 	// DialEtcd, if set, is the client of EtcdEndpoints, with whatever TLS
 	// and user they want; nil dials them in plaintext.
 	DialEtcd func(context.Context) (*clientv3.Client, error)
+	// KEKFile opens the signing keys of EtcdEndpoints (the running
+	// gateway's --token-kek-file); "", with EtcdInProcess only: a new KEK
+	// of the run's own, in a temporary file it removes.
+	KEKFile string
 	// EtcdInProcess says that etcd runs in this process, so that its
 	// background work counts in the allocation and RSS figures.
 	EtcdInProcess bool
@@ -119,6 +123,11 @@ func (c *Config) Check() error {
 		return fmt.Errorf("%w: no database URL", ErrConfig)
 	case len(c.EtcdEndpoints) == 0:
 		return fmt.Errorf("%w: no etcd endpoints (the in-process gateway's, or the running gateway's)", ErrConfig)
+	case c.KEKFile == "" && !c.EtcdInProcess:
+		// A KEK of the run's own would seal the first key of an etcd
+		// without keys under a KEK gone with the run: its gateways could
+		// never open it.
+		return fmt.Errorf("%w: an etcd the bench does not run needs its gateways' KEK file (--token-kek-file)", ErrConfig)
 	}
 	return c.CheckLoad()
 }

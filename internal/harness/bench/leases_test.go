@@ -28,7 +28,7 @@ func TestRunLeasesCyclesWhatItCounts(t *testing.T) {
 	defer cancel()
 	var progress bytes.Buffer
 	rep, err := RunLeases(ctx, Config{
-		DatabaseURL: dbURL, EtcdEndpoints: endpoints, Dir: "../../../testdata/bench",
+		DatabaseURL: dbURL, EtcdEndpoints: endpoints, KEKFile: testenv.KEKFile(t), Dir: "../../../testdata/bench",
 		Clients: []int{1, 3}, Dists: []Dist{Uniform, Hot},
 		Duration: 200 * time.Millisecond, Warmup: 50 * time.Millisecond, MinWrites: minCycles,
 		NoPgbench: true, Progress: &progress,

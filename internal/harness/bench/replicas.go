@@ -86,7 +86,7 @@ func (e *env) startReplicas(ctx context.Context, size int) (_ []*replica, err er
 func (e *env) replicaArgs(addr string) []string {
 	args := []string{"serve", "--listen", addr, "--etcd", strings.Join(e.cfg.EtcdEndpoints, ","),
 		"--policy", filepath.Join(e.cfg.Dir, "policy.yaml"), "--log-format", "text", "--log-level", "warn",
-		"--shutdown-delay", "0s", "--shutdown-timeout", "5s"}
+		"--shutdown-delay", "0s", "--shutdown-timeout", "5s", "--token-kek-file", e.kekFile}
 	if e.cfg.NoGroupCommit {
 		args = append(args, "--group-commit=false")
 	}

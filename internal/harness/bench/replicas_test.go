@@ -53,7 +53,7 @@ func TestRunSpreadsOverReplicas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, Config{
-		DatabaseURL: testenv.NewDatabase(t), EtcdEndpoints: testenv.EtcdEndpoints(), Dir: "../../../testdata/bench",
+		DatabaseURL: testenv.NewDatabase(t), EtcdEndpoints: testenv.EtcdEndpoints(), KEKFile: testenv.KEKFile(t), Dir: "../../../testdata/bench",
 		Clients: []int{4}, Dists: []Dist{Uniform}, Duration: 200 * time.Millisecond, MinWrites: 20, NoPgbench: true,
 		Replicas: 2, Binary: bin, IdleConnections: 6,
 	})
@@ -105,7 +105,7 @@ func TestReplicasThatFailToStartLeaveNone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cfg := Config{
-		DatabaseURL: testenv.NewDatabase(t), EtcdEndpoints: testenv.EtcdEndpoints(), Dir: "../../../testdata/bench",
+		DatabaseURL: testenv.NewDatabase(t), EtcdEndpoints: testenv.EtcdEndpoints(), KEKFile: testenv.KEKFile(t), Dir: "../../../testdata/bench",
 		Clients: []int{1}, Dists: []Dist{Uniform}, Duration: 100 * time.Millisecond, NoPgbench: true,
 		Replicas: 2, Binary: bin, ReplicaArgs: []string{"--no-such-flag"},
 	}

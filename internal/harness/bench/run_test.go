@@ -29,6 +29,7 @@ func TestRunWritesWhatItCounts(t *testing.T) {
 	rep, err := Run(ctx, Config{
 		DatabaseURL:   dbURL,
 		EtcdEndpoints: endpoints,
+		KEKFile:       testenv.KEKFile(t),
 		Dir:           "../../../testdata/bench",
 		Clients:       []int{1, 4},
 		Dists:         []Dist{Uniform, Hot},
@@ -186,12 +187,12 @@ func TestRunDrivesAnExternalGateway(t *testing.T) {
 	defer cancel()
 	cfg := Config{
 		DatabaseURL:   dbURL,
-		EtcdEndpoints: testenv.EtcdEndpoints(),
-		Dir:           "../../../testdata/bench",
-		Clients:       []int{1, 2},
-		Dists:         []Dist{Zipf},
-		Duration:      200 * time.Millisecond,
-		MinWrites:     10,
+		EtcdEndpoints: testenv.EtcdEndpoints(), KEKFile: testenv.KEKFile(t),
+		Dir:       "../../../testdata/bench",
+		Clients:   []int{1, 2},
+		Dists:     []Dist{Zipf},
+		Duration:  200 * time.Millisecond,
+		MinWrites: 10,
 	}
 	e, err := setup(ctx, cfg) // migrates, so the gateway finds its schema
 	if err != nil {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/kek"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
 )
@@ -34,6 +36,8 @@ type env struct {
 	pol           *policy.Policy
 	etcd          *clientv3.Client // nil with an external gateway
 	auth          *authority.Etcd
+	kekFile       string // the KEK file, also the replicas'
+	ownKEK        bool   // made for the run: close removes it
 	schemaVersion uint
 	// pgbench is the yardstick's binary, "" when it does not run
 	// (pgbenchNote says why).
@@ -77,14 +81,19 @@ func setup(ctx context.Context, cfg Config) (*env, error) {
 		return nil, err
 	}
 	e := &env{cfg: cfg, work: work, pol: pol, schemaVersion: version, wrk: wrk}
+	keks, err := e.keks()
+	if err != nil {
+		return nil, err
+	}
 	dial := cfg.DialEtcd
 	if dial == nil {
 		dial = func(context.Context) (*clientv3.Client, error) { return authority.Dial(cfg.EtcdEndpoints) }
 	}
 	if e.etcd, err = dial(ctx); err != nil {
+		e.close()
 		return nil, fmt.Errorf("bench: etcd: %w", err)
 	}
-	e.auth = authority.NewEtcd(e.etcd)
+	e.auth = authority.NewEtcd(e.etcd, keks)
 	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	if _, err := e.auth.Revision(ctx); err != nil {
@@ -114,6 +123,40 @@ func (e *env) close() {
 	if e.etcd != nil {
 		_ = e.etcd.Close()
 	}
+	if e.ownKEK {
+		_ = os.Remove(e.kekFile)
+	}
+}
+
+// keks reads Config.KEKFile, or makes the run's own KEK file.
+func (e *env) keks() (*kek.Ring, error) {
+	e.kekFile = e.cfg.KEKFile
+	if e.kekFile == "" {
+		f, err := os.CreateTemp("", "fencegw-bench-*.kek") // mode 0600
+		if err != nil {
+			return nil, fmt.Errorf("bench: a KEK file: %w", err)
+		}
+		e.kekFile, e.ownKEK = f.Name(), true
+		_, err = f.Write(kek.New())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			e.close()
+			return nil, fmt.Errorf("bench: a KEK file: %w", err)
+		}
+	}
+	data, err := os.ReadFile(e.kekFile)
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("bench: --token-kek-file: %w", err)
+	}
+	ring, err := kek.Parse(data)
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("bench: --token-kek-file %s: %w", e.kekFile, err)
+	}
+	return ring, nil
 }
 
 // newPool returns a pgx pool of at most size connections to databaseURL,

@@ -45,7 +45,7 @@ func TestRunHoldsIdleConnections(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, Config{
-		DatabaseURL: testenv.NewDatabase(t), EtcdEndpoints: testenv.EtcdEndpoints(), Dir: "../../../testdata/bench",
+		DatabaseURL: testenv.NewDatabase(t), EtcdEndpoints: testenv.EtcdEndpoints(), KEKFile: testenv.KEKFile(t), Dir: "../../../testdata/bench",
 		Clients: []int{2}, Dists: []Dist{Hot}, Duration: 100 * time.Millisecond, MinWrites: 10, NoPgbench: true,
 		IdleConnections: 50,
 	})

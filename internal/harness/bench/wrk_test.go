@@ -118,7 +118,7 @@ func TestRunWithWrk(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, Config{
-		DatabaseURL: dbURL, EtcdEndpoints: testenv.EtcdEndpoints(), Dir: "../../../testdata/bench",
+		DatabaseURL: dbURL, EtcdEndpoints: testenv.EtcdEndpoints(), KEKFile: testenv.KEKFile(t), Dir: "../../../testdata/bench",
 		Clients: []int{2}, Dists: []Dist{Uniform, Hot}, Duration: 100 * time.Millisecond, MinWrites: 10, NoPgbench: true, Wrk: true,
 	})
 	if err != nil {

@@ -87,7 +87,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 		t.Fatal(err)
 	}
 	cfg := gateway.Config{
-		Pool: pool, Authority: authority.NewEtcd(testenv.EtcdClient(t)), Policy: pol, SchemaVersion: version,
+		Pool: pool, Authority: authority.NewEtcd(testenv.EtcdClient(t), testenv.KEK()), Policy: pol, SchemaVersion: version,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if opts.Config != nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/fencegw/fencegw/internal/cgroupcpu"
+	"github.com/fencegw/fencegw/kek"
 )
 
 // startGateways starts cfg.Gateways gateways, each reaching dbURL's
@@ -18,7 +20,13 @@ func startGateways(ctx context.Context, cfg Config, bin, dir, dbURL string, etcd
 	if err != nil {
 		return nil, nil, err
 	}
-	var extra []string
+	// The run's etcd is its own, new: a KEK of the run's own seals its
+	// signing keys, shared by every gateway.
+	kekFile := filepath.Join(dir, "token.kek")
+	if err := os.WriteFile(kekFile, kek.New(), 0o600); err != nil {
+		return nil, nil, err
+	}
+	extra := []string{"--token-kek-file", kekFile}
 	if cfg.WriteTransactions > 0 {
 		extra = append(extra, "--max-write-transactions", strconv.Itoa(cfg.WriteTransactions))
 	}
