@@ -53,6 +53,14 @@ granted, and is refused).`
 	retire.Flags().IntVar(&o.keep, "keep", 1, "how many of the newest keys to keep")
 	retire.Flags().BoolVar(&o.force, "force", false, "retire keys live leases may hold tokens of: refuses those tokens")
 	retire.Flags().BoolVar(&o.dryRun, "dry-run", false, "print what would be retired and why, retire nothing")
+	rewrap := verb("rewrap", "seal every key under the newest KEK of --token-kek-file: keys in clear, keys under an older KEK")
+	rewrap.Long = `Seals every signing key, in service and retired, under the newest KEK of
+--token-kek-file (its last line): a key stored in clear by an earlier
+fencegw, and a key sealed under an older KEK the file still holds. A key
+already under the newest is left alone, so it may run again; a key no KEK
+of the file opens is left as it was, named, and the command exits 1. The
+keys' bytes do not change: every token stays valid. Used to move a
+deployment to sealed keys and to rotate the KEK (docs/operations.md).`
 	cmd := verbGroup("keys", "list, rotate or retire the keys that sign fencing tokens",
 		`The keys that sign fencing tokens live in etcd (created on first use); every
 gateway loads them from there. list shows the keys' IDs, never their bytes.
@@ -66,7 +74,7 @@ Rotating without refusing a token:
                            those a live lease may hold a token of; run it
                            again once those leases have ended (--dry-run
                            says which and how long they have left)`,
-		verb("list", "list the keys: IDs, revisions, when each signs, the retired ones"), rotate, retire)
+		verb("list", "list the keys: IDs, revisions, when each signs, the KEK each is sealed under, the retired ones"), rotate, retire, rewrap)
 	cmd.Example = `  fencegw keys rotate --etcd e1:2379,e2:2379,e3:2379
   fencegw keys retire --dry-run --etcd e1:2379,e2:2379,e3:2379
   fencegw keys list --json`
@@ -92,9 +100,11 @@ type keysDoc struct {
 	RetiredKeys []authority.KeyInfo       `json:"retired_keys"`
 	DryRun      bool                      `json:"dry_run,omitempty"`
 	Retirement  []authority.KeyRetirement `json:"retirement,omitzero"`
+	Rewrap      []authority.KeyRewrap     `json:"rewrap,omitzero"`
+	KEKs        []string                  `json:"keks"` // --token-kek-file's KEK IDs, newest first
 }
 
-// runKeys serves `fencegw keys list|rotate|retire`.
+// runKeys serves `fencegw keys list|rotate|retire|rewrap`.
 func runKeys(ctx context.Context, o keysOptions, action string, out io.Writer) error {
 	switch {
 	case len(o.cfg.EtcdEndpoints) == 0:
@@ -124,8 +134,8 @@ func runKeys(ctx context.Context, o keysOptions, action string, out io.Writer) e
 			fmt.Fprintf(os.Stderr, format, args...)
 		}
 	}
-	doc := keysDoc{DryRun: o.dryRun}
-	var kept error // a key kept for a live lease: reported after the keys are shown
+	doc := keysDoc{DryRun: o.dryRun, KEKs: keks.Current().IDs()}
+	var kept error // a key kept for a live lease, or left unsealed: reported after the keys are shown
 	switch action {
 	case "rotate":
 		id, err := auth.RotateKey(ctx, o.signAfter)
@@ -143,6 +153,12 @@ func runKeys(ctx context.Context, o keysOptions, action string, out io.Writer) e
 		if doc.Retirement == nil {
 			doc.Retirement = []authority.KeyRetirement{}
 		}
+	case "rewrap":
+		doc.Rewrap, err = auth.RewrapKeys(ctx)
+		if err != nil && !errors.Is(err, authority.ErrKeysSealed) {
+			return err
+		}
+		kept = err
 	}
 	if doc.Keys, err = auth.Keys(ctx); err != nil {
 		return err
@@ -159,6 +175,14 @@ func runKeys(ctx context.Context, o keysOptions, action string, out io.Writer) e
 	if action == "retire" {
 		printRetirement(out, doc.Retirement, o.dryRun)
 	}
+	if action == "rewrap" {
+		printRewrap(out, doc.Rewrap)
+	}
+	fmt.Fprintf(out, "--token-kek-file: KEK %s (newest, seals new keys)", doc.KEKs[0])
+	for _, id := range doc.KEKs[1:] {
+		fmt.Fprintf(out, ", %s", id)
+	}
+	fmt.Fprintln(out)
 	if err := printKeys(out, doc.Keys, doc.RetiredKeys); err != nil {
 		return err
 	}
@@ -199,10 +223,29 @@ func printRetirement(out io.Writer, plan []authority.KeyRetirement, dryRun bool)
 	fmt.Fprintln(out)
 }
 
+// printRewrap prints rewrap's account, key by key.
+func printRewrap(out io.Writer, done []authority.KeyRewrap) {
+	for _, r := range done {
+		from := "in clear"
+		if r.From != "" {
+			from = "under KEK " + r.From
+		}
+		switch {
+		case r.Error != "":
+			fmt.Fprintf(out, "left as it was %s: %s (%s)\n", keyNumberText(r.ID), r.Error, from)
+		case r.From == r.To:
+			fmt.Fprintf(out, "already sealed %s under KEK %s\n", keyNumberText(r.ID), r.To)
+		default:
+			fmt.Fprintf(out, "sealed %s under KEK %s (was %s)\n", keyNumberText(r.ID), r.To, from)
+		}
+	}
+	fmt.Fprintln(out)
+}
+
 // printKeys prints the keys in service, then the retired ones.
 func printKeys(out io.Writer, keys, retired []authority.KeyInfo) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCREATED\tSIGNS AFTER\tSIGNING\tRETIRED AT\tETCD REVISION")
+	fmt.Fprintln(tw, "ID\tCREATED\tSIGNS AFTER\tSIGNING\tRETIRED AT\tSEALED UNDER\tETCD REVISION")
 	date := func(t time.Time) string {
 		if t.IsZero() {
 			return "-"
@@ -210,7 +253,11 @@ func printKeys(out io.Writer, keys, retired []authority.KeyInfo) error {
 		return t.UTC().Format(time.RFC3339)
 	}
 	for _, k := range append(keys, retired...) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%d\n", keyNumberText(k.ID), date(k.Created), date(k.SignAfter), k.Signing, date(k.RetiredAt), k.Revision)
+		sealed := k.SealedBy
+		if sealed == "" {
+			sealed = "clear"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%d\n", keyNumberText(k.ID), date(k.Created), date(k.SignAfter), k.Signing, date(k.RetiredAt), sealed, k.Revision)
 	}
 	return tw.Flush()
 }
