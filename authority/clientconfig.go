@@ -71,7 +71,7 @@ func (c ClientConfig) Dial() (*clientv3.Client, error) {
 func AccessDenied(err error) bool {
 	for _, refusal := range []error{
 		ErrAccessDenied, rpctypes.ErrAuthFailed, rpctypes.ErrPermissionDenied,
-		rpctypes.ErrUserEmpty,
+		rpctypes.ErrUserEmpty, rpctypes.ErrUserNotFound, // a certificate's common name that is no user
 	} {
 		if errors.Is(err, refusal) {
 			return true

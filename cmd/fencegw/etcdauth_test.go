@@ -27,7 +27,8 @@ func passwordFile(t *testing.T, pw string) string {
 // TestEtcdUser: with etcd's auth on, a command reaches etcd as
 // --etcd-user with the password in --etcd-password-file (its line break
 // trimmed), and serve becomes ready as a user whose role may read and
-// write /fencegw/ only, as docs/operations.md says. A wrong password, no user,
+// write /fencegw/ only, as docs/operations.md says, without warning that
+// etcd's auth is off (it warns against an etcd without). A wrong password, no user,
 // and an unreadable or empty password file are refused, in words naming
 // the flags, never the password, and nothing reaches etcd.
 func TestEtcdUser(t *testing.T) {
@@ -93,4 +94,22 @@ func TestEtcdUser(t *testing.T) {
 	if strings.Contains(log.String(), e.GatewayPassword) {
 		t.Errorf("serve logged the etcd password:\n%s", log.String())
 	}
+	if strings.Contains(log.String(), authOffWarning) {
+		t.Errorf("serve warned that etcd's auth is off, with it on:\n%s", log.String())
+	}
+
+	cfg = serveConfigFor(t, migrated(t), "../../testdata/demo/policy.yaml")
+	var plainLog testenv.Buffer
+	cfg.logOut = &plainLog
+	_, stop = serveInBackground(t, cfg)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plainLog.String(), authOffWarning) {
+		t.Errorf("serve did not warn that etcd's auth is off:\n%s", plainLog.String())
+	}
 }
+
+// authOffWarning is the start of serve's warning against an etcd whose
+// auth is off.
+const authOffWarning = "etcd's auth is off"

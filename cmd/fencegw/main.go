@@ -102,7 +102,7 @@ its resource. Tokens are etcd revisions, issued by its lease API.`,
 		serveCommand(), devCommand(), migrateCommand(), policyCommand(),
 		inspectCommand(), guardCommand(), grantsCommand(), lockCommand(),
 		benchCommand(), tortureCommand(), epochCommand(), keysCommand(),
-		healthCommand(), versionCommand(), leaseCommand(), fenceCommand(), kekCommand(),
+		healthCommand(), versionCommand(), leaseCommand(), fenceCommand(), kekCommand(), etcdAuthCommand(),
 	)
 	// cobra's own two, in the house style. The completion command takes
 	// its output when it is made.
