@@ -24,13 +24,10 @@ import (
 // test builds what the image would hold.
 var dockerBuild = regexp.MustCompile(`(?m)^RUN (go build .*)$`)
 
-// TestComposeServicesRun builds the binary as the Dockerfile does and runs
-// each compose service's command, with its environment, against a test
-// database and etcd (paths inside the image mapped to the repository's):
-// the one-shot services succeed in order, token-kek makes a KEK file
-// once and keeps it after, and the gateway becomes ready and stops
-// cleanly on SIGTERM.
-func TestComposeServicesRun(t *testing.T) {
+// imageBinary builds fencegw as the Dockerfile does, with REVISION
+// 0123abc, and returns its path.
+func imageBinary(t *testing.T) string {
+	t.Helper()
 	dockerfile, err := os.ReadFile("../Dockerfile")
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +44,17 @@ func TestComposeServicesRun(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", m[1], err, out)
 	}
+	return bin
+}
+
+// TestComposeServicesRun builds the binary as the Dockerfile does and runs
+// each compose service's command, with its environment, against a test
+// database and etcd (paths inside the image mapped to the repository's):
+// the one-shot services succeed in order, token-kek makes a KEK file
+// once and keeps it after, and the gateway becomes ready and stops
+// cleanly on SIGTERM.
+func TestComposeServicesRun(t *testing.T) {
+	bin := imageBinary(t)
 	// The image has no .git: its revision is the build argument's.
 	if out, err := exec.Command(bin, "--version").Output(); err != nil || !strings.Contains(string(out), "revision 0123abc") {
 		t.Fatalf("fencegw --version of the image's build = %q, %v; want the REVISION build argument in it", out, err)

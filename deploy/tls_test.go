@@ -19,10 +19,12 @@ import (
 // it every service of the fencegw image reaches PostgreSQL with
 // verify-full, the gateway reaches etcd over https with a client
 // certificate and serves HTTPS, and the etcd members require client
-// certificates, peers included. The certificate script makes a set that
-// fits: each chains to the CA, names the host its service is reached by,
-// and is for the use it is put to; the gateway's serves a TLS client that
-// trusts the CA.
+// certificates, peers included, of etcd's CA. The certificate script
+// makes a set that fits: each chains to its CA (etcd's for the members,
+// the gateway's etcd identity and root; the other for the gateway's and
+// PostgreSQL's server certificates and the application clients') and to
+// no other, names the host its service is reached by, and is for the use
+// it is put to; the gateway's serves a TLS client that trusts the CA.
 func TestComposeTLSVariant(t *testing.T) {
 	cmd := composeCommand(t)
 	var out, errOut bytes.Buffer
@@ -49,10 +51,14 @@ func TestComposeTLSVariant(t *testing.T) {
 	if strings.Count(gw["FENCEGW_ETCD"], "https://") != 3 {
 		t.Errorf("the gateway's etcd endpoints %q, want the three members over https", gw["FENCEGW_ETCD"])
 	}
+	if gw["FENCEGW_ETCD_CACERT"] != "/certs/etcd-ca.crt" || gw["FENCEGW_ETCD_CERT"] != "/certs/fencegw-etcd.crt" {
+		t.Errorf("the gateway trusts %s for etcd and shows it %s, want etcd's CA and its etcd identity", gw["FENCEGW_ETCD_CACERT"], gw["FENCEGW_ETCD_CERT"])
+	}
 	for _, m := range []string{"etcd1", "etcd2", "etcd3"} {
 		env := cfg.Services[m].Environment
-		if env["ETCD_CLIENT_CERT_AUTH"] != "true" || env["ETCD_PEER_CLIENT_CERT_AUTH"] != "true" || strings.Contains(env["ETCD_INITIAL_CLUSTER"], "http://") {
-			t.Errorf("%s: %v, want client and peer certificates required, peers over https", m, env)
+		if env["ETCD_CLIENT_CERT_AUTH"] != "true" || env["ETCD_PEER_CLIENT_CERT_AUTH"] != "true" || strings.Contains(env["ETCD_INITIAL_CLUSTER"], "http://") ||
+			env["ETCD_TRUSTED_CA_FILE"] != "/certs/etcd-ca.crt" || env["ETCD_PEER_TRUSTED_CA_FILE"] != "/certs/etcd-ca.crt" {
+			t.Errorf("%s: %v, want client and peer certificates of etcd's CA required, peers over https", m, env)
 		}
 	}
 
@@ -60,19 +66,24 @@ func TestComposeTLSVariant(t *testing.T) {
 	if out, err := exec.Command("sh", "tls/make-certs.sh", dir).CombinedOutput(); err != nil {
 		t.Fatalf("tls/make-certs.sh: %v\n%s", err, out)
 	}
-	pool := x509.NewCertPool()
-	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
-	if err != nil || !pool.AppendCertsFromPEM(caPEM) {
-		t.Fatalf("ca.crt: %v", err)
+	pools := map[string]*x509.CertPool{}
+	for _, name := range []string{"ca", "etcd-ca"} {
+		pools[name] = x509.NewCertPool()
+		pem, err := os.ReadFile(filepath.Join(dir, name+".crt"))
+		if err != nil || !pools[name].AppendCertsFromPEM(pem) {
+			t.Fatalf("%s.crt: %v", name, err)
+		}
 	}
+	pool := pools["ca"]
 	for _, tc := range []struct {
-		name  string
-		usage x509.ExtKeyUsage
-		host  string
+		name, ca, cn string
+		usage        x509.ExtKeyUsage
+		host         string
 	}{
-		{"fencegw", x509.ExtKeyUsageServerAuth, "fencegw"}, {"fencegw", x509.ExtKeyUsageServerAuth, "127.0.0.1"},
-		{"etcd1", x509.ExtKeyUsageServerAuth, "etcd1"}, {"etcd2", x509.ExtKeyUsageClientAuth, "etcd2"}, {"etcd3", x509.ExtKeyUsageServerAuth, "etcd3"},
-		{"postgres", x509.ExtKeyUsageServerAuth, "postgres"}, {"fencegw-etcd", x509.ExtKeyUsageClientAuth, ""}, {"billing", x509.ExtKeyUsageClientAuth, ""},
+		{"fencegw", "ca", "fencegw", x509.ExtKeyUsageServerAuth, "fencegw"}, {"fencegw", "ca", "fencegw", x509.ExtKeyUsageServerAuth, "127.0.0.1"},
+		{"etcd1", "etcd-ca", "etcd1", x509.ExtKeyUsageServerAuth, "etcd1"}, {"etcd2", "etcd-ca", "etcd2", x509.ExtKeyUsageClientAuth, "etcd2"}, {"etcd3", "etcd-ca", "etcd3", x509.ExtKeyUsageServerAuth, "etcd3"},
+		{"postgres", "ca", "postgres", x509.ExtKeyUsageServerAuth, "postgres"}, {"billing", "ca", "billing", x509.ExtKeyUsageClientAuth, ""},
+		{"fencegw-etcd", "etcd-ca", "fencegw", x509.ExtKeyUsageClientAuth, ""}, {"etcd-root", "etcd-ca", "root", x509.ExtKeyUsageClientAuth, ""},
 	} {
 		pair, err := tls.LoadX509KeyPair(filepath.Join(dir, tc.name+".crt"), filepath.Join(dir, tc.name+".key"))
 		if err != nil {
@@ -82,8 +93,15 @@ func TestComposeTLSVariant(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: tc.host, KeyUsages: []x509.ExtKeyUsage{tc.usage}}); err != nil {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pools[tc.ca], DNSName: tc.host, KeyUsages: []x509.ExtKeyUsage{tc.usage}}); err != nil {
 			t.Errorf("%s for %s (%v): %v", tc.name, tc.host, tc.usage, err)
+		}
+		other := map[string]string{"ca": "etcd-ca", "etcd-ca": "ca"}[tc.ca]
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pools[other], KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err == nil {
+			t.Errorf("%s chains to %s too: the two CAs must trust apart", tc.name, other)
+		}
+		if leaf.Subject.CommonName != tc.cn {
+			t.Errorf("%s's common name is %q, want %q (etcd's user, for etcd's clients)", tc.name, leaf.Subject.CommonName, tc.cn)
 		}
 	}
 	billing, _ := tls.LoadX509KeyPair(filepath.Join(dir, "billing.crt"), filepath.Join(dir, "billing.key"))
