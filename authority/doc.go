@@ -29,10 +29,12 @@
 // # Validation
 //
 // Validate is the authority's word on a token: in fence mode, that it was
-// issued (current epoch, revision not above the newest etcd has issued);
-// in holder mode, also that it is the live holder of the resource now. It
-// is already old when the write commits: the fence in PostgreSQL is what
-// refuses a stale holder.
+// issued (its signature, the current epoch); in holder mode, also that it
+// is the live holder of the resource now. In every mode a token from the
+// future (a revision above the newest etcd has issued, an epoch above
+// etcd's) is refused as never issued, at the cost of one shared etcd read
+// for such tokens only (future.go). It is already old when the write
+// commits: the fence in PostgreSQL is what refuses a stale holder.
 //
 // # Signing keys
 //

@@ -51,6 +51,14 @@ type Etcd struct {
 	keysStarted time.Time
 	keysErr     error
 
+	// nowLock lets one read of etcd's epoch and revision run at a time
+	// (etcdNow, future.go); nowRead is the last one, guarded by nowLock.
+	nowLock chan struct{}
+	nowRead struct {
+		started time.Time
+		view    etcdView
+	}
+
 	dbSize, dbInUse atomic.Int64 // etcd's store, as ReadStoreSize last found it
 
 	transitions atomic.Int64 // grants this process recorded (Transitions)
@@ -61,7 +69,7 @@ type Etcd struct {
 // and seal new ones; an authority without (nil) reads etcd but never
 // signs nor verifies a token (ErrNoKEK): inspect, epoch.
 func NewEtcd(cli *clientv3.Client, keks KEKs) *Etcd {
-	a := &Etcd{cli: cli, keks: keks, now: time.Now, keysLock: make(chan struct{}, 1)}
+	a := &Etcd{cli: cli, keks: keks, now: time.Now, keysLock: make(chan struct{}, 1), nowLock: make(chan struct{}, 1)}
 	a.epoch.Store(tokens.DefaultEpoch)
 	return a
 }
@@ -75,14 +83,21 @@ func (a *Etcd) NewestRevision() int64 { return a.newestRevision.Load() }
 // Validate checks the authority's word on tok, presented by client for a
 // write of resource:
 //   - ValidateFence: the gateway issued tok for this resource and client
-//     (its signature) and its epoch is current. No etcd call, unless the
-//     signature is by a key this process has not loaded yet.
+//     (its signature), its epoch is current and its revision not above the
+//     newest etcd has issued. No etcd call, unless the signature is by a key
+//     this process has not loaded yet, or the token is above the newest
+//     revision this process has seen (checkIssued).
 //   - ValidateHolder: that, and tok is the live holder of resource's lock
 //     now (a linearizable etcd read per write).
 //   - ValidateRevision: tok is a number, not a capability: its epoch is
-//     current and its revision not above the newest etcd has issued (a
-//     forged token far in the future would otherwise lock every real
-//     holder out forever: "token poisoning"); a signature is ignored.
+//     current and its revision not above the newest etcd has issued; a
+//     signature is ignored.
+//
+// Whatever the mode, a token from the future (a revision or an epoch above
+// etcd's) is refused as never issued: signed with a leaked key, it would
+// otherwise lock every real holder out until an epoch bump ("token
+// poisoning"). The signature is judged first, so an unsigned forgery costs
+// no etcd read.
 //
 // The reads it needs are bounded by ctx and by ValidateTimeout, so that a
 // write fails fast with etcd gone instead of waiting out its own deadline.
@@ -92,25 +107,17 @@ func (a *Etcd) NewestRevision() int64 { return a.newestRevision.Load() }
 // comparison in PostgreSQL is what keeps a stale holder out.
 func (a *Etcd) Validate(ctx context.Context, resource, client string, tok tokens.Token, mode tokens.Validation) error {
 	if mode == tokens.ValidateRevision {
-		if err := a.checkEpoch(tok, true); err != nil {
-			return err
-		}
-		if tok.Revision <= a.newestRevision.Load() {
-			return nil
-		}
-		ctx, cancel := context.WithTimeout(ctx, ValidateTimeout)
-		defer cancel()
 		return a.checkIssued(ctx, tok)
 	}
 	if set := a.keys.Load(); mode != tokens.ValidateHolder && set != nil && set.ring.Verify(tok, resource, client) {
-		return a.checkEpoch(tok, true) // the common case: no etcd, no deadline to set up
+		return a.checkIssued(ctx, tok) // the common case: no etcd, no deadline to set up
 	}
 	ctx, cancel := context.WithTimeout(ctx, ValidateTimeout)
 	defer cancel()
 	if err := a.checkSigned(ctx, resource, client, tok); err != nil {
 		return err
 	}
-	if err := a.checkEpoch(tok, true); err != nil || mode != tokens.ValidateHolder {
+	if err := a.checkIssued(ctx, tok); err != nil || mode != tokens.ValidateHolder {
 		return err
 	}
 	holder, ok, err := a.Holder(ctx, resource)
@@ -190,34 +197,6 @@ const CallTimeout = 3 * time.Second
 // bounded is ctx bounded by CallTimeout.
 func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, CallTimeout)
-}
-
-// checkEpoch refuses every token while the authority is halted, and tokens
-// of any epoch but the current one; issued says whether tok is known to
-// have been issued.
-func (a *Etcd) checkEpoch(tok tokens.Token, issued bool) error {
-	if err := a.Halted(); err != nil {
-		return err
-	}
-	if epoch := a.epoch.Load(); tok.Epoch != epoch {
-		return &tokens.RejectedError{Presented: tok.Unsigned(), Issued: issued, Reason: fmt.Sprintf("epoch %d is not the current epoch %d", tok.Epoch, epoch)}
-	}
-	return nil
-}
-
-// checkIssued refuses a revision above the newest one etcd has issued.
-func (a *Etcd) checkIssued(ctx context.Context, tok tokens.Token) error {
-	if tok.Revision <= a.newestRevision.Load() {
-		return nil
-	}
-	newest, err := a.Revision(ctx)
-	if err != nil {
-		return err
-	}
-	if tok.Revision > newest {
-		return &tokens.RejectedError{Presented: tok.Unsigned(), Reason: fmt.Sprintf("revision %d is above the newest revision etcd has issued (%d)", tok.Revision, newest)}
-	}
-	return nil
 }
 
 // Revision asks etcd, with a linearizable read, for its current revision.
