@@ -17,6 +17,11 @@ import (
 // only the MaxAuditClients clients refused most recently keep rows. With
 // the two reasons audited (stale-token, token-rejected), that is at most
 // 2 × 256 × (1,000 + 10 × 168) = 1,372,160 rows.
+//
+// These numbers are fencegw.trim_rejections' (sql/trim_rejections.sql),
+// which holds them so that the gateway's role, which may only insert into
+// the audit, cannot choose how much of it is deleted; they are named here
+// for the tests and the docs.
 const (
 	MaxRejections       = 1000
 	FirstRejectionsKept = 10
@@ -76,36 +81,17 @@ func (s *Store) RunJanitor(ctx context.Context, retention time.Duration, log *sl
 	}
 }
 
-// Sweep is one round of RunJanitor.
+// Sweep is one round of RunJanitor. The audit and the history are
+// trimmed by functions that hold their retention (sql/trim_rejections.sql,
+// sql/trim_history.sql): the gateway's role may only insert into them.
 func (s *Store) Sweep(ctx context.Context, retention time.Duration, log *slog.Logger) {
 	if _, err := s.pool.Exec(ctx, "DELETE FROM fencegw.idempotency_keys WHERE created_at < now() - $1::interval", retention); err != nil && ctx.Err() == nil {
 		log.Warn("janitor: expiring idempotency keys failed", "error", err)
 	}
-	if _, err := s.pool.Exec(ctx, trimRejections, MaxRejections, FirstRejectionsKept, FirstsKeptFor, MaxAuditClients); err != nil && ctx.Err() == nil {
+	if _, err := s.pool.Exec(ctx, "SELECT fencegw.trim_rejections()"); err != nil && ctx.Err() == nil {
 		log.Warn("janitor: trimming rejections failed", "error", err)
 	}
-	if _, err := s.pool.Exec(ctx, trimHistory, MaxHistory, HistoryKeptFor); err != nil && ctx.Err() == nil {
+	if _, err := s.pool.Exec(ctx, "SELECT fencegw.trim_history()"); err != nil && ctx.Err() == nil {
 		log.Warn("janitor: trimming the lock history failed", "error", err)
 	}
 }
-
-// trimRejections deletes what the audit does not keep: the rows of a
-// (reason, client) past its newest $1, unless among the first $2 of their
-// hour within $3; and every row of a client past the $4 refused most
-// recently, per reason. Rows recorded before clients were (client NULL)
-// are one client.
-const trimRejections = `
-WITH r AS (
-    SELECT id, at, reason,
-           row_number() OVER (PARTITION BY reason, client ORDER BY id DESC) AS newest,
-           row_number() OVER (PARTITION BY reason, client, date_trunc('hour', at) ORDER BY id) AS nth_in_hour,
-           max(id) OVER (PARTITION BY reason, client) AS client_last
-      FROM fencegw.rejections
-), ranked AS (
-    SELECT id, at, newest, nth_in_hour, dense_rank() OVER (PARTITION BY reason ORDER BY client_last DESC) AS client_rank
-      FROM r
-)
-DELETE FROM fencegw.rejections WHERE id IN (
-    SELECT id FROM ranked
-     WHERE client_rank > $4
-        OR (newest > $1 AND NOT (nth_in_hour <= $2 AND at > now() - $3::interval)))`

@@ -117,8 +117,23 @@
 //
 // The SQL functions on fencegw.* that this package calls (fence,
 // stamp_unfenced, claim_key, settle_key, raise_fence_floor, prune_fences,
-// and expect_rows, which the policy's statements call) are defined in sql/, one file each, as they
-// are now: Definitions hands them to package schema, which applies them
-// after the gateway's migrations whenever the database holds something
-// else. The migrations change tables only.
+// advance_fence, trim_rejections, trim_history, and expect_rows, which
+// the policy's statements call) are defined in sql/, one file each, as
+// they are now: Definitions hands them to package schema, which applies
+// them after the gateway's migrations whenever the database holds
+// something else. The migrations change tables and privileges only.
+//
+// # The fence only moves forward, whoever connects
+//
+// The gateway's database role holds no INSERT, UPDATE or DELETE on
+// fencegw.fences and fencegw.fence_floor, and may only insert into the
+// audit (fencegw.rejections, and not its id or time) and the lock
+// history. It changes them only through functions that run with their
+// owner's rights and cannot lower a fence or the floor, nor delete what
+// their retention keeps: fence, advance_fence, raise_fence_floor,
+// prune_fences (only rows at or below the floor), trim_rejections and
+// trim_history. Each pins its search_path, checks its arguments, and is
+// executable only by the roles `fencegw grants` names (guard.Grants).
+// Whoever holds the gateway's credentials can still push a fence up (as
+// a token it forged would), never back.
 package fence

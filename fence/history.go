@@ -12,7 +12,9 @@ import (
 // The lock history (fencegw.lock_history) keeps, per resource, its newest
 // MaxHistory events, none older than HistoryKeptFor: enough to answer
 // who held a lock during an incident weeks later, bounded however busy a
-// resource is.
+// resource is. fencegw.trim_history holds these numbers
+// (sql/trim_history.sql): the gateway's role, which may only insert into
+// the history, must not choose how much of it is deleted.
 const (
 	MaxHistory     = 1000
 	HistoryKeptFor = 30 * 24 * time.Hour
@@ -173,12 +175,3 @@ func RecentHistory(ctx context.Context, db DB, limit int) ([]HistoryEvent, error
 	}
 	return out, nil
 }
-
-// trimHistory deletes what the lock history does not keep: events older
-// than $2, and those of a resource past its newest $1.
-const trimHistory = `
-DELETE FROM fencegw.lock_history WHERE at < now() - $2::interval OR id IN (
-    SELECT id FROM (
-        SELECT id, row_number() OVER (PARTITION BY resource ORDER BY id DESC) AS newest
-          FROM fencegw.lock_history) ranked
-     WHERE newest > $1)`

@@ -17,24 +17,41 @@ import (
 )
 
 // gatewayTables are the privileges the gateway's role needs on its own
-// schema: fences (fence() upserts them; inspect reads them; the janitor
-// prunes them below the fence floor, which it raises), the authority
-// record, the audit and the idempotency keys (written, read, expired by
-// the janitor), the replicas' policy check, the lock history (written,
-// read, trimmed by the janitor), and the bypass log, which
-// inspect reads. The functions the gateway calls run with its rights and
-// are executable by everyone; fencegw.bypass and fencegw.stamp_unfenced
-// are not, and the gateway's role must not get them.
+// schema. The fences and the fence floor it only reads: it changes them
+// through gatewayFunctions alone, which cannot lower them. The audit and
+// the lock history it may only add to (the audit's id and time are the
+// table's), and trims through gatewayFunctions, which keep what their
+// retention keeps. The authority record, the idempotency keys (written,
+// read, expired by the janitor), the replicas' policy check and the
+// history's cursor it keeps itself; the bypass log it reads for inspect.
+// The other functions the gateway calls run with its rights and are
+// executable by everyone; fencegw.bypass and fencegw.stamp_unfenced are
+// not, and the gateway's role must not get them.
 var gatewayTables = []struct{ table, privileges string }{
-	{"fencegw.fences", "SELECT, INSERT, UPDATE, DELETE"},
-	{"fencegw.fence_floor", "SELECT, UPDATE"},
+	{"fencegw.fences", "SELECT"},
+	{"fencegw.fence_floor", "SELECT"},
 	{"fencegw.authority", "SELECT, INSERT, UPDATE"},
-	{"fencegw.rejections", "SELECT, INSERT, DELETE"},
+	{"fencegw.rejections", "SELECT, INSERT (resource, operation, reason, presented, current, client, request_id, remote_addr, suppressed)"},
 	{"fencegw.idempotency_keys", "SELECT, INSERT, UPDATE, DELETE"},
 	{"fencegw.replicas", "SELECT, INSERT, UPDATE, DELETE"},
 	{"fencegw.bypass_log", "SELECT"},
-	{"fencegw.lock_history", "SELECT, INSERT, UPDATE, DELETE"},
+	{"fencegw.lock_history", "SELECT, INSERT (at, resource, event, lease_id, client, token, actor, reason)"},
 	{"fencegw.history_cursor", "SELECT, INSERT, UPDATE, DELETE"},
+}
+
+// gatewayFunctions are the functions that change the fences, the floor,
+// the audit and the history for the gateway's role: each runs with its
+// owner's rights, cannot lower a fence or the floor nor delete what its
+// retention keeps (fence/sql), and is executable only by the roles
+// granted it. fence is the mark the guard trusts: no other role may have
+// it.
+var gatewayFunctions = []string{
+	"fencegw.fence(text, bigint, bigint, boolean, boolean)",
+	"fencegw.advance_fence(text, bigint, bigint, boolean)",
+	"fencegw.raise_fence_floor(bigint, bigint, text)",
+	"fencegw.prune_fences(text, integer)",
+	"fencegw.trim_rejections()",
+	"fencegw.trim_history()",
 }
 
 // tableUse is what a policy's statements do to one table.
@@ -59,6 +76,20 @@ func Grants(ctx context.Context, conn *pgx.Conn, pol *policy.Policy, role, versi
 	if err != nil {
 		return "", err
 	}
+	// The gateway's own tables get gatewayTables' privileges and no more:
+	// a statement that writes one would be granted a way around the
+	// functions that keep the fence moving forward.
+	for t, use := range tables {
+		if use.schema != "fencegw" {
+			continue
+		}
+		for p := range use.privileges {
+			if p != "SELECT" {
+				return "", fmt.Errorf("guard: grants: a statement of policy %s writes %s (%s), the gateway's own table: no policy may", pol.Source, t, p)
+			}
+		}
+		delete(tables, t)
+	}
 	var db string
 	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
 		return "", fmt.Errorf("guard: grants: %w", err)
@@ -72,6 +103,9 @@ func Grants(ctx context.Context, conn *pgx.Conn, pol *policy.Policy, role, versi
 	fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA fencegw TO %s;\n", r)
 	for _, t := range gatewayTables {
 		fmt.Fprintf(&b, "GRANT %s ON %s TO %s;\n", t.privileges, t.table, r)
+	}
+	for _, f := range gatewayFunctions {
+		fmt.Fprintf(&b, "GRANT EXECUTE ON FUNCTION %s TO %s;\n", f, r)
 	}
 	fmt.Fprintf(&b, "GRANT USAGE ON SEQUENCE fencegw.rejections_id_seq TO %s;\n", r)
 	fmt.Fprintf(&b, "GRANT USAGE ON SEQUENCE fencegw.lock_history_id_seq TO %s;\n", r)

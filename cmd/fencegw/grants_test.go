@@ -31,32 +31,7 @@ func TestServeWithExactlyTheGrants(t *testing.T) {
 	if err := execute(ctx, io.Discard, "guard", "--database-url", dbURL, "--policy", demo, "install"); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	role := fmt.Sprintf("fencegw_gw_%d", time.Now().UnixNano())
-	if _, err := admin.Exec(ctx, "CREATE ROLE "+role+" LOGIN"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = admin.Exec(context.Background(), "DROP OWNED BY "+role)
-		_, _ = admin.Exec(context.Background(), "DROP ROLE "+role)
-	})
-	var grants bytes.Buffer
-	if err := execute(ctx, &grants, "grants", "--database-url", dbURL, "--policy", demo, "--role", role); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.Exec(ctx, grants.String()); err != nil {
-		t.Fatalf("the printed grants do not run: %v\n%s", err, &grants)
-	}
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.User(role)
-	roleURL := u.String()
+	admin, role, roleURL := grantedRole(t, dbURL, demo, "fencegw_gw")
 
 	cfg := serveConfigFor(t, roleURL, demo)
 	cfg.PruneEvery = 50 * time.Millisecond // the janitor raises the floor and prunes as the role too
@@ -299,4 +274,38 @@ func TestGrantsApply(t *testing.T) {
 	if !canWrite || !canFence || !strings.Contains(out.String(), role+" has exactly what fencegw serve needs") {
 		t.Fatalf("after grants --apply: update %v, fence %v, said %q", canWrite, canFence, out.String())
 	}
+}
+
+// grantedRole creates a login role holding exactly what `fencegw grants`
+// prints for policy on dbURL, dropped when the test ends, and returns a
+// connection as the database's owner, the role's name and its URL.
+func grantedRole(t *testing.T, dbURL, policy, prefix string) (admin *pgx.Conn, role, roleURL string) {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(context.Background()) })
+	role = fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
+	if _, err := admin.Exec(ctx, "CREATE ROLE "+role+" LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP OWNED BY "+role)
+		_, _ = admin.Exec(context.Background(), "DROP ROLE "+role)
+	})
+	var grants bytes.Buffer
+	if err := execute(ctx, &grants, "grants", "--database-url", dbURL, "--policy", policy, "--role", role); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, grants.String()); err != nil {
+		t.Fatalf("the printed grants do not run: %v\n%s", err, &grants)
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	return admin, role, u.String()
 }

@@ -47,7 +47,7 @@ changing guarded_tables.`),
 // guardGrants is printed after install: the triggers stop accidents; the
 // privileges decide who can write at all.
 const guardGrants = `
-The triggers refuse every role that cannot write fencegw.fences, except
+The triggers refuse every role that may not call fencegw.fence, except
 the tables' owner and superusers, who can turn them off, and roles granted
 TRIGGER on them, whose triggers would run inside the gateway's writes.
 Run the gateway as a role that owns neither the tables nor anything else,

@@ -7,7 +7,8 @@
 -- It stamps the fence row with the transaction's ID (xact; updated_at holds
 -- its start time, which does not repeat in a restored copy as IDs do): the
 -- guard triggers let a row through only if this very transaction advanced
--- its resource's fence, a mark no role without rights on fencegw can forge.
+-- its resource's fence, a mark no role that may not call this function can
+-- forge.
 --
 -- fencegw.resource lists the resources the write may touch, one per line
 -- (resource keys contain no control characters): an operation with roles
@@ -20,18 +21,33 @@
 -- parameter keeps the name it was created with, CREATE OR REPLACE cannot
 -- rename it).
 --
+-- It runs with its owner's rights, with a pinned search_path, and only the
+-- roles granted it may call it (`fencegw grants`): the gateway's role
+-- holds no INSERT, UPDATE or DELETE on fencegw.fences, so whoever holds
+-- its credentials moves a fence only through here, and only forward. Its
+-- arguments are checked first: a crafted call is refused (22023) before
+-- anything is touched.
+--
 -- Called by package fence (fence/pipeline.go). Before schema version 5 it
 -- took four arguments; that signature is gone.
 DROP FUNCTION IF EXISTS fencegw.fence(text, bigint, bigint, boolean);
 
 CREATE OR REPLACE FUNCTION fencegw.fence(p_resource text, p_epoch bigint, p_token bigint, p_strict boolean, p_first boolean DEFAULT true)
 RETURNS bigint
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_writes   bigint;
     v_epoch    bigint;
     v_revision bigint;
 BEGIN
+    -- A resource key has no control characters: a line break would add a
+    -- resource to fencegw.resource that this call does not fence.
+    IF p_resource IS NULL OR p_resource = '' OR p_resource ~ '[[:cntrl:]]'
+       OR p_epoch IS NULL OR p_epoch < 1 OR p_token IS NULL OR p_token < 1
+       OR p_strict IS NULL OR p_first IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = 'fencegw: fence: wants a resource key without control characters, an epoch and a revision of at least 1, and p_strict and p_first';
+    END IF;
     -- Guard triggers read this to tell which rows the write may touch.
     IF p_first THEN
         PERFORM set_config('fencegw.resource', p_resource, true);
@@ -79,3 +95,4 @@ BEGIN
     RETURN v_writes;
 END
 $$;
+REVOKE EXECUTE ON FUNCTION fencegw.fence(text, bigint, bigint, boolean, boolean) FROM PUBLIC;

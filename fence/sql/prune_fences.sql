@@ -13,14 +13,22 @@
 -- row written into the range meanwhile is deleted too if it is at or
 -- below the floor: any such row may go.
 --
+-- It runs with its owner's rights (pinned search_path) for the roles
+-- granted it: the gateway's role deletes no fence row but through here,
+-- and so none above the floor.
+--
 -- Called by package fence (fence/floor.go), from the janitor.
 CREATE OR REPLACE FUNCTION fencegw.prune_fences(p_after text, p_limit integer)
 RETURNS TABLE (last text, pruned bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_epoch    bigint;
     v_revision bigint;
 BEGIN
+    IF p_after IS NULL OR p_limit IS NULL OR p_limit < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = 'fencegw: prune_fences: wants a resource to start after (the empty string first) and a batch of at least 1';
+    END IF;
     SELECT fl.epoch, fl.revision INTO v_epoch, v_revision FROM fencegw.fence_floor fl;
     SELECT max(b.resource) INTO last
       FROM (SELECT f.resource FROM fencegw.fences f
@@ -35,3 +43,4 @@ BEGIN
     RETURN NEXT;
 END
 $$;
+REVOKE EXECUTE ON FUNCTION fencegw.prune_fences(text, integer) FROM PUBLIC;

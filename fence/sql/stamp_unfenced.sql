@@ -2,7 +2,8 @@
 -- without the check: `fencegw torture --unsafe-no-fence` and the examples'
 -- control runs, which show what happens without fencing, use it so the
 -- guard lets them write. It runs with its caller's rights, so it is no way
--- around the guard for a role that cannot write fencegw.fences; EXECUTE is
+-- around the guard for a role that cannot write fencegw.fences (the
+-- gateway's role cannot: it fences through fencegw.fence); EXECUTE is
 -- revoked from PUBLIC, and the gateway's role must not be granted it.
 CREATE OR REPLACE FUNCTION fencegw.stamp_unfenced(p_resource text, p_epoch bigint, p_token bigint, p_first boolean)
 RETURNS bigint
