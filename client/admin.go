@@ -11,12 +11,15 @@ import (
 // nothing.
 
 // RevokeRequest names the lease to revoke: the one holding Resource's
-// lock, or LeaseID (holding or waiting); one of the two.
+// lock, or LeaseID (holding or waiting); one of the two. The holder's
+// fence moves past its token too, so that its next write is refused,
+// unless KeepFence: then it writes until a successor writes.
 type RevokeRequest struct {
-	Resource string `json:"resource,omitempty"`
-	LeaseID  string `json:"lease_id,omitempty"`
-	Reason   string `json:"reason"`
-	DryRun   bool   `json:"dry_run,omitempty"`
+	Resource  string `json:"resource,omitempty"`
+	LeaseID   string `json:"lease_id,omitempty"`
+	Reason    string `json:"reason"`
+	DryRun    bool   `json:"dry_run,omitempty"`
+	KeepFence bool   `json:"keep_fence,omitempty"`
 }
 
 // Revocation is the lease revoked (or, with DryRun, that would be).
@@ -30,10 +33,19 @@ type Revocation struct {
 	} `json:"lease"`
 	Revoked bool `json:"revoked"`
 	DryRun  bool `json:"dry_run,omitempty"`
+	// Fence is the holder's fence before and after it was moved past the
+	// holder's token; nil with KeepFence, or for a lease that held
+	// nothing. Advanced is false when it was past already.
+	Fence *struct {
+		Before   string `json:"before"`
+		Fence    string `json:"fence"`
+		Advanced bool   `json:"advanced"`
+	} `json:"fence,omitempty"`
 }
 
-// Revoke revokes a lease whoever owns it: its lock passes on. ctx bounds
-// the request.
+// Revoke revokes a lease whoever owns it: its lock passes on, and its
+// holder's next write is refused (unless KeepFence). ctx bounds the
+// request.
 func (c *Client) Revoke(ctx context.Context, req RevokeRequest) (*Revocation, error) {
 	var out Revocation
 	if _, err := c.do(ctx, call{method: "POST", path: "/v1/admin/leases/revoke", body: req, want: 200, out: &out}); err != nil {

@@ -32,6 +32,17 @@ type revokeResponse struct {
 	Lease   leaseInfoJSON `json:"lease"`
 	Revoked bool          `json:"revoked"`
 	DryRun  bool          `json:"dry_run,omitempty"`
+	// Fence is the revoked holder's fence, moved past its token; absent
+	// with keep_fence, or for a lease that held nothing.
+	Fence *fenceCutJSON `json:"fence,omitempty"`
+}
+
+// fenceCutJSON is a fence before and after it cut a token off (with
+// dry_run: would be after); advanced is false when it was past already.
+type fenceCutJSON struct {
+	Before   string `json:"before"`
+	Fence    string `json:"fence"`
+	Advanced bool   `json:"advanced"`
 }
 
 type advanceResponse struct {
@@ -74,11 +85,16 @@ func (g *Gateway) decodeAdmin(w http.ResponseWriter, r *http.Request, verb strin
 }
 
 // handleRevoke serves POST /v1/admin/leases/revoke {resource | lease_id,
-// reason, dry_run}: the lease that holds resource's lock, or the lease
-// named, is revoked, whoever owns it; its lock passes on (after its
-// lock-delay, as after an expiry: its holder did not say it was done).
+// reason, dry_run, keep_fence}: the lease that holds resource's lock, or
+// the lease named, is revoked, whoever owns it; its lock passes on (after
+// its lock-delay, as after an expiry: its holder did not say it was
+// done). Unless keep_fence, the holder is cut off as well: its fence moves
+// past its token first, so that its next write is refused, not only once
+// a successor has written. First, because a revoke answered unavailable
+// is then safe to send again: the advance is idempotent, and no successor
+// was revoked in the holder's place.
 func (g *Gateway) handleRevoke(w http.ResponseWriter, r *http.Request) {
-	req, err := g.decodeAdmin(w, r, "revoke leases", "resource", "lease_id", "reason", "dry_run")
+	req, err := g.decodeAdmin(w, r, "revoke leases", "resource", "lease_id", "reason", "dry_run", "keep_fence")
 	if err != nil {
 		g.writeProblem(w, r, err, problemScope{})
 		return
@@ -97,6 +113,10 @@ func (g *Gateway) handleRevoke(w http.ResponseWriter, r *http.Request) {
 			info, err = g.cfg.Authority.HolderLease(r.Context(), req.Resource)
 		}
 	}
+	var cut *fenceCutJSON
+	if err == nil && !req.KeepFence && !info.Waiting && !info.Token.IsZero() {
+		cut, err = g.cutOff(r.Context(), info, req.Reason, req.DryRun)
+	}
 	if err == nil && !req.DryRun {
 		err = g.cfg.Authority.Revoke(r.Context(), info.ID, operatorName(r.Context()), req.Reason)
 	}
@@ -109,7 +129,7 @@ func (g *Gateway) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		token = info.Token.String()
 	}
 	out := revokeResponse{Lease: leaseInfoJSON{LeaseID: info.ID.String(), Resource: info.Resource, Token: token,
-		Client: info.Owner, Waiting: info.Waiting}, Revoked: !req.DryRun, DryRun: req.DryRun}
+		Client: info.Owner, Waiting: info.Waiting}, Revoked: !req.DryRun, DryRun: req.DryRun, Fence: cut}
 	if out.Revoked {
 		g.metrics.leases.WithLabelValues("revoked").Inc()
 		g.log.Info("lease revoked by an operator", "lease", info.ID.String(), "resource", info.Resource,
@@ -120,6 +140,28 @@ func (g *Gateway) handleRevoke(w http.ResponseWriter, r *http.Request) {
 			Client: info.Owner, Token: token, Actor: operatorName(r.Context()), Reason: req.Reason})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// cutOff moves the fence of the lease info holds past its token, as a
+// fence advance would with the holder's successor as the first to keep:
+// every later token, the next holder's included, still writes. It is
+// recorded in the lock history like an advance.
+func (g *Gateway) cutOff(ctx context.Context, info authority.LeaseInfo, reason string, dryRun bool) (*fenceCutJSON, error) {
+	next := tokens.Token{Epoch: info.Token.Epoch, Revision: info.Token.Revision + 1}
+	to := fenceBelow(next, g.cfg.Policy.KindOf(info.Resource))
+	before, advanced, err := g.store.AdvanceFence(ctx, info.Resource, to, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	cut := &fenceCutJSON{Before: before.String(), Fence: before.String(), Advanced: advanced}
+	if advanced {
+		cut.Fence = to.String()
+	}
+	if advanced && !dryRun {
+		g.history.add(fence.HistoryEvent{At: time.Now(), Resource: info.Resource, Event: fence.FenceAdvanced,
+			Token: cut.Fence, Actor: operatorName(ctx), Reason: "revoke of lease " + info.ID.String() + ": " + reason})
+	}
+	return cut, nil
 }
 
 // handleAdvance serves POST /v1/admin/fences/advance {resource, reason,

@@ -184,7 +184,8 @@ func TestOperatorVerbsRefuseBadInput(t *testing.T) {
 		{"no such lease", "ops-secret", "/v1/admin/leases/revoke", `{"lease_id": "7fffffffffffffff", "reason": "x"}`, 404, "lease-not-found", ""},
 		{"both resource and lease", "ops-secret", "/v1/admin/leases/revoke", `{"resource": "` + resource + `", "lease_id": "` + l.ID + `", "reason": "x"}`, 400, "bad-request", "one of them"},
 		{"bad lease id", "ops-secret", "/v1/admin/leases/revoke", `{"lease_id": "ABC", "reason": "x"}`, 400, "bad-request", "not a lease id"},
-		{"no fence", "ops-secret", "/v1/admin/fences/advance", `{"resource": "account/acct-28", "reason": "x"}`, 404, "no-fence", "no fence"},
+		{"keep_fence not a boolean", "ops-secret", "/v1/admin/leases/revoke", `{"resource": "` + resource + `", "reason": "x", "keep_fence": "yes"}`, 400, "bad-request", "true or false"},
+		{"keep_fence to advance", "ops-secret", "/v1/admin/fences/advance", `{"resource": "` + resource + `", "reason": "x", "keep_fence": true}`, 400, "bad-request", "unknown field"},
 		{"unknown field", "ops-secret", "/v1/admin/fences/advance", `{"resource": "` + resource + `", "reason": "x", "force": true}`, 400, "bad-request", "unknown field"},
 		{"lease_id to advance", "ops-secret", "/v1/admin/fences/advance", `{"lease_id": "` + l.ID + `", "reason": "x"}`, 400, "bad-request", "unknown field"},
 	}

@@ -20,15 +20,17 @@ const maxReasonBytes = 500
 // adminRequest is the body of an operator's verb: what it acts on, why,
 // and whether only to show what it would do.
 type adminRequest struct {
-	Resource string
-	LeaseID  string
-	Reason   string
-	DryRun   bool
+	Resource  string
+	LeaseID   string
+	Reason    string
+	DryRun    bool
+	KeepFence bool // a revoke only: leave the revoked holder's fence where it is
 }
 
 // decodeAdminRequest reads an operator's request as strictly as a lease
 // request: a JSON object with at most the keys allowed (of resource,
-// lease_id, reason, dry_run), each once, strings where strings are due;
+// lease_id, reason, dry_run, keep_fence), each once, strings where
+// strings are due;
 // valid UTF-8; nothing after it. The reason is required: a verb that
 // changes who may write is recorded with why.
 func decodeAdminRequest(body []byte, allowed ...string) (adminRequest, error) {
@@ -60,12 +62,16 @@ func decodeAdminRequest(body []byte, allowed ...string) (adminRequest, error) {
 		if t, err = dec.Token(); err != nil {
 			return bad("malformed JSON: %v", err)
 		}
-		if key == "dry_run" {
+		if key == "dry_run" || key == "keep_fence" {
 			b, ok := t.(bool)
 			if !ok {
-				return bad("dry_run: want true or false")
+				return bad("%s: want true or false", key)
 			}
-			req.DryRun = b
+			if key == "dry_run" {
+				req.DryRun = b
+			} else {
+				req.KeepFence = b
+			}
 			continue
 		}
 		s, ok := t.(string)

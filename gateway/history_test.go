@@ -79,8 +79,9 @@ func endsOf(es []fence.HistoryEvent) (granted []string, ends map[string][]fence.
 // releases, an expiry and a revoke, with two replicas on one database
 // each watching etcd, every lease appears granted once and ended once, as
 // it ended; the expiry and the revoke are followed by the resource's
-// lock-delay (their holders never said they were done); the
-// tokens are E:R, never signed.
+// lock-delay (their holders never said they were done), and the revoke
+// by the fence advanced past its holder's token; the tokens are E:R,
+// never signed.
 func TestHistoryRecordsEveryLeaseWithItsEnd(t *testing.T) {
 	const resource = "account/acct-24"
 	pol := strings.Replace(demoPolicy(t, "monotonic"), "compare: monotonic", "compare: monotonic\n    lock_delay: 1s", 1)
@@ -101,6 +102,14 @@ func TestHistoryRecordsEveryLeaseWithItsEnd(t *testing.T) {
 
 	want := map[string]string{released.ID: fence.Released, expired.ID: fence.Expired, revoked.ID: fence.Revoked, last.ID: fence.Released}
 	tokens := map[string]string{released.ID: released.Plain, expired.ID: expired.Plain, revoked.ID: revoked.Plain, last.ID: last.Plain}
+	cutOff := func(es []fence.HistoryEvent) (n int) {
+		for _, e := range es {
+			if e.Event == fence.FenceAdvanced && strings.Contains(e.Reason, revoked.ID) {
+				n++
+			}
+		}
+		return n
+	}
 	es := h.waitHistory(resource, func(es []fence.HistoryEvent) bool {
 		granted, ends := endsOf(es)
 		n := 0
@@ -109,7 +118,7 @@ func TestHistoryRecordsEveryLeaseWithItsEnd(t *testing.T) {
 				n++
 			}
 		}
-		return n == len(want)
+		return n == len(want) && cutOff(es) > 0
 	})
 	granted, ends := endsOf(es)
 	if len(granted) != len(want) {
@@ -120,12 +129,17 @@ func TestHistoryRecordsEveryLeaseWithItsEnd(t *testing.T) {
 		if e.Event == fence.LockDelayed {
 			delayed[e.LeaseID] = true
 		}
-		if e.Token != "" && e.Token != tokens[e.LeaseID] {
+		// A fence advanced (the revoke cut its holder off) names the
+		// fence, not a lease's token.
+		if e.Token != "" && e.Event != fence.FenceAdvanced && e.Token != tokens[e.LeaseID] {
 			t.Errorf("%s of %s has token %q, want %q (E:R, no signature)", e.Event, e.LeaseID, e.Token, tokens[e.LeaseID])
 		}
 	}
 	if len(delayed) != 2 || !delayed[expired.ID] || !delayed[revoked.ID] {
 		t.Errorf("lock-delay after leases %v, want after the expired %s and the revoked %s, not after a release", delayed, expired.ID, revoked.ID)
+	}
+	if n := cutOff(es); n != 1 {
+		t.Errorf("fence advances recorded for the revoke: %d, want 1", n)
 	}
 	for id, how := range want {
 		got := ends[id]

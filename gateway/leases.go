@@ -163,6 +163,17 @@ func (g *Gateway) handleKeepAlive(w http.ResponseWriter, r *http.Request) {
 	g.writeProblem(w, r, err, problemScope{})
 }
 
+// ReleasedHeader says, on a release's answer, what the released token can
+// still do: ReleasedTokenWrites, it writes until a successor writes (under
+// validation fence; holder validation refuses it at once). A release does
+// not move the fence: that would cost every release a PostgreSQL write,
+// make a lock-only user's release wait on PostgreSQL, and leave a fence
+// row for every lock ever released (docs/concepts.md, "Leases").
+const (
+	ReleasedHeader      = "Fencing-Released-Token"
+	ReleasedTokenWrites = "writes-until-a-successor-writes"
+)
+
 // handleRelease serves DELETE /v1/leases/{id}: the lock passes to the next
 // waiter at once instead of at expiry.
 func (g *Gateway) handleRelease(w http.ResponseWriter, r *http.Request) {
@@ -170,6 +181,7 @@ func (g *Gateway) handleRelease(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		if err = g.cfg.Authority.Release(r.Context(), id, clientName(r.Context())); err == nil {
 			g.metrics.leases.WithLabelValues("released").Inc()
+			w.Header().Set(ReleasedHeader, ReleasedTokenWrites)
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}

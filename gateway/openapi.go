@@ -309,7 +309,8 @@ func releasePath(pol *policy.Policy) obj {
 		"security":    security(pol),
 		"parameters":  []any{obj{"$ref": "#/components/parameters/LeaseID"}},
 		"responses": withProblems(obj{
-			"204": obj{"description": "Released."},
+			"204": obj{"description": "Released. The released token still writes until a successor writes (validation: fence): the fence does not move; an operator's revoke cuts a holder off.",
+				"headers": obj{ReleasedHeader: obj{"description": "What the released token can still do.", "schema": obj{"type": "string", "enum": []string{ReleasedTokenWrites}}}}},
 		}, authProblems(pol, "bad-request", "lease-not-found", "unavailable", "internal")...),
 	}
 }

@@ -34,8 +34,9 @@ func revokePath(pol *policy.Policy) obj {
 		"summary":     "Operator: revoke the lease holding a resource's lock, or a lease by ID, whoever owns it (operations [\"*\"]).",
 		"security":    security(pol),
 		"requestBody": adminBody(obj{
-			"resource": obj{"type": "string", "minLength": 1, "maxLength": tokens.MaxResourceLen, "description": "Revoke its holder's lease. Give this or lease_id."},
-			"lease_id": obj{"type": "string", "description": "Revoke this lease, holding or waiting."},
+			"resource":   obj{"type": "string", "minLength": 1, "maxLength": tokens.MaxResourceLen, "description": "Revoke its holder's lease. Give this or lease_id."},
+			"lease_id":   obj{"type": "string", "description": "Revoke this lease, holding or waiting."},
+			"keep_fence": obj{"type": "boolean", "default": false, "description": "Leave the holder's fence where it is: its token writes until a successor writes. By default the fence moves past the revoked holder's token, as a fence advance does, so its next write is refused."},
 		}),
 		"responses": withProblems(obj{
 			"200": obj{"description": "The lease revoked (with dry_run: that would be).", "content": obj{"application/json": obj{"schema": obj{"type": "object", "properties": obj{
@@ -43,7 +44,9 @@ func revokePath(pol *policy.Policy) obj {
 					"lease_id": obj{"type": "string"}, "resource": obj{"type": "string", "description": "The lock or permit slot held or waited for; a semaphore's name for a contender in its line."},
 					"token":  obj{"type": "string", "pattern": tokenPattern, "description": "E:R (E:R#P for a permit), unsigned; absent for a contender in a semaphore's line, which has no slot yet."},
 					"client": obj{"type": "string"}, "waiting": obj{"type": "boolean"}}},
-				"revoked": obj{"type": "boolean"}, "dry_run": obj{"type": "boolean"}}}}}},
+				"revoked": obj{"type": "boolean"}, "dry_run": obj{"type": "boolean"},
+				"fence": obj{"type": "object", "description": "The revoked holder's fence, before and after (with dry_run: would be after); absent with keep_fence or for a lease that held nothing.", "properties": obj{
+					"before": obj{"type": "string", "pattern": tokenPattern}, "fence": obj{"type": "string", "pattern": tokenPattern}, "advanced": obj{"type": "boolean"}}}}}}}},
 		}, adminProblems(pol, "no-lock", "lease-not-found")...),
 	}
 }
@@ -61,6 +64,6 @@ func advancePath(pol *policy.Policy) obj {
 				"resource": obj{"type": "string"}, "before": obj{"type": "string", "pattern": tokenPattern}, "fence": obj{"type": "string", "pattern": tokenPattern},
 				"advanced": obj{"type": "boolean"}, "holder": obj{"type": "string", "pattern": tokenPattern}, "waiting": obj{"type": "integer"},
 				"dry_run": obj{"type": "boolean"}}}}}},
-		}, adminProblems(pol, "no-fence")...),
+		}, adminProblems(pol)...),
 	}
 }

@@ -159,8 +159,6 @@ func problemFor(err error, scope problemScope) Problem {
 		p.Detail = "no such lease of yours: it expired, was released, or never was"
 	case errors.Is(err, authority.ErrNoLock):
 		p.set("no-lock")
-	case errors.Is(err, fence.ErrNoFence):
-		p.set("no-fence")
 	case errors.Is(err, ErrNoRoute):
 		p.set("not-found")
 	case errors.Is(err, ErrMethod):

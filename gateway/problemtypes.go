@@ -23,7 +23,6 @@ var problemTypes = []problemType{
 	{"lease-not-found", http.StatusNotFound, "Lease not found", "the lease expired, was released, never was, or is another client's"},
 	{"not-found", http.StatusNotFound, "No such endpoint", "no such path"},
 	{"no-lock", http.StatusNotFound, "Resource has no lock", "an operator's revoke of a resource nobody holds: nothing was revoked"},
-	{"no-fence", http.StatusNotFound, "Resource has no fence", "an operator's fence advance of a resource never written under: there is no token to cut off, nothing was changed"},
 	{"method-not-allowed", http.StatusMethodNotAllowed, "Method not allowed", "the path does not take the method; Allow lists those it does"},
 	{"stale-token", http.StatusConflict, "Stale fencing token", "the token is older than the resource's fence (or equal, on a strict resource): a newer holder has written"},
 	{"deadline-passed", http.StatusConflict, "Business deadline passed", "the write's Fencing-Not-After had passed by the database's clock when it reached PostgreSQL: nothing was written; it will not apply later"},

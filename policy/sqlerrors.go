@@ -88,7 +88,7 @@ func retryClass(code string) bool {
 var reservedKinds = []string{"stale-token", "deadline-passed", "token-rejected", "token-retired", "token-required", "authority-halted", "unavailable",
 	"internal", "locked", "lease-not-found", "idempotency-mismatch", "too-many-leases", "unauthorized",
 	"unknown-operation", "not-found", "method-not-allowed", "too-large", "unsupported-media-type", "unsupported-encoding",
-	"no-lock", "no-fence"}
+	"no-lock"}
 
 // ReservedKinds returns the problem types an sql_errors entry may not take.
 func ReservedKinds() []string { return slices.Clone(reservedKinds) }

@@ -23,6 +23,7 @@ type operatorOptions struct {
 	creds        lockCredentials
 	reason       string
 	dryRun, json bool
+	keepFence    bool // lease revoke only
 }
 
 func (o *operatorOptions) bind(flags *pflag.FlagSet) {
@@ -56,11 +57,14 @@ func leaseCommand() *cobra.Command {
 		Long: `Revokes, through the gateway, the lease that holds RESOURCE's lock, or
 the lease LEASE (an ID in lower-case hex, holding or waiting), whoever owns
 it: the lock passes to the next in line, after the resource's lock-delay
-(its holder did not say it was done, and may still run: the fence refuses
-its writes once the next holder has written; fencegw fence advance refuses
-them at once). Recorded in the lock history with this client's name and
---reason. Needs an operator's client: operations ["*"] in the policy.
-An argument that is a lease ID is taken as one.`,
+(its holder did not say it was done, and may still run). The holder is cut
+off too: its fence first moves past its token, as fencegw fence advance
+does, so its next write is refused (409 stale-token) while the next holder
+writes as usual. --keep-fence leaves the fence where it is: the revoked
+holder then writes until the next holder has written. Recorded in the lock
+history with this client's name and --reason. Needs an operator's client:
+operations ["*"] in the policy. An argument that is a lease ID is taken as
+one.`,
 		Example: `  fencegw lease revoke account/acct-7 --reason "holder wedged, INC-4411" --gateway https://gw.internal:8443
   fencegw lease revoke 694d7a3b1c2e0f11 --reason "stray lease" --dry-run`,
 		Args: cobra.ExactArgs(1),
@@ -69,6 +73,7 @@ An argument that is a lease ID is taken as one.`,
 		},
 	}
 	o.bind(revoke.Flags())
+	revoke.Flags().BoolVar(&o.keepFence, "keep-fence", false, "leave the holder's fence as it is: the revoked holder writes until its successor has written")
 	cmd := verbGroup("lease", "operate on leases through the gateway (an operator's client)", "", revoke)
 	cmd.Example = revoke.Example
 	return cmd
@@ -104,9 +109,9 @@ func runRevoke(ctx context.Context, o operatorOptions, target string, out io.Wri
 	if err != nil {
 		return err
 	}
-	req := client.RevokeRequest{Resource: target, Reason: o.reason, DryRun: o.dryRun}
+	req := client.RevokeRequest{Resource: target, Reason: o.reason, DryRun: o.dryRun, KeepFence: o.keepFence}
 	if _, err := authority.ParseLeaseID(target); err == nil {
-		req = client.RevokeRequest{LeaseID: target, Reason: o.reason, DryRun: o.dryRun}
+		req.Resource, req.LeaseID = "", target
 	}
 	ctx, cancel := context.WithTimeout(ctx, operatorTimeout)
 	defer cancel()
@@ -135,7 +140,19 @@ func describeRevocation(rev *client.Revocation) string {
 	if l.Waiting {
 		state = "waiting for"
 	}
-	return fmt.Sprintf("%s lease %s of %s, %s %s with token %s", what, l.LeaseID, clientOrAnyone(l.Client), state, l.Resource, l.Token)
+	line := fmt.Sprintf("%s lease %s of %s, %s %s with token %s", what, l.LeaseID, clientOrAnyone(l.Client), state, l.Resource, l.Token)
+	switch f := rev.Fence; {
+	case l.Waiting:
+	case f == nil:
+		line += "; its fence is left as it is (--keep-fence): the token writes until the next holder has written"
+	case f.Advanced && rev.DryRun:
+		line += fmt.Sprintf("; would advance its fence from %s to %s: its next write refused", f.Before, f.Fence)
+	case f.Advanced:
+		line += fmt.Sprintf("; its fence advanced from %s to %s: its next write is refused", f.Before, f.Fence)
+	default:
+		line += fmt.Sprintf("; its fence is at %s already, past the token", f.Before)
+	}
+	return line
 }
 
 // runAdvance serves `fencegw fence advance`.

@@ -92,7 +92,7 @@ func TestOperatorVerbsAndHistory(t *testing.T) {
 	if out, err := run("ops-secret", "lease", "revoke", lease.ID(), "--reason", "x", "--dry-run"); err != nil || !strings.HasPrefix(out, "would revoke lease "+lease.ID()+" of client billing, holding "+resource) {
 		t.Fatalf("revoke LEASE --dry-run: %v\n%s", err, out)
 	}
-	if out, err := run("ops-secret", "lease", "revoke", resource, "--reason", "wedged"); err != nil || !strings.Contains(out, "revoked lease "+lease.ID()) {
+	if out, err := run("ops-secret", "lease", "revoke", resource, "--reason", "wedged"); err != nil || !strings.Contains(out, "revoked lease "+lease.ID()) || !strings.Contains(out, "past the token") {
 		t.Fatalf("revoke: %v\n%s", err, out)
 	}
 	if _, err := run("ops-secret", "lease", "revoke", resource, "--reason", "again"); err == nil || !strings.Contains(err.Error(), "no lock") {
@@ -135,18 +135,30 @@ func TestOperatorVerbsAndHistory(t *testing.T) {
 }
 
 // TestDescribeRevocation: the text line names what the lease held or
-// waited for; a contender in a semaphore's line has no token to show.
+// waited for, and what became of a holder's fence; a contender in a
+// semaphore's line has no token to show.
 func TestDescribeRevocation(t *testing.T) {
 	rev := func(token string, waiting, dryRun bool) *client.Revocation {
 		r := &client.Revocation{Revoked: !dryRun, DryRun: dryRun}
 		r.Lease.LeaseID, r.Lease.Resource, r.Lease.Token, r.Lease.Client, r.Lease.Waiting = "1a", "pool/p1", token, "ops", waiting
 		return r
 	}
+	cut := func(r *client.Revocation, before, fence string, advanced bool) *client.Revocation {
+		r.Fence = &struct {
+			Before   string `json:"before"`
+			Fence    string `json:"fence"`
+			Advanced bool   `json:"advanced"`
+		}{before, fence, advanced}
+		return r
+	}
 	for _, tc := range []struct {
 		r    *client.Revocation
 		want string
 	}{
-		{rev("1:9", false, false), "revoked lease 1a of client ops, holding pool/p1 with token 1:9"},
+		{cut(rev("1:9", false, false), "1:9", "1:10", true), "revoked lease 1a of client ops, holding pool/p1 with token 1:9; its fence advanced from 1:9 to 1:10: its next write is refused"},
+		{cut(rev("1:9", false, true), "1:0", "1:10", true), "would revoke lease 1a of client ops, holding pool/p1 with token 1:9; would advance its fence from 1:0 to 1:10: its next write refused"},
+		{cut(rev("1:9", false, false), "1:12", "1:12", false), "revoked lease 1a of client ops, holding pool/p1 with token 1:9; its fence is at 1:12 already, past the token"},
+		{rev("1:9", false, false), "revoked lease 1a of client ops, holding pool/p1 with token 1:9; its fence is left as it is (--keep-fence): the token writes until the next holder has written"},
 		{rev("1:9", true, true), "would revoke lease 1a of client ops, waiting for pool/p1 with token 1:9"},
 		{rev("", true, false), "revoked lease 1a of client ops, waiting for a permit of pool/p1"},
 	} {
