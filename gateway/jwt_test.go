@@ -78,6 +78,7 @@ clients:
 		{"alg none", gw, testjwt.SignWith(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, map[string]any{"kid": "rs"}, claims(func(jwt.MapClaims) {})), 401, "alg none is not accepted"},
 		{"HS256 keyed with the RSA key's public bytes", gw, testjwt.SignWith(t, jwt.SigningMethodHS256, rsaPEM, map[string]any{"kid": "rs"}, claims(func(jwt.MapClaims) {})), 401, "alg HS256 does not fit its key"},
 		{"unknown kid", gw, testjwt.SignWith(t, es.Method, es.Private, map[string]any{"kid": "retired"}, claims(func(jwt.MapClaims) {})), 401, "JWT key unknown"},
+		{"a critical extension", gw, testjwt.SignWith(t, rs.Method, rs.Private, map[string]any{"kid": "rs", "crit": []string{"x"}, "x": 1}, claims(func(jwt.MapClaims) {})), 401, "JWT critical extension not understood"},
 		{"bad signature", gw, testjwt.RSA(t, "rs").Sign(t, claims(func(jwt.MapClaims) {})), 401, "JWT signature invalid"},
 		{"expired", gw, rs.Sign(t, claims(func(c jwt.MapClaims) { c["exp"] = now.Add(-time.Hour).Unix() })), 401, "JWT expired"},
 		{"not yet valid", gw, rs.Sign(t, claims(func(c jwt.MapClaims) { c["nbf"] = now.Add(time.Hour).Unix() })), 401, "JWT not yet valid"},

@@ -14,6 +14,9 @@ var (
 	// ErrAlgorithm: alg none, unknown, not accepted, or not the one of
 	// the key kid names.
 	ErrAlgorithm = errors.New("jwtauth: JWT algorithm refused")
+	// ErrCritical: the header lists extensions the verifier must
+	// understand (crit, RFC 7515 §4.1.11); it understands none.
+	ErrCritical = errors.New("jwtauth: JWT critical extension not understood")
 	// ErrUnknownKey: kid names no key of the JWKS, or is missing where
 	// the JWKS holds several.
 	ErrUnknownKey = errors.New("jwtauth: JWT key unknown")

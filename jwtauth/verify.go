@@ -93,8 +93,14 @@ func (v *Verifier) Verify(raw string) (string, error) {
 }
 
 // lookup is the key that verifies t: the one its kid names (or the only
-// one, for a JWT without kid), if its algorithm is t's.
+// one, for a JWT without kid), if its algorithm is t's. A JWT whose header
+// has crit is refused: its issuer says that whoever does not understand
+// the extensions crit lists must not accept it (RFC 7515 §4.1.11), and
+// this verifier understands none.
 func (ks keySet) lookup(t *jwt.Token) (any, error) {
+	if _, ok := t.Header["crit"]; ok {
+		return nil, lookupError{fmt.Errorf("%w: its header has crit, and no extension is understood here", ErrCritical)}
+	}
 	kid, _ := t.Header["kid"].(string)
 	k, ok := ks.byKid[kid]
 	if !ok && kid == "" && len(ks.byKid) == 1 {

@@ -59,6 +59,8 @@ func TestVerify(t *testing.T) {
 		{"HS256 keyed with the RSA key's public bytes", testjwt.SignWith(t, jwt.SigningMethodHS256, rsaPEM, map[string]any{"kid": "rs"}, testjwt.Claims(issuer, audience, subject)), jwtauth.ErrAlgorithm, "alg HS256 does not fit its key, an RSA key for RS256"},
 		{"RS384", testjwt.SignWith(t, jwt.SigningMethodRS384, rs.Private, map[string]any{"kid": "rs"}, testjwt.Claims(issuer, audience, subject)), jwtauth.ErrAlgorithm, "RS384 is not accepted"},
 		{"ES256 under an Ed25519 kid", testjwt.SignWith(t, es.Method, es.Private, map[string]any{"kid": "ed"}, testjwt.Claims(issuer, audience, subject)), jwtauth.ErrAlgorithm, "does not fit"},
+		{"a critical extension", testjwt.SignWith(t, rs.Method, rs.Private, map[string]any{"kid": "rs", "crit": []string{"x"}, "x": true}, testjwt.Claims(issuer, audience, subject)), jwtauth.ErrCritical, "crit"},
+		{"an empty crit", testjwt.SignWith(t, rs.Method, rs.Private, map[string]any{"kid": "rs", "crit": []string{}}, testjwt.Claims(issuer, audience, subject)), jwtauth.ErrCritical, "crit"},
 		{"unknown kid", testjwt.SignWith(t, rs.Method, rs.Private, map[string]any{"kid": "gone"}, testjwt.Claims(issuer, audience, subject)), jwtauth.ErrUnknownKey, "no key of the JWKS has its kid"},
 		{"no kid among several keys", testjwt.SignWith(t, rs.Method, rs.Private, nil, testjwt.Claims(issuer, audience, subject)), jwtauth.ErrUnknownKey, "no kid"},
 		{"another key's signature", testjwt.RSA(t, "rs").Sign(t, testjwt.Claims(issuer, audience, subject)), jwtauth.ErrSignature, "signature invalid"},
