@@ -116,6 +116,11 @@ type Config struct {
 	// claim that names the client, for the policy's jwt clients
 	// (jwtauth.Verifier.Verify). Its errors must quote no credential.
 	VerifyJWT func(token string) (subject string, err error)
+	// OpsListener says the process serves OpsHandler on a listener of its
+	// own (serve's --ops-listen): /metrics is then served there only, not
+	// on the API's listener, where anyone who reaches the API would read
+	// it without credentials.
+	OpsListener bool
 	// Collectors are served on /metrics beside the gateway's own: what
 	// its host measures around it (reloads of TLS and JWKS files).
 	Collectors []prometheus.Collector
@@ -311,7 +316,16 @@ func (g *Gateway) Handler() http.Handler {
 	}
 	get("/livez", http.HandlerFunc(g.handleLive))
 	get("/readyz", http.HandlerFunc(g.handleReady))
-	get("/metrics", promhttp.HandlerFor(g.metrics.registry, promhttp.HandlerOpts{}))
+	if g.cfg.OpsListener {
+		get("/metrics", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			g.writeProblem(w, req, fmt.Errorf("%w: %s %s: /metrics is served on the ops listener (--ops-listen) only", ErrNoRoute, req.Method, req.URL.Path), problemScope{})
+		}))
+	} else {
+		get("/metrics", promhttp.HandlerFor(g.metrics.registry, promhttp.HandlerOpts{}))
+	}
+	// The page is a static shell: all it shows it reads from /v1/status
+	// and the watch of every lock, behind the API's authentication (an
+	// operator's client, where the policy declares clients).
 	get("/status", http.HandlerFunc(g.handleStatusPage))
 	get("/status/{file}", http.HandlerFunc(g.handleStatusFile))
 	r.Route("/v1", func(r chi.Router) {

@@ -12,7 +12,8 @@ import (
 // OpsHandler serves /livez, /readyz and /metrics and nothing else, for a
 // listener of their own (serve's --ops-listen): plain HTTP for the probes
 // and scrapers beside the process, while the API asks for TLS and client
-// certificates. The API's Handler serves them too.
+// certificates. The API's Handler serves /livez and /readyz too, and
+// /metrics unless Config.OpsListener says this listener exists.
 func (g *Gateway) OpsHandler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)

@@ -131,6 +131,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		MaxLeasesPerClient: cfg.MaxLeases, MaxLeaseRequests: cfg.MaxLeaseCalls, MaxWatches: cfg.MaxWatches,
 		IdempotencyRetention: cfg.IdempotencyRetention, UnsafeNoFence: cfg.UnsafeNoFence, UnsafeIgnoreCommitWarnings: cfg.UnsafeIgnoreCommitWarnings,
 		NoGroupCommit: !cfg.GroupCommit, MaxWriteTransactions: cfg.WriteTxs, TrustedProxies: proxies,
+		OpsListener: cfg.TLS.OpsListen != "",
 	}
 	creds.configure(&gwConfig)
 	gw, err := gateway.New(gwConfig)

@@ -52,7 +52,9 @@ func httpsClient(ca *testcerts.CA, certs ...tls.Certificate) *http.Client {
 // TestServeTLS: with --tls-cert-file and --tls-key-file the API is HTTPS,
 // TLS 1.2 or newer; plain HTTP to it gets a 400 that says so, at once;
 // --ops-listen serves /livez, /readyz and /metrics, and only those, in
-// plain HTTP, and a TLS client there is refused at once, not left hanging.
+// plain HTTP, and a TLS client there is refused at once, not left hanging;
+// the API listener then serves /metrics no more (issue 34: anyone who
+// reached the API read it without credentials).
 func TestServeTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca := testcerts.NewCA(t, "gateway CA")
@@ -101,6 +103,15 @@ func TestServeTLS(t *testing.T) {
 		if code := getStatus(t, "http://"+ops+path); code != http.StatusNotFound {
 			t.Errorf("GET %s on the ops listener = %d, want 404: it serves probes and metrics only", path, code)
 		}
+	}
+	resp, err = hc.Get("https://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "ops listener") || strings.Contains(string(body), "fencegw_") {
+		t.Errorf("GET /metrics on the API listener with --ops-listen = %d %.200s, want 404 naming the ops listener", resp.StatusCode, body)
 	}
 	_, err = hc.Get("https://" + ops + "/livez")
 	if err == nil || !strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
