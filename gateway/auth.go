@@ -25,8 +25,17 @@ const maxBearerBytes = 8 << 10
 // (identify). A
 // policy without clients turns authentication off (for local
 // development); serve logs a warning then.
+//
+// A request with more than one Authorization header is refused (400)
+// before anything else, authentication on or off: a proxy in front may
+// read another of them than the gateway would, and decide on a client
+// the gateway does not serve.
 func (g *Gateway) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := len(r.Header.Values("Authorization")); n > 1 {
+			g.writeProblem(w, r, badRequest("%d Authorization headers: send one", n), problemScope{})
+			return
+		}
 		if !g.cfg.Policy.AuthRequired() {
 			next.ServeHTTP(w, r)
 			return
