@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -88,12 +89,17 @@ const DefaultSignAfter = 10 * time.Second
 // until then, and until they are retired, the older keys' tokens stay
 // valid. It returns the new key's ID.
 func (a *Etcd) RotateKey(ctx context.Context, signAfter time.Duration) (string, error) {
+	if _, err := a.keyring(ctx); err != nil { // a new cluster's first key
+		return "", err
+	}
 	infos, err := a.Keys(ctx)
 	if err != nil {
 		return "", err
 	}
-	// Keys is never empty (it creates the first), and retire never takes
-	// the newest key: the next number follows it.
+	if len(infos) == 0 {
+		return "", unavailable("rotate signing keys", errors.New("the first key was created, yet none is listed"))
+	}
+	// Retire never takes the newest key: the next number follows it.
 	id, err := a.addKey(ctx, keyNumber(infos[0].ID)+1, time.Now().Add(signAfter))
 	if err != nil {
 		return "", err
@@ -103,7 +109,8 @@ func (a *Etcd) RotateKey(ctx context.Context, signAfter time.Duration) (string, 
 }
 
 // Keys lists the signing keys in service, newest first, without their
-// bytes; on a new cluster it creates the first.
+// bytes. It writes nothing: on a cluster no gateway has signed with yet,
+// the list is empty.
 func (a *Etcd) Keys(ctx context.Context) ([]KeyInfo, error) {
 	active, _, err := a.listKeys(ctx)
 	return active, err
@@ -116,9 +123,6 @@ func (a *Etcd) RetiredKeys(ctx context.Context) ([]KeyInfo, error) {
 }
 
 func (a *Etcd) listKeys(ctx context.Context) (active, retired []KeyInfo, err error) {
-	if _, err := a.keyring(ctx); err != nil {
-		return nil, nil, err
-	}
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	act, ret, err := a.readKeyKVs(ctx)

@@ -62,8 +62,9 @@ of the file opens is left as it was, named, and the command exits 1. The
 keys' bytes do not change: every token stays valid. Used to move a
 deployment to sealed keys and to rotate the KEK (docs/operations.md).`
 	cmd := verbGroup("keys", "list, rotate or retire the keys that sign fencing tokens",
-		`The keys that sign fencing tokens live in etcd (created on first use); every
-gateway loads them from there. list shows the keys' IDs, never their bytes.
+		`The keys that sign fencing tokens live in etcd (a gateway creates the first
+when it first needs one); every gateway loads them from there. list shows
+the keys' IDs, never their bytes, and writes nothing.
 Rotating without refusing a token:
 
   fencegw keys rotate      a new key, known to every gateway at its next
@@ -167,6 +168,12 @@ func runKeys(ctx context.Context, o keysOptions, action string, out io.Writer) e
 		return err
 	}
 	if o.asJSON {
+		if doc.Keys == nil { // [], not null: no keys yet
+			doc.Keys = []authority.KeyInfo{}
+		}
+		if doc.RetiredKeys == nil {
+			doc.RetiredKeys = []authority.KeyInfo{}
+		}
 		if err := json.NewEncoder(out).Encode(doc); err != nil {
 			return err
 		}
@@ -178,6 +185,11 @@ func runKeys(ctx context.Context, o keysOptions, action string, out io.Writer) e
 	if action == "rewrap" {
 		printRewrap(out, doc.Rewrap)
 	}
+	if len(doc.Keys) == 0 && len(doc.RetiredKeys) == 0 {
+		// list writes nothing, not even the first key.
+		_, err := fmt.Fprintln(out, noKeysYet)
+		return err
+	}
 	fmt.Fprintf(out, "--token-kek-file: KEK %s (newest, seals new keys)", doc.KEKs[0])
 	for _, id := range doc.KEKs[1:] {
 		fmt.Fprintf(out, ", %s", id)
@@ -188,6 +200,11 @@ func runKeys(ctx context.Context, o keysOptions, action string, out io.Writer) e
 	}
 	return kept
 }
+
+// noKeysYet is what keys list says of a cluster without signing keys.
+const noKeysYet = `no signing keys yet: a gateway (fencegw serve, fencegw dev) creates the first
+when it first grants a lease or checks a signed token; fencegw keys rotate
+creates one now`
 
 // printRetirement prints retire's decisions, key by key, with the leases
 // that held a key back.

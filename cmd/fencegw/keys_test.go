@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
@@ -33,8 +35,9 @@ func keysDocOf(t *testing.T, etcd string, args ...string) (keysDoc, error) {
 	return doc, err
 }
 
-// TestKeysCommand: list creates the first key; rotate adds one that signs
-// later; retire keeps the key that signs now, whatever --keep says; --json
+// TestKeysCommand: list on a new cluster lists nothing, says how keys come
+// to be, and writes nothing (issue 34: it created the first key); rotate
+// creates the first, then adds one that signs later; retire keeps the key that signs now, whatever --keep says; --json
 // is one document of IDs, never the keys' bytes.
 func TestKeysCommand(t *testing.T) {
 	srv, _ := testenv.PrivateEtcd(t) // retiring keys would refuse other tests' tokens
@@ -47,11 +50,31 @@ func TestKeysCommand(t *testing.T) {
 		}
 		return doc.Keys
 	}
-	if keys := list("list"); len(keys) != 1 || !keys[0].Signing {
-		t.Fatalf("first list = %+v, want one signing key", keys)
+	cli := testenv.NewEtcdClient(t, srv.Endpoints())
+	revision := func() int64 {
+		t.Helper()
+		resp, err := cli.Get(t.Context(), "/fencegw/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	before := revision()
+	if keys := list("list"); len(keys) != 0 {
+		t.Fatalf("list on a new cluster = %+v, want none", keys)
+	}
+	var empty bytes.Buffer
+	if err := execute(t.Context(), &empty, "keys", "--etcd", etcd, "list"); err != nil || !strings.Contains(empty.String(), "no signing keys yet") {
+		t.Errorf("keys list on a new cluster said %q (%v), want how keys come to be", empty.String(), err)
+	}
+	if after := revision(); after != before {
+		t.Fatalf("keys list wrote to etcd: revision %d -> %d", before, after)
+	}
+	if keys := list("--sign-after", "0s", "rotate"); len(keys) != 2 || !keys[0].Signing {
+		t.Fatalf("rotate on a new cluster = %+v, want the first key and a new one that signs", keys)
 	}
 	keys := list("--sign-after", "1h", "rotate")
-	if len(keys) != 2 || keys[0].Signing || !keys[1].Signing {
+	if len(keys) != 3 || keys[0].Signing || !keys[1].Signing {
 		t.Fatalf("after rotate = %+v, want the new key not signing yet", keys)
 	}
 	if keys[0].Created.IsZero() || time.Since(keys[0].Created) > time.Hour {
@@ -63,7 +86,7 @@ func TestKeysCommand(t *testing.T) {
 		t.Errorf("keys list said %q (%v), want ids and dates", text.String(), err)
 	}
 	if keys := list("retire"); len(keys) != 2 {
-		t.Fatalf("after retire = %+v, want both: the older one signs until the newer one's time comes", keys)
+		t.Fatalf("after retire = %+v, want the newest two: the older one signs until the newer one's time comes", keys)
 	}
 	// Refused before etcd is asked: the keys stay as they were.
 	for _, args := range [][]string{{"shred"}, {"retire", "--keep", "0"}, {"rotate", "--sign-after", "-1s"}} {
