@@ -8,9 +8,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -49,6 +51,92 @@ func composeCommand(t *testing.T) []string {
 	return nil
 }
 
+// composePasswords are the variables the compose files need, none of them
+// built in; test values here.
+var composePasswords = map[string]string{
+	"POSTGRES_PASSWORD": "owner-test-password", "FENCEGW_GATEWAY_PASSWORD": "gateway-test-password", "GRAFANA_ADMIN_PASSWORD": "grafana-test-password",
+}
+
+// composeEnv is this process's environment without the compose files'
+// password variables, and with those of set.
+func composeEnv(set map[string]string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); composePasswords[k] == "" {
+			env = append(env, kv)
+		}
+	}
+	for k, v := range set {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// composeConfigOf runs `compose config` on files with env, and returns
+// its output, or its error and what it said.
+func composeConfigOf(t *testing.T, env []string, files ...string) ([]byte, error) {
+	t.Helper()
+	cmd := composeCommand(t)
+	args := cmd[1:]
+	for _, f := range files {
+		args = append(args, "--file", f)
+	}
+	var out, errOut bytes.Buffer
+	c := exec.Command(cmd[0], append(args, "config")...)
+	c.Dir = t.TempDir() // no .env of the checkout's is read
+	c.Env = env
+	c.Stdout, c.Stderr = &out, &errOut
+	if err := c.Run(); err != nil {
+		return errOut.Bytes(), err
+	}
+	return out.Bytes(), nil
+}
+
+// TestComposeFilesBuildInNoPassword is issue 34's reproduction: the
+// compose files carried default passwords (${VAR:-…}) and Grafana let
+// anonymous viewers in. Now each password is a variable Compose refuses
+// to run without, naming it, in both files; with them set, no password is
+// in the configuration but theirs, and Grafana wants its admin's login.
+func TestComposeFilesBuildInNoPassword(t *testing.T) {
+	abs := func(f string) string {
+		p, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, files := range [][]string{{abs("../docker-compose.yml")}, {abs("../docker-compose.yml"), abs("../docker-compose.tls.yml")}} {
+		for missing := range composePasswords {
+			set := maps.Clone(composePasswords)
+			delete(set, missing)
+			out, err := composeConfigOf(t, composeEnv(set), files...)
+			if err == nil || !strings.Contains(string(out), "set "+missing+" in the environment or in .env") {
+				t.Errorf("%v without %s: %v, said %s; want a refusal naming it", files, missing, err, out)
+			}
+		}
+		out, err := composeConfigOf(t, composeEnv(composePasswords), files...)
+		if err != nil {
+			t.Fatalf("%v with the passwords set: %v\n%s", files, err, out)
+		}
+		for _, old := range []string{"fencegw-dev", "fencegw-gateway-dev"} {
+			if strings.Contains(string(out), old) {
+				t.Errorf("%v still carries the password %s", files, old)
+			}
+		}
+		var cfg composeConfig
+		if err := yaml.Unmarshal(out, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		g := cfg.Services["grafana"].Environment
+		if g["GF_AUTH_ANONYMOUS_ENABLED"] != "false" || g["GF_SECURITY_ADMIN_PASSWORD"] != composePasswords["GRAFANA_ADMIN_PASSWORD"] {
+			t.Errorf("%v: Grafana's environment %v, want no anonymous viewer and the admin's password from GRAFANA_ADMIN_PASSWORD", files, g)
+		}
+		if u := cfg.Services["fencegw"].Environment["FENCEGW_DATABASE_URL"]; !strings.Contains(u, ":"+composePasswords["FENCEGW_GATEWAY_PASSWORD"]+"@") {
+			t.Errorf("%v: the gateway connects as %q, want FENCEGW_GATEWAY_PASSWORD's password", files, u)
+		}
+	}
+}
+
 // TestComposeFile: Compose accepts the file, every published port is on
 // 127.0.0.1, etcd is a cluster of three that the gateway is told about,
 // and Prometheus scrapes the gateway where it listens.
@@ -56,6 +144,7 @@ func TestComposeFile(t *testing.T) {
 	cmd := composeCommand(t)
 	var out, errOut bytes.Buffer
 	c := exec.Command(cmd[0], append(cmd[1:], "--file", "../docker-compose.yml", "config")...)
+	c.Env = composeEnv(composePasswords)
 	c.Stdout, c.Stderr = &out, &errOut
 	if err := c.Run(); err != nil {
 		t.Fatalf("compose config: %v\n%s", err, &errOut)

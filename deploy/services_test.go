@@ -100,8 +100,14 @@ func TestComposeServicesRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pgEnv := []string{"PGHOST=" + u.Hostname(), "PGPORT=" + u.Port(), "POSTGRES_USER=" + u.User.Username(), "POSTGRES_DB=" + strings.TrimPrefix(u.Path, "/")}
+	unset := exec.Command("sh", "postgres/10-gateway-role.sh")
+	unset.Env = append(composeEnv(nil), pgEnv...)
+	if out, err := unset.CombinedOutput(); err == nil || !strings.Contains(string(out), "FENCEGW_GATEWAY_PASSWORD") {
+		t.Fatalf("the role script without FENCEGW_GATEWAY_PASSWORD: %v\n%s; want a refusal naming it (no password is built in)", err, out)
+	}
 	role := exec.Command("sh", "postgres/10-gateway-role.sh")
-	role.Env = append(os.Environ(), "PGHOST="+u.Hostname(), "PGPORT="+u.Port(), "POSTGRES_USER="+u.User.Username(), "POSTGRES_DB="+strings.TrimPrefix(u.Path, "/"))
+	role.Env = append(composeEnv(composePasswords), "PGHOST="+u.Hostname(), "PGPORT="+u.Port(), "POSTGRES_USER="+u.User.Username(), "POSTGRES_DB="+strings.TrimPrefix(u.Path, "/"))
 	if out, err := role.CombinedOutput(); err != nil {
 		t.Fatalf("deploy/postgres/10-gateway-role.sh: %v\n%s", err, out)
 	}
