@@ -102,3 +102,19 @@ func (a *Etcd) etcdNow(ctx context.Context, since time.Time) (etcdView, error) {
 	}
 	return a.nowRead.view, nil
 }
+
+// Waits reports whether Validate of tok, presented by client for a write
+// of resource, may wait on etcd beyond what its mode always asks (holder
+// validation's read): for a signature no loaded key verifies (a key
+// rotated in, or a forgery: only a reload of the keys can tell), or for a
+// token above the newest revision this process has seen or of an epoch
+// not its own. The gateway gives its admission turn back for such a wait.
+// It asks nothing of etcd.
+func (a *Etcd) Waits(resource, client string, tok tokens.Token, mode tokens.Validation) bool {
+	if mode != tokens.ValidateRevision {
+		if set := a.keys.Load(); set == nil || !set.ring.Verify(tok, resource, client) {
+			return true
+		}
+	}
+	return tok.Epoch != a.epoch.Load() || tok.Revision > a.newestRevision.Load()
+}

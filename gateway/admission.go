@@ -3,15 +3,10 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/fencegw/fencegw/fence"
-	"github.com/fencegw/fencegw/internal/clip"
-	"github.com/fencegw/fencegw/policy"
 )
 
 // minMaxInFlight is the floor of Config.MaxInFlight's default: enough for
@@ -38,31 +33,63 @@ func defaultMaxInFlight(poolSize int32) int {
 // work: under GOMEMLIMIT=40MiB the gateway ran at 5,100-5,800 writes/s in
 // 59 MiB, and without the gate at 3,100-3,800 in 65 MiB (BENCHMARKS.md).
 //
+// Turns are shared fairly between clients (the policy's names; every
+// caller is one client where it declares none): a turn given back goes to
+// a waiting write of the client that holds the fewest, the oldest of
+// that client's first. A client alone may take every turn; once another
+// waits, it gets the next turn given back, however many writes the first
+// has waiting. So a client's flood (of forged tokens, say) slows that
+// client, not the others (issue 34: another client's writes went from
+// 22 ms to 1.2-1.5 s, then 503).
+//
 // Nothing reads a waiting write's connection, so a client that gives up
 // while its write waits is not noticed: once admitted, its write is read
 // and applied like any other whose client left mid-flight. That is the
 // HTTP contract for any request in flight; retries carry an
 // Idempotency-Key.
 type admission struct {
-	slots   chan struct{}
-	wait    time.Duration // how long a write may wait for a slot
+	limit   int
+	wait    time.Duration // how long a write may wait for a turn
 	waiting prometheus.Gauge
 	waited  prometheus.Observer // seconds, for writes that did wait
+
+	mu     sync.Mutex
+	total  int                  // turns taken
+	held   map[string]int       // turns taken, per client
+	queues map[string][]*waiter // waiting writes, per client, oldest first
+	queued int                  // waiting writes, all clients
 }
+
+// waiter is a write waiting for a turn: granted is closed when it has one.
+type waiter struct{ granted chan struct{} }
 
 func newAdmission(limit int, wait time.Duration, waiting prometheus.Gauge, waited prometheus.Observer) *admission {
-	return &admission{slots: make(chan struct{}, limit), wait: wait, waiting: waiting, waited: waited}
+	return &admission{limit: limit, wait: wait, waiting: waiting, waited: waited,
+		held: map[string]int{}, queues: map[string][]*waiter{}}
 }
 
-// enter takes a slot, waiting at most a.wait; every nil return must be
-// paired with leave. A write refused here has not been read: nothing was
-// written.
-func (a *admission) enter(ctx context.Context) error {
-	select {
-	case a.slots <- struct{}{}:
+// inFlight is how many turns are taken.
+func (a *admission) inFlight() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.total
+}
+
+// enter takes a turn for client, waiting at most a.wait; every nil return
+// must be paired with leave. A write refused here has not been applied:
+// nothing was written.
+func (a *admission) enter(ctx context.Context, client string) error {
+	a.mu.Lock()
+	if a.total < a.limit && a.queued == 0 {
+		a.take(client)
+		a.mu.Unlock()
 		return nil
-	default:
 	}
+	w := &waiter{granted: make(chan struct{})}
+	a.queues[client] = append(a.queues[client], w)
+	a.queued++
+	a.mu.Unlock()
+
 	a.waiting.Inc()
 	start := time.Now()
 	defer func() {
@@ -71,98 +98,68 @@ func (a *admission) enter(ctx context.Context) error {
 	}()
 	t := time.NewTimer(a.wait)
 	defer t.Stop()
+	var err error
 	select {
-	case a.slots <- struct{}{}:
+	case <-w.granted:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%w: the request ended while it waited for a turn: %w", ErrOverloaded, ctx.Err())
+		err = fmt.Errorf("%w: the request ended while it waited for a turn: %w", ErrOverloaded, ctx.Err())
 	case <-t.C:
-		return fmt.Errorf("%w: %d writes in flight, and this one waited %v for a turn", ErrOverloaded, cap(a.slots), a.wait)
+		err = fmt.Errorf("%w: %d writes in flight, and this one waited %v for a turn", ErrOverloaded, a.limit, a.wait)
 	}
+	a.mu.Lock()
+	if a.dequeue(client, w) {
+		a.mu.Unlock()
+		return err
+	}
+	a.mu.Unlock()
+	a.leave(client) // granted as it gave up: handed on
+	return err
 }
 
-func (a *admission) leave() { <-a.slots }
-
-// gateWrites makes each write wait for a turn at the admission gate before
-// anything else of it runs, authentication included: on the shallowest
-// stack, so the collector can shrink the stacks of the goroutines waiting
-// there (BENCHMARKS.md measured a gate inside the write handler: the
-// waiting stacks kept their grown size). Its body is read first, within
-// the body timeout: a client that withholds its body holds its connection
-// and a small buffer, never a turn (issue 7: 300 such connections made
-// every real write wait 8-10 s or fail). The price is that an
-// unauthenticated write queues like any other before it is refused.
-func (g *Gateway) gateWrites(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		op, isWrite := gatedCall(r.URL.Path)
-		if r.Method != http.MethodPost || !isWrite || g.refusedUnread(r, op) {
-			next.ServeHTTP(w, r)
-			return
+// leave gives client's turn back, to the write next in fairness.
+func (a *admission) leave(client string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.total--
+	if a.held[client]--; a.held[client] <= 0 {
+		delete(a.held, client)
+	}
+	for a.total < a.limit && a.queued > 0 {
+		next := ""
+		found := false
+		for c := range a.queues {
+			if !found || a.held[c] < a.held[next] || (a.held[c] == a.held[next] && c < next) {
+				next, found = c, true
+			}
 		}
-		// The body first: a write whose body does not arrive must not hold
-		// a turn while others wait for one.
-		if _, err := g.readBodyWithin(w, r); err != nil {
-			g.refuseAtTheGate(w, r, op, err)
-			return
+		w := a.queues[next][0]
+		a.dequeue(next, w)
+		a.take(next)
+		close(w.granted)
+	}
+}
+
+// take counts a turn of client's; a.mu is held.
+func (a *admission) take(client string) {
+	a.total++
+	a.held[client]++
+}
+
+// dequeue takes w out of client's line, reporting whether it was there
+// (not granted yet); a.mu is held.
+func (a *admission) dequeue(client string, w *waiter) bool {
+	q := a.queues[client]
+	for i, x := range q {
+		if x == w {
+			if q = append(q[:i:i], q[i+1:]...); len(q) == 0 {
+				delete(a.queues, client)
+			} else {
+				a.queues[client] = q
+			}
+			a.queued--
+			return true
 		}
-		if err := g.admit.enter(r.Context()); err != nil {
-			g.refuseAtTheGate(w, r, op, err)
-			return
-		}
-		defer g.admit.leave()
-		next.ServeHTTP(w, r)
-	})
-}
-
-// gatedCall names the operation of a call that passes the gate: a write,
-// a batch, a read or a check, each of which holds a PostgreSQL connection
-// while it runs.
-func gatedCall(path string) (op string, gated bool) {
-	switch path {
-	case "/v1/batch":
-		return policy.BatchName, true
-	case "/v1/fences/check":
-		return checkOperation, true
 	}
-	if op, gated = strings.CutPrefix(path, "/v1/ops/"); gated {
-		return op, true
-	}
-	return strings.CutPrefix(path, "/v1/reads/")
-}
-
-// refusedUnread reports whether a write to op will be refused before its
-// body is read (no such operation, no credentials, no token), so the gate
-// need neither wait for the body nor give a turn: the refusal comes at
-// once, and a client that sent Expect: 100-continue is never asked for a
-// body that would be thrown away. Each condition is one the handlers
-// check first; a request that meets none is read and queued as usual.
-func (g *Gateway) refusedUnread(r *http.Request, op string) bool {
-	if g.cfg.Policy.AuthRequired() && r.Header.Get("Authorization") == "" && (r.TLS == nil || len(r.TLS.PeerCertificates) == 0) {
-		return true
-	}
-	switch op {
-	case policy.BatchName:
-		return false
-	case checkOperation:
-		return len(r.Header.Values(TokenHeader)) == 0
-	}
-	_, known := g.cfg.Policy.Operations[op]
-	return !known || len(r.Header.Values(TokenHeader)) == 0
-}
-
-// refuseAtTheGate answers a write that waited too long, counted under its
-// operation when the policy has one by that name.
-func (g *Gateway) refuseAtTheGate(w http.ResponseWriter, r *http.Request, op string, err error) {
-	keyed := len(r.Header.Values(IdempotencyHeader)) > 0
-	if keyed {
-		// Not this attempt, but an earlier one with its key may be on
-		// its way: the key's outcome is unknown.
-		err = fmt.Errorf("%w (%w)", err, fence.ErrKeyInFlight)
-	}
-	p := g.writeProblem(w, r, err, problemScope{Operation: clip.String(op, 64), Keyed: keyed})
-	if o, known := g.cfg.Policy.Operations[op]; op == checkOperation || (known && o.Read) {
-		g.metrics.reads.WithLabelValues(op, p.Kind()).Inc()
-	} else if _, known := g.metrics.ops[op]; known {
-		g.metrics.writes.WithLabelValues(op, p.Kind()).Inc()
-	}
+	return false
 }

@@ -21,33 +21,33 @@ func TestAdmissionTurns(t *testing.T) {
 	a := newAdmission(2, 50*time.Millisecond, waiting, waited)
 	ctx := context.Background()
 	for range 2 {
-		if err := a.enter(ctx); err != nil {
+		if err := a.enter(ctx, "c"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := a.enter(ctx); !errors.Is(err, ErrOverloaded) {
+	if err := a.enter(ctx, "c"); !errors.Is(err, ErrOverloaded) {
 		t.Fatalf("a third write at a limit of two: %v, want ErrOverloaded", err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := a.enter(cancelled); !errors.Is(err, ErrOverloaded) || !errors.Is(err, context.Canceled) {
+	if err := a.enter(cancelled, "c"); !errors.Is(err, ErrOverloaded) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("a waiter whose request ended: %v", err)
 	}
-	if n := len(a.slots); n != 2 {
+	if n := a.inFlight(); n != 2 {
 		t.Fatalf("%d turns taken after two refusals, want 2", n)
 	}
 
 	a.wait = time.Minute
 	got := make(chan error)
-	go func() { got <- a.enter(ctx) }()
+	go func() { got <- a.enter(ctx, "c") }()
 	if !testenv.WaitFor(10*time.Second, func() bool { return metricValue(t, waiting) == 1 }) {
 		t.Fatal("the third write never waited")
 	}
-	a.leave()
+	a.leave("c")
 	if err := <-got; err != nil {
 		t.Fatalf("a waiter when a turn is given back: %v", err)
 	}
-	if n := len(a.slots); n != 2 {
+	if n := a.inFlight(); n != 2 {
 		t.Fatalf("%d turns taken, want 2", n)
 	}
 	if w := metricValue(t, waiting); w != 0 {
@@ -55,6 +55,61 @@ func TestAdmissionTurns(t *testing.T) {
 	}
 	if n := metricCount(t, waited); n != 3 {
 		t.Fatalf("%d waits observed, want 3 (two refused, one admitted)", n)
+	}
+}
+
+// TestAdmissionIsFairBetweenClients: a client alone may take every turn;
+// once another client waits, each turn given back goes to the client that
+// holds the fewest, however many writes the first has waiting, and in
+// arrival order within a client.
+func TestAdmissionIsFairBetweenClients(t *testing.T) {
+	waiting := prometheus.NewGauge(prometheus.GaugeOpts{Name: "w"})
+	waited := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "h"})
+	a := newAdmission(3, time.Minute, waiting, waited)
+	ctx := context.Background()
+	for range 3 {
+		if err := a.enter(ctx, "flood"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admitted := make(chan string, 8)
+	queue := func(client string, n float64) {
+		go func() {
+			if err := a.enter(ctx, client); err != nil {
+				t.Error(err)
+			}
+			admitted <- client
+		}()
+		if !testenv.WaitFor(10*time.Second, func() bool { return metricValue(t, waiting) == n }) {
+			t.Fatalf("%s never waited", client)
+		}
+	}
+	for i := range 4 { // the flood's own, queued first
+		queue("flood", float64(i+1))
+	}
+	queue("honest", 5)
+	a.leave("flood")
+	if got := <-admitted; got != "honest" {
+		t.Fatalf("the turn given back went to %s, want honest: it holds none, the flood three", got)
+	}
+	a.leave("flood")
+	if got := <-admitted; got != "flood" {
+		t.Fatalf("the next turn went to %s, want flood's first waiter: nobody else waits", got)
+	}
+	if n := a.inFlight(); n != 3 {
+		t.Fatalf("%d turns taken, want 3", n)
+	}
+	// Give every turn back: the flood's three waiting writes get them.
+	for range 3 {
+		a.leave("flood")
+	}
+	for range 3 {
+		if got := <-admitted; got != "flood" {
+			t.Fatalf("admitted %s, want flood", got)
+		}
+	}
+	if w := metricValue(t, waiting); w != 0 {
+		t.Fatalf("%v writes still counted as waiting", w)
 	}
 }
 

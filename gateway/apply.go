@@ -15,6 +15,13 @@ import (
 func (g *Gateway) apply(ctx context.Context, req *fence.Request, scope *problemScope) (fence.Response, error) {
 	resp, err := g.validateAndApply(ctx, req, scope)
 	if err != nil && req.IdempotencyKey != nil {
+		// Settling is PostgreSQL's work: with a turn, given back by a
+		// wait during validation or not.
+		if t := turnOf(ctx); t != nil {
+			if terr := t.retake(ctx); terr != nil {
+				return fence.Response{}, fmt.Errorf("%w (%w)", terr, fence.ErrKeyInFlight)
+			}
+		}
 		return g.settle(ctx, req.IdempotencyKey, err, *scope)
 	}
 	return resp, err
@@ -43,8 +50,25 @@ func (g *Gateway) validateAll(ctx context.Context, req *fence.Request, scope *pr
 	return nil
 }
 
-// validate asks the authority about one token presented by client.
+// validate asks the authority about one token presented by client. Where
+// the answer may wait on etcd (Authority.Waits), the call's admission turn
+// is given back for the wait and taken again for what follows: a forged
+// token, whose signature only a reload of the keys can judge, waits
+// without keeping another write out, and is refused without a turn.
 func (g *Gateway) validate(ctx context.Context, resource, client string, tok tokens.Token, mode tokens.Validation) error {
+	t := turnOf(ctx)
+	if t == nil || !g.cfg.Authority.Waits(resource, client, tok, mode) {
+		return g.validateNow(ctx, resource, client, tok, mode)
+	}
+	t.release()
+	if err := g.validateNow(ctx, resource, client, tok, mode); err != nil {
+		return err
+	}
+	return t.retake(ctx)
+}
+
+// validateNow is validate, its turn left as it is.
+func (g *Gateway) validateNow(ctx context.Context, resource, client string, tok tokens.Token, mode tokens.Validation) error {
 	err := g.cfg.Authority.Validate(ctx, resource, client, tok, mode)
 	var rejected *tokens.RejectedError
 	if errors.As(err, &rejected) && rejected.Issued && tok.Epoch > g.cfg.Authority.Epoch() && g.watchdog.Recheck(ctx) {

@@ -33,10 +33,13 @@
 //
 // # Admission
 //
-// At most MaxInFlight writes are past the admission gate at once; the
-// rest wait their turn before anything of theirs is read, on a shallow
-// stack, and are refused unread after QueueTimeout. Leases, health and
-// metrics are never gated.
+// At most MaxInFlight writes are past the admission gate at once. A
+// write's body is read first (gateWrites), its caller authenticated, and
+// then it waits for a turn (admitCalls) on a shallow stack, refused
+// unapplied after QueueTimeout. Turns are shared fairly between clients
+// (admission), and a write gives its turn back while its token waits on
+// etcd (turn): a flood of forged tokens slows its own client only.
+// Leases, health and metrics are never gated.
 //
 // # Idempotency and refusals
 //

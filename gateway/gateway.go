@@ -236,7 +236,7 @@ func New(cfg Config) (*Gateway, error) {
 	g.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fencegw_writes_in_flight",
 		Help: "Writes past the admission gate (see MaxInFlight).",
-	}, func() float64 { return float64(len(g.admit.slots)) }))
+	}, func() float64 { return float64(g.admit.inFlight()) }))
 	store, err := fence.New(fence.Config{
 		Pool: cfg.Pool, BatchTimeout: g.writeTTL, UnsafeNoFence: cfg.UnsafeNoFence, GroupCommit: !cfg.NoGroupCommit,
 		UnsafeIgnoreCommitWarnings: cfg.UnsafeIgnoreCommitWarnings,
@@ -333,10 +333,10 @@ func (g *Gateway) Handler() http.Handler {
 			r.Method(method, pattern, routeNamed("/v1"+pattern, h))
 		}
 		r.Use(g.authenticate)
-		v1(r, http.MethodPost, "/ops/{operation}", g.handleWrite)
-		v1(r, http.MethodPost, "/batch", g.handleBatch)
-		v1(r, http.MethodPost, "/reads/{operation}", g.handleRead)
-		v1(r, http.MethodPost, "/fences/check", g.handleCheck)
+		v1(r.With(g.admitCalls), http.MethodPost, "/ops/{operation}", g.handleWrite)
+		v1(r.With(g.admitCalls), http.MethodPost, "/batch", g.handleBatch)
+		v1(r.With(g.admitCalls), http.MethodPost, "/reads/{operation}", g.handleRead)
+		v1(r.With(g.admitCalls), http.MethodPost, "/fences/check", g.handleCheck)
 		v1(r, http.MethodGet, "/openapi.json", g.handleOpenAPI)
 		v1(r.With(g.limitLeaseCalls), http.MethodPost, "/leases", g.handleAcquire)
 		v1(r.With(g.limitLeaseCalls), http.MethodGet, "/leases", g.handleObserve)

@@ -44,7 +44,7 @@ type harness struct {
 
 // demoPolicy returns the demo policy text with the account resource in the
 // given compare mode.
-func demoPolicy(t *testing.T, compare string) string {
+func demoPolicy(t testing.TB, compare string) string {
 	t.Helper()
 	src, err := os.ReadFile("../testdata/demo/policy.yaml")
 	if err != nil {
@@ -94,7 +94,7 @@ func newHarnessOn(t *testing.T, policyYAML string, cli *clientv3.Client) *harnes
 }
 
 // runAudit records gw's refusals in fencegw.rejections until the test ends.
-func runAudit(t *testing.T, gw *gateway.Gateway) {
+func runAudit(t testing.TB, gw *gateway.Gateway) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); gw.RunAudit(ctx) }()
