@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/policy"
@@ -106,14 +105,14 @@ func benchFloodGateway(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pool, err := pgxpool.New(context.Background(), dbURL)
+	pool, err := fence.NewPool(context.Background(), dbURL)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
 	version, _ := schema.Latest(schema.Gateway())
 	gw, err := gateway.New(gateway.Config{
-		Pool: pool, Authority: authority.NewEtcd(testenv.EtcdClient(b)), Policy: pol, SchemaVersion: version,
+		Pool: pool, Authority: authority.NewEtcd(testenv.EtcdClient(b), testenv.KEK()), Policy: pol, SchemaVersion: version,
 		MaxInFlight: 4, QueueTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -103,7 +103,6 @@ func TestEveryWriteErrorDeclaresItsOutcome(t *testing.T) {
 // notWriteErrors are the exported errors of the write path's packages
 // that no write ends with, and why.
 var notWriteErrors = map[string]string{
-	"fence.ErrNoFence": "an operator's fence advance",
 }
 
 // TestEveryWriteErrorIsListed: every exported error of fence, tokens and
