@@ -68,7 +68,7 @@ exits 1 too: its PASS covers fewer faults than asked.`,
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "random seed (workers and nemesis)")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", cfg.FaultEvery, "how often the nemesis acts")
 	fs.BoolVar(&cfg.KillGateways, "kill-gateways", cfg.KillGateways, "let the nemesis SIGKILL and restart gateways")
-	fs.BoolVar(&cfg.EtcdFaults, "etcd-faults", cfg.EtcdFaults, "let the nemesis kill the etcd leader or a follower, or freeze a member")
+	fs.BoolVar(&cfg.EtcdFaults, "etcd-faults", cfg.EtcdFaults, "let the nemesis kill the etcd leader, kill a follower and freeze a member (kill-etcd-leader, kill-etcd-member, pause-etcd-member: each a kind of its own that the run must have)")
 	fs.BoolVar(&cfg.EtcdTLS, "etcd-tls", false, "run the etcd cluster as production etcd runs: TLS, and client certificates required; the gateways and epoch bump connect with one")
 	fs.BoolVar(&cfg.RestartPostgres, "restart-postgres", cfg.RestartPostgres, "let the nemesis restart PostgreSQL (at most twice)")
 	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "control run: gateways with fencing OFF; the checker must find violations")
@@ -150,8 +150,8 @@ func checkFaultsDone(cfg torture.Config, faults map[string]int, skipped map[stri
 	if len(missing) == 0 {
 		return nil
 	}
-	return fmt.Errorf("torture: the run reached its time bound (%v) with only %s asked for: its verdict proves less than asked; give it a longer --duration",
-		torture.MaxOverrun*cfg.Duration, strings.Join(missing, " and "))
+	return fmt.Errorf("torture: the run reached its time bound (%v) short of the faults it asked for: %s; its verdict proves less than asked; give it a longer --duration",
+		torture.MaxOverrun*cfg.Duration, strings.Join(missing, "; "))
 }
 
 // printReport writes the report as text: the verdict, then what the run

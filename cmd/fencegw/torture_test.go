@@ -22,10 +22,10 @@ func TestCheckFaultsDone(t *testing.T) {
 	}{
 		{map[string]int{"failover": 3, "etcd-rollback": 2, "late-holder": 1}, ""},
 		{map[string]int{"failover": 5, "etcd-rollback": 4, "late-holder": 3}, ""},
-		{map[string]int{"failover": 1, "etcd-rollback": 2, "late-holder": 1}, "only 1 of the 3 failovers asked for"},
-		{map[string]int{"failover": 3, "late-holder": 1}, "only 0 of the 2 etcd rollbacks asked for"},
-		{map[string]int{"failover": 3, "etcd-rollback": 2}, "only 0 of the 1 late holder's writes asked for"},
-		{nil, "only 0 of the 3 failovers and 0 of the 2 etcd rollbacks and 0 of the 1 late holder's writes asked for"},
+		{map[string]int{"failover": 1, "etcd-rollback": 2, "late-holder": 1}, "short of the faults it asked for: only 1 of the 3 failovers;"},
+		{map[string]int{"failover": 3, "late-holder": 1}, "short of the faults it asked for: only 0 of the 2 etcd rollbacks;"},
+		{map[string]int{"failover": 3, "etcd-rollback": 2}, "short of the faults it asked for: no late holder's write answered;"},
+		{nil, "short of the faults it asked for: only 0 of the 3 failovers; only 0 of the 2 etcd rollbacks; no late holder's write answered;"},
 	} {
 		err := checkFaultsDone(cfg, tc.faults, nil)
 		switch {
@@ -45,7 +45,10 @@ func TestCheckFaultsDone(t *testing.T) {
 }
 
 // TestJudge: a violation with fencing on is reported as such, even when
-// the run was also short of faults; a fenced PASS short of faults fails; a
+// the run was also short of faults; a fenced PASS short of faults fails,
+// a fault kind it asked for and never had (a member frozen, though other
+// etcd faults happened) among them, naming it, where a kind skipped for
+// the machine's sake does not fail it; a
 // control run that found its violations passes however few faults it
 // took, and one that found none says so, and that it was short.
 func TestJudge(t *testing.T) {
@@ -55,6 +58,8 @@ func TestJudge(t *testing.T) {
 	fenced := torture.Config{Duration: time.Minute, Failover: true, MinFailovers: 2}
 	control := fenced
 	control.AsyncStandby = true
+	etcd := torture.Config{Duration: time.Minute, EtcdFaults: true}
+	throttle := torture.Config{Duration: time.Minute, Throttle: true}
 	for _, tc := range []struct {
 		name   string
 		cfg    torture.Config
@@ -63,6 +68,9 @@ func TestJudge(t *testing.T) {
 	}{
 		{"fenced pass", fenced, check.Report{Faults: enough}, nil},
 		{"fenced pass short of faults", fenced, check.Report{Faults: short}, []string{"only 1 of the 2 failovers"}},
+		{"fenced pass without a fault kind", etcd, check.Report{Faults: map[string]int{"late-holder": 1, "kill-etcd-leader": 2, "kill-etcd-member": 1}},
+			[]string{"fault kinds that never happened: pause-etcd-member"}},
+		{"fenced pass with a kind skipped", throttle, check.Report{Faults: map[string]int{"late-holder": 1}, Skipped: map[string]string{"throttle-worker": "no cgroup"}}, nil},
 		{"fenced violation short of faults", fenced, check.Report{Faults: short, Violations: violation}, []string{"1 violation(s) with fencing on"}},
 		{"control found violations short of faults", control, check.Report{Faults: short, Violations: violation}, nil},
 		{"control found nothing short of faults", control, check.Report{Faults: short}, []string{"found no violation", "only 1 of the 2 failovers"}},

@@ -1,6 +1,9 @@
 package torture
 
-import "testing"
+import (
+	"maps"
+	"testing"
+)
 
 // TestCheckMinimumFaults: --min-failovers and --min-rollbacks ask the run
 // to go on until the nemesis did that many, so each needs its fault mode
@@ -43,7 +46,7 @@ func TestFaultsMissingLateHolder(t *testing.T) {
 		t.Fatalf("after one late write: missing %q, want nothing", got)
 	}
 	c.Semaphores = 50
-	if got := c.FaultsMissing(map[string]int{"late-holder": 1}, nil); len(got) != 1 || got[0] != "0 of the 1 late permit holder's writes" {
+	if got := c.FaultsMissing(map[string]int{"late-holder": 1}, nil); len(got) != 1 || got[0] != "no late permit holder's write answered" {
 		t.Fatalf("with semaphores, after the late holder's write only: missing %q, want the late permit holder's", got)
 	}
 	if got := c.FaultsMissing(map[string]int{"late-holder": 1, "late-permit-holder": 1}, nil); len(got) != 0 {
@@ -56,29 +59,44 @@ func TestFaultsMissingLateHolder(t *testing.T) {
 }
 
 // TestFaultsMissingKinds: a run is not done before every kind of fault it
-// asks for happened once, a kind skipped on this machine aside; an etcd
-// member fault is any of the three it may roll.
+// asks for happened once, a kind skipped on this machine aside; no kind
+// stands in for another: an etcd follower killed is neither the leader
+// killed nor a member frozen (two runs without a member frozen passed
+// while one counted for all three).
 func TestFaultsMissingKinds(t *testing.T) {
 	c := Defaults()
-	all := map[string]int{"late-holder": 1, "kill-etcd-member": 1}
+	all := map[string]int{"late-holder": 1}
 	for _, k := range c.kinds(nil) {
-		if k.name != "kill-etcd-leader" {
-			all[k.name] = 1
-		}
+		all[k.name] = 1
 	}
 	if got := c.FaultsMissing(all, nil); len(got) != 0 {
 		t.Fatalf("every kind done: missing %q", got)
 	}
-	delete(all, "suspend-worker")
-	delete(all, "throttle-worker")
-	if got := c.FaultsMissing(all, nil); len(got) != 1 || got[0] != "no suspend-worker, throttle-worker" {
-		t.Fatalf("missing %q, want the suspend and the throttle named", got)
+	for _, tt := range []struct {
+		name    string
+		without []string
+		skipped map[string]string
+		want    string
+	}{
+		{"a suspend and a throttle", []string{"suspend-worker", "throttle-worker"}, nil, "fault kinds that never happened: suspend-worker, throttle-worker"},
+		{"the throttle skipped", []string{"suspend-worker", "throttle-worker"}, map[string]string{"throttle-worker": "no cgroup"}, "fault kinds that never happened: suspend-worker"},
+		{"only a follower killed", []string{"kill-etcd-leader", "pause-etcd-member"}, nil, "fault kinds that never happened: kill-etcd-leader, pause-etcd-member"},
+		{"no member frozen", []string{"pause-etcd-member"}, nil, "fault kinds that never happened: pause-etcd-member"},
+	} {
+		faults := maps.Clone(all)
+		for _, k := range tt.without {
+			delete(faults, k)
+		}
+		if got := c.FaultsMissing(faults, tt.skipped); len(got) != 1 || got[0] != tt.want {
+			t.Errorf("%s: missing %q, want %q", tt.name, got, tt.want)
+		}
 	}
-	if got := c.FaultsMissing(all, map[string]string{"throttle-worker": "no cgroup"}); len(got) != 1 || got[0] != "no suspend-worker" {
-		t.Fatalf("with the throttle skipped: missing %q, want the suspend alone", got)
+	c.ClockFaults, c.Throttle, c.EtcdFaults = false, false, false
+	none := maps.Clone(all)
+	for _, k := range []string{"suspend-worker", "throttle-worker", "kill-etcd-leader", "kill-etcd-member", "pause-etcd-member"} {
+		delete(none, k)
 	}
-	c.ClockFaults, c.Throttle = false, false
-	if got := c.FaultsMissing(all, nil); len(got) != 0 {
+	if got := c.FaultsMissing(none, nil); len(got) != 0 {
 		t.Fatalf("kinds not asked for: missing %q", got)
 	}
 }

@@ -156,8 +156,8 @@ func (n *nemesis) inject(ctx context.Context, name string) bool {
 		return n.pauseWorker(ctx)
 	case "kill-gateway":
 		return n.crashGateway(ctx)
-	case "kill-etcd-leader":
-		return n.etcdFault(ctx)
+	case "kill-etcd-leader", "kill-etcd-member", "pause-etcd-member":
+		return n.etcdFault(ctx, name)
 	case "etcd-quorum-loss":
 		return n.quorumLoss(ctx)
 	case "slow-network":

@@ -6,31 +6,38 @@ import (
 	"time"
 )
 
-// etcdFault kills the leader, kills a follower or freezes a member, and
-// brings it back: the cluster keeps quorum, the gateways must ride through
-// the election.
-func (n *nemesis) etcdFault(ctx context.Context) bool {
+// etcdFault is one member fault of the kind named, and the member
+// brought back: kill-etcd-leader kills the leader, kill-etcd-member a
+// follower, pause-etcd-member freezes any member. The cluster keeps
+// quorum, the gateways must ride through the election. Each counts only
+// under its own name, and only once done: a leader the nemesis could not
+// find is not killed, and a follower is not counted as the leader.
+func (n *nemesis) etcdFault(ctx context.Context, kind string) bool {
 	if !n.etcdBusy.CompareAndSwap(false, true) {
 		return false
 	}
-	what, i := n.rnd.IntN(4), n.rnd.IntN(len(n.etcd))
+	i := n.rnd.IntN(len(n.etcd))
 	pause := time.Duration(1500+n.rnd.IntN(1000)) * time.Millisecond
 	n.wg.Go(func() {
 		defer n.etcdBusy.Store(false)
-		kind := "kill-etcd-member"
-		switch {
-		case what < 2:
-			if l, err := leader(ctx, n.etcd, 2*time.Second); err == nil {
-				i, kind = l, "kill-etcd-leader"
-			}
-		case what == 3:
+		if kind == "pause-etcd-member" {
 			p := n.etcd[i].cmd.Process
 			if p.Signal(syscall.SIGSTOP) == nil {
-				n.count("pause-etcd-member")
+				n.count(kind)
 				sleep(ctx, pause)
 				_ = p.Signal(syscall.SIGCONT)
 			}
 			return
+		}
+		l, err := leader(ctx, n.etcd, 2*time.Second)
+		switch {
+		case kind == "kill-etcd-leader" && err != nil:
+			n.log.Info("no etcd leader to kill", "error", err)
+			return
+		case kind == "kill-etcd-leader":
+			i = l
+		case err == nil && i == l:
+			i = (l + 1 + n.rnd.IntN(len(n.etcd)-1)) % len(n.etcd) // a follower
 		}
 		n.etcd[i].kill()
 		n.count(kind)

@@ -105,7 +105,7 @@ func TestTortureCIProfile(t *testing.T) {
 // wall clock stepped back, on the monotonic clock alone.
 func requireEveryFault(t *testing.T, r check.Report) {
 	t.Helper()
-	for _, kind := range []string{"kill-gateway", "etcd-quorum-loss", "slow-network", "partition-etcd", "partition-etcd-one-way",
+	for _, kind := range []string{"kill-gateway", "kill-etcd-leader", "kill-etcd-member", "pause-etcd-member", "etcd-quorum-loss", "slow-network", "partition-etcd", "partition-etcd-one-way",
 		"partition-postgres", "partition-postgres-one-way", "pause-gateway", "wall-clock-forward", "wall-clock-back",
 		"suspend-worker", "throttle-worker", "restart-postgres"} {
 		if r.Faults[kind] < 1 && (kind != "throttle-worker" || r.Skipped[kind] == "") {
