@@ -38,7 +38,9 @@ that no stale write landed (on strict resources an equal token is
 stale), every row carries the token its write was sent with, no
 acknowledged write was lost, no write was applied twice, no transfer was
 applied on one side only, every balance is its start plus what its
-applied writes moved, and no worker's client called a lease valid past
+applied writes moved, every fence (read at the end, and after each
+failover) is at or above the tokens applied and acknowledged on its
+resource, and no worker's client called a lease valid past
 its deadline on either clock. With --failover,
 PostgreSQL is a primary and a streaming standby behind one multi-host URL,
 and the nemesis kills the primary (SIGKILL) and promotes the standby every
@@ -168,6 +170,9 @@ func printReport(w io.Writer, r check.Report) {
 	}
 	if r.Leases != nil {
 		fmt.Fprintf(w, "leases as writes were sent: %s\n", counts(r.Leases))
+	}
+	if r.FenceReads != "" {
+		fmt.Fprintf(w, "fences read: %s\n", r.FenceReads)
 	}
 	for i, v := range r.Violations {
 		if i == maxViolationsPrinted {

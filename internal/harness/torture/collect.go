@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencegw/fencegw/internal/harness/torture/check"
 )
 
-// collect reads every history and the log table and checks them.
-func collect(ctx context.Context, dir, dbURL string, workers int, faults map[string]int, skipped map[string]string) (check.Report, error) {
+// collect reads every history and, in one snapshot of the database, the
+// log table, the balances and the fences, and checks them with the
+// fences read during the run (readings).
+func collect(ctx context.Context, dir, dbURL string, workers int, faults map[string]int, skipped map[string]string, readings []check.FenceReading) (check.Report, error) {
 	var history []check.Event
 	for i := range workers {
 		f, err := os.Open(historyPath(dir, i))
@@ -25,32 +28,35 @@ func collect(ctx context.Context, dir, dbURL string, workers int, faults map[str
 		}
 		history = append(history, evs...)
 	}
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return check.Report{}, err
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, "SELECT id, resource, epoch, revision, intent, worker, delta, txn FROM torture.log ORDER BY id")
-	if err != nil {
-		return check.Report{}, err
-	}
-	logRows, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (check.Row, error) {
-		var row check.Row
-		err := r.Scan(&row.ID, &row.Resource, &row.Epoch, &row.Revision, &row.Intent, &row.Worker, &row.Delta, &row.Txn)
-		return row, err
+	in := check.Input{History: history, Ledger: &check.Ledger{Initial: initialBalance, Balances: map[string]int64{}},
+		Faults: faults, Skipped: skipped, Strict: strictResource, Permits: semaphoreOf}
+	err := inSnapshot(ctx, dbURL, func(tx pgx.Tx, at time.Time) error {
+		rows, err := tx.Query(ctx, "SELECT id, resource, epoch, revision, intent, worker, delta, txn FROM torture.log ORDER BY id")
+		if err != nil {
+			return err
+		}
+		in.Rows, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (check.Row, error) {
+			var row check.Row
+			err := r.Scan(&row.ID, &row.Resource, &row.Epoch, &row.Revision, &row.Intent, &row.Worker, &row.Delta, &row.Txn)
+			return row, err
+		})
+		if err != nil {
+			return err
+		}
+		if rows, err = tx.Query(ctx, "SELECT resource, cents FROM torture.balances"); err != nil {
+			return err
+		}
+		var res string
+		var cents int64
+		if _, err := pgx.ForEachRow(rows, []any{&res, &cents}, func() error { in.Ledger.Balances[res] = cents; return nil }); err != nil {
+			return err
+		}
+		end, err := readFences(ctx, tx, "the end", at)
+		in.Fences = append(readings, end)
+		return err
 	})
 	if err != nil {
 		return check.Report{}, err
 	}
-	ledger := check.Ledger{Initial: initialBalance, Balances: map[string]int64{}}
-	rows, err = conn.Query(ctx, "SELECT resource, cents FROM torture.balances")
-	if err != nil {
-		return check.Report{}, err
-	}
-	var res string
-	var cents int64
-	if _, err := pgx.ForEachRow(rows, []any{&res, &cents}, func() error { ledger.Balances[res] = cents; return nil }); err != nil {
-		return check.Report{}, err
-	}
-	return check.Check(check.Input{History: history, Rows: logRows, Ledger: &ledger, Faults: faults, Skipped: skipped, Strict: strictResource, Permits: semaphoreOf}), nil
+	return check.Check(in), nil
 }

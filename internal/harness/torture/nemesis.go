@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/internal/cgroupcpu"
+	"github.com/fencegw/fencegw/internal/harness/torture/check"
 )
 
 // nemesis injects faults on a schedule until its context ends. Pausing a
@@ -57,6 +58,8 @@ type nemesis struct {
 	mu     sync.Mutex
 	faults map[string]int
 	paused map[int]bool // workers frozen or suspended by the nemesis
+	// fences are the fences read after each failover (fences.go).
+	fences []check.FenceReading
 	wg     sync.WaitGroup
 }
 

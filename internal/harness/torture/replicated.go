@@ -30,6 +30,9 @@ type replicated struct {
 	// stale, with an asynchronous standby, writes across each failover as
 	// two holders of one resource (twoholders.go).
 	stale *twoHolders
+	// promoted, if set, is called with the new primary's URL once it
+	// was promoted, before anything writes there on purpose.
+	promoted func(ctx context.Context, primaryURL string)
 
 	// ops: one failover or restart at a time.
 	ops sync.Mutex
@@ -137,6 +140,9 @@ func (r *replicated) failover(ctx context.Context) error {
 	r.primary, r.standby = next, nil
 	r.mu.Unlock()
 	_ = old.Stop() // its files
+	if r.promoted != nil {
+		r.promoted(ctx, next.URL())
+	}
 	if r.stale != nil {
 		_ = r.stale.afterLoss(ctx)
 	}

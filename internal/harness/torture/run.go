@@ -147,6 +147,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	n := &nemesis{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), log: log, workers: workers,
 		gateways: gateways, pg: db.pg, replicated: db.replicated, etcd: etcd, links: allLinks, faults: map[string]int{}, paused: map[int]bool{},
 		bin: bin, dir: dir, dbURL: db.url(), late: late, latePermit: latePermit, clocks: clocks, clockBusy: make([]atomic.Bool, cfg.Workers), cpu: cpu, skipped: skipped}
+	if db.replicated != nil {
+		db.replicated.promoted = n.fencesAfterFailover
+	}
 	nctx, stopNemesis := context.WithDeadline(ctx, bound)
 	go reportProgress(nctx, log, db.url(), n, start)
 	go func() { n.awaitEnough(nctx, until); stopNemesis() }()
@@ -162,7 +165,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		p50, worst := haltTimes(n.haltAfter)
 		n.faults["rollback-halt-ms-p50"], n.faults["rollback-halt-ms-max"] = p50, worst
 	}
-	report, err := collect(ctx, dir, db.checkURL(), histories, n.counts(), skipped)
+	report, err := collect(ctx, dir, db.checkURL(), histories, n.counts(), skipped, n.fences)
 	if err != nil {
 		return check.Report{}, err
 	}

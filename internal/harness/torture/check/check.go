@@ -47,6 +47,9 @@ type Input struct {
 	// how many permits it has; 0 for any other resource. nil: no
 	// semaphores.
 	Permits func(resource string) (semaphore string, permits int)
+	// Fences are fencegw.fences as read at the end of the run and, in
+	// failover runs, after each promotion (checkFences).
+	Fences []FenceReading
 }
 
 // token is the row's fencing token in its text form "E:R".
@@ -69,6 +72,7 @@ func Check(in Input) Report {
 	c.checkSentTokens()
 	c.checkWentBack()
 	c.checkTransfers()
+	c.checkFences(in.Fences)
 	leases := c.checkLeaseViews()
 	if in.Ledger != nil {
 		c.checkLedger(*in.Ledger)
@@ -95,6 +99,7 @@ func Check(in Input) Report {
 		Faults:       faults,
 		Skipped:      maps.Clone(in.Skipped),
 		Batching:     batching(rows),
+		FenceReads:   fenceReads(in.Fences),
 		Leases:       leases,
 		Violations:   c.violations,
 		Linearizable: linearizable,

@@ -23,7 +23,7 @@ const (
 // Violation is one way the run was unsafe, with the rows and history that
 // show it.
 type Violation struct {
-	Kind     string  `json:"kind"` // "stale-write", "fence-went-back", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent", "wrong-token", "expiry-unnoticed", "not-linearizable", "torn-transfer", "not-conserved", "too-many-holders"
+	Kind     string  `json:"kind"` // "stale-write", "fence-went-back", "fence-below-applied", "fence-below-acknowledged", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent", "wrong-token", "expiry-unnoticed", "not-linearizable", "torn-transfer", "not-conserved", "too-many-holders"
 	Resource string  `json:"resource,omitempty"`
 	Message  string  `json:"message"`
 	Rows     []Row   `json:"rows,omitempty"`     // the rows involved
@@ -42,6 +42,10 @@ type Report struct {
 	// Batching: how the applied writes shared transactions (nil when the
 	// rows do not say their transaction).
 	Batching *Batching `json:"batching,omitempty"`
+	// FenceReads names the readings of fencegw.fences the checker held
+	// to the log and the acknowledgements (checkFences), e.g. "the end,
+	// after failover 1"; "" when none was read.
+	FenceReads string `json:"fence_reads,omitempty"`
 	// Leases counts what the workers' clients said of their leases as
 	// writes were sent (checkLeaseViews); nil when none was recorded.
 	Leases     map[string]int `json:"leases,omitempty"`

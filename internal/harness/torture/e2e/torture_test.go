@@ -125,8 +125,10 @@ func requireEveryFault(t *testing.T, r check.Report) {
 // WAL is held back (the primary killed only after committing writes the
 // standby never received, one of them the nemesis's with the newer of two
 // tokens it took), the checker finds the acknowledged writes the promotion
-// lost and the older token's write let in after it: the check can fail,
-// and not by luck.
+// lost and the older token's write let in after it, and reads, right
+// after the promotion, the fence of the nemesis's resource below the
+// token of its write acknowledged before: the check can fail, and not by
+// luck.
 func TestTortureFailoverProfile(t *testing.T) {
 	bin := buildFencegw(t)
 	run := func(extra ...string) (check.Report, string, error) {
@@ -141,6 +143,9 @@ func TestTortureFailoverProfile(t *testing.T) {
 		t.Fatalf("the failover run did too little to prove anything: %v events, %v faults", synced.Events, synced.Faults)
 	}
 	requireEveryFault(t, synced) // slow network, partitions and restarts of the primary among them
+	if strings.Count(synced.FenceReads, "after failover") != synced.Faults["failover"] || !strings.HasSuffix(synced.FenceReads, "the end") {
+		t.Errorf("the fences were read %q in a run of %d failovers, want after each and at the end", synced.FenceReads, synced.Faults["failover"])
+	}
 
 	control, logs, err := run("--async-standby")
 	t.Logf("asynchronous standby: %s faults %v events %v", control.Verdict, control.Faults, control.Events)
@@ -148,8 +153,8 @@ func TestTortureFailoverProfile(t *testing.T) {
 	for _, v := range control.Violations {
 		kinds[v.Kind]++
 	}
-	if err != nil || kinds[check.KindLostWrite] == 0 || kinds[check.KindFenceWentBack] == 0 {
-		t.Fatalf("failovers to a lagging asynchronous standby: want lost writes and a stale write let in (%v): %s\n%s", err, control.Verdict, logs)
+	if err != nil || kinds[check.KindLostWrite] == 0 || kinds[check.KindFenceWentBack] == 0 || kinds[check.KindFenceBelowAcknowledged] == 0 {
+		t.Fatalf("failovers to a lagging asynchronous standby: want lost writes, a stale write let in and a fence read below an acknowledged token (%v): %s\n%s", err, control.Verdict, logs)
 	}
 }
 
