@@ -171,6 +171,9 @@ func printReport(w io.Writer, r check.Report) {
 	if r.Leases != nil {
 		fmt.Fprintf(w, "leases as writes were sent: %s\n", counts(r.Leases))
 	}
+	if r.Retries != nil {
+		fmt.Fprintf(w, "retries under a write's key: %s\n", counts(r.Retries))
+	}
 	if r.FenceReads != "" {
 		fmt.Fprintf(w, "fences read: %s\n", r.FenceReads)
 	}

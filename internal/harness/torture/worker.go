@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -72,8 +73,11 @@ func WorkerMain(args []string) int {
 		defer w.page.close()
 		w.clock = pageClock{w.page}
 	}
+	// Every client's answers pass the recording transport: a key's
+	// answers are held to agree byte for byte.
+	hc := &http.Client{Transport: recordingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}}
 	for _, g := range strings.Split(*gateways, ",") {
-		w.clients = append(w.clients, client.New(g, client.WithClock(w.clock)))
+		w.clients = append(w.clients, client.New(g, client.WithClock(w.clock), client.WithHTTPClient(hc)))
 	}
 	if *dbURL != "" {
 		if w.db, err = pgxpool.New(context.Background(), *dbURL); err != nil {
@@ -144,8 +148,8 @@ func (w *worker) round(deadline time.Time, n int) {
 	var wg sync.WaitGroup
 	for k := range 1 + w.rnd.IntN(w.burst) {
 		intent := fmt.Sprintf("w%d-%d-%d", w.id, n, k)
-		c := w.pick()
-		wg.Go(func() { w.write(c, op, lease.Token(), lease.Resource(), r, intent, view) })
+		p := w.plan(w.pick())
+		wg.Go(func() { w.write(p, op, lease.Token(), lease.Resource(), r, intent, view) })
 	}
 	wg.Wait()
 }

@@ -39,36 +39,49 @@ func (w *worker) transferRound(ctx context.Context, n int) {
 		{Worker: w.id, Intent: intent + ":from", Resource: "res/" + from, Token: client.Unsigned(fromToken), Lease: w.leaseView(fromLease, lag)},
 		{Worker: w.id, Intent: intent + ":to", Resource: "res/" + to, Token: client.Unsigned(toToken), Lease: w.leaseView(toLease, lag)},
 	}
-	for _, ev := range roles {
-		w.record(ev, "invoke", "")
-	}
-	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	args := map[string]any{"from": from, "to": to, "intent": intent, "worker": w.id, "amount": 1 + w.rnd.IntN(100)}
-	_, err = w.pick().Write(wctx, client.RoleTokens(map[string]string{"from": fromToken, "to": toToken}),
-		"transfer", args, client.WithIdempotencyKey(intent))
-	typ, detail := outcome(err)
-	var stale *client.StaleTokenError
-	for k, ev := range roles {
-		d := detail
-		if errors.As(err, &stale) && stale.Role != [2]string{"from", "to"}[k] {
-			// Refused for the other role's fence: this one's says nothing.
-			d = "stale-token of the other role"
+	tokens := client.RoleTokens(map[string]string{"from": fromToken, "to": toToken})
+	w.send(w.plan(w.pick()), func(ctx context.Context, c *client.Client) error {
+		_, err := c.Write(ctx, tokens, "transfer", args, client.WithIdempotencyKey(intent))
+		return err
+	}, func(attempt int, a answer) {
+		var stale *client.StaleTokenError
+		for k, ev := range roles {
+			if attempt > 1 {
+				ev.Lease = check.LeaseView{} // said as the first attempt was sent
+			}
+			d := a.detail
+			if errors.As(a.err, &stale) && stale.Role != [2]string{"from", "to"}[k] {
+				// Refused for the other role's fence: this one's says nothing.
+				d = "stale-token of the other role"
+			}
+			w.record(attemptEvent(ev, attempt, a), a.typ, d)
 		}
-		w.record(ev, typ, d)
-	}
+	})
 }
 
-// write sends one op ("append" or "append_strict") to family/r with
-// token, whatever view says of its lease.
-func (w *worker) write(c *client.Client, op, token, resource, r, intent string, view check.LeaseView) {
+// write sends one op ("append", "append_strict" or "append_sem") to
+// family/r with token, whatever view says of its lease, under its key
+// (intent) with the attempts p plans.
+func (w *worker) write(p retryPlan, op, token, resource, r, intent string, view check.LeaseView) {
 	ev := check.Event{Worker: w.id, Intent: intent, Resource: resource, Token: historyToken(token), Lease: view}
-	w.record(ev, "invoke", "")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, err := c.Write(ctx, token, op, map[string]any{"r": r, "intent": intent, "worker": w.id}, client.WithIdempotencyKey(intent))
-	typ, detail := outcome(err)
-	w.record(ev, typ, detail)
+	args := map[string]any{"r": r, "intent": intent, "worker": w.id}
+	w.send(p, func(ctx context.Context, c *client.Client) error {
+		_, err := c.Write(ctx, token, op, args, client.WithIdempotencyKey(intent))
+		return err
+	}, func(attempt int, a answer) {
+		e := ev
+		if attempt > 1 {
+			e.Lease = check.LeaseView{} // said as the first attempt was sent
+		}
+		w.record(attemptEvent(e, attempt, a), a.typ, a.detail)
+	})
+}
+
+// attemptEvent is ev as attempt's invoke or answer a records it.
+func attemptEvent(ev check.Event, attempt int, a answer) check.Event {
+	ev.Attempt, ev.Status, ev.Replayed, ev.Answer = attempt, a.status, a.replayed, a.digest
+	return ev
 }
 
 // historyToken is token as the history records it, E:R: the rows

@@ -69,6 +69,7 @@ func Check(in Input) Report {
 	c.checkOrder()
 	c.checkPermits()
 	acked := c.checkIntents()
+	retries := c.checkKeys()
 	c.checkSentTokens()
 	c.checkWentBack()
 	c.checkTransfers()
@@ -101,6 +102,7 @@ func Check(in Input) Report {
 		Batching:     batching(rows),
 		FenceReads:   fenceReads(in.Fences),
 		Leases:       leases,
+		Retries:      retries,
 		Violations:   c.violations,
 		Linearizable: linearizable,
 		Verdict:      verdict(acked, c.violations, linearizable),
@@ -183,6 +185,9 @@ type outcome struct {
 	first                      Event // the intent's first event, for messages
 	invokes, oks, fails, infos int
 	refusal                    string // " (Detail)" of the last "fail" that had one
+	// final is the first refusal of the key for good (Event.finalRefusal),
+	// if any.
+	final *Event
 }
 
 // checkIntents runs the checks that follow one intent from history to
@@ -206,6 +211,9 @@ func (c *checker) checkIntents() (acked int) {
 			if e.Detail != "" {
 				o.refusal = " (" + e.Detail + ")"
 			}
+			if e.finalRefusal() && o.final == nil {
+				o.final = &e
+			}
 		case TypeInfo:
 			o.infos++
 		}
@@ -222,8 +230,16 @@ func (c *checker) checkIntents() (acked int) {
 		}
 		// A row is explained by any attempt that was not definitely
 		// refused, including an invoke whose outcome the worker never
-		// recorded; only when every attempt was refused is a row wrong.
-		if len(rows) > 0 && o.invokes > 0 && o.oks == 0 && o.infos == 0 && o.fails >= o.invokes {
+		// recorded: only when every attempt was refused is a row wrong,
+		// or when one refused the key for good — its outcome, which no
+		// attempt with the key may apply after, were it in flight then.
+		switch {
+		case len(rows) == 0:
+		case o.final != nil && (o.oks > 0 || o.infos > 0 || o.fails < o.invokes):
+			c.report(KindRefusedButApplied, rows[0].Resource, rows, []string{in},
+				"intent %s (worker %d) was refused for good, %s%s, but %s applied it",
+				in, o.first.Worker, answerText(*o.final), attemptText(*o.final), rowIDs(rows))
+		case o.final != nil || o.invokes > 0 && o.oks == 0 && o.infos == 0 && o.fails >= o.invokes:
 			c.report(KindRefusedButApplied, rows[0].Resource, rows, []string{in},
 				"intent %s (worker %d) was refused%s but %s applied it", in, o.first.Worker, o.refusal, rowIDs(rows))
 		}

@@ -168,10 +168,20 @@ func TestCheck(t *testing.T) {
 			want:    []found{{KindRefusedButApplied, "r", "1"}},
 		},
 		{
-			name:    "refused retry of an attempt with an unknown outcome may have a row",
+			// The retry's refusal is the key's outcome: the first attempt
+			// may not apply after it, and had it applied before, the retry
+			// would have been answered its 200, replayed.
+			name:    "refused-but-applied: a key refused for good by a retry of an unknown outcome",
 			history: concat(write(0, 1, TypeInfo, "a", "r", "1:10"), write(2, 1, TypeFail, "a", "r", "1:10")),
 			rows:    []Row{row(1, "r", 1, 10, "a", 1)},
-			want:    []found{},
+			want:    []found{{KindRefusedButApplied, "r", "1"}},
+		},
+		{
+			name: "a retry refused 503 not-applied leaves the key open: an unknown outcome may have a row",
+			history: concat(write(0, 1, TypeInfo, "a", "r", "1:10"),
+				[]Event{ev(2, 1, TypeInvoke, "a", "r", "1:10"), {Time: t0.Add(3 * time.Second), Worker: 1, Type: TypeFail, Intent: "a", Resource: "r", Token: "1:10", Status: 503, Detail: "unavailable"}}),
+			rows: []Row{row(1, "r", 1, 10, "a", 1)},
+			want: []found{},
 		},
 		{
 			name:    "an invoke without an outcome (worker killed) may have a row",

@@ -22,6 +22,18 @@ type Event struct {
 	// Lease, on an invoke, is what the worker's client said of the
 	// write's lease as it was sent (leaseview.go); zero: not recorded.
 	Lease LeaseView `json:"lease,omitzero"`
+	// Attempt numbers the attempts of one write under its idempotency
+	// key (the intent), from 1, on each attempt's invoke and answer; 0:
+	// not recorded. A worker retries an unknown outcome with the same
+	// key, and attempts may overlap (keys.go).
+	Attempt int `json:"attempt,omitempty"`
+	// Status, Replayed and Answer are what came back, on an answer: the
+	// HTTP status (0: none came), whether it said Idempotent-Replayed:
+	// true, and a digest of its body, by which a key's answers are held
+	// to agree.
+	Status   int    `json:"status,omitempty"`
+	Replayed bool   `json:"replayed,omitempty"`
+	Answer   string `json:"answer,omitempty"`
 }
 
 // The event types a history may hold.

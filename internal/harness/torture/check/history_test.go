@@ -37,7 +37,7 @@ func TestReadHistory(t *testing.T) {
 		{"unknown type", lineInvoke + "\n\n" + strings.Replace(lineOK, `"ok"`, `"done"`, 1) + "\n", nil, "line 3"},
 		{"missing type", `{"worker":1,"intent":"a"}` + "\n", nil, "line 1"},
 		{"missing intent", `{"worker":1,"type":"ok"}` + "\n", nil, "line 1"},
-		{"unknown field", strings.Replace(lineInvoke, `"worker"`, `"attempt":2,"worker"`, 1) + "\n", nil, "line 1"},
+		{"unknown field", strings.Replace(lineInvoke, `"worker"`, `"attempts":2,"worker"`, 1) + "\n", nil, "line 1"},
 		{"two events on one line", lineInvoke + lineOK + "\n", nil, "line 1"},
 		{"wrong field type", `{"worker":"1","type":"ok","intent":"a"}` + "\n", nil, "line 1"},
 	}

@@ -93,16 +93,19 @@ func (c *checker) checkLinearizable() string {
 }
 
 // operation turns one intent into a register operation, if it is one.
+// Its attempts under the key are one operation: called at the first
+// invoke, returned at the first answer that says what became of it (an
+// acknowledgement, replayed or not, or a stale-token refusal).
 func (c *checker) operation(intent string) (porcupine.Operation, bool) {
-	var invoke, answer *Event
+	var invoke, acked, stale *Event
 	for _, i := range c.byIntent[intent] {
-		switch e := &c.history[i]; e.Type {
-		case TypeInvoke:
-			if invoke == nil {
-				invoke = e
-			}
-		case TypeOK, TypeFail, TypeInfo:
-			answer = e
+		switch e := &c.history[i]; {
+		case e.Type == TypeInvoke && invoke == nil:
+			invoke = e
+		case e.Type == TypeOK && acked == nil:
+			acked = e
+		case e.Type == TypeFail && e.Detail == "stale-token" && stale == nil:
+			stale = e
 		}
 	}
 	if invoke == nil {
@@ -120,12 +123,12 @@ func (c *checker) operation(intent string) (porcupine.Operation, bool) {
 	}
 	ret := int64(math.MaxInt64)
 	switch {
-	case w.applied && answer != nil && answer.Type == TypeOK:
-		ret = answer.Time.UnixNano()
+	case w.applied && acked != nil:
+		ret = acked.Time.UnixNano()
 	case w.applied:
 		// Unanswered: it may have landed after the worker gave up.
-	case answer != nil && answer.Type == TypeFail && answer.Detail == "stale-token":
-		ret = answer.Time.UnixNano()
+	case stale != nil:
+		ret = stale.Time.UnixNano()
 	default:
 		return porcupine.Operation{}, false
 	}

@@ -23,7 +23,7 @@ const (
 // Violation is one way the run was unsafe, with the rows and history that
 // show it.
 type Violation struct {
-	Kind     string  `json:"kind"` // "stale-write", "fence-went-back", "fence-below-applied", "fence-below-acknowledged", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent", "wrong-token", "expiry-unnoticed", "not-linearizable", "torn-transfer", "not-conserved", "too-many-holders"
+	Kind     string  `json:"kind"` // "stale-write", "fence-went-back", "fence-below-applied", "fence-below-acknowledged", "answers-disagree", "replay-differs", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent", "wrong-token", "expiry-unnoticed", "not-linearizable", "torn-transfer", "not-conserved", "too-many-holders"
 	Resource string  `json:"resource,omitempty"`
 	Message  string  `json:"message"`
 	Rows     []Row   `json:"rows,omitempty"`     // the rows involved
@@ -42,6 +42,11 @@ type Report struct {
 	// Batching: how the applied writes shared transactions (nil when the
 	// rows do not say their transaction).
 	Batching *Batching `json:"batching,omitempty"`
+	// Retries counts what the workers' retries under a write's key
+	// covered (checkKeys): attempts sent again, those sent while an
+	// earlier one was in flight, answers replayed, writes whose unknown
+	// outcome a retry settled; nil when no write was retried.
+	Retries map[string]int `json:"retries,omitempty"`
 	// FenceReads names the readings of fencegw.fences the checker held
 	// to the log and the acknowledgements (checkFences), e.g. "the end,
 	// after failover 1"; "" when none was read.

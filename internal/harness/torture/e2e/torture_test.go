@@ -52,8 +52,10 @@ func torture(t *testing.T, bin string, env []string, args ...string) (check.Repo
 // paused, suspended and throttled, their wall clocks stepped, gateways
 // killed and frozen mid-transaction, etcd members killed and frozen and
 // etcd's quorum lost, PostgreSQL restarted, a gateway partitioned from
-// etcd or PostgreSQL, the network slowed. With fencing off, the same run
-// must show stale writes: a checker that cannot fail would prove nothing.
+// etcd or PostgreSQL, the network slowed — with the workers retrying
+// writes under their keys, some beside an attempt in flight, and their
+// answers held to agree. With fencing off, the same run must show stale
+// writes: a checker that cannot fail would prove nothing.
 func TestTortureCIProfile(t *testing.T) {
 	bin := buildFencegw(t)
 	run := func(extra ...string) (check.Report, string, error) {
@@ -61,7 +63,7 @@ func TestTortureCIProfile(t *testing.T) {
 	}
 
 	fenced, logs, err := run()
-	t.Logf("fenced: %s faults %v skipped %v events %v leases %v batching %v", fenced.Verdict, fenced.Faults, fenced.Skipped, fenced.Events, fenced.Leases, fenced.Batching)
+	t.Logf("fenced: %s faults %v skipped %v events %v leases %v batching %v retries %v", fenced.Verdict, fenced.Faults, fenced.Skipped, fenced.Events, fenced.Leases, fenced.Batching, fenced.Retries)
 	if err != nil || !fenced.OK() {
 		t.Fatalf("with fencing: %v, %s\n%+v\n%s", err, fenced.Verdict, fenced.Violations, logs)
 	}
@@ -72,12 +74,20 @@ func TestTortureCIProfile(t *testing.T) {
 
 	load := []string{"--coalesce", "--group-commit", "--workers", "16", "--resources", "6", "--burst", "12", "--max-write-transactions", "1"}
 	coalesced, logs, err := run(load...)
-	t.Logf("fenced, under load, coalesced, group commit: %s faults %v events %v batching %v", coalesced.Verdict, coalesced.Faults, coalesced.Events, coalesced.Batching)
+	t.Logf("fenced, under load, coalesced, group commit: %s faults %v events %v batching %v retries %v", coalesced.Verdict, coalesced.Faults, coalesced.Events, coalesced.Batching, coalesced.Retries)
 	if err != nil || !coalesced.OK() {
 		t.Fatalf("with fencing, coalescing and group commit: %v, %s\n%+v\n%s", err, coalesced.Verdict, coalesced.Violations, logs)
 	}
 	if b := coalesced.Batching; b == nil || 2*b.Shared <= b.Writes {
 		t.Fatalf("under load, coalescing and group commit carried too few writes: %v", b)
+	}
+	// The workers retried writes under their keys, some beside an
+	// attempt in flight, and were answered replays the checker held to
+	// the first answers.
+	for _, stat := range []string{"writes-retried", "attempts-beside-one-in-flight", "answers-replayed"} {
+		if fenced.Retries[stat]+coalesced.Retries[stat] < 1 {
+			t.Errorf("no %s in the fenced runs: retries %v and %v", stat, fenced.Retries, coalesced.Retries)
+		}
 	}
 
 	// The workers' stale writes need a random pause to land between a
