@@ -74,6 +74,13 @@ func NewEtcd(cli *clientv3.Client, keks KEKs) *Etcd {
 	return a
 }
 
+// UseClock makes the hold records read now instead of time.Now: its wall
+// reading times max_hold and hold times, its monotonic reading the
+// Reaper's wait for a renewal. Both bound liveness, not safety, which
+// `fencegw torture` shows by stepping a gateway's clocks through it. Call
+// it before the authority is used.
+func (a *Etcd) UseClock(now func() time.Time) { a.now = now }
+
 // Epoch returns the current epoch: the only one whose tokens are accepted.
 func (a *Etcd) Epoch() int64 { return a.epoch.Load() }
 

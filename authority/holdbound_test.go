@@ -27,7 +27,7 @@ func (c *manualClock) advance(d time.Duration) {
 func clocked(cli *clientv3.Client) (*Etcd, *manualClock) {
 	clock := &manualClock{t: time.Now()}
 	a := NewEtcd(cli, testenv.KEK())
-	a.now = clock.now
+	a.UseClock(clock.now)
 	return a, clock
 }
 

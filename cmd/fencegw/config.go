@@ -41,6 +41,9 @@ type serveConfig struct {
 	TLS             tlsFlags
 	JWT             jwtFlags
 	KEK             kekFlags
+	// TortureClock, for fencegw torture only, is the clock page the
+	// hold records' wall clock reads (tortureclock.go); "": the real one.
+	TortureClock string
 
 	IdempotencyRetention time.Duration
 	AuthorityCheck       time.Duration

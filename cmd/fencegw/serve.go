@@ -58,6 +58,7 @@ variable.`,
 		},
 	}
 	fs := cmd.Flags()
+	bindTortureClock(fs, &cfg.TortureClock)
 	cfg.bind(cmd, serveDefaults)
 	cfg.bindBackends(cmd, fs, allBackends)
 	cfg.hurry = secondSignal
@@ -119,6 +120,9 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if cfg.KEK.ReadClear {
 		auth.ReadClearKeys()
 		log.Warn("--read-clear-token-keys: signing keys stored in clear are used too; run fencegw keys rewrap, then restart without the flag")
+	}
+	if err := useTortureClock(cfg.TortureClock, auth, log); err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 
 	proxies, err := trustedProxies(cfg.TrustedProxies)

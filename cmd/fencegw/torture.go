@@ -31,7 +31,8 @@ followers killed or frozen, etcd's quorum lost, PostgreSQL restarted,
 the gateways' PostgreSQL traffic held back by a delaying proxy, a
 gateway partitioned from etcd or PostgreSQL one way or both, workers'
 wall clocks stepped, workers suspended with their monotonic clock held
-back, a worker throttled by a cgroup CPU limit where the machine allows),
+back, the gateways' clocks for max_hold and the lease reaper stepped, a
+worker throttled by a cgroup CPU limit where the machine allows),
 and acts as a late holder itself (it writes with a token after the next
 token's write), for --duration, then checks from the database
 that no stale write landed (on strict resources an equal token is
@@ -79,7 +80,7 @@ exits 1 too: its PASS covers fewer faults than asked.`,
 	fs.BoolVar(&cfg.Partitions, "partitions", cfg.Partitions, "let the nemesis cut a gateway off from etcd or PostgreSQL, both ways or one way (requests or answers lost), for one to three TTLs, then heal or cut the connections")
 	fs.BoolVar(&cfg.PauseGateways, "pause-gateways", cfg.PauseGateways, "let the nemesis freeze a gateway (SIGSTOP) for two to three TTLs, in the middle of a transaction when it has one open")
 	fs.BoolVar(&cfg.QuorumLoss, "quorum-loss", cfg.QuorumLoss, "let the nemesis kill two of the three etcd members for two to three TTLs")
-	fs.BoolVar(&cfg.ClockFaults, "clock-faults", cfg.ClockFaults, "let the nemesis step workers' wall clocks forward and back, and suspend workers in a critical section with their monotonic clock held back (a machine suspend)")
+	fs.BoolVar(&cfg.ClockFaults, "clock-faults", cfg.ClockFaults, "let the nemesis step workers' wall clocks forward and back, suspend workers in a critical section with their monotonic clock held back (a machine suspend), and step the clocks the gateways' max_hold and lease reaper read: the wall clock ahead and behind, the monotonic clock ahead")
 	fs.BoolVar(&cfg.Throttle, "throttle", cfg.Throttle, "let the nemesis throttle a worker with a cgroup CPU limit (1 ms a second) for two to three TTLs; skipped, and reported so, where this process cannot make a cgroup")
 	fs.IntVar(&cfg.Strict, "strict", cfg.Strict, "percentage of rounds on the strict resources, where a token writes once")
 	fs.IntVar(&cfg.Semaphores, "semaphores", cfg.Semaphores, "percentage of rounds on a permit of the semaphores (2 permits each): at most 2 writers at once per semaphore, each permit slot fenced")

@@ -118,3 +118,19 @@ func (c pageClock) Now() time.Time {
 }
 
 func (c pageClock) AfterFunc(d time.Duration, f func()) client.Timer { return time.AfterFunc(d, f) }
+
+// GatewayClock is the clock of a gateway's hold records under `fencegw
+// torture` (serve --unsafe-torture-clock): the real clock with the step
+// of the clock page at path on its wall reading and the page's lag on its
+// monotonic reading, as the nemesis sets them. The page stays mapped for
+// the life of the process.
+func GatewayClock(path string) (func() time.Time, error) {
+	if err := clockskew.Check(); err != nil {
+		return nil, err
+	}
+	page, err := mapClockPage(path)
+	if err != nil {
+		return nil, err
+	}
+	return pageClock{page}.Now, nil
+}

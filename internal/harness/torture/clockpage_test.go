@@ -50,3 +50,32 @@ func TestClockPage(t *testing.T) {
 		t.Fatal("a withdrawn request was taken")
 	}
 }
+
+// TestGatewayClock: a gateway's clock (serve --unsafe-torture-clock) is
+// the real one with the step the nemesis writes in its page on the wall
+// reading and the lag on the monotonic reading (ahead, for a lag below
+// zero), read at once.
+func TestGatewayClock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gateway-clock")
+	nemesis, err := mapClockPage(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nemesis.close()
+	now, err := GatewayClock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []struct{ step, lag time.Duration }{{9 * time.Second, 0}, {-9 * time.Second, 0}, {0, -4 * time.Second}, {0, 0}} {
+		nemesis.setOffsets(o.step, o.lag)
+		before := time.Now()
+		got := now()
+		after := time.Now()
+		if w := got.Round(0); w.Before(before.Add(o.step).Round(0)) || w.After(after.Add(o.step).Round(0)) {
+			t.Errorf("%+v: wall reading %v, want %v from %v", o, w, o.step, before)
+		}
+		if m := got.Sub(before); m < -o.lag || m > -o.lag+after.Sub(before) {
+			t.Errorf("%+v: monotonic reading %v from the true one, want %v", o, m, -o.lag)
+		}
+	}
+}

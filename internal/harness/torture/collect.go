@@ -53,10 +53,33 @@ func collect(ctx context.Context, dir, dbURL string, workers int, faults map[str
 		}
 		end, err := readFences(ctx, tx, "the end", at)
 		in.Fences = append(readings, end)
-		return err
+		if err != nil {
+			return err
+		}
+		return countRevocations(ctx, tx, faults)
 	})
 	if err != nil {
 		return check.Report{}, err
 	}
 	return check.Check(in), nil
+}
+
+// countRevocations adds to faults the leases the gateways revoked on
+// their own, by the lock history: not renewed for two TTLs (the reaper),
+// held past max_hold (a keepalive or the reaper). The gateways' clocks
+// decide both; under clock faults the nemesis steps them.
+func countRevocations(ctx context.Context, tx pgx.Tx, faults map[string]int) error {
+	var unrenewed, pastMaxHold int
+	err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE reason LIKE 'not renewed%'), count(*) FILTER (WHERE reason LIKE '%max_hold%')
+		FROM fencegw.lock_history WHERE event = 'revoked'`).Scan(&unrenewed, &pastMaxHold)
+	if err != nil {
+		return fmt.Errorf("torture: read the lock history: %w", err)
+	}
+	if unrenewed > 0 {
+		faults["leases-revoked-unrenewed"] = unrenewed
+	}
+	if pastMaxHold > 0 {
+		faults["leases-revoked-past-max-hold"] = pastMaxHold
+	}
+	return nil
 }

@@ -31,7 +31,9 @@ type Config struct {
 	// ClockFaults steps workers' wall clocks forward and back, and
 	// suspends workers inside a critical section with their monotonic
 	// clock held back (a machine suspend), in the workers' injected
-	// clock (clockpage.go).
+	// clock (clockpage.go); and moves the clock the gateways' max_hold
+	// and lease reaper read: the wall clock ahead and behind, the
+	// monotonic clock ahead (nemesis_gatewayclock.go).
 	ClockFaults bool
 	// Throttle limits a worker's CPU with a cgroup for two to three TTLs,
 	// where the machine lets this process make one; else the report says

@@ -34,6 +34,9 @@ var faultKinds = []faultKind{
 	{name: "wall-clock-forward", weight: 3, enabled: func(c Config) bool { return c.ClockFaults }},
 	{name: "wall-clock-back", weight: 3, enabled: func(c Config) bool { return c.ClockFaults }},
 	{name: "suspend-worker", weight: 6, enabled: func(c Config) bool { return c.ClockFaults }},
+	{name: "gateway-clock-forward", weight: 2, enabled: func(c Config) bool { return c.ClockFaults }},
+	{name: "gateway-clock-back", weight: 2, enabled: func(c Config) bool { return c.ClockFaults && c.Gateways > 1 }},
+	{name: "gateway-clock-fast", weight: 2, enabled: func(c Config) bool { return c.ClockFaults }},
 	{name: "throttle-worker", weight: 4, enabled: func(c Config) bool { return c.Throttle }},
 	{name: "restart-postgres", weight: 6, enabled: func(c Config) bool { return c.RestartPostgres }},
 }

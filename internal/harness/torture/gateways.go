@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -38,7 +39,11 @@ func startGateways(ctx context.Context, cfg Config, bin, dir, dbURL string, etcd
 			return gateways, all, err
 		}
 		all = append(all, l)
-		g, err := newGateway(bin, dir, i, dbURL, l, etcd, policy, cfg.UnsafeNoFence, extra...)
+		args := extra
+		if cfg.ClockFaults {
+			args = append(slices.Clip(extra), "--unsafe-torture-clock", clockPath(dir, "gateway-clock", i))
+		}
+		g, err := newGateway(bin, dir, i, dbURL, l, etcd, policy, cfg.UnsafeNoFence, args...)
 		if err != nil {
 			return gateways, all, err
 		}

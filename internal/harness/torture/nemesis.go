@@ -42,6 +42,11 @@ type nemesis struct {
 	// wall-clock step at a time per worker.
 	clocks    []*clockPage
 	clockBusy []atomic.Bool
+	// gatewayClocks are the gateways' clock pages, whose steps their
+	// authorities' hold records read (nemesis_gatewayclock.go); one
+	// such fault at a time.
+	gatewayClocks    []*clockPage
+	gatewayClockBusy atomic.Bool
 	// cpu is the cgroup a throttled worker is moved into; nil where the
 	// machine allows none (skipped says why).
 	cpu          *cgroupcpu.Group
@@ -173,6 +178,8 @@ func (n *nemesis) inject(ctx context.Context, name string) bool {
 		return n.pauseGateway(ctx)
 	case "wall-clock-forward", "wall-clock-back":
 		return n.stepWallClock(ctx, name == "wall-clock-forward")
+	case "gateway-clock-forward", "gateway-clock-back", "gateway-clock-fast":
+		return n.stepGatewayClocks(ctx, name)
 	case "suspend-worker":
 		return n.suspendWorker(ctx)
 	case "throttle-worker":

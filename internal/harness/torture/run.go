@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -65,8 +64,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	if err := db.prepared(setupCtx); err != nil {
 		return check.Report{}, err
 	}
-	policy := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(policy, []byte(fmt.Sprintf(policyYAML, strconv.FormatBool(cfg.Coalesce), strconv.FormatBool(cfg.GroupCommit), semPermits)), 0o644); err != nil {
+	policyPath := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policyPath, []byte(policy(cfg)), 0o644); err != nil {
 		return check.Report{}, err
 	}
 	var skipped map[string]string
@@ -80,7 +79,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 			defer cpu.Close()
 		}
 	}
-	gateways, allLinks, err := startGateways(setupCtx, cfg, bin, dir, db.url(), etcd, policy)
+	var gatewayClocks []*clockPage
+	if cfg.ClockFaults {
+		if gatewayClocks, err = mapClockPages(dir, "gateway-clock", cfg.Gateways); err != nil {
+			return check.Report{}, err
+		}
+		defer closePages(gatewayClocks)
+	}
+	gateways, allLinks, err := startGateways(setupCtx, cfg, bin, dir, db.url(), etcd, policyPath)
 	defer func() {
 		for _, g := range gateways {
 			g.stop()
@@ -131,14 +137,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	stopFile := filepath.Join(dir, "stop")
 	var clocks []*clockPage
 	if cfg.ClockFaults {
-		if clocks, err = clockPages(dir, cfg.Workers); err != nil {
+		if clocks, err = mapClockPages(dir, "clock", cfg.Workers); err != nil {
 			return check.Report{}, err
 		}
-		defer func() {
-			for _, c := range clocks {
-				c.close()
-			}
-		}()
+		defer closePages(clocks)
 	}
 	workers, err := startWorkers(bin, dir, cfg, urls, db.url(), bound, stopFile)
 	if err != nil {
@@ -146,7 +148,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	}
 	n := &nemesis{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), log: log, workers: workers,
 		gateways: gateways, pg: db.pg, replicated: db.replicated, etcd: etcd, links: allLinks, faults: map[string]int{}, paused: map[int]bool{},
-		bin: bin, dir: dir, dbURL: db.url(), late: late, latePermit: latePermit, clocks: clocks, clockBusy: make([]atomic.Bool, cfg.Workers), cpu: cpu, skipped: skipped}
+		bin: bin, dir: dir, dbURL: db.url(), late: late, latePermit: latePermit, clocks: clocks, clockBusy: make([]atomic.Bool, cfg.Workers), gatewayClocks: gatewayClocks, cpu: cpu, skipped: skipped}
 	if db.replicated != nil {
 		db.replicated.promoted = n.fencesAfterFailover
 	}

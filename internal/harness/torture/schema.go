@@ -1,6 +1,8 @@
 package torture
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -49,13 +51,13 @@ const balancesSQL = "INSERT INTO torture.balances (resource, cents) SELECT f || 
 // semPermits (a row's resource is the slot's, sem/r0#2), and transfers
 // between two res resources; the first two arguments are the coalesce
 // and group_commit settings, the same for every family, the third
-// semPermits.
+// semPermits, the fourth more settings of res (policy).
 const policyYAML = `
 resources:
   res:
     key: "res/{r}"
     coalesce: %[1]s
-    group_commit: %[2]s
+    group_commit: %[2]s%[4]s
   strict:
     key: "strict/{r}"
     compare: strict
@@ -144,3 +146,14 @@ func semaphoreOf(resource string) (string, int) {
 
 // strictResource reports whether resource is of the strict family.
 func strictResource(resource string) bool { return strings.HasPrefix(resource, "strict/") }
+
+// policy is the run's policy file: policyYAML with cfg's settings. Under
+// clock faults res has a max_hold the gateways' clocks are stepped past
+// (gatewayMaxHold), which no holder's honest hold reaches.
+func policy(cfg Config) string {
+	var res string
+	if cfg.ClockFaults {
+		res = fmt.Sprintf("\n    max_hold: %s", gatewayMaxHold(cfg.TTL))
+	}
+	return fmt.Sprintf(policyYAML, strconv.FormatBool(cfg.Coalesce), strconv.FormatBool(cfg.GroupCommit), semPermits, res)
+}

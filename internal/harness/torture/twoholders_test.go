@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,11 +21,11 @@ import (
 // its tables.
 func tortureGateway(t *testing.T) *testgw.Gateway {
 	t.Helper()
-	policy := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(policy, []byte(fmt.Sprintf(policyYAML, "true", "true", semPermits)), 0o644); err != nil {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(path, []byte(policy(Config{Coalesce: true, GroupCommit: true})), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gw := testgw.Start(t, testgw.Options{Policy: policy})
+	gw := testgw.Start(t, testgw.Options{Policy: path})
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, gw.DatabaseURL)
 	if err != nil {

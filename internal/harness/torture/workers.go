@@ -28,7 +28,7 @@ func startWorkers(bin, dir string, cfg Config, urls []string, dbURL string, unti
 			"--worker", strconv.Itoa(i), "--seed", strconv.FormatInt(cfg.Seed, 10), "--burst", strconv.Itoa(cfg.Burst), "--database-url", dbURL,
 			"--transfers", strconv.Itoa(cfg.Transfers), "--strict", strconv.Itoa(cfg.Strict), "--semaphores", strconv.Itoa(cfg.Semaphores))
 		if cfg.ClockFaults {
-			cmd.Args = append(cmd.Args, "--clock", clockPath(dir, i))
+			cmd.Args = append(cmd.Args, "--clock", clockPath(dir, "clock", i))
 		}
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -66,23 +66,30 @@ func waitWorkers(cmds []*exec.Cmd, grace time.Duration) {
 	}
 }
 
-func clockPath(dir string, i int) string {
-	return filepath.Join(dir, fmt.Sprintf("clock-%d.page", i))
+// clockPath is the clock page of worker i (name "clock") or gateway i
+// ("gateway-clock").
+func clockPath(dir, name string, i int) string {
+	return filepath.Join(dir, fmt.Sprintf("%s-%d.page", name, i))
 }
 
-// clockPages makes the workers' clock pages, before they start, so that
-// the nemesis and each worker map one file.
-func clockPages(dir string, workers int) ([]*clockPage, error) {
+// mapClockPages makes n clock pages of the name, before the processes
+// that read them start, so that the nemesis and each process map one
+// file.
+func mapClockPages(dir, name string, n int) ([]*clockPage, error) {
 	var pages []*clockPage
-	for i := range workers {
-		p, err := mapClockPage(clockPath(dir, i))
+	for i := range n {
+		p, err := mapClockPage(clockPath(dir, name, i))
 		if err != nil {
-			for _, p := range pages {
-				p.close()
-			}
+			closePages(pages)
 			return nil, err
 		}
 		pages = append(pages, p)
 	}
 	return pages, nil
+}
+
+func closePages(pages []*clockPage) {
+	for _, p := range pages {
+		p.close()
+	}
 }

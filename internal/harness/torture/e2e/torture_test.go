@@ -52,7 +52,9 @@ func torture(t *testing.T, bin string, env []string, args ...string) (check.Repo
 // paused, suspended and throttled, their wall clocks stepped, gateways
 // killed and frozen mid-transaction, etcd members killed and frozen and
 // etcd's quorum lost, PostgreSQL restarted, a gateway partitioned from
-// etcd or PostgreSQL, the network slowed — with the workers retrying
+// etcd or PostgreSQL, the network slowed, the gateways' clocks for
+// max_hold and the lease reaper moved until they revoked live holders'
+// leases — with the workers retrying
 // writes under their keys, some beside an attempt in flight, and their
 // answers held to agree. With fencing off, the same run must show stale
 // writes: a checker that cannot fail would prove nothing.
@@ -117,7 +119,7 @@ func requireEveryFault(t *testing.T, r check.Report) {
 	t.Helper()
 	for _, kind := range []string{"kill-gateway", "kill-etcd-leader", "kill-etcd-member", "pause-etcd-member", "etcd-quorum-loss", "slow-network", "partition-etcd", "partition-etcd-one-way",
 		"partition-postgres", "partition-postgres-one-way", "pause-gateway", "wall-clock-forward", "wall-clock-back",
-		"suspend-worker", "throttle-worker", "restart-postgres"} {
+		"suspend-worker", "gateway-clock-forward", "gateway-clock-back", "gateway-clock-fast", "throttle-worker", "restart-postgres"} {
 		if r.Faults[kind] < 1 && (kind != "throttle-worker" || r.Skipped[kind] == "") {
 			t.Errorf("no %s among the faults %v (skipped: %v)", kind, r.Faults, r.Skipped)
 		}
