@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DB is what the functions that run a statement or two need: a pool, a
@@ -17,13 +18,30 @@ type DB interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// storedResponse reads the answer stored for a completed key.
-func storedResponse(ctx context.Context, db DB, k *IdempotencyKey) (Response, error) {
+// storedResponse reads the answer stored for a completed key, on conn, and
+// replays it only once it is as durable as an acknowledged commit. The
+// key's commit may have been answered with a warning (its wait for the
+// synchronous standby cancelled: committed on this server alone, which a
+// failover loses), and was then answered unknown; a retry reads its answer
+// all the same. So the read is a transaction that commits after the key's
+// and waits for the standby as far as its own commit, the key's and
+// further: it locks the key's row (FOR KEY SHARE), which writes WAL, and a
+// transaction waits for the standby only if it wrote some. A warning on
+// that commit, as on any, leaves the outcome unknown.
+func (s *Store) storedResponse(ctx context.Context, conn *pgxpool.Conn, k *IdempotencyKey) (Response, error) {
 	r := Response{Replayed: true}
-	err := db.QueryRow(ctx, "SELECT status, response FROM fencegw.idempotency_keys WHERE (client, operation, key) = ($1, $2, $3)",
-		k.Client, k.Scope, k.Value).Scan(&r.Status, &r.Body)
+	pc := conn.Conn().PgConn()
+	before := heard(pc)
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, "SELECT status, response FROM fencegw.idempotency_keys WHERE (client, operation, key) = ($1, $2, $3) FOR KEY SHARE",
+			k.Client, k.Scope, k.Value).Scan(&r.Status, &r.Body)
+	})
+	if err == nil {
+		err = s.warnedSince(pc, before)
+	}
 	if err != nil {
-		// The request was applied earlier; only its answer is out of reach.
+		// The request was applied earlier; only its answer, or that it
+		// lasts, is out of reach.
 		return Response{}, fmt.Errorf("%w (%w): reading the stored response of key %q: %w", ErrUnavailable, ErrOutcomeUnknown, k.Value, err)
 	}
 	return r, nil

@@ -3,6 +3,7 @@ package fence
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -553,13 +554,23 @@ func (s *Store) answerReplays(ctx context.Context, conn *pgxpool.Conn, batch []*
 			continue
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		var q DB = s.pool
-		if conn != nil && usable(conn) {
-			q = conn
-		}
-		p.resp, p.err = storedResponse(rctx, q, p.req.IdempotencyKey)
+		p.resp, p.err = s.replayOn(rctx, conn, p.req.IdempotencyKey)
 		cancel()
 	}
+}
+
+// replayOn is storedResponse on conn if it is usable, else on a
+// connection of the pool's.
+func (s *Store) replayOn(ctx context.Context, conn *pgxpool.Conn, k *IdempotencyKey) (Response, error) {
+	if conn == nil || !usable(conn) {
+		c, err := s.acquire(ctx)
+		if err != nil {
+			return Response{}, fmt.Errorf("%w (%w): reading the stored response of key %q: %w", ErrUnavailable, ErrOutcomeUnknown, k.Value, err)
+		}
+		defer c.Release()
+		conn = c
+	}
+	return s.storedResponse(ctx, conn, k)
 }
 
 func savepoint(i int) string { return "fencegw_w" + strconv.Itoa(i) }

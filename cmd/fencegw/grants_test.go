@@ -22,8 +22,9 @@ import (
 // TestServeWithExactlyTheGrants: a role holding only what `fencegw grants`
 // prints (no ownership, no superuser, nothing else) runs serve (its
 // start-up checks, the janitor, the replicas' check, the audit), takes a
-// lease, writes, writes with an Idempotency-Key, is refused a stale write,
-// and runs inspect; it still cannot declare a bypass or delete accounts.
+// lease, writes, writes with an Idempotency-Key and replays it, is
+// refused a stale write, and runs inspect; it still cannot declare a
+// bypass or delete accounts.
 func TestServeWithExactlyTheGrants(t *testing.T) {
 	ctx := context.Background()
 	const demo = "../../testdata/demo/policy.yaml"
@@ -84,6 +85,10 @@ func TestServeWithExactlyTheGrants(t *testing.T) {
 	}
 	if status, body = post("/v1/ops/debit", old, "k1", debit); status != http.StatusOK {
 		t.Fatalf("keyed debit: %d %s\n%s", status, body, logs)
+	}
+	// Its replay locks the key's row to wait for any standby.
+	if status, body = post("/v1/ops/debit", old, "k1", debit); status != http.StatusOK {
+		t.Fatalf("keyed debit replayed: %d %s\n%s", status, body, logs)
 	}
 	release, _ := http.NewRequest(http.MethodDelete, base+"/v1/leases/"+field(firstLease, "lease_id"), nil)
 	resp, err := http.DefaultClient.Do(release)
