@@ -28,7 +28,9 @@ func tortureCommand() *cobra.Command {
 a throwaway PostgreSQL on loopback, injects faults (workers frozen past
 their lease, gateways killed or frozen mid-transaction, etcd leader or
 followers killed or frozen, etcd's quorum lost, PostgreSQL restarted,
-the gateways' PostgreSQL traffic held back by a delaying proxy, a
+the gateways' PostgreSQL backends cancelled or terminated or given a
+short statement or idle-in-transaction timeout, the gateways'
+PostgreSQL traffic held back by a delaying proxy, a
 gateway partitioned from etcd or PostgreSQL one way or both, workers'
 wall clocks stepped, workers suspended with their monotonic clock held
 back, the gateways' clocks for max_hold and the lease reaper stepped, a
@@ -47,8 +49,8 @@ PostgreSQL is a primary and a streaming standby behind one multi-host URL,
 and the nemesis kills the primary (SIGKILL) and promotes the standby every
 --failover-every instead of restarting it. Exit status 0 when the verdict
 is the expected one: no violations, or — with --unsafe-no-fence (fencing
-off) or --async-standby (failovers that lose acknowledged commits), the
-control runs — at least one. A fenced run that ends at its time bound
+off), --async-standby or --unsafe-ignore-commit-warnings (failovers that
+lose acknowledged commits), the control runs — at least one. A fenced run that ends at its time bound
 with fewer failovers or rollbacks than --min-failovers or --min-rollbacks
 asked for, without one late holder's write answered, or without one of
 each fault kind it asks for (a kind this machine cannot inject, such as
@@ -91,6 +93,8 @@ exits 1 too: its PASS covers fewer faults than asked.`,
 	fs.BoolVar(&cfg.Failover, "failover", false, "a primary with a synchronous streaming standby; the nemesis kills the primary and promotes the standby")
 	fs.BoolVar(&cfg.AsyncStandby, "async-standby", false, "with --failover: an asynchronous standby whose WAL is held back, the control run that must lose acknowledged writes")
 	fs.DurationVar(&cfg.FailoverEvery, "failover-every", cfg.FailoverEvery, "with --failover: time between failovers")
+	fs.BoolVar(&cfg.BackendFaults, "backend-faults", cfg.BackendFaults, "let the nemesis cancel and terminate the gateways' PostgreSQL backends, set a short statement_timeout or idle_in_transaction_session_timeout on their role, and with --failover cancel COMMITs' waits for the synchronous standby and stop the standby before every other failover")
+	fs.BoolVar(&cfg.UnsafeIgnoreCommitWarnings, "unsafe-ignore-commit-warnings", false, "control run, with --failover: gateways that answer 200 for a COMMIT PostgreSQL warned about; every failover follows a standby outage whose cancelled waits it loses, and the checker must find them")
 	fs.BoolVar(&cfg.EtcdRollback, "etcd-rollback", false, "snapshot etcd, later restore every member from the snapshot (revisions issued again): gateways must halt, and the nemesis runs fencegw epoch bump")
 	fs.BoolVar(&cfg.RollbackBump, "rollback-bump", false, "with --etcd-rollback: restore with --bump-revision and --mark-compacted, which should need no halt")
 	fs.IntVar(&cfg.MinFailovers, "min-failovers", 0, fmt.Sprintf("with --failover: go on past --duration until this many failovers were done (at most %d × --duration)", torture.MaxOverrun))
@@ -128,12 +132,14 @@ func runTorture(ctx context.Context, cfg torture.Config, asJSON bool, out io.Wri
 // judge says whether report is the verdict cfg's run should have had: nil,
 // or the exit error saying why not.
 func judge(cfg torture.Config, report check.Report) error {
-	control, short := cfg.UnsafeNoFence || cfg.AsyncStandby, checkFaultsDone(cfg, report.Faults, report.Skipped)
+	control, short := cfg.UnsafeNoFence || cfg.AsyncStandby || cfg.UnsafeIgnoreCommitWarnings, checkFaultsDone(cfg, report.Faults, report.Skipped)
 	switch {
 	case cfg.UnsafeNoFence && report.OK():
 		return &exitError{code: 1, err: errors.Join(errors.New("torture: control run with fencing off found no violation: the checker proved nothing"), short)}
 	case cfg.AsyncStandby && report.OK():
 		return &exitError{code: 1, err: errors.Join(errors.New("torture: control run with an asynchronous standby found no violation this time"), short)}
+	case cfg.UnsafeIgnoreCommitWarnings && report.OK():
+		return &exitError{code: 1, err: errors.Join(errors.New("torture: control run with commit warnings ignored found no violation this time"), short)}
 	case !control && !report.OK():
 		return &exitError{code: 1, err: fmt.Errorf("torture: %d violation(s) with fencing on", len(report.Violations))}
 	case !control && short != nil:

@@ -59,6 +59,9 @@ func TestJudge(t *testing.T) {
 	control := fenced
 	control.AsyncStandby = true
 	etcd := torture.Config{Duration: time.Minute, EtcdFaults: true}
+	ignoring := torture.Config{Duration: time.Minute, Failover: true, BackendFaults: true, UnsafeIgnoreCommitWarnings: true}
+	outage := map[string]int{"failover": 1, "standby-outage": 1, "cancel-backend": 1, "terminate-backend": 1, "cancel-commit": 1,
+		"statement-timeout": 1, "idle-in-transaction-timeout": 1}
 	throttle := torture.Config{Duration: time.Minute, Throttle: true}
 	for _, tc := range []struct {
 		name   string
@@ -75,6 +78,8 @@ func TestJudge(t *testing.T) {
 		{"control found violations short of faults", control, check.Report{Faults: short, Violations: violation}, nil},
 		{"control found nothing short of faults", control, check.Report{Faults: short}, []string{"found no violation", "only 1 of the 2 failovers"}},
 		{"control found nothing", control, check.Report{Faults: enough}, []string{"found no violation"}},
+		{"commit warnings ignored, found violations", ignoring, check.Report{Faults: outage, Violations: violation}, nil},
+		{"commit warnings ignored, found nothing", ignoring, check.Report{Faults: outage}, []string{"commit warnings ignored found no violation"}},
 	} {
 		err := judge(tc.cfg, tc.report)
 		if len(tc.want) == 0 {

@@ -73,6 +73,20 @@ type Config struct {
 	Failover      bool
 	AsyncStandby  bool
 	FailoverEvery time.Duration
+	// BackendFaults lets the nemesis do to the gateways' PostgreSQL
+	// sessions what operators and databases do (nemesis_backend.go):
+	// cancel or terminate a backend in a statement, set a short
+	// statement_timeout or idle_in_transaction_session_timeout on their
+	// role; with Failover, cancel a COMMIT's wait for the synchronous
+	// standby, and stop the standby before every other failover, the
+	// waits cancelled and terminated meanwhile.
+	BackendFaults bool
+	// UnsafeIgnoreCommitWarnings runs the gateways with
+	// --unsafe-ignore-commit-warnings (needs Failover): a COMMIT
+	// PostgreSQL warned about is answered 200. The control of the
+	// standby outages, every failover after one, whose cancelled waits
+	// the promotion loses.
+	UnsafeIgnoreCommitWarnings bool
 	// EtcdRollback takes a snapshot of etcd and, RollbackEvery/2 later,
 	// restores every member from it (the cluster issues revisions again);
 	// the gateways must halt, and the nemesis runs fencegw epoch bump.
@@ -102,7 +116,7 @@ func Defaults() Config {
 	return Config{
 		Workers: 6, Resources: 4, Gateways: 2, Duration: 30 * time.Second, TTL: time.Second, Seed: 1,
 		FaultEvery: 600 * time.Millisecond, KillGateways: true, RestartPostgres: true, EtcdFaults: true, SlowNetwork: true, Burst: 3,
-		Partitions: true, PauseGateways: true, QuorumLoss: true, ClockFaults: true, Throttle: true, Strict: 20,
+		Partitions: true, PauseGateways: true, QuorumLoss: true, ClockFaults: true, Throttle: true, BackendFaults: true, Strict: 20,
 		Transfers: 25, FailoverEvery: 6 * time.Second, RollbackEvery: 12 * time.Second,
 	}
 }
@@ -129,6 +143,8 @@ func (c Config) Check() error {
 		return errors.New("torture: --max-write-transactions must be 0 (the gateways' default) to 64")
 	case c.AsyncStandby && !c.Failover:
 		return errors.New("torture: --async-standby needs --failover")
+	case c.UnsafeIgnoreCommitWarnings && (!c.Failover || !c.BackendFaults || c.AsyncStandby):
+		return errors.New("torture: --unsafe-ignore-commit-warnings needs --failover and --backend-faults, and no --async-standby")
 	case c.Failover && c.FailoverEvery < 2*time.Second:
 		return errors.New("torture: failovers at most every 2s")
 	case c.MinFailovers < 0 || c.MinRollbacks < 0 || (c.MinFailovers > 0 && !c.Failover) || (c.MinRollbacks > 0 && !c.EtcdRollback):
@@ -142,3 +158,8 @@ func (c Config) Check() error {
 	}
 	return nil
 }
+
+// lossControl reports whether c is a control whose failovers lose
+// acknowledged commits, where the nemesis writes across each failover
+// (twoholders.go) instead of acting as a late holder.
+func (c Config) lossControl() bool { return c.AsyncStandby || c.UnsafeIgnoreCommitWarnings }

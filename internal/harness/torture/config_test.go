@@ -24,6 +24,10 @@ func TestCheckMinimumFaults(t *testing.T) {
 		{"semaphores", func(c *Config) { c.Semaphores = 50 }, true},
 		{"negative semaphores", func(c *Config) { c.Semaphores = -1 }, false},
 		{"semaphores and strict over 100", func(c *Config) { c.Strict, c.Semaphores = 50, 51 }, false},
+		{"commit warnings ignored with failovers", func(c *Config) { c.Failover, c.UnsafeIgnoreCommitWarnings = true, true }, true},
+		{"commit warnings ignored without failovers", func(c *Config) { c.UnsafeIgnoreCommitWarnings = true }, false},
+		{"commit warnings ignored without backend faults", func(c *Config) { c.Failover, c.UnsafeIgnoreCommitWarnings, c.BackendFaults = true, true, false }, false},
+		{"commit warnings ignored and an asynchronous standby", func(c *Config) { c.Failover, c.UnsafeIgnoreCommitWarnings, c.AsyncStandby = true, true, true }, false},
 	} {
 		c := Defaults()
 		tt.change(&c)
@@ -35,8 +39,9 @@ func TestCheckMinimumFaults(t *testing.T) {
 
 // TestFaultsMissingLateHolder: a run without an asynchronous standby is
 // not done before the late holder's write was answered once, nor, with
-// semaphores, the late permit holder's; with one, the nemesis's writes
-// belong to the failovers instead.
+// semaphores, the late permit holder's; with one, or with commit warnings
+// ignored, the nemesis's writes belong to the failovers instead, and the
+// latter is not done before a standby outage was followed by one.
 func TestFaultsMissingLateHolder(t *testing.T) {
 	c := Config{}
 	if got := c.FaultsMissing(nil, nil); len(got) != 1 {
@@ -55,6 +60,15 @@ func TestFaultsMissingLateHolder(t *testing.T) {
 	c.Failover, c.AsyncStandby = true, true
 	if got := c.FaultsMissing(nil, nil); len(got) != 0 {
 		t.Fatalf("with an asynchronous standby: missing %q, want nothing", got)
+	}
+	c.AsyncStandby, c.BackendFaults, c.UnsafeIgnoreCommitWarnings = false, true, true
+	backend := map[string]int{"cancel-backend": 1, "terminate-backend": 1, "cancel-commit": 1, "statement-timeout": 1, "idle-in-transaction-timeout": 1}
+	if got := c.FaultsMissing(backend, nil); len(got) != 1 || got[0] != "no standby outage followed by a failover" {
+		t.Fatalf("commit warnings ignored: missing %q, want the standby outage alone", got)
+	}
+	backend["standby-outage"] = 1
+	if got := c.FaultsMissing(backend, nil); len(got) != 0 {
+		t.Fatalf("commit warnings ignored, after a standby outage: missing %q, want nothing", got)
 	}
 }
 

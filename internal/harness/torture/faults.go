@@ -39,6 +39,11 @@ var faultKinds = []faultKind{
 	{name: "gateway-clock-fast", weight: 2, enabled: func(c Config) bool { return c.ClockFaults }},
 	{name: "throttle-worker", weight: 4, enabled: func(c Config) bool { return c.Throttle }},
 	{name: "restart-postgres", weight: 6, enabled: func(c Config) bool { return c.RestartPostgres }},
+	{name: "cancel-backend", weight: 3, enabled: func(c Config) bool { return c.BackendFaults }},
+	{name: "terminate-backend", weight: 3, enabled: func(c Config) bool { return c.BackendFaults }},
+	{name: "cancel-commit", weight: 3, enabled: func(c Config) bool { return c.BackendFaults && c.Failover }},
+	{name: "statement-timeout", weight: 2, enabled: func(c Config) bool { return c.BackendFaults }},
+	{name: "idle-in-transaction-timeout", weight: 2, enabled: func(c Config) bool { return c.BackendFaults }},
 }
 
 // maxPostgresRestarts bounds restart-postgres: each takes a second or
@@ -76,10 +81,13 @@ func (c Config) FaultsMissing(faults map[string]int, skipped map[string]string) 
 	if got := faults["etcd-rollback"]; got < c.MinRollbacks {
 		missing = append(missing, fmt.Sprintf("only %d of the %d etcd rollbacks", got, c.MinRollbacks))
 	}
-	if faults["late-holder"] < 1 && !c.AsyncStandby {
+	if faults["standby-outage"] < 1 && c.Failover && c.BackendFaults {
+		missing = append(missing, "no standby outage followed by a failover")
+	}
+	if faults["late-holder"] < 1 && !c.lossControl() {
 		missing = append(missing, "no late holder's write answered")
 	}
-	if faults["late-permit-holder"] < 1 && c.Semaphores > 0 && !c.AsyncStandby {
+	if faults["late-permit-holder"] < 1 && c.Semaphores > 0 && !c.lossControl() {
 		missing = append(missing, "no late permit holder's write answered")
 	}
 	var none []string

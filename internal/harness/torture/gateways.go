@@ -31,6 +31,9 @@ func startGateways(ctx context.Context, cfg Config, bin, dir, dbURL string, etcd
 	if cfg.WriteTransactions > 0 {
 		extra = append(extra, "--max-write-transactions", strconv.Itoa(cfg.WriteTransactions))
 	}
+	if cfg.UnsafeIgnoreCommitWarnings {
+		extra = append(extra, "--unsafe-ignore-commit-warnings")
+	}
 	var gateways []*gatewayProc
 	var all []*links
 	for i := range cfg.Gateways {

@@ -49,8 +49,9 @@ func newLinks(pgAddrs []string, members []*etcdMember) (*links, error) {
 
 // databaseURL is dbURL (one host, or the multi-host URL naming the
 // servers in the order of the addresses links were made for) with each
-// host replaced by its proxy, and application_name set to name so that
-// pg_stat_activity tells this gateway's sessions apart.
+// host replaced by its proxy, the gateways' role as its user, and
+// application_name set to name so that pg_stat_activity tells this
+// gateway's sessions apart.
 func (l *links) databaseURL(dbURL, name string) (string, error) {
 	u, err := url.Parse(dbURL)
 	if err != nil {
@@ -64,6 +65,7 @@ func (l *links) databaseURL(dbURL, name string) (string, error) {
 		hosts[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(l.pg[i].port()))
 	}
 	u.Host = strings.Join(hosts, ",")
+	u.User = url.User(gatewayRole)
 	q := u.Query()
 	q.Set("application_name", name)
 	u.RawQuery = q.Encode()

@@ -9,8 +9,9 @@ import (
 
 // TestLinks: a gateway's URLs name its own proxies — each PostgreSQL
 // host of a multi-host URL in its place, each etcd member in its order
-// and scheme — and its sessions carry its name, so the nemesis can cut
-// this gateway off alone and find its transactions in pg_stat_activity.
+// and scheme — and its sessions carry its name and the gateways' role, so
+// the nemesis can cut this gateway off alone, find its transactions in
+// pg_stat_activity, and set timeouts on the gateways' sessions alone.
 func TestLinks(t *testing.T) {
 	members := []*etcdMember{{clientURL: "https://127.0.0.1:2379"}, {clientURL: "https://127.0.0.1:2380"}}
 	multi := "postgres://postgres@127.0.0.1:5432,127.0.0.1:5433/postgres?sslmode=disable&target_session_attrs=read-write"
@@ -34,6 +35,9 @@ func TestLinks(t *testing.T) {
 	q := u.Query()
 	if q.Get("application_name") != "torture-gateway-1" || q.Get("target_session_attrs") != "read-write" || q.Get("sslmode") != "disable" {
 		t.Errorf("query %s: want the name added, the rest kept", u.RawQuery)
+	}
+	if u.User.Username() != gatewayRole {
+		t.Errorf("user %s, want the gateways' role %s, whose settings the nemesis changes alone", u.User.Username(), gatewayRole)
 	}
 	if *l.pg[1].target.Load() != "127.0.0.1:5433" || *l.etcd[1].target.Load() != "127.0.0.1:2380" {
 		t.Errorf("proxies lead to %s and %s", *l.pg[1].target.Load(), *l.etcd[1].target.Load())

@@ -51,8 +51,11 @@ type nemesis struct {
 	// machine allows none (skipped says why).
 	cpu          *cgroupcpu.Group
 	throttleBusy atomic.Bool
-	skipped      map[string]string
-	pgRestarts   int
+	// backendBusy, roleBusy: one backend signalled, one timeout on the
+	// gateways' role at a time (nemesis_backend.go).
+	backendBusy, roleBusy atomic.Bool
+	skipped               map[string]string
+	pgRestarts            int
 	// late, unless the run has an asynchronous standby, acts out the
 	// book's late holder on the nemesis's own resource (twoholders.go).
 	late *twoHolders
@@ -186,6 +189,10 @@ func (n *nemesis) inject(ctx context.Context, name string) bool {
 		return n.throttleWorker(ctx)
 	case "restart-postgres":
 		return n.restartPostgres(ctx)
+	case "cancel-backend", "terminate-backend", "cancel-commit":
+		return n.signalBackend(ctx, name)
+	case "statement-timeout", "idle-in-transaction-timeout":
+		return n.roleTimeout(ctx, name)
 	}
 	return false
 }

@@ -86,19 +86,27 @@ func (n *nemesis) quorumLoss(ctx context.Context) bool {
 }
 
 // failovers kills the primary and promotes its standby every
-// FailoverEvery until ctx ends, the first after half an interval. A
+// FailoverEvery until ctx ends, the first after half an interval. With
+// BackendFaults every other failover (every one in the control that
+// ignores commit warnings) follows a standby outage (standbyOutage). A
 // failover that has begun finishes (with a standby following the new
 // primary) even if ctx ends meanwhile, so the checker finds a primary.
 func (n *nemesis) failovers(ctx context.Context) {
 	next := time.After(n.cfg.FailoverEvery / 2)
-	for {
+	for k := 0; ; k++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-next:
 		}
 		start := time.Now()
-		if err := n.replicated.failover(context.WithoutCancel(ctx)); err != nil {
+		var err error
+		if n.cfg.BackendFaults && (n.cfg.UnsafeIgnoreCommitWarnings || k%2 == 1) {
+			err = n.replicated.outageFailover(context.WithoutCancel(ctx), n.standbyOutage)
+		} else {
+			err = n.replicated.failover(context.WithoutCancel(ctx))
+		}
+		if err != nil {
 			n.log.Error("failover failed", "error", err)
 			return
 		}

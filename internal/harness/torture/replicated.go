@@ -117,7 +117,7 @@ func (r *replicated) failover(ctx context.Context) error {
 	r.ops.Lock()
 	defer r.ops.Unlock()
 	r.mu.Lock()
-	old, next := r.primary, r.standby
+	old := r.primary
 	r.mu.Unlock()
 	if r.wal != nil {
 		// The control's interleaving, forced: the standby receives
@@ -133,6 +133,40 @@ func (r *replicated) failover(ctx context.Context) error {
 	if r.wal != nil {
 		r.wal.drop() // the WAL still held back dies with the primary
 	}
+	return r.promote(ctx, old)
+}
+
+// outageFailover is a standby outage followed by a failover: the standby
+// is halted, so that every COMMIT on the primary waits for it; outage
+// runs meanwhile (it cancels and terminates those waits, whose
+// transactions are then committed on the primary alone); then the
+// primary is killed before the standby is back, and the standby, started
+// again with what it had, is promoted. What was committed on the primary
+// alone is lost, as it is when the standby's machine comes back after
+// the primary's is lost.
+func (r *replicated) outageFailover(ctx context.Context, outage func(context.Context)) error {
+	r.ops.Lock()
+	defer r.ops.Unlock()
+	r.mu.Lock()
+	old, next := r.primary, r.standby
+	r.mu.Unlock()
+	if err := next.Halt(); err != nil {
+		return fmt.Errorf("halt the standby: %w", err)
+	}
+	outage(ctx)
+	old.Kill()
+	if err := next.Resume(ctx); err != nil {
+		return fmt.Errorf("start the standby again: %w", err)
+	}
+	return r.promote(ctx, old)
+}
+
+// promote promotes the standby once old, the primary, was killed, and
+// makes a new standby.
+func (r *replicated) promote(ctx context.Context, old *pgcluster.Cluster) error {
+	r.mu.Lock()
+	next := r.standby
+	r.mu.Unlock()
 	if err := next.Promote(ctx); err != nil {
 		return fmt.Errorf("promote: %w", err)
 	}

@@ -103,7 +103,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		urls = append(urls, g.url())
 	}
 	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence,
-		"coalesce", cfg.Coalesce, "group_commit", cfg.GroupCommit, "failover", cfg.Failover, "async_standby", cfg.AsyncStandby)
+		"coalesce", cfg.Coalesce, "group_commit", cfg.GroupCommit, "failover", cfg.Failover, "async_standby", cfg.AsyncStandby,
+		"unsafe_ignore_commit_warnings", cfg.UnsafeIgnoreCommitWarnings)
 
 	// The nemesis's own writes: across the failovers of an asynchronous
 	// standby, else as a late holder all through the run.
@@ -114,12 +115,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	defer holders.close()
 	histories := cfg.Workers + 1
 	var late, latePermit *twoHolders
-	if cfg.AsyncStandby {
+	if cfg.lossControl() {
 		db.replicated.stale = holders
 	} else {
 		late = holders
 	}
-	if cfg.Semaphores > 0 && !cfg.AsyncStandby {
+	if cfg.Semaphores > 0 && !cfg.lossControl() {
 		// A late holder of a permit too: the semaphore's control fails
 		// however the workers' pauses fall.
 		if latePermit, err = newTwoHolders(urls, historyPath(dir, histories), histories); err != nil {
@@ -219,6 +220,9 @@ func prepareDatabase(ctx context.Context, dbURL string, resources int) error {
 	}
 	defer conn.Close(ctx)
 	if _, err = conn.Exec(ctx, schemaSQL); err != nil {
+		return err
+	}
+	if _, err = conn.Exec(ctx, roleSQL); err != nil {
 		return err
 	}
 	if _, err = conn.Exec(ctx, balancesSQL, resources, initialBalance); err != nil {

@@ -38,6 +38,19 @@ CREATE TABLE IF NOT EXISTS torture.balances (
 );
 `
 
+// gatewayRole is the role the gateways connect as: a superuser, as the
+// run's own connections are, but a role of their own, on which the
+// nemesis sets short timeouts (nemesis_backend.go) without touching the
+// nemesis's, the checker's or a standby's sessions.
+const gatewayRole = "torture_gateway"
+
+// roleSQL makes it.
+const roleSQL = `DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'torture_gateway') THEN
+        CREATE ROLE torture_gateway LOGIN SUPERUSER;
+    END IF;
+END $$`
+
 // initialBalance is every resource's balance at the start of a run.
 const initialBalance = 1000
 

@@ -119,7 +119,8 @@ func requireEveryFault(t *testing.T, r check.Report) {
 	t.Helper()
 	for _, kind := range []string{"kill-gateway", "kill-etcd-leader", "kill-etcd-member", "pause-etcd-member", "etcd-quorum-loss", "slow-network", "partition-etcd", "partition-etcd-one-way",
 		"partition-postgres", "partition-postgres-one-way", "pause-gateway", "wall-clock-forward", "wall-clock-back",
-		"suspend-worker", "gateway-clock-forward", "gateway-clock-back", "gateway-clock-fast", "throttle-worker", "restart-postgres"} {
+		"suspend-worker", "gateway-clock-forward", "gateway-clock-back", "gateway-clock-fast", "throttle-worker", "restart-postgres",
+		"cancel-backend", "terminate-backend", "statement-timeout", "idle-in-transaction-timeout"} {
 		if r.Faults[kind] < 1 && (kind != "throttle-worker" || r.Skipped[kind] == "") {
 			t.Errorf("no %s among the faults %v (skipped: %v)", kind, r.Faults, r.Skipped)
 		}
@@ -130,10 +131,15 @@ func requireEveryFault(t *testing.T, r check.Report) {
 }
 
 // TestTortureFailoverProfile: with a synchronous standby, failovers (the
-// primary SIGKILLed, the standby promoted, a new standby made), between
-// the CI profile's faults — the primary restarted in place, the network
-// to both servers slowed or partitioned among them — lose nothing and let
-// no stale write in; with an asynchronous standby whose
+// primary SIGKILLed, the standby promoted, a new standby made), every
+// other one after a standby outage whose waits for it the nemesis cancels
+// and terminates (committed on the primary alone), between the CI
+// profile's faults — the primary restarted in place, the network to both
+// servers slowed or partitioned among them, the gateways' backends
+// cancelled in COMMIT — lose nothing and let no stale write in; with
+// gateways that ignore commit warnings, the outages' cancelled commits
+// are acknowledged and the checker finds them lost; with an asynchronous
+// standby whose
 // WAL is held back (the primary killed only after committing writes the
 // standby never received, one of them the nemesis's with the newer of two
 // tokens it took), the checker finds the acknowledged writes the promotion
@@ -158,6 +164,9 @@ func TestTortureFailoverProfile(t *testing.T) {
 	if strings.Count(synced.FenceReads, "after failover") != synced.Faults["failover"] || !strings.HasSuffix(synced.FenceReads, "the end") {
 		t.Errorf("the fences were read %q in a run of %d failovers, want after each and at the end", synced.FenceReads, synced.Faults["failover"])
 	}
+	if synced.Faults["standby-outage"] < 1 || synced.Faults["cancel-syncrep"] < 1 || synced.Faults["cancel-commit"] < 1 {
+		t.Errorf("no standby outage before a failover, or no wait for the standby cancelled: %v", synced.Faults)
+	}
 
 	control, logs, err := run("--async-standby")
 	t.Logf("asynchronous standby: %s faults %v events %v", control.Verdict, control.Faults, control.Events)
@@ -167,6 +176,20 @@ func TestTortureFailoverProfile(t *testing.T) {
 	}
 	if err != nil || kinds[check.KindLostWrite] == 0 || kinds[check.KindFenceWentBack] == 0 || kinds[check.KindFenceBelowAcknowledged] == 0 {
 		t.Fatalf("failovers to a lagging asynchronous standby: want lost writes, a stale write let in and a fence read below an acknowledged token (%v): %s\n%s", err, control.Verdict, logs)
+	}
+
+	// Gateways that answer 200 for a COMMIT PostgreSQL warned about, and
+	// every failover after a standby outage whose waits the nemesis
+	// cancels: its own write with the newer token among them, then lost.
+	ignoring, logs, err := torture(t, bin, nil, "--seed", "1", "--failover", "--failover-every", "5s", "--min-failovers", "1", "--duration", "10s",
+		"--unsafe-ignore-commit-warnings")
+	t.Logf("commit warnings ignored: %s faults %v events %v", ignoring.Verdict, ignoring.Faults, ignoring.Events)
+	kinds = map[string]int{}
+	for _, v := range ignoring.Violations {
+		kinds[v.Kind]++
+	}
+	if err != nil || kinds[check.KindLostWrite] == 0 || kinds[check.KindFenceWentBack] == 0 || kinds[check.KindFenceBelowAcknowledged] == 0 {
+		t.Fatalf("standby outages, their waits cancelled, commit warnings ignored: want lost writes, a stale write let in and a fence read below an acknowledged token (%v): %s\n%s", err, ignoring.Verdict, logs)
 	}
 }
 
