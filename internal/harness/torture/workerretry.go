@@ -165,12 +165,18 @@ func (c *capture) answer(err error) answer {
 // recordingTransport passes requests to base, and for those whose
 // context carries a capture, records the status, Idempotent-Replayed and
 // the body as the client reads it: the client's Result and ProblemError
-// keep neither the bytes nor, for a refusal, the replay.
+// keep neither the bytes nor, for a refusal, the replay. The client sends
+// a request again, one after the other, while its answer is lost: the
+// capture is of the last, which a final answer is.
 type recordingTransport struct{ base http.RoundTripper }
 
 func (t recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c, capturing := req.Context().Value(captureKey{}).(*capture)
+	if capturing {
+		*c = capture{}
+	}
 	resp, err := t.base.RoundTrip(req)
-	if c, ok := req.Context().Value(captureKey{}).(*capture); ok && err == nil {
+	if capturing && err == nil {
 		c.status, c.replayed = resp.StatusCode, resp.Header.Get(client.ReplayedHeader) == "true"
 		resp.Body = &teeBody{ReadCloser: resp.Body, c: c}
 	}
