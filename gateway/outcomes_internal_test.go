@@ -102,8 +102,7 @@ func TestEveryWriteErrorDeclaresItsOutcome(t *testing.T) {
 
 // notWriteErrors are the exported errors of the write path's packages
 // that no write ends with, and why.
-var notWriteErrors = map[string]string{
-}
+var notWriteErrors = map[string]string{}
 
 // TestEveryWriteErrorIsListed: every exported error of fence, tokens and
 // gateway (a sentinel, or a type named …Error) is in writeErrors or

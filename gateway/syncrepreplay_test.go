@@ -49,7 +49,7 @@ func TestAReplayWaitsForTheStandby(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	h := &harness{t: t, pool: pool, auth: authority.NewEtcd(testenv.EtcdClient(t)), policy: demoPolicy(t, "monotonic")}
+	h := &harness{t: t, pool: pool, auth: authority.NewEtcd(testenv.EtcdClient(t), testenv.KEK()), policy: demoPolicy(t, "monotonic")}
 	h.gw, h.base = gatewayWithPool(t, pool, h.auth, h.policy)
 	admin, err := pgx.Connect(ctx, primary.URL())
 	if err != nil {
