@@ -7,13 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
-	"github.com/fencegw/fencegw/internal/pgcluster"
-	"github.com/fencegw/fencegw/schema"
 )
 
 // TestACancelledSyncRepWaitIsNotAcknowledged is issue 33's five steps, on
@@ -32,27 +27,8 @@ import (
 func TestACancelledSyncRepWaitIsNotAcknowledged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	primary, err := pgcluster.Start(ctx, pgcluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = primary.Stop() })
-	standby, err := primary.StartStandby(ctx, pgcluster.StandbyOptions{Name: "sync1", Synchronous: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = standby.Stop() })
-	both := pgcluster.MultiHostURL("postgres", primary, standby)
-	if err := schema.Up(both, schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := fence.NewPool(ctx, both)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	h := &harness{t: t, pool: pool, auth: authority.NewEtcd(testenv.EtcdClient(t), testenv.KEK()), policy: demoPolicy(t, "monotonic")}
-	h.gw, h.base = gatewayWithPool(t, pool, h.auth, h.policy)
+	rp := newReplicated(t, ctx, demoPolicy(t, "monotonic"), authority.NewEtcd(testenv.EtcdClient(t), testenv.KEK()))
+	h, primary, standby, admin, pool := rp.harness, rp.primary, rp.standby, rp.admin, rp.pool
 
 	// 1. A writes, releases; B is granted.
 	resource := fmt.Sprintf("account/acct-%d", 1+time.Now().UnixNano()%90) // etcd is the package's, shared
@@ -69,23 +45,9 @@ func TestACancelledSyncRepWaitIsNotAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	keyed := http.Header{"Fencing-Token": {b.Token}, "Idempotency-Key": {`"b-1"`}}
-	answered := make(chan response, 1)
-	go func() { answered <- h.do(http.MethodPost, "/v1/ops/credit", keyed, debit(account, 10)) }()
-	admin, err := pgx.Connect(ctx, primary.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
-	var pid int
-	waitUntil(t, "B's COMMIT to wait for the standby", func() bool {
-		return admin.QueryRow(ctx, "SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep'").Scan(&pid) == nil
-	})
 
 	// 3. The wait is cancelled: committed on the primary alone.
-	if _, err := admin.Exec(ctx, "SELECT pg_cancel_backend($1)", pid); err != nil {
-		t.Fatal(err)
-	}
-	r := <-answered
+	r := rp.sendCancellingSyncRep(ctx, "B's write", "/v1/ops/credit", keyed, debit(account, 10))
 	if r.Status != http.StatusServiceUnavailable || r.Problem.Outcome != "unknown" {
 		t.Fatalf("B's write, its synchronous replication cancelled: %d %s; want 503 outcome unknown, never an acknowledgement", r.Status, r.Body)
 	}

@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
-	"github.com/fencegw/fencegw/internal/pgcluster"
-	"github.com/fencegw/fencegw/schema"
 )
 
 // TestAReplayWaitsForTheStandby: a keyed write whose wait for the
@@ -30,59 +26,15 @@ import (
 func TestAReplayWaitsForTheStandby(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	primary, err := pgcluster.Start(ctx, pgcluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = primary.Stop() })
-	standby, err := primary.StartStandby(ctx, pgcluster.StandbyOptions{Name: "sync1", Synchronous: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = standby.Stop() })
-	both := pgcluster.MultiHostURL("postgres", primary, standby)
-	if err := schema.Up(both, schema.Gateway(), schema.Dir("../testdata/demo/migrations", "demo_schema_migrations")); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := fence.NewPool(ctx, both)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	h := &harness{t: t, pool: pool, auth: authority.NewEtcd(testenv.EtcdClient(t), testenv.KEK()), policy: demoPolicy(t, "monotonic")}
-	h.gw, h.base = gatewayWithPool(t, pool, h.auth, h.policy)
-	admin, err := pgx.Connect(ctx, primary.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
+	rp := newReplicated(t, ctx, demoPolicy(t, "monotonic"), authority.NewEtcd(testenv.EtcdClient(t), testenv.KEK()))
+	h, standby := rp.harness, rp.standby
 	resource := fmt.Sprintf("account/acct-%d", 1+time.Now().UnixNano()%90) // etcd is the package's, shared
 	account := resource[len("account/"):]
 	_, b := h.succession(resource, 60)
 	keyed := http.Header{"Fencing-Token": {b.Token}, "Idempotency-Key": {`"b-replay"`}}
 
-	// send sends B's keyed write and cancels the wait for the standby
-	// that answering it meets, the first found; it returns the answer.
 	send := func(what string) response {
-		answered := make(chan response, 1)
-		go func() { answered <- h.do(http.MethodPost, "/v1/ops/credit", keyed, debit(account, 10)) }()
-		for {
-			select {
-			case r := <-answered:
-				return r // answered without waiting for the standby
-			case <-time.After(10 * time.Millisecond):
-			}
-			var pid int
-			if admin.QueryRow(ctx, "SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep' LIMIT 1").Scan(&pid) == nil {
-				if _, err := admin.Exec(ctx, "SELECT pg_cancel_backend($1)", pid); err != nil {
-					t.Fatal(err)
-				}
-				return <-answered
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("%s: no answer and no wait for the standby", what)
-			}
-		}
+		return rp.sendCancellingSyncRep(ctx, what, "/v1/ops/credit", keyed, debit(account, 10))
 	}
 
 	if err := standby.Halt(); err != nil {
@@ -103,5 +55,37 @@ func TestAReplayWaitsForTheStandby(t *testing.T) {
 	retry := h.do(http.MethodPost, "/v1/ops/credit", keyed, debit(account, 10))
 	if retry.Status != http.StatusOK || retry.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("B's retry, the standby back: %d (replayed %q) %s; want the stored 200, replayed", retry.Status, retry.Header.Get("Idempotent-Replayed"), retry.Body)
+	}
+}
+
+// TestASettledReplayWaitsForTheStandby is TestAReplayWaitsForTheStandby
+// on the other path a keyed retry's stored answer is replayed by: the
+// retry is not applied (here its holder check cannot reach etcd), so the
+// gateway settles the key, waiting for an attempt in flight and replaying
+// the key's answer if it has one (fencegw.settle_key). That answer is on
+// the primary alone while the standby is down: the replay waits for the
+// standby as a commit does, and is 503 outcome unknown when that wait is
+// cancelled, never the stored 200.
+func TestASettledReplayWaitsForTheStandby(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srv, cli := testenv.PrivateEtcd(t)
+	holder := strings.Replace(demoPolicy(t, "monotonic"), "compare: monotonic", "compare: monotonic\n    validation: holder", 1)
+	rp := newReplicated(t, ctx, holder, authority.NewEtcd(cli, testenv.KEK()))
+	_, b := rp.succession("account/acct-7", 60)
+	keyed := http.Header{"Fencing-Token": {b.Token}, "Idempotency-Key": {`"b-settled"`}}
+	if err := rp.standby.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	if r := rp.sendCancellingSyncRep(ctx, "B's write", "/v1/ops/credit", keyed, debit("acct-7", 10)); r.Status != http.StatusServiceUnavailable || r.Problem.Outcome != "unknown" {
+		t.Fatalf("B's write, its wait for the standby cancelled: %d %s; want 503 outcome unknown", r.Status, r.Body)
+	}
+	if err := srv.Close(); err != nil { // the retry's holder check fails: not applied, the key settled
+		t.Fatal(err)
+	}
+	r := rp.sendCancellingSyncRep(ctx, "B's retry", "/v1/ops/credit", keyed, debit("acct-7", 10))
+	if r.Status != http.StatusServiceUnavailable || r.Problem.Outcome != "unknown" || r.Header.Get("Idempotent-Replayed") == "true" {
+		t.Fatalf("B's retry, etcd away and the standby down: %d (replayed %q) %s; want 503 outcome unknown: "+
+			"the stored answer is on the primary alone", r.Status, r.Header.Get("Idempotent-Replayed"), r.Body)
 	}
 }

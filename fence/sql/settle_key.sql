@@ -50,10 +50,16 @@ BEGIN
             NULL;
         END;
     END IF;
+    -- FOR KEY SHARE writes WAL, so this transaction's commit waits for a
+    -- synchronous standby as the key's did: the answer it returns is
+    -- replayed only once it is as durable as an acknowledged commit (the
+    -- key's own commit may have been answered with a warning, its wait
+    -- for the standby cancelled, and so be on this server alone).
     SELECT k.fingerprint, k.status, k.response INTO v_fingerprint, v_status, v_response
       FROM fencegw.idempotency_keys k
      WHERE (k.client, k.operation, k.key) = (p_client, p_operation, p_key)
-       AND k.created_at >= now() - p_retention AND k.response IS NOT NULL;
+       AND k.created_at >= now() - p_retention AND k.response IS NOT NULL
+       FOR KEY SHARE;
     IF NOT FOUND THEN
         RETURN;
     END IF;
