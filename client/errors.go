@@ -25,7 +25,6 @@ var (
 	ErrInternal            = errors.New("client: gateway internal error")          // internal, 500
 	ErrDeadlinePassed      = errors.New("client: business deadline passed")        // deadline-passed, 409
 	ErrNoLock              = errors.New("client: resource has no lock")            // no-lock, 404
-	ErrNoFence             = errors.New("client: resource has no fence")           // no-fence, 404
 	ErrNotFound            = errors.New("client: no such endpoint")                // not-found, 404
 	ErrMethodNotAllowed    = errors.New("client: method not allowed")              // method-not-allowed, 405
 	ErrUnsupportedMedia    = errors.New("client: unsupported media type")          // unsupported-media-type, 415
@@ -85,7 +84,6 @@ var kindErrors = map[string]error{
 	"authority-halted":       ErrAuthorityHalted,
 	"deadline-passed":        ErrDeadlinePassed,
 	"no-lock":                ErrNoLock,
-	"no-fence":               ErrNoFence,
 	"not-found":              ErrNotFound,
 	"method-not-allowed":     ErrMethodNotAllowed,
 	"unsupported-media-type": ErrUnsupportedMedia,

@@ -35,6 +35,7 @@ func readTLSStack(t *testing.T) tlsStack {
 	cmd := composeCommand(t)
 	var out, errOut bytes.Buffer
 	c := exec.Command(cmd[0], append(cmd[1:], "--file", "../docker-compose.yml", "--file", "../docker-compose.tls.yml", "config")...)
+	c.Env = composeEnv(composePasswords)
 	c.Stdout, c.Stderr = &out, &errOut
 	if err := c.Run(); err != nil {
 		t.Fatalf("compose config with the TLS override: %v\n%s", err, &errOut)

@@ -34,7 +34,6 @@ var kinds = []struct {
 	{"internal", client.ErrInternal},
 	{"deadline-passed", client.ErrDeadlinePassed},
 	{"no-lock", client.ErrNoLock},
-	{"no-fence", client.ErrNoFence},
 	{"not-found", client.ErrNotFound},
 	{"method-not-allowed", client.ErrMethodNotAllowed},
 	{"unsupported-media-type", client.ErrUnsupportedMedia},

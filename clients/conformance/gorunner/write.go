@@ -189,8 +189,6 @@ func problemsMetForReal(r *run) error {
 	}
 	_, err = r.c.Revoke(r.ctx, client.RevokeRequest{Resource: r.str("absent"), Reason: "conformance"})
 	cases["no-lock"] = name(err)
-	_, err = r.c.AdvanceFence(r.ctx, client.AdvanceRequest{Resource: r.str("absent"), Reason: "conformance"})
-	cases["no-fence"] = name(err)
 	r.observe["writes_sent"] = sent
 	return nil
 }

@@ -35,7 +35,6 @@ NAMES = {
     fencegw.LeaseNotFound: "lease-not-found",
     fencegw.NotFound: "not-found",
     fencegw.NoLock: "no-lock",
-    fencegw.NoFence: "no-fence",
     fencegw.MethodNotAllowed: "method-not-allowed",
     fencegw.StaleToken: "stale-token",
     fencegw.DeadlinePassed: "deadline-passed",
@@ -392,7 +391,6 @@ def problem_types_real(r: Run) -> None:
         cases["too-large"] = write(lambda: lease.write("debit", large))
         cases["locked"] = outcome(lambda: r.gw.acquire(r.p["resource"], ttl=r.p["ttl"]))
     cases["no-lock"] = outcome(lambda: r.gw.revoke(resource=r.p["absent"], reason="conformance"))
-    cases["no-fence"] = outcome(lambda: r.gw.advance_fence(r.p["absent"], reason="conformance"))
     r.observe["writes_sent"] = sent[0]
 
 

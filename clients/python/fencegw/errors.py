@@ -143,10 +143,6 @@ class NoLock(ProblemError):
     """no-lock (404): an operator's revoke of a resource nobody holds."""
 
 
-class NoFence(ProblemError):
-    """no-fence (404): an operator's advance of a resource never written."""
-
-
 class MethodNotAllowed(ProblemError):
     """method-not-allowed (405)."""
 
@@ -248,7 +244,6 @@ PROBLEM_CLASSES: Dict[str, Type[ProblemError]] = {
     "lease-not-found": LeaseNotFound,
     "not-found": NotFound,
     "no-lock": NoLock,
-    "no-fence": NoFence,
     "method-not-allowed": MethodNotAllowed,
     "stale-token": StaleToken,
     "deadline-passed": DeadlinePassed,

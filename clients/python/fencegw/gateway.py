@@ -262,8 +262,8 @@ class Gateway:
         return decode_object(answer.body, "revoke")
 
     def advance_fence(self, resource: str, *, reason: str, dry_run: bool = False) -> Dict[str, Any]:
-        """Moves resource's fence past every token issued so far; NoFence
-        when it was never written under."""
+        """Moves resource's fence past every token issued so far (a
+        resource never written under gets its fence row)."""
         answer = self._transport.request("POST", "/v1/admin/fences/advance",
                                          body=encode({"resource": resource, "reason": reason, "dry_run": dry_run}))
         return decode_object(answer.body, "advance fence")
