@@ -9,7 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/internal/etcdserver"
+	"github.com/fencegw/fencegw/internal/devserver/etcdserver"
 	"github.com/fencegw/fencegw/internal/harness/testcerts"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/tokens"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
-	"github.com/fencegw/fencegw/internal/clockskew"
+	"github.com/fencegw/fencegw/internal/harness/clockskew"
 )
 
 // skewedClock is the real clock read as a process whose wall clock was

@@ -18,7 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/internal/etcdserver"
+	"github.com/fencegw/fencegw/internal/devserver/etcdserver"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 

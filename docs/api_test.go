@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/internal/markdown"
+	"github.com/fencegw/fencegw/internal/harness/markdown"
 	"github.com/fencegw/fencegw/policy"
 )
 

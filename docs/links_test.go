@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegw/fencegw/internal/markdown"
+	"github.com/fencegw/fencegw/internal/harness/markdown"
 )
 
 // pages are the documentation's pages, relative to the repository's root:

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/etcdserver"
+	"github.com/fencegw/fencegw/internal/devserver/etcdserver"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/tokens"
 )

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/internal/etcdserver"
+	"github.com/fencegw/fencegw/internal/devserver/etcdserver"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
-	"github.com/fencegw/fencegw/internal/pgcluster"
+	"github.com/fencegw/fencegw/internal/devserver/pgcluster"
 	"github.com/fencegw/fencegw/schema"
 )
 

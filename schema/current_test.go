@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/internal/devserver/pgcluster"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
-	"github.com/fencegw/fencegw/internal/pgcluster"
 	"github.com/fencegw/fencegw/schema"
 )
 

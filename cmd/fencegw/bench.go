@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/fencegw/fencegw/internal/etcdserver"
+	"github.com/fencegw/fencegw/internal/devserver/etcdserver"
+	"github.com/fencegw/fencegw/internal/devserver/pgcluster"
 	"github.com/fencegw/fencegw/internal/harness/bench"
-	"github.com/fencegw/fencegw/internal/pgcluster"
 )
 
 func benchCommand() *cobra.Command {

@@ -19,8 +19,8 @@ import (
 	"github.com/fencegw/fencegw/kek"
 	"github.com/fencegw/fencegw/policy"
 
-	"github.com/fencegw/fencegw/internal/etcdserver"
-	"github.com/fencegw/fencegw/internal/pgcluster"
+	"github.com/fencegw/fencegw/internal/devserver/etcdserver"
+	"github.com/fencegw/fencegw/internal/devserver/pgcluster"
 	"github.com/fencegw/fencegw/schema"
 )
 

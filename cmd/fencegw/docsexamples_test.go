@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fencegw/fencegw/internal/markdown"
+	"github.com/fencegw/fencegw/internal/harness/markdown"
 )
 
 // docPages are the documentation's pages, from this package's folder.

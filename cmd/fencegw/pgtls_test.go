@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/fencegw/fencegw/internal/devserver/pgcluster"
 	"github.com/fencegw/fencegw/internal/harness/testcerts"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
-	"github.com/fencegw/fencegw/internal/pgcluster"
 )
 
 // nonLoopbackIP is an address of this machine that is not loopback: the

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/internal/harness/markdown"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
-	"github.com/fencegw/fencegw/internal/markdown"
-	"github.com/fencegw/fencegw/internal/transcript"
+	"github.com/fencegw/fencegw/internal/harness/transcript"
 )
 
 // timelineSection is the README's section whose first sh block is the

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/internal/devserver/pgcluster"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
-	"github.com/fencegw/fencegw/internal/pgcluster"
 )
 
 func serveConfigFor(t *testing.T, dbURL, policyPath string) serveConfig {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
-	"github.com/fencegw/fencegw/internal/holdpoint"
+	"github.com/fencegw/fencegw/examples/internal/holdpoint"
 )
 
 const (

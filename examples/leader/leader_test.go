@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/examples/internal/holdpoint"
+	"github.com/fencegw/fencegw/internal/harness/pause"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
-	"github.com/fencegw/fencegw/internal/holdpoint"
-	"github.com/fencegw/fencegw/internal/pause"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/examples/internal/holdpoint"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
-	"github.com/fencegw/fencegw/internal/holdpoint"
 )
 
 // process is one run of the built example: a candidate or an observer.

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 
+	"github.com/fencegw/fencegw/examples/internal/holdpoint"
 	"github.com/fencegw/fencegw/examples/internal/psp"
-	"github.com/fencegw/fencegw/internal/holdpoint"
 )
 
 // dispatchReport is what a dispatch did.

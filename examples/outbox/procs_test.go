@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/examples/internal/holdpoint"
+	"github.com/fencegw/fencegw/internal/harness/pause"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
-	"github.com/fencegw/fencegw/internal/holdpoint"
-	"github.com/fencegw/fencegw/internal/pause"
 )
 
 // binaries are the programs of a dispatcher: `fencegw lock` and this

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/examples/internal/holdpoint"
 	"github.com/fencegw/fencegw/examples/internal/psp"
+	"github.com/fencegw/fencegw/internal/harness/pause"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
-	"github.com/fencegw/fencegw/internal/holdpoint"
-	"github.com/fencegw/fencegw/internal/pause"
 )
 
 // story is how one takeover went.

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/examples/internal/holdpoint"
+	"github.com/fencegw/fencegw/internal/harness/pause"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
-	"github.com/fencegw/fencegw/internal/holdpoint"
-	"github.com/fencegw/fencegw/internal/pause"
 )
 
 // binaries are the programs of a pod.

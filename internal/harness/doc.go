@@ -1,8 +1,13 @@
 // Package harness holds what exercises the product from outside: the
-// benchmark (bench), the fault-injection run and its checker (torture),
-// the test gateways and shared test setup (testgw, testenv), and test
-// credentials (testcerts, testjwt). They import the product packages;
-// only cmd/ and tests may import them (TestLayering), so no arrow runs
-// from the product back up to its harnesses. Leaf helpers that product
-// packages may use live beside this directory, in internal/.
+// benchmark (bench), the fault-injection run and its checker (torture)
+// with its means (pause: SIGSTOP and /proc; cgroupcpu: CPU throttling;
+// clockskew: the workers' injected clocks), the test gateways and shared
+// test setup (testgw, testenv), test credentials (testcerts, testjwt),
+// and the documentation's test tools (markdown, transcript). They import
+// the product packages; only cmd/ and tests may import them
+// (TestLayering), so no arrow runs from the product back up to its
+// harnesses. Beside this directory, internal/ holds the leaf helpers
+// product packages may use (buildinfo, clip, reload, timeout), and
+// internal/devserver the servers `fencegw dev` and the tests start (a
+// throwaway PostgreSQL, an embedded etcd).
 package harness

@@ -13,8 +13,10 @@ import (
 
 const module = "github.com/fencegw/fencegw/"
 
-// TestLayering holds the module to its two kinds of internal package: no
-// code outside cmd/ and tests imports a harness, and no leaf helper of
+// TestLayering holds the module to its three kinds of internal package:
+// no code outside cmd/ and tests imports a harness; the dev servers
+// (internal/devserver: a throwaway PostgreSQL, an embedded etcd) are
+// started only by cmd/ (dev, bench) and harnesses; and no leaf helper of
 // internal/ imports a product package or a harness.
 func TestLayering(t *testing.T) {
 	root := filepath.Join("..", "..")
@@ -58,11 +60,14 @@ func forbidden(rel, imp string) string {
 	}
 	target := strings.TrimPrefix(imp, module)
 	harness := strings.HasPrefix(target, "internal/harness/")
+	devserver := strings.HasPrefix(target, "internal/devserver/")
 	switch {
 	case strings.HasPrefix(rel, "cmd/"), strings.HasPrefix(rel, "internal/harness/"):
 		return ""
 	case harness:
 		return "only cmd/ and tests import a harness"
+	case devserver && !strings.HasPrefix(rel, "internal/devserver/"):
+		return "only cmd/ (dev, bench), harnesses and tests start a dev server"
 	case strings.HasPrefix(rel, "internal/") && !strings.HasPrefix(target, "internal/"):
 		return "a leaf helper of internal/ imports no product package"
 	}
@@ -96,12 +101,15 @@ func TestLayeringFindsViolations(t *testing.T) {
 	}{
 		{"gateway/gateway.go", module + "internal/harness/testenv", true},
 		{"examples/leader/main.go", module + "internal/harness/bench", true},
-		{"internal/pgcluster/cluster.go", module + "gateway", true},
-		{"internal/etcdserver/server.go", module + "internal/harness/testcerts", true},
+		{"internal/devserver/pgcluster/cluster.go", module + "gateway", true},
+		{"internal/devserver/etcdserver/server.go", module + "internal/harness/testcerts", true},
+		{"gateway/gateway.go", module + "internal/devserver/pgcluster", true},
+		{"cmd/fencegw/dev.go", module + "internal/devserver/etcdserver", false},
+		{"internal/harness/testenv/testenv.go", module + "internal/devserver/pgcluster", false},
 		{"cmd/fencegw/bench.go", module + "internal/harness/bench", false},
 		{"internal/harness/bench/run.go", module + "gateway", false},
 		{"gateway/gateway.go", module + "internal/clip", false},
-		{"internal/pgcluster/cluster.go", module + "internal/clip", false},
+		{"internal/devserver/pgcluster/cluster.go", module + "internal/clip", false},
 		{"gateway/gateway.go", "net/http", false},
 	} {
 		if got := forbidden(tc.file, tc.imp) != ""; got != tc.refused {

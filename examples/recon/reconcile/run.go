@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/fencegw/fencegw/client"
-	"github.com/fencegw/fencegw/internal/holdpoint"
+	"github.com/fencegw/fencegw/examples/internal/holdpoint"
 )
 
 // config is what a run does.

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/pgcluster"
+	"github.com/fencegw/fencegw/internal/devserver/pgcluster"
 	"github.com/fencegw/fencegw/tokens"
 )
 

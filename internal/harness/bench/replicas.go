@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/pgcluster"
+	"github.com/fencegw/fencegw/internal/devserver/pgcluster"
 )
 
 // Bounds on the replicas' lifetimes.

@@ -9,7 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/fencegw/fencegw/internal/etcdserver"
+	"github.com/fencegw/fencegw/internal/devserver/etcdserver"
 )
 
 // EtcdClient returns a new client for the shared etcd, closed when the test

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/etcdserver"
-	"github.com/fencegw/fencegw/internal/pgcluster"
+	"github.com/fencegw/fencegw/internal/devserver/etcdserver"
+	"github.com/fencegw/fencegw/internal/devserver/pgcluster"
 )
 
 // DatabaseURLEnv names the variable holding an existing server's admin URL

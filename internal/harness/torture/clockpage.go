@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/fencegw/fencegw/client"
-	"github.com/fencegw/fencegw/internal/clockskew"
+	"github.com/fencegw/fencegw/internal/harness/clockskew"
 )
 
 // clockPage is one worker's clock faults, in a page of a file that the

@@ -18,7 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 
-	"github.com/fencegw/fencegw/internal/pgcluster"
+	"github.com/fencegw/fencegw/internal/devserver/pgcluster"
 )
 
 // MemberMain runs one member of the torture's etcd cluster as a process of

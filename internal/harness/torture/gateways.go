@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/cgroupcpu"
+	"github.com/fencegw/fencegw/internal/harness/cgroupcpu"
 	"github.com/fencegw/fencegw/kek"
 )
 

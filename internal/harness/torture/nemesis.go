@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/cgroupcpu"
+	"github.com/fencegw/fencegw/internal/harness/cgroupcpu"
 	"github.com/fencegw/fencegw/internal/harness/torture/check"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/pause"
+	"github.com/fencegw/fencegw/internal/harness/pause"
 )
 
 // suspendWorker has a worker suspended as a machine is: stopped in its

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fencegw/fencegw/internal/pause"
+	"github.com/fencegw/fencegw/internal/harness/pause"
 )
 
 // pickGateway takes a gateway no other fault has, at random, and its

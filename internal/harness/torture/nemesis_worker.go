@@ -4,7 +4,7 @@ import (
 	"context"
 	"syscall"
 
-	"github.com/fencegw/fencegw/internal/pause"
+	"github.com/fencegw/fencegw/internal/harness/pause"
 )
 
 // pauseWorker freezes a worker (and its lease keepalives) for two to three

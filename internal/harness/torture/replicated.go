@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/pgcluster"
+	"github.com/fencegw/fencegw/internal/devserver/pgcluster"
 )
 
 // walDelay holds each chunk of WAL on its way to an asynchronous standby

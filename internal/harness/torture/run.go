@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fencegw/fencegw/internal/cgroupcpu"
+	"github.com/fencegw/fencegw/internal/harness/cgroupcpu"
 	"github.com/fencegw/fencegw/internal/harness/torture/check"
 	"github.com/fencegw/fencegw/schema"
 )

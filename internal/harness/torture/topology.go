@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/pgcluster"
+	"github.com/fencegw/fencegw/internal/devserver/pgcluster"
 )
 
 // gatewayProc is one `fencegw serve` child on a fixed loopback port, so a

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/client"
-	"github.com/fencegw/fencegw/internal/clockskew"
+	"github.com/fencegw/fencegw/internal/harness/clockskew"
 )
 
 // WorkerMain is one worker process (`fencegw torture-worker`): until its

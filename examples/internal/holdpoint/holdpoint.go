@@ -1,8 +1,9 @@
-// Package holdpoint lets a test stop a process at an exact point of its
-// work, to freeze it there (SIGSTOP) and resume it later: the seed's
-// scenarios need a holder paused between its check and its write, and a
-// sleep would only make that likely. Without the environment variable a
-// hold point does nothing.
+// Package holdpoint is the stories' pause points: it stops an example
+// program at an exact point of its work (between its check and its write,
+// where the seed's scenarios need a holder paused), so that a user
+// following examples/README.md, or a test, can freeze it there (SIGSTOP)
+// and resume it later; a sleep would only make that likely. Without the
+// environment variable a hold point does nothing.
 //
 // A process at hold point name writes DIR/PID.name.held (holding "PID
 // PPID") and waits until DIR/PID.name.go exists. Once let go, a process
