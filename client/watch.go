@@ -80,6 +80,16 @@ func (c *Client) watch(ctx context.Context, query string) (<-chan WatchEvent, er
 			if ctx.Err() != nil {
 				return
 			}
+			if errors.Is(err, ErrUnexpectedResponse) {
+				// Not the gateway's stream (a proxy's page, an event that is
+				// none): a resumed one would meet it again. A stream that
+				// broke is resumed.
+				select {
+				case out <- WatchEvent{Type: "error", Err: fmt.Errorf("watch: %w", err)}:
+				case <-ctx.Done():
+				}
+				return
+			}
 			for {
 				select {
 				case <-ctx.Done():

@@ -241,3 +241,47 @@ func nextEvent(t *testing.T, events <-chan client.WatchEvent) client.WatchEvent 
 	}
 	return client.WatchEvent{}
 }
+
+// TestWatchEndsOnAStreamThatIsNotTheGateways: an event that is none (a
+// proxy's answer, a broken stream) ends the watch with an error event
+// naming it, where the watch reconnected and met it again without end;
+// a stream that merely breaks is resumed (TestWatchMissesNothingAcrossAGatewayRestart).
+func TestWatchEndsOnAStreamThatIsNotTheGateways(t *testing.T) {
+	opened := make(chan struct{}, 100)
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		opened <- struct{}{}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, "event: granted\ndata: <html>not an event</html>\n\n")
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	events, err := client.New(srv).Watch(ctx, "account/acct-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, ok := <-events
+	if !ok || ev.Type != "error" || !errors.Is(ev.Err, client.ErrUnexpectedResponse) {
+		t.Fatalf("first event %+v (open %v), want an error event: %v", ev, ok, ev.Err)
+	}
+	if _, ok := <-events; ok {
+		t.Fatal("the watch went on after a stream that is not the gateway's")
+	}
+	if n := len(opened); n != 1 {
+		t.Fatalf("the stream was opened %d times, want once", n)
+	}
+}
+
+// newTestServer serves h on loopback until the test ends and returns its
+// base URL.
+func newTestServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String()
+}
