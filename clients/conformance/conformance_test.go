@@ -16,6 +16,8 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+
+	"github.com/fencegw/fencegw/internal/harness/tsclient"
 )
 
 // runnerSpec says how to start one client's runner.
@@ -32,6 +34,10 @@ var runners = []runnerSpec{
 	}},
 	{name: "python", runtime: "python3", dir: "../python/conformance", argv: func(t *testing.T, scenarios string) []string {
 		return []string{"python3", "-u", "runner.py", scenarios}
+	}},
+	{name: "typescript", runtime: "node", dir: "../typescript", argv: func(t *testing.T, scenarios string) []string {
+		tsclient.Build(t)
+		return []string{"node", "build/conformance/runner.js", scenarios}
 	}},
 }
 
