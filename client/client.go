@@ -150,6 +150,7 @@ func (c *Client) send(ctx context.Context, base string, k call, body []byte) (ht
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
+	req.Header.Set("User-Agent", userAgent)
 	if bearer := c.bearerToken(); bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}

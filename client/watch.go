@@ -145,6 +145,7 @@ func (c *Client) openWatchAt(ctx context.Context, base, query, lastID string) (i
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream, application/problem+json")
+	req.Header.Set("User-Agent", userAgent)
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/internal/buildinfo"
 	"github.com/fencegw/fencegw/internal/clip"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
@@ -34,7 +35,9 @@ const sourceOK = "ok"
 
 // statusView is GET /v1/status: what the status page shows.
 type statusView struct {
-	At time.Time `json:"at"`
+	// Version is the gateway's (VERSION, as `fencegw version` prints it).
+	Version string    `json:"version"`
+	At      time.Time `json:"at"`
 	// Age is how old the view was when sent (it is shared for statusFor),
 	// so the page counts TTLs down from when etcd reported them.
 	Age       float64         `json:"age_seconds"`
@@ -123,6 +126,7 @@ func (b *statusBoard) get(ctx context.Context, g *Gateway) statusView {
 // statusTimeout.
 func (g *Gateway) gatherStatus(ctx context.Context) statusView {
 	v := statusView{
+		Version:   buildinfo.Read().Version,
 		At:        time.Now(),
 		Authority: g.authorityStatus(),
 		Rates:     rateView{IntervalSeconds: rateEvery.Seconds(), Samples: g.status.rates.samples()},

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/fencegw/fencegw"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/tokens"
@@ -18,6 +19,7 @@ import (
 
 // statusJSON is GET /v1/status as the page reads it.
 type statusJSON struct {
+	Version   string    `json:"version"`
 	At        time.Time `json:"at"`
 	Age       float64   `json:"age_seconds"`
 	Authority struct {
@@ -180,6 +182,9 @@ func TestStatusShowsFencesLocksAndRefusals(t *testing.T) {
 	})
 	if v.Sources.Postgres != "ok" || v.Sources.Etcd != "ok" {
 		t.Errorf("sources %+v, want both ok", v.Sources)
+	}
+	if v.Version != fencegw.Version() {
+		t.Errorf("version %q, want VERSION's %q", v.Version, fencegw.Version())
 	}
 	if v.Authority.Epoch != h.auth.Epoch() || v.Authority.Halted || v.Authority.Revision < mustToken(t, held.Plain).Revision {
 		t.Errorf("authority %+v, want epoch %d, in service, revision at least %s's", v.Authority, h.auth.Epoch(), held.Plain)

@@ -13,10 +13,12 @@ func versionCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "print the build: module version, VCS revision, Go version",
-		Long: `Prints which fencegw this is: the module version, the VCS revision it was
-built from (and whether the tree was modified), the build time and the Go
-version. fencegw --version prints the same line.`,
+		Short: "print the build: version, VCS revision, Go version",
+		Long: `Prints which fencegw this is: its version (the repository's VERSION file,
+compiled in: the same that GET /v1/status and every client report), the
+VCS revision it was built from (and whether the tree was modified), the
+build time and the Go version; --json adds the Go module's own version (a
+tag, or "(devel)" for a checkout). fencegw --version prints the same line.`,
 		Example: "  fencegw version --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -1,20 +1,27 @@
-// Package buildinfo says which fencegw a binary is: its module version and
-// the VCS revision it was built from, as the Go toolchain recorded them.
+// Package buildinfo says which fencegw a binary is: the version of the
+// tree it was built from (the repository's VERSION file, compiled in), and
+// the module version and VCS revision as the Go toolchain recorded them.
 package buildinfo
 
 import (
 	"fmt"
 	"runtime/debug"
+
+	"github.com/fencegw/fencegw"
 )
 
 // Info identifies a build. Fields the toolchain did not record (a test
 // binary, a build outside a checkout) are "unknown".
 type Info struct {
-	Version   string `json:"version"`  // the main module's version, "(devel)" for a checkout
-	Revision  string `json:"revision"` // the VCS commit
-	Time      string `json:"time"`     // the commit's time
-	Modified  bool   `json:"modified"` // built from a working tree with changes
-	GoVersion string `json:"go_version"`
+	// Version is the semantic version users name: VERSION at the root of
+	// the tree built, so a build from a checkout says it too, never
+	// "(devel)".
+	Version       string `json:"version"`
+	ModuleVersion string `json:"module_version"` // the toolchain's: a tag (v0.1.0), or "(devel)" for a checkout
+	Revision      string `json:"revision"`       // the VCS commit
+	Time          string `json:"time"`           // the commit's time
+	Modified      bool   `json:"modified"`       // built from a working tree with changes
+	GoVersion     string `json:"go_version"`
 }
 
 // revision, if set at link time (-ldflags -X, as the Dockerfile does for a
@@ -32,14 +39,14 @@ func Read() Info {
 
 // fromToolchain is what the Go toolchain recorded in the binary.
 func fromToolchain() Info {
-	info := Info{Version: "unknown", Revision: "unknown", Time: "unknown", GoVersion: "unknown"}
+	info := Info{Version: fencegw.Version(), ModuleVersion: "unknown", Revision: "unknown", Time: "unknown", GoVersion: "unknown"}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return info
 	}
 	info.GoVersion = bi.GoVersion
 	if bi.Main.Version != "" {
-		info.Version = bi.Main.Version
+		info.ModuleVersion = bi.Main.Version
 	}
 	for _, s := range bi.Settings {
 		switch s.Key {

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/fencegw/fencegw"
 )
 
 // TestRead: a test binary knows its Go version; whatever the toolchain did
@@ -18,7 +20,10 @@ func TestRead(t *testing.T) {
 			t.Errorf("%s is empty", name)
 		}
 	}
-	if s := i.String(); !strings.HasPrefix(s, "fencegw ") || !strings.Contains(s, i.Revision) {
+	if s := i.String(); !strings.HasPrefix(s, "fencegw "+fencegw.Version()+" ") || !strings.Contains(s, i.Revision) {
 		t.Errorf("String() = %q", s)
+	}
+	if i.Version != fencegw.Version() || i.ModuleVersion == "" {
+		t.Errorf("Version %q, module version %q: want VERSION's %q, and the toolchain's", i.Version, i.ModuleVersion, fencegw.Version())
 	}
 }

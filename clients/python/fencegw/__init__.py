@@ -14,6 +14,7 @@ process outlives any local check: only the fence in the database refuses
 its late write (StaleToken). Standard library only."""
 
 from ._credentials import TLS
+from ._version import __version__
 from ._wire import new_idempotency_key, unsigned
 from .errors import (
     ApplicationError,
@@ -70,8 +71,6 @@ from .results import (
     WriteResult,
 )
 from .watch import Watch
-
-__version__ = "0.1.0"
 
 __all__ = [
     "ApplicationError", "AsyncLease", "AsyncLeaseSet", "AuthorityHalted", "BadRequest", "BatchResult", "BatchWrite",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ._credentials import Bearer, TLSContexts
+from ._version import __version__
 from .errors import (
     AuthorityHalted,
     ConfigurationError,
@@ -36,7 +37,7 @@ MAX_RESULT_BODY = 32 << 20
 # Idle connections kept per replica.
 MAX_IDLE = 8
 
-USER_AGENT = "fencegw-python"
+USER_AGENT = "fencegw-python/" + __version__
 
 
 @dataclass
