@@ -28,12 +28,19 @@ func TestVersionIsOneEverywhere(t *testing.T) {
 			Version string `json:"version"`
 		} `json:"packages"`
 	}
+	var example struct {
+		Packages map[string]struct {
+			Version string `json:"version"`
+		} `json:"packages"`
+	}
 	readJSON(t, "clients/typescript/package.json", &pkg)
 	readJSON(t, "clients/typescript/package-lock.json", &lock)
+	readJSON(t, "examples/refund/typescript/package-lock.json", &example)
 	for _, c := range []struct{ where, got string }{
 		{"clients/typescript/package.json", pkg.Version},
 		{"clients/typescript/package-lock.json", lock.Version},
 		{"clients/typescript/package-lock.json (its root package)", lock.Packages[""].Version},
+		{"examples/refund/typescript/package-lock.json (the client it links)", example.Packages["../../../clients/typescript"].Version},
 		{"clients/typescript/src/version.ts", find(t, "clients/typescript/src/version.ts", `VERSION = "([^"]*)"`)},
 		{"clients/python/pyproject.toml", find(t, "clients/python/pyproject.toml", `(?m)^version = "([^"]*)"`)},
 		{"clients/python/fencegw/_version.py", find(t, "clients/python/fencegw/_version.py", `__version__ = "([^"]*)"`)},

@@ -40,6 +40,22 @@ func Build(t testing.TB) string {
 	return dir
 }
 
+// BuildDependent builds the client, then the package in dir that depends
+// on it (an example: "fencegw": "file:…/clients/typescript" in its
+// package.json), the same way, and returns dir made absolute.
+func BuildDependent(t testing.TB, dir string) string {
+	t.Helper()
+	Build(t)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := build(abs); err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
 // Dir is clients/typescript of the module this test runs in.
 func Dir() (string, error) {
 	wd, err := os.Getwd()
