@@ -92,17 +92,17 @@ function readBounded(path: string, limit: number): string {
   }
 }
 
-// Idle connections kept per replica.
-const MAX_IDLE = 8;
-
 /**
- * The agents new connections come from, kept alive and reused: one for
+ * The agents new connections come from, kept alive and reused (Node keeps
+ * up to 256 idle per replica: every request in flight finds its connection
+ * again, where a smaller pool would close and open connections under
+ * concurrent writers): one for
  * http://, one for https:// made from the TLS files (made again when the
  * client certificate's files change; connections already open keep the
  * certificate they were made with).
  */
 export class Agents {
-  private readonly plain = new HttpAgent({ keepAlive: true, maxFreeSockets: MAX_IDLE });
+  private readonly plain = new HttpAgent({ keepAlive: true });
   private secure: HttpsAgent | undefined;
   private stamp = "";
   private readonly retired: HttpsAgent[] = [];
@@ -127,7 +127,7 @@ export class Agents {
   https(): HttpsAgent {
     const t = this.tls;
     if (t === undefined) {
-      this.secure ??= new HttpsAgent({ keepAlive: true, maxFreeSockets: MAX_IDLE, minVersion: "TLSv1.2" });
+      this.secure ??= new HttpsAgent({ keepAlive: true, minVersion: "TLSv1.2" });
       return this.secure;
     }
     const stamp = [t.certFile, t.keyFile].map((p) => (p ? mtime(p) : "")).join("/");
@@ -135,7 +135,6 @@ export class Agents {
       try {
         const agent = new HttpsAgent({
           keepAlive: true,
-          maxFreeSockets: MAX_IDLE,
           minVersion: "TLSv1.2",
           ...(t.caFile ? { ca: readFileSync(t.caFile) } : {}),
           ...(t.certFile && t.keyFile ? { cert: readFileSync(t.certFile), key: readFileSync(t.keyFile) } : {}),
