@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime/pprof"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/fencegw/fencegw/internal/devserver/etcdserver"
 	"github.com/fencegw/fencegw/internal/devserver/pgcluster"
 	"github.com/fencegw/fencegw/internal/harness/bench"
+	"github.com/fencegw/fencegw/internal/harness/tsclient"
 )
 
 func benchCommand() *cobra.Command {
@@ -65,6 +68,8 @@ BENCHMARKS.md.`,
 	fs.BoolVar(&cfg.Wrk, "wrk", false, "also load each cell's gateway with wrk (an outside load generator, on $PATH), as many connections as clients, the same accounts, tokens and bodies, and report its figures beside the bench client's")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as one JSON document")
+	fs.BoolVar(&o.clientLibraries, "client-libraries", false, "measure fenced writes through each client library (Go, Python, TypeScript) beside its language's bare HTTP call of the same request, against one gateway (--replicas defaults to 1: a process of its own); --clients defaults to 1,16; needs python3, node and npm, and runs from the repository's root")
+	fs.IntVar(&o.rounds, "rounds", 5, "with --client-libraries: runs of each driver per writer count, interleaved, --duration split among them")
 	fs.BoolVar(&o.leases, "leases", false, "measure lock cycles instead of writes: acquire, release, and acquire, one fenced write, release, through the gateway's lease API beside etcd's own Session and Mutex on the same etcd; --clients defaults to 1,16,64 and --dist to uniform,hot (distinct resources, and one resource handed from holder to holder)")
 	completeWords(cmd, "dist", "uniform", "hot", "zipf", "uniform,hot,zipf")
 	completeFiles(cmd, "bench")
@@ -79,6 +84,9 @@ type benchOptions struct {
 	cpuProfile     string
 	asJSON         bool
 	leases         bool // lock cycles instead of writes
+	// clientLibraries: writes through each client library instead.
+	clientLibraries bool
+	rounds          int // of --client-libraries
 	// clientsSet, distsSet: the flags were given, not defaulted.
 	clientsSet, distsSet bool
 	etcdAccess           etcdAccess // TLS and user of --etcd
@@ -92,6 +100,12 @@ func runBench(ctx context.Context, o benchOptions, out io.Writer) error {
 	var err error
 	if o.leases && !o.clientsSet {
 		o.clients = "1,16,64"
+	}
+	if o.clientLibraries && !o.clientsSet {
+		o.clients = "1,16"
+	}
+	if o.clientLibraries && cfg.Replicas == 0 && cfg.GatewayURL == "" {
+		cfg.Replicas = 1
 	}
 	if o.leases && !o.distsSet {
 		o.dists = "uniform,hot"
@@ -164,6 +178,9 @@ func runBench(ctx context.Context, o benchOptions, out io.Writer) error {
 	if o.leases {
 		return runLeaseBench(ctx, cfg, o.asJSON, out)
 	}
+	if o.clientLibraries {
+		return runClientBench(ctx, cfg, o.rounds, o.asJSON, out)
+	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return err
@@ -180,6 +197,38 @@ func runBench(ctx context.Context, o benchOptions, out io.Writer) error {
 // Session and Mutex (bench.RunLeases).
 func runLeaseBench(ctx context.Context, cfg bench.Config, asJSON bool, out io.Writer) error {
 	rep, err := bench.RunLeases(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		err = rep.WriteJSON(out)
+	} else {
+		err = rep.WriteText(out)
+	}
+	return errors.Join(err, rep.Err())
+}
+
+// runClientBench measures fenced writes through each client library
+// beside its language's bare HTTP call (bench.RunClientLibraries).
+func runClientBench(ctx context.Context, cfg bench.Config, rounds int, asJSON bool, out io.Writer) error {
+	if _, err := exec.LookPath("python3"); err != nil {
+		return errors.New("bench: python3 is not installed: the Python client cannot be measured")
+	}
+	ts, err := tsclient.BuildClient()
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	py := filepath.Join("clients", "python", "bench")
+	drivers := []bench.ClientDriver{
+		{Language: "go", Path: "client"},
+		{Language: "go", Path: "bare"},
+		{Language: "python", Path: "client", Argv: []string{"python3", "driver.py"}, Dir: py},
+		{Language: "python", Path: "bare", Argv: []string{"python3", "driver.py"}, Dir: py},
+		{Language: "typescript", Path: "client", Argv: []string{"node", "build/bench/driver.js"}, Dir: ts},
+		{Language: "typescript", Path: "bare", Argv: []string{"node", "build/bench/driver.js"}, Dir: ts},
+		{Language: "typescript", Path: "bare-fetch", Argv: []string{"node", "build/bench/driver.js"}, Dir: ts},
+	}
+	rep, err := bench.RunClientLibraries(ctx, cfg, drivers, rounds)
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,8 @@
 // became of it when it failed: never sent (the connection failed first), or
 // sent with its answer lost. Node's fetch is not used: it takes no TLS
 // options (a CA, a client certificate) without undici's Agent, which Node
-// 20 does not export, and node:http's keep-alive Agent costs a fifth of
-// fetch per request (the benchmark, clients/bench).
+// 20 does not export, and node:http's keep-alive Agent costs a fraction of
+// fetch per request (`fencegw bench --client-libraries`, BENCHMARKS.md).
 
 import { request as httpRequest, type Agent, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";

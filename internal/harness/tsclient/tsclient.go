@@ -1,6 +1,6 @@
 // Package tsclient builds the TypeScript client (clients/typescript) for the
-// tests that run it: its unit tests, its conformance runner, the refund
-// example, the client benchmark. The build is the one a developer runs
+// tests that run it (its unit tests, its conformance runner, the refund
+// example) and for `fencegw bench --client-libraries`. The build is the one a developer runs
 // (npm ci, then tsc), into the package's own ignored folders
 // (node_modules/, build/), so that `go test ./...` stays the one command:
 // npm ci only when package-lock.json changed since the last one (npm's cache
@@ -38,6 +38,21 @@ func Build(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// BuildClient is Build for a program: the client's folder, or why it could
+// not be built.
+func BuildClient() (string, error) {
+	dir, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	for _, prog := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			return "", fmt.Errorf("tsclient: %s is not installed: the TypeScript client cannot be built", prog)
+		}
+	}
+	return dir, build(dir)
 }
 
 // BuildDependent builds the client, then the package in dir that depends
