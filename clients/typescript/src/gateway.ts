@@ -1,7 +1,15 @@
 // Gateway: a client of a fencegw gateway, one replica or several.
 
 import { Agents, Bearer, type TLSOptions } from "./credentials.js";
-import { ConfigurationError, FencegwError, LeaseError, LeaseLostError, UnexpectedResponseError } from "./errors.js";
+import {
+  ConfigurationError,
+  FencegwError,
+  LeaseError,
+  LeaseLostError,
+  LeaseNotFoundError,
+  UnavailableError,
+  UnexpectedResponseError,
+} from "./errors.js";
 import { Lease, type Grant, type LeaseHost, type RenewFailure, type WriteOptions } from "./lease.js";
 import { LeaseSet } from "./leaseset.js";
 import {
@@ -40,6 +48,9 @@ const MAX_WAIT = 300_000;
 const MAX_VALUE = 4096;
 const MAX_PERMITS = 1000;
 const DEFAULT_TTL = 10_000;
+
+// A signal that never aborts, for requests nobody can stop.
+const NEVER = new AbortController().signal;
 
 export interface GatewayOptions {
   /** The token sent as `Authorization: Bearer`. */
@@ -190,7 +201,16 @@ export class Gateway {
     if (margin !== undefined && margin >= (grant["ttl"] as number) * 1000) {
       margin = undefined; // the gateway granted less than asked: its default
     }
-    const lease = new Lease(this.host, grant as unknown as Grant, resource, sent, sentWall, margin);
+    let from = { sent, sentWall };
+    // After a long wait (or a slow answer) little may be left of the TTL
+    // counted from the request, though the gateway renewed the lease while
+    // it waited and when it granted the lock: a keepalive now, before the
+    // deadline is armed, tells how long it really lasts. If its answer is
+    // lost, the deadline stays counted from the request.
+    if (performance.now() - sent >= ((grant["ttl"] as number) * 1000) / 3) {
+      from = await this.renewGrant(resource, grant, from, o.signal);
+    }
+    const lease = new Lease(this.host, grant as unknown as Grant, resource, from.sent, from.sentWall, margin);
     try {
       lease.ensure(); // a grant that came after its whole TTL
       o.signal?.throwIfAborted();
@@ -340,6 +360,38 @@ export class Gateway {
   /** @internal Tests: called with each attempt's replica and path. */
   set onAttempt(f: ((replica: string, path: string) => void) | undefined) {
     this.transport.onAttempt = f;
+  }
+
+  /**
+   * Renews a lease granted late, and returns when the renewal was sent, its
+   * TTL put in grant; or, if its answer was lost, requested: when the
+   * acquisition was.
+   */
+  private async renewGrant(
+    resource: string,
+    grant: Record<string, unknown>,
+    requested: { sent: number; sentWall: number },
+    signal: AbortSignal | undefined,
+  ): Promise<{ sent: number; sentWall: number }> {
+    const id = grant["lease_id"] as string;
+    const sent = performance.now();
+    const sentWall = Date.now();
+    try {
+      const doc = decodeObject((await this.host.keepalive(id, this.transport.timeout, signal ?? NEVER)).body, "keepalive");
+      if (Number.isSafeInteger(doc["ttl"]) && (doc["ttl"] as number) >= 1) {
+        grant["ttl"] = doc["ttl"];
+        return { sent, sentWall };
+      }
+    } catch (e) {
+      if (e instanceof LeaseNotFoundError) {
+        throw new LeaseLostError(`acquire ${resource}: lease ${id} was gone when renewed after the wait`, { leaseId: id, resource, cause: e });
+      }
+      if (!(e instanceof UnavailableError)) {
+        await this.releaseQuietly(id);
+        throw e;
+      }
+    }
+    return requested;
   }
 
   private async releaseQuietly(leaseId: string): Promise<void> {

@@ -146,6 +146,27 @@ describe("lease", () => {
     assert.equal(f.count("DELETE", "/v1/leases/1a2b"), 1, "the lease granted was left to expire");
   });
 
+  it("renews a grant that came after its TTL before counting its deadline", async () => {
+    // The grant comes 1.5 s after the request of a 1 s lease (a long wait):
+    // counted from the request it is over, but the gateway renewed it.
+    const late = (): Reply => ({ ...grant({ ttl: 1 }), hold: new Promise((r) => setTimeout(r, 1500)) });
+    let f = await fake(leaseRoutes(renewed(1), 1, { acquire: late }));
+    const lease = await client(f).acquire("account/acct-1", { ttl: 1000, wait: 10_000 });
+    assert.equal(lease.error, undefined);
+    assert.equal(f.requests.filter((r) => kindOf(r) === "keepalive").length >= 1, true, "not renewed before use");
+    await lease.write("debit", {});
+    await lease.release();
+
+    f = await fake(leaseRoutes(() => GONE, 1, { acquire: late }));
+    await assert.rejects(client(f).acquire("account/acct-1", { ttl: 1000, wait: 10_000 }), fencegw.LeaseLostError);
+    assert.equal(f.count("DELETE", "/v1/leases/"), 0, "released a lease the gateway said was gone");
+
+    f = await fake(leaseRoutes(() => PAGE_503, 1, { acquire: late }));
+    const c = new fencegw.Gateway(f.url, { timeout: 5000 });
+    await assert.rejects(c.acquire("account/acct-1", { ttl: 1000, wait: 10_000 }), fencegw.LeaseExpiredError);
+    assert.equal(f.count("DELETE", "/v1/leases/"), 1, "the lease whose renewal was lost was kept");
+  });
+
   it("asks for a lost grant again under its key", async () => {
     const answers: Reply[] = [{ close: true }, grant()];
     const f = await fake(leaseRoutes(renewed(), 10, { acquire: () => answers.shift() as Reply }));
