@@ -25,7 +25,6 @@ const NAMES = new Map<unknown, string>([
   [fencegw.LeaseNotFoundError, "lease-not-found"],
   [fencegw.NotFoundError, "not-found"],
   [fencegw.NoLockError, "no-lock"],
-  [fencegw.NoFenceError, "no-fence"],
   [fencegw.MethodNotAllowedError, "method-not-allowed"],
   [fencegw.StaleTokenError, "stale-token"],
   [fencegw.DeadlinePassedError, "deadline-passed"],
@@ -445,7 +444,6 @@ SCENARIOS["problem-types-real"] = async (r) => {
     cases["locked"] = await outcome(() => r.gw.acquire(r.s("resource"), { ttl: r.ms("ttl") }));
   });
   cases["no-lock"] = await outcome(() => r.gw.revoke({ resource: r.s("absent"), reason: "conformance" }));
-  cases["no-fence"] = await outcome(() => r.gw.advanceFence(r.s("absent"), { reason: "conformance" }));
   r.observe["writes_sent"] = sent;
 };
 

@@ -145,8 +145,6 @@ export class LeaseNotFoundError extends ProblemError {}
 export class NotFoundError extends ProblemError {}
 /** no-lock (404): an operator's revoke of a resource nobody holds. */
 export class NoLockError extends ProblemError {}
-/** no-fence (404): an operator's advance of a resource never written. */
-export class NoFenceError extends ProblemError {}
 /** method-not-allowed (405). */
 export class MethodNotAllowedError extends ProblemError {}
 /**
@@ -234,7 +232,6 @@ export const PROBLEM_CLASSES: Readonly<Record<string, ProblemClass>> = Object.fr
   "lease-not-found": LeaseNotFoundError,
   "not-found": NotFoundError,
   "no-lock": NoLockError,
-  "no-fence": NoFenceError,
   "method-not-allowed": MethodNotAllowedError,
   "stale-token": StaleTokenError,
   "deadline-passed": DeadlinePassedError,

@@ -349,7 +349,7 @@ export class Gateway {
     return decodeObject(answer.body, "revoke");
   }
 
-  /** Moves resource's fence past every token issued so far; NoFenceError when it was never written under. */
+  /** Moves resource's fence past every token issued so far (a resource never written under gets its fence row). */
   async advanceFence(resource: string, o: { reason: string; dryRun?: boolean }): Promise<Record<string, unknown>> {
     const answer = await this.transport.request("POST", "/v1/admin/fences/advance", {
       body: encode({ resource, reason: o.reason, dry_run: Boolean(o.dryRun) }),

@@ -33,7 +33,7 @@ func TestRunClientLibrariesCountsWhatLanded(t *testing.T) {
 		{Language: "python", Path: "client", Argv: []string{"python3", "driver.py"}, Dir: "../../../clients/python/bench"},
 	}
 	rep, err := RunClientLibraries(ctx, Config{
-		DatabaseURL: dbURL, EtcdEndpoints: testenv.EtcdEndpoints(), Dir: "../../../testdata/bench",
+		DatabaseURL: dbURL, EtcdEndpoints: testenv.EtcdEndpoints(), KEKFile: testenv.KEKFile(t), Dir: "../../../testdata/bench",
 		Clients: []int{1, 3}, Dists: []Dist{Uniform}, Duration: 200 * time.Millisecond, Warmup: 50 * time.Millisecond, NoPgbench: true, Progress: &progress,
 	}, drivers, 2)
 	if err != nil {
