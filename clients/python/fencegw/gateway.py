@@ -7,7 +7,7 @@ import math
 import ssl
 import time
 import urllib.parse
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._credentials import TLS, Bearer, TLSContexts
 from ._transport import Answer, Transport
@@ -23,7 +23,7 @@ from ._wire import (
     not_after_header,
     token_field,
 )
-from .errors import ConfigurationError, FencegwError, LeaseError, UnexpectedResponse
+from .errors import ConfigurationError, FencegwError, LeaseError, LeaseLost, LeaseNotFound, Unavailable, UnexpectedResponse
 from .lease import Lease, RenewFailure
 from .leaseset import LeaseSet
 from .lock import Lock
@@ -143,6 +143,14 @@ class Gateway:
         margin = safety_margin
         if margin is not None and margin >= granted:
             margin = None  # the gateway granted less than asked: its default
+        if time.monotonic() - sent >= granted / 3:
+            # After a long wait (or a slow answer) little may be left of the
+            # TTL counted from the request, though the gateway renewed the
+            # lease while it waited and when it granted the lock: a keepalive
+            # now, before the deadline is counted, tells how long it really
+            # lasts. If its answer is lost, the deadline stays counted from
+            # the request.
+            sent, sent_wall = self._renew_grant(resource, grant, sent, sent_wall)
         lease = Lease(self, grant, resource, sent, sent_wall, margin)
         try:
             lease.ensure()  # a grant that came after its whole TTL
@@ -269,6 +277,31 @@ class Gateway:
         return decode_object(answer.body, "advance fence")
 
     # For leases.
+
+    def _renew_grant(self, resource: str, grant: Dict[str, Any], sent: float, sent_wall: float) -> Tuple[float, float]:
+        """Renews a lease just granted after a long wait, updating grant's
+        TTL and token; returns when the renewal was sent, or sent and
+        sent_wall as they were if its answer is lost. A lease gone is
+        LeaseLost; any other refusal releases it and is raised."""
+        lease_id: str = grant["lease_id"]
+        renewal, renewal_wall = time.monotonic(), time.time()
+        try:
+            doc = decode_object(self._keepalive(lease_id, self._transport.timeout).body, "keepalive")
+        except LeaseNotFound as e:
+            raise LeaseLost("acquire %s: lease %s was gone when renewed after the wait" % (resource, lease_id),
+                            lease_id=lease_id, resource=resource) from e
+        except Unavailable:
+            return sent, sent_wall
+        except FencegwError:
+            self._release_quietly(lease_id)
+            raise
+        ttl, token = doc.get("ttl"), doc.get("token")
+        if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 1:
+            return sent, sent_wall
+        grant["ttl"] = ttl
+        if isinstance(token, str) and token:
+            grant["token"] = token
+        return renewal, renewal_wall
 
     def _keepalive(self, lease_id: str, timeout: float) -> Answer:
         return self._transport.request("POST", _lease_path(lease_id) + "/keepalive", timeout=timeout)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import unittest
 from typing import List
 
@@ -120,6 +121,32 @@ class LeaseTest(unittest.TestCase):
             self.assertTrue(seen.wait(10))
             # 1:7 signed again is adopted; 1:8 is another place: not this lease's.
             self.assertEqual(lease.token, "1:7:QkJDREVGR0hJSktMTU5PUA")
+
+    def test_a_grant_after_a_long_wait_is_renewed_first(self) -> None:
+        # The grant comes 1.5 s after the request of a 1 s lease: counted
+        # from the request, it would be expired at once. The gateway kept
+        # it alive while it waited: a keepalive first says how long it has.
+        def late_grant(req: Request) -> Reply:
+            time.sleep(1.5)  # the wait in line, as the gateway answers it
+            return grant(ttl=1)
+        fake = self.serve(lease_routes(renewed(ttl=1, token="1:7:UkVTSUdORUQtLS0tLS0tLQ"), ttl=1, acquire=late_grant))
+        gw = self.client(fake)
+        with gw.lock("account/acct-1", ttl=1, wait=5) as lease:
+            self.assertFalse(lease.lost.is_set())
+            self.assertEqual(lease.token, "1:7:UkVTSUdORUQtLS0tLS0tLQ", "the renewal's token is not taken")
+            lease.write("debit", {"account": "acct-1", "amount_cents": 1})
+        self.assertGreaterEqual(fake.count("POST", "/v1/leases/"), 1, "no keepalive before the deadline was counted")
+
+    def test_a_lease_gone_when_renewed_after_the_wait(self) -> None:
+        def late_grant(req: Request) -> Reply:
+            time.sleep(1.5)
+            return grant(ttl=1)
+        fake = self.serve(lease_routes(lambda req: GONE, ttl=1, acquire=late_grant))
+        gw = self.client(fake)
+        with self.assertRaises(fencegw.LeaseLost):
+            with gw.lock("account/acct-1", ttl=1, wait=5):
+                self.fail("the block ran on a lease gone")
+        self.assertEqual(fake.count("POST", "/v1/ops/"), 0)
 
     def test_a_grant_without_its_fields(self) -> None:
         fake = self.serve(lease_routes(renewed(), acquire=lambda req: Reply(201, {"lease_id": "1a2b", "ttl": 10})))
