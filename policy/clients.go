@@ -22,7 +22,8 @@ type Client struct {
 	token      bool // known by a bearer token
 	// certificate is how its certificate names it, e.g. "uri spiffe://…".
 	certificate string
-	jwt         string // the subject of its JWTs
+	jwt         string    // the subject of its JWTs
+	sql         sqlAccess // what it may do on the SQL front (sqlclients.go)
 }
 
 // mayLease reports whether c may take the lock-only lease entry name.
@@ -63,6 +64,10 @@ type fileClient struct {
 	JWT         *fileJWT         `yaml:"jwt"`
 	Operations  []string         `yaml:"operations"`
 	Leases      []string         `yaml:"leases"` // lock-only lease entries, or "*"
+	// The SQL front: the database role its sessions run as, and the
+	// resources they may fence (sqlclients.go).
+	SQLRole      string   `yaml:"sql_role"`
+	SQLResources []string `yaml:"sql_resources"`
 }
 
 // compileClients checks clients against the declared operations, so an
@@ -101,9 +106,10 @@ func compileClients(ps *problems, p *Policy, clients map[string]fileClient, decl
 		if fc.JWT != nil {
 			compileJWT(ps, &p.clients, c, fc.JWT, entry)
 		}
-		if len(fc.Operations) == 0 {
+		if len(fc.Operations) == 0 && fc.SQLRole == "" {
 			ps.add(entry+".operations", "missing: list the operations the client may call, or [\"*\"] for all")
 		}
+		compileSQLAccess(ps, p, c, fc, entry)
 		for _, op := range fc.Operations {
 			switch {
 			case op == "*":

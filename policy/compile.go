@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"regexp"
@@ -441,12 +442,13 @@ func (p *Policy) Describe() string {
 	for _, c := range p.clientsByName() {
 		ops := "*"
 		if !c.any {
-			ops = strings.Join(sortedKeys(c.operations), ", ")
+			ops = cmp.Or(strings.Join(sortedKeys(c.operations), ", "), "no operation")
 		}
 		fmt.Fprintf(&b, "\nclient %s (%s) may call: %s\n", c.Name, c.proves(), ops)
 		if leases := c.leaseNames(); leases != "" {
 			fmt.Fprintf(&b, "client %s may also lease: %s\n", c.Name, leases)
 		}
+		b.WriteString(c.sqlText())
 	}
 	return b.String()
 }

@@ -17,8 +17,9 @@ import (
 // "account/{account}" with account matching acct-[0-9]+), and those of
 // the lock-only entries under leases:, for locks that fence no write (a
 // leader election, a job that must not run twice). A client may lease the
-// names the operations it may call write, and the lock-only entries its
-// own leases: lists. Any other name would let a client make lock keys and
+// names the operations it may call write, the names of the resources its
+// sql_resources list (it fences them from the SQL front), and the
+// lock-only entries its own leases: lists. Any other name would let a client make lock keys and
 // queues in etcd that the policy never meant.
 
 var (
@@ -150,6 +151,11 @@ func (p *Policy) leaseNamed(c *Client, name string) (LeaseKind, error) {
 				return LeaseKind{LockOnly: l.name}, nil
 			}
 			kinds = appendNew(kinds, "the lock-only lease "+l.name)
+		}
+	}
+	if c != nil {
+		if k := c.sqlKind(name); k != nil {
+			return LeaseKind{ResourceKind: k}, nil
 		}
 	}
 	shown := clip.String(name, 64)
