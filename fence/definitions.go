@@ -12,7 +12,8 @@ var definitions embed.FS
 // transaction calls, one file each (sql/NAME.sql defines fencegw.NAME):
 // fence, stamp_unfenced, expect_rows, not_after, claim_key, settle_key,
 // raise_fence_floor, prune_fences, advance_fence, trim_rejections and
-// trim_history. Package
+// trim_history, and the SQL front's fence_session and refuse
+// (frontsession.go). Package
 // schema applies them after the gateway's migrations, and again whenever
 // the database holds something else.
 func Definitions() fs.FS { sub, _ := fs.Sub(definitions, "sql"); return sub }

@@ -168,12 +168,14 @@ func TestUpgradeFromEveryReleasedVersion(t *testing.T) {
 // addedSinceVersion9 are the functions the gateway has defined since the
 // last release made by migrations alone.
 var addedSinceVersion9 = []string{
+	"fencegw.fence_session(bytea,text[],bigint[],bigint[],boolean[])",
 	"fencegw.not_after(timestamp with time zone)",
 	"fencegw.prune_fences(text,integer)",
 	"fencegw.raise_fence_floor(bigint,bigint,text)",
 	"fencegw.advance_fence(text,bigint,bigint,boolean)",
 	"fencegw.trim_rejections()",
 	"fencegw.trim_history()",
+	"fencegw.refuse(text,text,text)",
 }
 
 func TestDefinitionsAreTheReleasedFunctions(t *testing.T) {
