@@ -172,6 +172,11 @@ func (g *Gateway) audit(ctx context.Context, p Problem) {
 	})
 }
 
+// Audit records a refusal the SQL front made (package sqlfront) in
+// fencegw.rejections beside the gateway's own, under the same limits per
+// client and kind of refusal.
+func (g *Gateway) Audit(r fence.Rejection) { g.auditor.add(r.Client, r) }
+
 // RunAudit records the gateway's refusals in fencegw.rejections until ctx
 // ends; without it, refusals are only logged and counted.
 func (g *Gateway) RunAudit(ctx context.Context) { g.auditor.Run(ctx) }

@@ -1,0 +1,114 @@
+package sqlfront
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/fencegw/fencegw/fence"
+)
+
+// The front's own statements (package fence's Calls: fencing a
+// transaction, refusing in it) run on the session's backend in the
+// session's transaction, at the point the client's statement stood. The
+// front first waits until PostgreSQL has answered everything before
+// (drain), then sends Parse, Bind and Execute of the unnamed statement,
+// with the parameters bound (never spelled into SQL), and a Sync in a
+// simple query or a Flush in the extended protocol, whose Sync is the
+// client's to send. Nothing PostgreSQL says of the statement reaches the
+// client, notices included: a session may ask for debug messages that
+// would print its parameters, and those carry the session's secret.
+
+// drain waits until PostgreSQL has answered every message sent so far,
+// relaying the answers.
+func (s *session) drain() error {
+	for len(s.pending) > 0 {
+		if err := s.step(false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// call runs c as the front's own statement and returns the error
+// PostgreSQL answered it with, nil if none.
+func (s *session) call(c fence.Call, sync bool) (*pgproto3.ErrorResponse, error) {
+	if err := s.drain(); err != nil {
+		return nil, err
+	}
+	res := &callResult{}
+	msgs := []pgproto3.FrontendMessage{
+		&pgproto3.Parse{Query: c.SQL, ParameterOIDs: c.ParamOIDs},
+		&pgproto3.Bind{Parameters: c.Params},
+		&pgproto3.Execute{},
+	}
+	entries := []*entry{{kind: eParse, call: res}, {kind: eBind, call: res}, {kind: eExecute, call: res}}
+	if sync {
+		msgs = append(msgs, &pgproto3.Sync{})
+		entries = append(entries, &entry{kind: eSync, call: res})
+	} else {
+		msgs = append(msgs, &pgproto3.Flush{})
+	}
+	var b []byte
+	for _, m := range msgs {
+		var err error
+		if b, err = m.Encode(b); err != nil {
+			return nil, err
+		}
+	}
+	s.unnamedLost = true
+	if err := s.sendBackend(b); err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		s.push(e)
+	}
+	if err := s.drain(); err != nil {
+		return nil, err
+	}
+	return res.err, nil
+}
+
+// refuseInBackend makes PostgreSQL fail the session's transaction with
+// se, as fencegw.refuse raises it.
+func (s *session) refuseInBackend(se *sqlError, sync bool) (*pgproto3.ErrorResponse, error) {
+	return s.call(fence.RefuseCall(se.Code, se.Message, se.Detail), sync)
+}
+
+// cancelHead asks PostgreSQL to cancel what it works on for the oldest
+// message owed: it has taken longer than the statement timeout.
+func (s *session) cancelHead() {
+	if len(s.pending) == 0 {
+		return
+	}
+	s.headCancels = s.pending[0]
+	s.log.Info("statement timeout: cancelling", "after", s.srv.cfg.StatementTimeout.String())
+	go s.cancelBackend()
+}
+
+// cancelBackend sends PostgreSQL a cancel request for the session's
+// backend. It may run on any goroutine.
+func (s *session) cancelBackend() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.be.cancel(ctx); err != nil {
+		s.log.Warn("a cancel request could not be sent to PostgreSQL", "error", err.Error())
+	}
+}
+
+// cancel handles a client's CancelRequest: the session whose key it
+// names, and only that one, has its backend's work cancelled. A key
+// that names none is ignored, as PostgreSQL ignores it.
+func (s *Server) cancel(req pgproto3.CancelRequest) {
+	if len(req.SecretKey) != 4 {
+		return
+	}
+	k := cancelKey{pid: req.ProcessID, secret: uint32(req.SecretKey[0])<<24 | uint32(req.SecretKey[1])<<16 | uint32(req.SecretKey[2])<<8 | uint32(req.SecretKey[3])}
+	s.mu.Lock()
+	sess := s.byKey[k]
+	s.mu.Unlock()
+	if sess != nil {
+		sess.cancelBackend()
+	}
+}

@@ -1,0 +1,152 @@
+package sqlfront
+
+import (
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// onClient handles one message of the client's.
+func (s *session) onClient(msg pgproto3.FrontendMessage) error {
+	if _, sync := msg.(*pgproto3.Sync); s.failed && !sync {
+		if _, bye := msg.(*pgproto3.Terminate); !bye {
+			return nil // PostgreSQL skips to the Sync after an error: so does the front
+		}
+	}
+	switch m := msg.(type) {
+	case *pgproto3.Query:
+		return s.query(m.String)
+	case *pgproto3.Parse:
+		return s.parse(m)
+	case *pgproto3.Bind:
+		return s.bind(m)
+	case *pgproto3.Describe:
+		return s.describe(m)
+	case *pgproto3.Execute:
+		return s.execute(m)
+	case *pgproto3.Close:
+		return s.closeMessage(m)
+	case *pgproto3.Sync:
+		return s.forward(m, &entry{kind: eSync, commits: s.tx == 'I'})
+	case *pgproto3.Flush:
+		return s.forward(m, nil)
+	case *pgproto3.Terminate:
+		return errTerminated
+	case *pgproto3.FunctionCall:
+		return s.refuseSimple(refusal(codeUnsupported, "the SQL front does not relay fast-path function calls", "call the function with SELECT"))
+	case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
+		return nil // outside COPY, which the front never starts, PostgreSQL ignores them too
+	}
+	return fatal(codeProtocol, "unexpected message from the client")
+}
+
+// query handles a simple query. Its statements go to PostgreSQL as they
+// were written, in one Query, unless the front has a statement of it to
+// answer (one naming fences) or to check (a COMMIT of a fenced
+// transaction: commitcheck.go). Then the front sends the statements one
+// by one, in order, answering or checking those in between; one that
+// fails ends the query, as PostgreSQL ends a query at its first error.
+// A transaction block must hold such a query's statements (BEGIN first,
+// or before): pieces cannot be one implicit transaction.
+func (s *session) query(text string) error {
+	s.counted++
+	sts := splitStatements(text, s.standard)
+	verdicts := make([]verdict, len(sts))
+	front, commits := false, s.tx == 'I'
+	for i, st := range sts {
+		v := classify(st)
+		switch {
+		case v.kind == stRefused:
+			return s.refuseSimple(v.refusal)
+		case v.kind == stTokens && v.param > 0:
+			return s.refuseSimple(refusal(codeBadTokens, "a simple query has no parameters: write the tokens in the statement", tokensHint))
+		}
+		verdicts[i], commits = v, commits || v.commits
+		front = front || v.kind == stTokens || v.commits && len(s.fenced) > 0
+	}
+	if !front {
+		return s.forward(&pgproto3.Query{String: text}, &entry{kind: eQuery, commits: commits})
+	}
+	if err := s.drain(); err != nil {
+		return err
+	}
+	if s.tx == 'I' && !verdicts[0].begins {
+		return s.refuseSimple(notInBlock(s.tx))
+	}
+	for i, st := range sts {
+		last, v := i == len(sts)-1, verdicts[i]
+		if v.kind == stTokens {
+			if done, err := s.setTokens(v, last); done || err != nil {
+				return err
+			}
+			continue
+		}
+		if v.commits && s.tx == 'T' && len(s.fenced) > 0 {
+			if se := s.checkCommit(); se != nil {
+				if err := s.rollback(true); err != nil {
+					return err
+				}
+				s.send(se.response())
+				s.send(&pgproto3.ReadyForQuery{TxStatus: s.tx})
+				return nil
+			}
+		}
+		e := &entry{kind: eQuery, hold: !last, commits: v.commits || s.tx == 'I'}
+		if err := s.forward(&pgproto3.Query{String: text[st.start:st.end]}, e); err != nil || last {
+			return err
+		}
+		if err := s.drain(); err != nil {
+			return err
+		}
+		if e.failed {
+			s.send(&pgproto3.ReadyForQuery{TxStatus: s.tx})
+			return nil
+		}
+	}
+	return nil
+}
+
+// setTokens answers a statement of a simple query that names fences,
+// last in it or not; done: the query ended here (an error, answered).
+func (s *session) setTokens(v verdict, last bool) (done bool, err error) {
+	if s.tx != 'T' {
+		s.send(notInBlock(s.tx).response())
+		s.send(&pgproto3.ReadyForQuery{TxStatus: s.tx})
+		return true, nil
+	}
+	resp, list, err := s.fenceTokens(v.value, true)
+	if err != nil {
+		return true, err
+	}
+	if resp != nil {
+		s.send(resp)
+		s.send(&pgproto3.ReadyForQuery{TxStatus: s.tx})
+		return true, nil
+	}
+	if v.setConfig {
+		s.send(rowsOf(&v))
+		s.send(&pgproto3.DataRow{Values: [][]byte{[]byte(list)}})
+		s.send(&pgproto3.CommandComplete{CommandTag: []byte("SELECT 1")})
+	} else {
+		s.send(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
+	}
+	if last {
+		s.send(&pgproto3.ReadyForQuery{TxStatus: s.tx})
+	}
+	return last, nil
+}
+
+// refuseSimple refuses a simple query (or a fast-path call) before any of
+// it runs: in a transaction block, PostgreSQL is made to fail too, so
+// that the transaction fails with it, as for an error of PostgreSQL's.
+func (s *session) refuseSimple(se *sqlError) error {
+	if err := s.drain(); err != nil {
+		return err
+	}
+	if s.tx == 'T' {
+		if _, err := s.refuseInBackend(se, true); err != nil {
+			return err
+		}
+	}
+	s.send(se.response())
+	s.send(&pgproto3.ReadyForQuery{TxStatus: s.tx})
+	return nil
+}

@@ -1,0 +1,261 @@
+package sqlfront
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/policy"
+)
+
+// A session relays one client connection to its own backend. One
+// goroutine, the loop, owns all of its state; three more only move
+// bytes: one reads the client's messages, one PostgreSQL's, and each
+// hands the loop one message at a time and waits for it to be done with
+// it (pgproto3's messages are valid until the next is read); the third
+// writes what the loop sends PostgreSQL, so that the loop goes on
+// reading PostgreSQL's answers while it sends: a client pipelining more
+// than the sockets buffer can never leave the two servers each waiting
+// for the other to read.
+
+// session is one client's connection and its backend.
+type session struct {
+	srv    *Server
+	id     uint64    // the connection's number, for the audit and the log
+	key    cancelKey // what the client cancels it with
+	client *policy.Client
+	remote string
+	log    *slog.Logger
+	conn   net.Conn
+	in     *pgproto3.Backend
+	out    []byte // messages for the client, written when the loop would wait
+	be     *backend
+	fs     *fence.FrontSession
+
+	fromClient  chan clientEvent
+	fromBackend chan backendEvent
+	clientAck   chan struct{}
+	backendAck  chan struct{}
+	toBackend   chan []byte
+	done        chan struct{} // closed when the session ends
+	stop        chan struct{} // closed by shutdown
+	stopOnce    sync.Once
+	ended       sync.Once
+
+	relay             // what PostgreSQL owes answers for (relay.go)
+	statements        // the client's prepared statements and portals (extended.go)
+	more        bool  // PostgreSQL's next message is already read: no need to flush yet
+	counted     int64 // statements run, for the audit
+	standard    bool  // standard_conforming_strings, as PostgreSQL reports it
+	utf8        bool  // client_encoding is UTF8
+	headSince   time.Time
+	headCancels *entry // the entry the statement timeout has cancelled
+	// fenced are the fences the transaction in progress advanced, for
+	// the check before its COMMIT (commitcheck.go).
+	fenced map[string]fenced
+}
+
+type clientEvent struct {
+	msg pgproto3.FrontendMessage
+	err error
+}
+
+type backendEvent struct {
+	msg  pgproto3.BackendMessage
+	err  error
+	more bool
+}
+
+// cancelKey is the BackendKeyData a client gets: the front's own, never
+// its backend's.
+type cancelKey struct{ pid, secret uint32 }
+
+func (k cancelKey) secretBytes() []byte { return binary.BigEndian.AppendUint32(nil, k.secret) }
+
+func (s *Server) newSession(conn net.Conn, in *pgproto3.Backend, client *policy.Client, be *backend, fs *fence.FrontSession) *session {
+	sess := &session{
+		srv: s, id: s.nextID.Add(1), client: client, remote: conn.RemoteAddr().String(), conn: conn, in: in, be: be, fs: fs,
+		fromClient: make(chan clientEvent), fromBackend: make(chan backendEvent),
+		clientAck: make(chan struct{}), backendAck: make(chan struct{}), toBackend: make(chan []byte, 64),
+		done: make(chan struct{}), stop: make(chan struct{}),
+		relay: relay{tx: 'I'}, statements: newStatements(), fenced: map[string]fenced{},
+		standard: be.params["standard_conforming_strings"] != "off", utf8: be.params["client_encoding"] == "UTF8",
+	}
+	sess.log = s.log.With("session", sess.id, "client", client.Name, "remote", sess.remote)
+	s.mu.Lock()
+	for {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		sess.key = cancelKey{pid: binary.BigEndian.Uint32(b[:4])&0x7fffffff | 1, secret: binary.BigEndian.Uint32(b[4:])}
+		if s.byKey[sess.key] == nil {
+			break
+		}
+	}
+	s.byKey[sess.key] = sess
+	s.mu.Unlock()
+	return sess
+}
+
+// run serves the session until it ends, and tells the client why if it
+// was not the client that ended it.
+func (s *session) run() {
+	defer s.end()
+	go s.readClient()
+	go s.readBackend()
+	go s.writeBackend()
+	err := s.loop()
+	if se, ok := asSQLError(err); ok {
+		se.Fatal = true
+		s.log.Info("session ended", "sqlstate", se.Code, "error", se.Message)
+		s.send(se.response())
+		_ = s.flush()
+		return
+	}
+	if err != nil && !errors.Is(err, errTerminated) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		s.log.Info("session ended", "error", err.Error())
+	}
+}
+
+// errTerminated: the client said goodbye (Terminate).
+var errTerminated = errors.New("sqlfront: the client terminated the session")
+
+// end closes both connections, so that PostgreSQL rolls back whatever the
+// session left open, and forgets the session's registration.
+func (s *session) end() {
+	s.ended.Do(func() {
+		close(s.done)
+		s.be.conn.Close()
+		s.conn.Close()
+		s.srv.mu.Lock()
+		delete(s.srv.byKey, s.key)
+		s.srv.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.fs.Unregister(ctx, s.srv.cfg.Pool); err != nil {
+			s.log.Warn("a session of the SQL front stays registered until its pid is reused", "error", err.Error())
+		}
+	})
+}
+
+// shutdown asks the loop to end the session: the front is closing.
+func (s *session) shutdown() { s.stopOnce.Do(func() { close(s.stop) }) }
+
+// loop handles events until the session ends.
+func (s *session) loop() error {
+	for {
+		if err := s.step(true); err != nil {
+			return err
+		}
+	}
+}
+
+// step waits for the next event and handles it: a message of
+// PostgreSQL's, one of the client's (only if client: a drain waits for
+// PostgreSQL alone), a timeout, the front's shutdown.
+func (s *session) step(client bool) error {
+	if !s.more || len(s.out) > 64<<10 {
+		if err := s.flush(); err != nil {
+			return err
+		}
+	}
+	var fromClient <-chan clientEvent
+	if client {
+		fromClient = s.fromClient
+	}
+	idle, stmt, stop := s.timers(client)
+	defer stop()
+	select {
+	case ev := <-s.fromBackend:
+		err := s.onBackend(ev)
+		s.ackBackend(ev)
+		return err
+	case ev := <-fromClient:
+		if ev.err != nil {
+			return s.clientGone(ev.err)
+		}
+		err := s.onClient(ev.msg)
+		s.clientAck <- struct{}{}
+		return err
+	case <-idle:
+		if s.tx != 'I' {
+			return fatal(codeIdleInTx, "terminating connection due to idle-in-transaction timeout: its transaction is rolled back")
+		}
+		return fatal(codeIdle, "terminating connection due to idle-session timeout")
+	case <-stmt:
+		s.cancelHead()
+		return nil
+	case <-s.stop:
+		return fatal(codeShutdown, "terminating connection: the SQL front is shutting down, and the transaction in progress is rolled back")
+	}
+}
+
+// ackBackend lets the reader of PostgreSQL's messages read the next,
+// unless it stopped at ev's error.
+func (s *session) ackBackend(ev backendEvent) {
+	if ev.err == nil {
+		s.backendAck <- struct{}{}
+	}
+}
+
+// timers are the idle timeout, running while nothing is owed to the
+// client and the loop waits for it, and the statement timeout of the
+// oldest thing owed; nil channels where they do not apply.
+func (s *session) timers(client bool) (idle, stmt <-chan time.Time, stop func()) {
+	var timers []*time.Timer
+	if d := s.srv.cfg.IdleTimeout; d > 0 && client && len(s.pending) == 0 {
+		t := time.NewTimer(d)
+		idle, timers = t.C, append(timers, t)
+	}
+	if d := s.srv.cfg.StatementTimeout; d > 0 && len(s.pending) > 0 && s.headCancels != s.pending[0] {
+		t := time.NewTimer(d - time.Since(s.headSince))
+		stmt, timers = t.C, append(timers, t)
+	}
+	return idle, stmt, func() {
+		for _, t := range timers {
+			t.Stop()
+		}
+	}
+}
+
+// clientGone ends the session after its client went away or broke the
+// protocol; whatever transaction it had open is rolled back.
+func (s *session) clientGone(err error) error {
+	var tooBig *pgproto3.ExceededMaxBodyLenErr
+	if errors.As(err, &tooBig) {
+		return fatal(codeTooLarge, fmt.Sprintf("message of %d bytes: the SQL front takes at most %d", tooBig.ActualBodyLen, tooBig.MaxExpectedBodyLen))
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return fatal(codeProtocol, "invalid message from the client: "+err.Error())
+}
+
+// send queues m for the client.
+func (s *session) send(m pgproto3.BackendMessage) {
+	b, err := m.Encode(s.out)
+	if err != nil {
+		s.log.Error("a message for the client could not be encoded", "message", fmt.Sprintf("%T", m), "error", err.Error())
+		return
+	}
+	s.out = b
+}
+
+// flush writes what was queued for the client.
+func (s *session) flush() error {
+	if len(s.out) == 0 {
+		return nil
+	}
+	_, err := s.conn.Write(s.out)
+	s.out = s.out[:0]
+	return err
+}
