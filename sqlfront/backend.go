@@ -72,8 +72,8 @@ func (b *backend) cancel(ctx context.Context) error {
 // relays sessions, not replication), and the ones that would let the
 // session outrun the front: fencegw.* (the front's), command-line
 // options (any setting, unread), and a client_min_messages that hides
-// warnings. client_min_messages is warning unless the client asks for
-// more.
+// warnings. client_min_messages is notice unless the client asks for
+// another that passes warnings.
 func backendParams(client map[string]string) (map[string]string, error) {
 	out := map[string]string{}
 	for k, v := range client {
@@ -99,7 +99,9 @@ func backendParams(client map[string]string) (map[string]string, error) {
 		}
 	}
 	if _, ok := out["client_min_messages"]; !ok {
-		out["client_min_messages"] = "warning"
+		// PostgreSQL's default, set here so that a role's or a
+		// database's setting cannot hide warnings from the front.
+		out["client_min_messages"] = "notice"
 	}
 	return out, nil
 }

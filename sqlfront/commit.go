@@ -1,6 +1,8 @@
 package sqlfront
 
 import (
+	"fmt"
+
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -135,14 +137,35 @@ func (s *session) trackTag(tag string) {
 // a message that may have committed was on its way, the outcome is
 // unknown (08007); otherwise PostgreSQL rolled the transaction back.
 func (s *session) backendLost(err error) error {
-	for _, e := range s.pending {
-		if e.commits && s.tx != 'E' {
-			s.log.Warn("the connection to PostgreSQL was lost with a commit on its way", "error", err.Error())
-			return fatal(codeUnknown, "the connection to PostgreSQL was lost after the transaction's COMMIT was sent: its outcome is unknown")
-		}
+	if s.commitPending() {
+		s.log.Warn("the connection to PostgreSQL was lost with a commit on its way", "error", err.Error())
+		return fatal(codeUnknown, "the connection to PostgreSQL was lost after the transaction's COMMIT was sent: its outcome is unknown")
 	}
 	s.log.Warn("the connection to PostgreSQL was lost", "error", err.Error())
 	return fatal(codeLost, "the connection to PostgreSQL was lost: the transaction in progress, if any, was rolled back")
+}
+
+// backendEnded ends the session after PostgreSQL said it ends it (FATAL:
+// terminated by an operator, shut down): as a lost connection if a
+// commit was on its way, else with PostgreSQL's own words.
+func (s *session) backendEnded(m *pgproto3.ErrorResponse) error {
+	err := fmt.Errorf("PostgreSQL ended the session: %s (SQLSTATE %s)", m.Message, m.Code)
+	if s.commitPending() {
+		return s.backendLost(err)
+	}
+	s.log.Warn("PostgreSQL ended the session", "sqlstate", m.Code, "error", m.Message)
+	s.send(m)
+	return err
+}
+
+// commitPending: a message that may commit is owed an answer.
+func (s *session) commitPending() bool {
+	for _, e := range s.pending {
+		if e.commits && s.tx != 'E' {
+			return true
+		}
+	}
+	return false
 }
 
 // noteParameter follows what the front reads SQL and tokens by.

@@ -154,9 +154,8 @@ func (s *session) onBackend(ev backendEvent) error {
 		s.relayed(m)
 		return nil
 	case *pgproto3.ErrorResponse:
-		if h == nil { // FATAL, unasked: the server is going away
-			s.send(m)
-			return fmt.Errorf("sqlfront: PostgreSQL ended the session: %s (SQLSTATE %s)", m.Message, m.Code)
+		if h == nil || m.SeverityUnlocalized == "FATAL" || m.SeverityUnlocalized == "PANIC" {
+			return s.backendEnded(m) // the server is going away
 		}
 		s.onError(h, m)
 		return nil

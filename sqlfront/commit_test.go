@@ -1,0 +1,118 @@
+package sqlfront_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegw/fencegw/internal/harness/testenv"
+)
+
+// TestCommitWarnedIsUnknown: a COMMIT that PostgreSQL answers with a
+// WARNING (here an application's deferred trigger; in production a
+// cancelled wait for synchronous replication) is answered 08007, its
+// outcome unknown, never success: an explicit COMMIT, and an implicit
+// transaction's in the extended and in the simple protocol. A warning
+// earlier in the transaction, or a notice at COMMIT, changes nothing.
+func TestCommitWarnedIsUnknown(t *testing.T) {
+	f := newFront(t)
+	ctx := context.Background()
+	f.admin(
+		"CREATE TABLE demo.warned (id int)",
+		"GRANT INSERT ON demo.warned TO "+f.role,
+		`CREATE FUNCTION demo.warn_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN
+		     IF NEW.id > 0 THEN RAISE WARNING 'committed locally, but might not have been replicated'; ELSE RAISE NOTICE 'fine'; END IF;
+		     RETURN NULL;
+		 END $$`,
+		"CREATE CONSTRAINT TRIGGER warn AFTER INSERT ON demo.warned DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION demo.warn_at_commit()",
+	)
+	conn := f.connect(billing)
+	explicit := func(id int) error {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DO $$ BEGIN RAISE WARNING 'a warning before the commit'; END $$`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO demo.warned VALUES ($1)", id); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		code string
+	}{
+		{"an explicit COMMIT", func() error { return explicit(1) }, "08007"},
+		{"an implicit transaction, extended", func() error {
+			_, err := conn.Exec(ctx, "INSERT INTO demo.warned VALUES ($1)", 2)
+			return err
+		}, "08007"},
+		{"an implicit transaction, simple", func() error {
+			_, err := conn.Exec(ctx, "INSERT INTO demo.warned VALUES (3)", pgx.QueryExecModeSimpleProtocol)
+			return err
+		}, "08007"},
+		{"a warning before the COMMIT, a notice at it", func() error { return explicit(-1) }, ""},
+		{"a notice at an implicit commit", func() error {
+			_, err := conn.Exec(ctx, "INSERT INTO demo.warned VALUES ($1)", -2)
+			return err
+		}, ""},
+	} {
+		if code := sqlState(tc.run()); code != tc.code {
+			t.Errorf("%s: SQLSTATE %q, want %q", tc.name, code, tc.code)
+		}
+	}
+	// Unknown is no lie: those commits did happen, as far as the
+	// primary is concerned.
+	var n int
+	if err := f.gw.Pool.QueryRow(ctx, "SELECT count(*) FROM demo.warned").Scan(&n); err != nil || n != 5 {
+		t.Fatalf("%d rows (%v), want 5", n, err)
+	}
+}
+
+// TestBackendLostAfterCommitSent: the connection to PostgreSQL lost
+// while a COMMIT is on its way is answered 08007 (the transaction's
+// outcome unknown), and the session ends.
+func TestBackendLostAfterCommitSent(t *testing.T) {
+	f := newFront(t)
+	ctx := context.Background()
+	f.admin(
+		"CREATE TABLE demo.waits (id int)",
+		"GRANT INSERT ON demo.waits TO "+f.role,
+		`CREATE FUNCTION demo.wait_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN PERFORM pg_advisory_xact_lock(77); RETURN NULL; END $$`,
+		"CREATE CONSTRAINT TRIGGER wait AFTER INSERT ON demo.waits DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION demo.wait_at_commit()",
+	)
+	lock, err := f.gw.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, "SELECT pg_advisory_xact_lock(77)"); err != nil {
+		t.Fatal(err)
+	}
+	conn := f.connect(billing)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO demo.waits VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	committed := make(chan error, 1)
+	go func() { committed <- tx.Commit(ctx) }()
+	if !testenv.WaitFor(time.Minute, func() bool { return testenv.LockWaiters(f.gw.Pool, "%commit%") == 1 }) {
+		t.Fatal("the COMMIT never waited in its trigger")
+	}
+	if _, err := f.gw.Pool.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", f.role); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-committed; sqlState(err) != "08007" {
+		t.Fatalf("a COMMIT whose backend was lost: %v, want 08007", err)
+	}
+}
