@@ -4,10 +4,12 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tlsfiles"
 )
 
 // Who connects. A client of the policy proves who it is as on HTTP: by a
@@ -28,18 +30,26 @@ func (s *Server) authenticate(conn net.Conn, in *pgproto3.Backend, p startupPack
 		return nil, fatal(codeAuth, "the policy declares no clients: the SQL front serves none")
 	}
 	tc, isTLS := conn.(*tls.Conn)
+	var st tls.ConnectionState
 	if isTLS {
-		if st := tc.ConnectionState(); len(st.VerifiedChains) > 0 {
-			c, err := pol.ClientByCertificate(st.VerifiedChains[0][0])
-			if err != nil {
-				return nil, fatal(codeAuth, "the client certificate names more than one client")
+		st = tc.ConnectionState()
+	}
+	if s.cfg.ClientCAs != nil && len(st.PeerCertificates) > 0 {
+		// As the HTTP path: the handshake proved the key, the chain is
+		// checked here against the client CAs in force.
+		leaf, err := tlsfiles.VerifyClient(&st, s.cfg.ClientCAs(), time.Now())
+		if err != nil {
+			return nil, fatal(codeAuth, "client certificate refused: "+err.Error())
+		}
+		c, err := pol.ClientByCertificate(leaf)
+		if err != nil {
+			return nil, fatal(codeAuth, "the client certificate names more than one client")
+		}
+		if c != nil {
+			if c.Name != user {
+				return nil, fatal(codeAuth, fmt.Sprintf("the client certificate names client %s: connect as user %s", c.Name, c.Name))
 			}
-			if c != nil {
-				if c.Name != user {
-					return nil, fatal(codeAuth, fmt.Sprintf("the client certificate names client %s: connect as user %s", c.Name, c.Name))
-				}
-				return withRole(c)
-			}
+			return withRole(c)
 		}
 	}
 	if !isTLS && !loopback(conn.RemoteAddr()) {

@@ -64,7 +64,7 @@ func newFront(t *testing.T, adjust ...func(*sqlfront.Config)) *front {
 	}
 	pol := string(src) + fmt.Sprintf(`
 clients:
-  %s: {token_sha256: %q, sql_role: %s, sql_resources: [account]}
+  %s: {token_sha256: %q, certificate: {cn: billing}, sql_role: %s, sql_resources: [account]}
   %s: {token_sha256: %q, sql_role: %s, sql_resources: [account]}
   %s: {token_sha256: %q, operations: ["*"]}
 `, billing, sum(f.keys[billing]), f.role, ledger, sum(f.keys[ledger]), f.role, ops, sum(f.keys[ops]))

@@ -3,6 +3,7 @@ package sqlfront
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -42,12 +43,14 @@ type Config struct {
 	// Password is the password a session logs in with as role; nil or
 	// "": none (trust, peer or certificate authentication).
 	Password func(role string) string
-	// TLS, if set, is offered to clients that ask (SSLRequest); with
-	// ClientCAs, their certificates name them as on HTTP. Without it a
-	// password is taken only from the loopback interface.
-	TLS    *tls.Config
-	Audit  func(fence.Rejection) // refusals for fencegw.rejections; nil: logged only
-	Logger *slog.Logger
+	// TLS, if set, is offered to clients that ask (SSLRequest); without
+	// it a password is taken only from the loopback interface. With
+	// ClientCAs (the client CAs in force, as serve reloads them), a
+	// client's certificate, checked against them, names it as on HTTP.
+	TLS       *tls.Config
+	ClientCAs func() *x509.CertPool
+	Audit     func(fence.Rejection) // refusals for fencegw.rejections; nil: logged only
+	Logger    *slog.Logger
 	// MaxConnections bounds the front's sessions, MaxClientConnections
 	// one client's, so that one client's many connections cannot take
 	// every other client's place. 0: DefaultMaxConnections and a quarter
