@@ -44,6 +44,7 @@ type serveConfig struct {
 	// TortureClock, for fencegw torture only, is the clock page the
 	// hold records' wall clock reads (tortureclock.go); "": the real one.
 	TortureClock string
+	SQLFront     sqlFrontFlags
 
 	IdempotencyRetention time.Duration
 	AuthorityCheck       time.Duration
@@ -60,6 +61,8 @@ type serveConfig struct {
 	command string
 	// logOut, if set, receives the log instead of stderr (tests).
 	logOut io.Writer
+	// frontBound, if set, gets the address the SQL front serves.
+	frontBound func(addr string)
 }
 
 // flagDefaults are the defaults in which serve and dev differ: dev is run
@@ -97,6 +100,7 @@ func (c *serveConfig) bind(cmd *cobra.Command, d flagDefaults) {
 	c.TLS.bind(cmd)
 	c.JWT.bind(cmd)
 	c.KEK.bind(cmd, fs)
+	c.SQLFront.bind(cmd)
 	fs.StringVar(&c.LogFormat, "log-format", d.logFormat, "log format: json or text")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	bindTrustedProxies(fs, &c.TrustedProxies)
@@ -205,6 +209,9 @@ func (c *serveConfig) checkValues() error {
 		return fmt.Errorf("%w: timeouts must be positive", errUsage)
 	}
 	if err := c.TLS.check(); err != nil {
+		return err
+	}
+	if err := c.SQLFront.check(); err != nil {
 		return err
 	}
 	return c.JWT.check()

@@ -126,12 +126,24 @@ func runDev(ctx context.Context, cfg serveConfig, demo string, adopt bool, out i
 	if err := adoptDevEtcd(startCtx, cfg.DatabaseURL, cfg.EtcdEndpoints, adopt, out); err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
-	return serve(ctx, cfg, func(addr string) {
-		if filepath.Clean(demo) == defaultDemo {
-			fmt.Fprint(out, cheatSheet(addr, cfg, dbNote, guarded))
-			return
+	var key, frontAddr string
+	if cfg.SQLFront.Listen != "" {
+		var cleanup func()
+		if key, cleanup, err = devFront(startCtx, &cfg); err != nil {
+			return fmt.Errorf("dev: %w", err)
 		}
-		fmt.Fprint(out, policySheet(addr, cfg, dbNote, guarded))
+		defer cleanup()
+		cfg.frontBound = func(addr string) { frontAddr = addr }
+	}
+	return serve(ctx, cfg, func(addr string) {
+		sheet := policySheet(addr, cfg, dbNote, guarded)
+		if filepath.Clean(demo) == defaultDemo {
+			sheet = cheatSheet(addr, cfg, dbNote, guarded)
+		}
+		if frontAddr != "" {
+			sheet = frontSheet(sheet, frontAddr, key, cfg.DatabaseURL, filepath.Clean(demo) == defaultDemo)
+		}
+		fmt.Fprint(out, sheet)
 	})
 }
 

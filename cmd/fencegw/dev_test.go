@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,15 @@ import (
 // runDev's result.
 func startDev(t *testing.T, extra ...string) (base, dbURL string, stop func() error) {
 	t.Helper()
+	found, stop := startDevFor(t, []*regexp.Regexp{regexp.MustCompile(`gateway\s+(http://\S+)`), regexp.MustCompile(`DATABASE_URL\s+(\S+)`)}, extra...)
+	return found[0], found[1], stop
+}
+
+// startDevFor runs `fencegw dev` in-process until it has printed a line
+// matching each of want, and returns each one's first submatch, and a
+// stop function (Ctrl-C) that returns runDev's result.
+func startDevFor(t *testing.T, want []*regexp.Regexp, extra ...string) (found []string, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
@@ -29,23 +39,21 @@ func startDev(t *testing.T, extra ...string) (base, dbURL string, stop func() er
 		done <- execute(ctx, pw, append([]string{"dev", "--listen", "127.0.0.1:0", "--demo", "../../testdata/demo"}, extra...)...)
 		pw.Close()
 	}()
-	gatewayRE := regexp.MustCompile(`gateway\s+(http://\S+)`)
-	dbRE := regexp.MustCompile(`DATABASE_URL\s+(\S+)`)
+	found = make([]string, len(want))
 	sc := bufio.NewScanner(pr)
-	for base == "" || dbURL == "" {
+	for slices.Contains(found, "") {
 		if !sc.Scan() {
 			cancel()
 			t.Fatalf("dev exited before printing its cheat-sheet: %v", <-done)
 		}
-		if m := gatewayRE.FindStringSubmatch(sc.Text()); m != nil {
-			base = m[1]
-		}
-		if m := dbRE.FindStringSubmatch(sc.Text()); m != nil {
-			dbURL = m[1]
+		for i, re := range want {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil && found[i] == "" {
+				found[i] = m[1]
+			}
 		}
 	}
 	go io.Copy(io.Discard, pr)
-	return base, dbURL, func() error {
+	return found, func() error {
 		cancel()
 		select {
 		case err := <-done:

@@ -183,6 +183,15 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	defer stopOps() // after the API: probes see /readyz fail while it drains
+	frontAddr, stopFront, err := serveSQLFront(cfg.SQLFront, cfg.DatabaseURL, pool, auth, pol, gw, creds, log)
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	defer stopFront()
+	if frontAddr != "" && cfg.frontBound != nil {
+		cfg.frontBound(frontAddr)
+	}
 	stopBackground := runBackground(ctx,
 		func(ctx context.Context) { gw.Store().RunJanitor(ctx, cfg.IdempotencyRetention, log) },
 		func(ctx context.Context) { gw.RunPruning(ctx, cfg.PruneEvery) },
@@ -226,6 +235,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		}
 	}
 	gw.StopLeaseWaits() // a wait would outlast the drain, and its lease the process
+	stopFront()         // its sessions end, and PostgreSQL rolls back what each had open
 	log.Info("fencegw draining requests in flight", "timeout", cfg.ShutdownTimeout.String())
 	shutCtx, cancelShut := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancelShut()
