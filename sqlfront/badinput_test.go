@@ -175,3 +175,27 @@ func (f *front) backends() int {
 	_ = f.gw.Pool.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE usename = $1", f.role).Scan(&n)
 	return n
 }
+
+// TestCloseEndsSessions: closing the front tells each session's client
+// why (57P01) and PostgreSQL rolls back what it had open: nothing
+// written.
+func TestCloseEndsSessions(t *testing.T) {
+	f := newFront(t)
+	const account, resource = "acct-37", "account/acct-37"
+	l := f.lease(billing, resource, 60, 0)
+	before := f.state(account)
+	r := f.login(billing)
+	if errs := r.query("BEGIN; SET LOCAL fencegw.tokens = '" + resource + "=" + l.Token + "'; " + strings.Replace(debit, "%s", account, 1)); len(errs) > 0 {
+		t.Fatalf("%+v", errs)
+	}
+	go f.srv.Close()
+	if code := r.closedWith(); code != "57P01" {
+		t.Fatalf("a session when the front closes: closed with %q, want 57P01", code)
+	}
+	if !testenv.WaitFor(time.Minute, func() bool { return f.backends() == 0 }) {
+		t.Fatal("the session's backend outlived the front")
+	}
+	if after := f.state(account); after != before {
+		t.Fatalf("%s, was %s", after, before)
+	}
+}

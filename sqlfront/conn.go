@@ -50,6 +50,10 @@ func (s *Server) serveConn(nc net.Conn, over bool) {
 		s.refuse(conn, err)
 		return
 	}
+	if !s.started(nc) {
+		sess.end()
+		return
+	}
 	_ = conn.SetDeadline(time.Time{})
 	sess.run()
 }

@@ -157,6 +157,8 @@ func (f *front) lease(client, resource string, ttl int, wait float64) lease {
 	if err := json.Unmarshal(out, &l); err != nil {
 		f.t.Fatal(err)
 	}
+	// Let go at the end, so that a test run again finds the lock free.
+	f.t.Cleanup(func() { f.http(client, http.MethodDelete, "/v1/leases/"+l.LeaseID, "") })
 	return lease{ID: l.LeaseID, Token: l.Token}
 }
 

@@ -142,7 +142,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return ErrServerClosed
 		}
 		over := len(s.conns) >= s.cfg.MaxConnections
-		s.conns[nc] = true
+		s.conns[nc] = false // starting: not a session yet
 		s.sessions.Add(1)
 		s.mu.Unlock()
 		go func() {
@@ -162,30 +162,58 @@ func (s *Server) forget(nc net.Conn) {
 
 // Close stops accepting and ends every session: PostgreSQL rolls back
 // what each had open, and each client is told the front is shutting
-// down. It returns once every session has ended.
+// down. It returns once every session has ended; one that does not
+// hear it within closeGrace (its client reads nothing) is cut off.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	for ln := range s.listeners {
 		ln.Close()
 	}
-	sessions := make([]*session, 0, len(s.byKey))
+	var sessions []*session
 	for _, ss := range s.byKey {
 		sessions = append(sessions, ss)
 	}
-	conns := make([]net.Conn, 0, len(s.conns))
-	for nc := range s.conns {
-		conns = append(conns, nc)
+	var starting, all []net.Conn
+	for nc, started := range s.conns {
+		all = append(all, nc)
+		if !started {
+			starting = append(starting, nc)
+		}
 	}
 	s.mu.Unlock()
 	for _, ss := range sessions {
 		ss.shutdown()
 	}
-	for _, nc := range conns {
-		nc.SetDeadline(time.Now()) // a session starting up, or one that does not hear shutdown
+	for _, nc := range starting {
+		_ = nc.SetDeadline(time.Now())
 	}
-	s.sessions.Wait()
+	done := make(chan struct{})
+	go func() { s.sessions.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeGrace):
+		for _, nc := range all {
+			_ = nc.SetDeadline(time.Now())
+		}
+		<-done
+	}
 	return nil
+}
+
+// closeGrace is how long Close waits for sessions to end by themselves.
+const closeGrace = 5 * time.Second
+
+// started marks nc's session as begun: Close no longer cuts it off at
+// once, but tells its client why it ends.
+func (s *Server) started(nc net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[nc] = true
+	return true
 }
 
 // Sessions counts the sessions being served, per client.
