@@ -8,7 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/sqlfront"
 )
 
 const debit = "UPDATE demo.accounts SET balance_cents = balance_cents - 100 WHERE id = '%s'"
@@ -149,5 +151,26 @@ func TestSessionCannotImitateTheFront(t *testing.T) {
 	}
 	if after := f.state(account); after != before {
 		t.Fatalf("%s, was %s: the session wrote a guarded row unfenced", after, before)
+	}
+}
+
+// TestAuthorityUnavailable: with the token authority's etcd gone, a
+// token cannot be judged: the statement fails with 40001 (retry the
+// transaction), its transaction with it, and nothing is written.
+func TestAuthorityUnavailable(t *testing.T) {
+	srv, cli := testenv.PrivateEtcd(t)
+	f := newFront(t, func(c *sqlfront.Config) { c.Authority = authority.NewEtcd(cli) })
+	const account, resource = "acct-38", "account/acct-38"
+	l := f.lease(billing, resource, 60, 0)
+	before := f.state(account)
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err := tryTx(t, f.connect(billing), "SET LOCAL fencegw.tokens = '"+resource+"="+l.Token+"'", strings.Replace(debit, "%s", account, 1))
+	if sqlState(err) != "40001" || !strings.Contains(err.Error(), "nothing was written") {
+		t.Fatalf("a token with the authority unreachable: %v, want 40001", err)
+	}
+	if after := f.state(account); after != before {
+		t.Fatalf("%s, was %s", after, before)
 	}
 }
