@@ -64,7 +64,8 @@ func (s *Store) RecordRejections(ctx context.Context, rs []Rejection) error {
 // janitorEvery is how often RunJanitor sweeps.
 const janitorEvery = time.Minute
 
-// RunJanitor deletes idempotency keys older than retention and trims the
+// RunJanitor deletes idempotency keys and the SQL front's transaction
+// keys older than retention, and trims the
 // rejection audit (see MaxRejections) and the lock history (MaxHistory),
 // once a minute, until ctx ends.
 // Several replicas may run it; the deletes are idempotent.
@@ -87,6 +88,9 @@ func (s *Store) RunJanitor(ctx context.Context, retention time.Duration, log *sl
 func (s *Store) Sweep(ctx context.Context, retention time.Duration, log *slog.Logger) {
 	if _, err := s.pool.Exec(ctx, "DELETE FROM fencegw.idempotency_keys WHERE created_at < now() - $1::interval", retention); err != nil && ctx.Err() == nil {
 		log.Warn("janitor: expiring idempotency keys failed", "error", err)
+	}
+	if _, err := s.pool.Exec(ctx, "DELETE FROM fencegw.transaction_keys WHERE at < now() - $1::interval", retention); err != nil && ctx.Err() == nil {
+		log.Warn("janitor: expiring the SQL front's transaction keys failed", "error", err)
 	}
 	if _, err := s.pool.Exec(ctx, "SELECT fencegw.trim_rejections()"); err != nil && ctx.Err() == nil {
 		log.Warn("janitor: trimming rejections failed", "error", err)

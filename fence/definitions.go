@@ -13,7 +13,7 @@ var definitions embed.FS
 // fence, stamp_unfenced, expect_rows, not_after, claim_key, settle_key,
 // raise_fence_floor, prune_fences, advance_fence, trim_rejections and
 // trim_history, and the SQL front's fence_session and refuse
-// (frontsession.go). Package
+// (frontsession.go), transaction_key and transaction_committed. Package
 // schema applies them after the gateway's migrations, and again whenever
 // the database holds something else.
 func Definitions() fs.FS { sub, _ := fs.Sub(definitions, "sql"); return sub }

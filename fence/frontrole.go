@@ -41,7 +41,8 @@ SELECT r.rolsuper,
        NOT has_schema_privilege(r.oid, 'fencegw', 'USAGE'),
        has_table_privilege(r.oid, 'fencegw.fences', 'INSERT, UPDATE, DELETE, TRUNCATE'),
        has_table_privilege(r.oid, 'fencegw.front_sessions', 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE'),
-       has_table_privilege(r.oid, 'fencegw.bypass_log', 'INSERT, UPDATE, DELETE, TRUNCATE'),
+       has_table_privilege(r.oid, 'fencegw.bypass_log', 'INSERT, UPDATE, DELETE, TRUNCATE')
+         OR has_table_privilege(r.oid, 'fencegw.transaction_keys', 'INSERT, UPDATE, DELETE, TRUNCATE'),
        has_function_privilege(r.oid, 'fencegw.bypass(text)', 'EXECUTE'),
        has_function_privilege(r.oid, 'fencegw.stamp_unfenced(text, bigint, bigint, boolean)', 'EXECUTE'),
        coalesce((SELECT string_agg(t.name, ', ' ORDER BY t.name) FROM unnest($2::text[]) t(name)
@@ -56,7 +57,8 @@ SELECT r.rolsuper,
 // or could not be fenced: a superuser; a role that may create roles
 // (and grant itself any); a member of the gateway's role or of the
 // fencegw schema's owner; one that may create in that schema, write its
-// fences, sessions or bypass log, declare a bypass or stamp a fence
+// fences, sessions, bypass log or transaction keys, declare a bypass or
+// stamp a fence
 // without the check; one that owns a guarded table or may put triggers
 // on it (TRIGGER runs its code inside others' writes); and one without
 // USAGE on schema fencegw, which fencing needs. db is the gateway's
@@ -87,7 +89,7 @@ func CheckFrontRole(ctx context.Context, db DB, role string, guarded []string) e
 		{create, "it may create objects in schema fencegw"},
 		{fences, "it may write fencegw.fences"},
 		{sessions, "it may read or write fencegw.front_sessions"},
-		{bypassLog, "it may write fencegw.bypass_log"},
+		{bypassLog, "it may write fencegw.bypass_log or fencegw.transaction_keys"},
 		{bypass, "it may declare a bypass (EXECUTE on fencegw.bypass)"},
 		{stamp, "it may stamp fences unchecked (EXECUTE on fencegw.stamp_unfenced)"},
 		{tables != "", "it owns, or may put triggers on, guarded tables: " + tables},

@@ -23,8 +23,8 @@ import (
 // table's), and trims through gatewayFunctions, which keep what their
 // retention keeps. The authority record, the idempotency keys (written,
 // read, expired by the janitor), the replicas' policy check, the
-// history's cursor and the SQL front's sessions (registered and deleted)
-// it keeps itself; the bypass log it reads for inspect.
+// history's cursor, the SQL front's sessions (registered and deleted)
+// and its transaction keys (expired by the janitor) it keeps itself; the bypass log it reads for inspect.
 // The other functions the gateway calls run with its rights and are
 // executable by everyone; fencegw.bypass and fencegw.stamp_unfenced are
 // not, and the gateway's role must not get them.
@@ -39,6 +39,7 @@ var gatewayTables = []struct{ table, privileges string }{
 	{"fencegw.lock_history", "SELECT, INSERT (at, resource, event, lease_id, client, token, actor, reason)"},
 	{"fencegw.history_cursor", "SELECT, INSERT, UPDATE, DELETE"},
 	{"fencegw.front_sessions", "SELECT, INSERT, UPDATE, DELETE"},
+	{"fencegw.transaction_keys", "SELECT, DELETE"},
 }
 
 // gatewayFunctions are the functions that change the fences, the floor,

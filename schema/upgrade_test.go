@@ -176,6 +176,8 @@ var addedSinceVersion9 = []string{
 	"fencegw.trim_rejections()",
 	"fencegw.trim_history()",
 	"fencegw.refuse(text,text,text)",
+	"fencegw.transaction_committed(text)",
+	"fencegw.transaction_key(text)",
 }
 
 func TestDefinitionsAreTheReleasedFunctions(t *testing.T) {

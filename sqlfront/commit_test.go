@@ -2,6 +2,7 @@ package sqlfront_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -41,6 +42,9 @@ func TestCommitWarnedIsUnknown(t *testing.T) {
 		if _, err := tx.Exec(ctx, "INSERT INTO demo.warned VALUES ($1)", id); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, "SELECT fencegw.transaction_key($1)", fmt.Sprint("warned", id)); err != nil {
+			return err
+		}
 		return tx.Commit(ctx)
 	}
 	for _, tc := range []struct {
@@ -73,6 +77,9 @@ func TestCommitWarnedIsUnknown(t *testing.T) {
 	if err := f.gw.Pool.QueryRow(ctx, "SELECT count(*) FROM demo.warned").Scan(&n); err != nil || n != 5 {
 		t.Fatalf("%d rows (%v), want 5", n, err)
 	}
+	if !committedKey(t, f.connect(billing), "warned1") {
+		t.Fatal("the transaction answered 08007 that did commit is not said to have")
+	}
 }
 
 // TestBackendLostAfterCommitSent: the connection to PostgreSQL lost
@@ -101,6 +108,9 @@ func TestBackendLostAfterCommitSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := tx.Exec(ctx, "SELECT fencegw.transaction_key('lost')"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := tx.Exec(ctx, "INSERT INTO demo.waits VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
@@ -114,5 +124,10 @@ func TestBackendLostAfterCommitSent(t *testing.T) {
 	}
 	if err := <-committed; sqlState(err) != "08007" {
 		t.Fatalf("a COMMIT whose backend was lost: %v, want 08007", err)
+	}
+	// The key tells what became of it: terminated while it waited, it
+	// did not commit.
+	if committedKey(t, f.connect(billing), "lost") {
+		t.Fatal("the transaction whose backend was terminated before it committed is said to have committed")
 	}
 }
