@@ -1,6 +1,7 @@
 package sqlfront
 
 import (
+	"bufio"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -23,7 +24,7 @@ import (
 // its name in the policy, and the client must have an sql_role.
 
 // authenticate returns the client p's connection proves it is.
-func (s *Server) authenticate(conn net.Conn, in *pgproto3.Backend, p startupPacket) (*policy.Client, error) {
+func (s *Server) authenticate(conn net.Conn, in *bufio.Reader, p startupPacket) (*policy.Client, error) {
 	user := p.params["user"]
 	pol := s.cfg.Policy
 	if !pol.AuthRequired() {
@@ -58,16 +59,13 @@ func (s *Server) authenticate(conn net.Conn, in *pgproto3.Backend, p startupPack
 	if err := writeMessages(conn, &pgproto3.AuthenticationCleartextPassword{}); err != nil {
 		return nil, err
 	}
-	if err := in.SetAuthType(pgproto3.AuthTypeCleartextPassword); err != nil {
-		return nil, err
-	}
-	msg, err := in.Receive()
+	f, err := readFrame(in, maxPassword)
 	if err != nil {
 		return nil, err
 	}
-	pw, ok := msg.(*pgproto3.PasswordMessage)
-	if !ok {
-		return nil, fatal(codeProtocol, fmt.Sprintf("expected a password, got %T", msg))
+	var pw pgproto3.PasswordMessage
+	if f.typ != 'p' || pw.Decode(f.body()) != nil {
+		return nil, fatal(codeProtocol, fmt.Sprintf("expected a password, got message type %q", f.typ))
 	}
 	c, _ := pol.Authenticate(pw.Password)
 	if c == nil || c.Name != user {
@@ -76,6 +74,9 @@ func (s *Server) authenticate(conn net.Conn, in *pgproto3.Backend, p startupPack
 	}
 	return withRole(c)
 }
+
+// maxPassword bounds a password message: a bearer key is far shorter.
+const maxPassword = 4 << 10
 
 // withRole refuses a client without an sql_role.
 func withRole(c *policy.Client) (*policy.Client, error) {

@@ -1,6 +1,7 @@
 package sqlfront
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -21,7 +22,6 @@ import (
 // client's sql_role, taken over from pgconn once it is ready.
 type backend struct {
 	conn   net.Conn
-	fe     *pgproto3.Frontend
 	pid    uint32
 	key    []byte
 	dial   pgconn.DialFunc
@@ -47,7 +47,14 @@ func (s *Server) connectBackend(ctx context.Context, role string, params map[str
 		pc.Close(ctx)
 		return nil, err
 	}
-	return &backend{conn: hc.Conn, fe: hc.Frontend, pid: hc.PID, key: hc.SecretKey, dial: cfg.DialFunc, params: hc.ParameterStatuses}, nil
+	if hc.Frontend.ReadBufferLen() > 0 {
+		// The session reads the connection from here on, frame by frame:
+		// nothing may be left in pgconn's buffer. PostgreSQL sends
+		// nothing after its first ReadyForQuery until asked.
+		hc.Conn.Close()
+		return nil, errors.New("sqlfront: PostgreSQL sent more than its greeting before the session began")
+	}
+	return &backend{conn: hc.Conn, pid: hc.PID, key: hc.SecretKey, dial: cfg.DialFunc, params: hc.ParameterStatuses}, nil
 }
 
 // cancel asks PostgreSQL to cancel what the backend is running, on a
@@ -108,7 +115,7 @@ func backendParams(client map[string]string) (map[string]string, error) {
 
 // open begins client's session on conn: its role checked, its backend
 // logged in and registered, the client told it is ready.
-func (s *Server) open(conn net.Conn, in *pgproto3.Backend, client *policy.Client, params map[string]string) (*session, error) {
+func (s *Server) open(conn net.Conn, in *bufio.Reader, client *policy.Client, params map[string]string) (*session, error) {
 	if db := params["database"]; db != "" && db != s.cfg.Backend.Database {
 		return nil, fatal(codeNoDatabase, fmt.Sprintf("database %q is not the one the SQL front serves (%s)", clipName(db), s.cfg.Backend.Database))
 	}

@@ -50,17 +50,10 @@ func (s *session) call(c fence.Call, sync bool) (*pgproto3.ErrorResponse, error)
 	} else {
 		msgs = append(msgs, &pgproto3.Flush{})
 	}
-	var b []byte
 	for _, m := range msgs {
-		var err error
-		if b, err = m.Encode(b); err != nil {
-			return nil, err
-		}
+		s.forwardRaw(encoded(m).raw)
 	}
 	s.unnamedLost = true
-	if err := s.sendBackend(b); err != nil {
-		return nil, err
-	}
 	for _, e := range entries {
 		s.push(e)
 	}

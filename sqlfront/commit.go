@@ -28,8 +28,8 @@ import (
 type commitWatch struct {
 	warned      bool // a WARNING since the last CommandComplete
 	lastWarning string
-	held        *pgproto3.CommandComplete // a query's last answer yet, perhaps
-	heldWarned  bool                      // warned before held
+	held        *frame // a query's CommandComplete: its last answer yet, perhaps
+	heldWarned  bool   // warned before held
 }
 
 // hear notes a warning: anything not known to be below one.
@@ -47,8 +47,8 @@ func (s *session) unknownOutcome() *pgproto3.ErrorResponse {
 		"): the transaction may not survive a failover, its outcome is unknown", "").response()
 }
 
-// onComplete handles a command's CommandComplete.
-func (s *session) onComplete(h *entry, m *pgproto3.CommandComplete) error {
+// onComplete handles a command's CommandComplete, m decoded from f.
+func (s *session) onComplete(h *entry, m *pgproto3.CommandComplete, f frame) error {
 	tag := string(m.CommandTag)
 	s.trackTag(tag)
 	warned := s.warned
@@ -60,7 +60,7 @@ func (s *session) onComplete(h *entry, m *pgproto3.CommandComplete) error {
 		return nil
 	}
 	if h.kind != eExecute && h.kind != eQuery {
-		return unexpected(m, h)
+		return unexpected(f, h)
 	}
 	s.relayHeld(h)
 	switch {
@@ -68,11 +68,10 @@ func (s *session) onComplete(h *entry, m *pgproto3.CommandComplete) error {
 		s.relayed(s.unknownOutcome())
 		s.muted, h.failed = true, true
 	case h.kind == eQuery:
-		s.held = &pgproto3.CommandComplete{CommandTag: append([]byte(nil), m.CommandTag...)}
-		s.heldWarned = warned
+		s.held, s.heldWarned = &f, warned
 		return nil
 	default:
-		s.relayed(m)
+		s.relayFrame(f)
 	}
 	if h.kind == eExecute {
 		s.pop()
@@ -84,16 +83,16 @@ func (s *session) onComplete(h *entry, m *pgproto3.CommandComplete) error {
 // so it was not the last.
 func (s *session) relayHeld(h *entry) {
 	if s.held != nil && h != nil && h.kind == eQuery {
-		s.relayed(s.held)
+		s.relayFrame(*s.held)
 		s.held = nil
 	}
 }
 
 // onReady handles a ReadyForQuery: the end of a Sync's or a Query's
 // answers.
-func (s *session) onReady(h *entry, m *pgproto3.ReadyForQuery) error {
+func (s *session) onReady(h *entry, m *pgproto3.ReadyForQuery, f frame) error {
 	if h.kind != eSync && h.kind != eQuery {
-		return unexpected(m, h)
+		return unexpected(f, h)
 	}
 	implicit := s.tx == 'I' && m.TxStatus == 'I' // a transaction began and ended with the message
 	s.tx, s.failed = m.TxStatus, false
@@ -106,13 +105,13 @@ func (s *session) onReady(h *entry, m *pgproto3.ReadyForQuery) error {
 			s.relayed(s.unknownOutcome())
 			h.failed = true
 		case s.held != nil:
-			s.relayed(s.held)
+			s.relayFrame(*s.held)
 		case h.kind == eSync && implicit && s.warned:
 			s.relayed(s.unknownOutcome())
 		}
 		s.muted = false
 		if !h.hold {
-			s.send(m)
+			s.relayFrame(f)
 		}
 	}
 	s.held, s.warned = nil, false

@@ -1,6 +1,7 @@
 package sqlfront
 
 import (
+	"bufio"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -26,8 +27,7 @@ func (s *Server) serveConn(nc net.Conn, over bool) {
 		s.refuse(conn, fatal(codeTooMany, fmt.Sprintf("sorry, too many clients already: the SQL front serves at most %d connections", s.cfg.MaxConnections)))
 		return
 	}
-	in := pgproto3.NewBackend(conn, conn)
-	in.SetMaxBodyLen(s.cfg.MaxMessageBytes)
+	in := bufio.NewReaderSize(conn, 32<<10)
 	if p.minor() != 0 || len(p.options) > 0 {
 		// As PostgreSQL does: carry on in 3.0, naming what was not understood.
 		if err := writeMessages(conn, &pgproto3.NegotiateProtocolVersion{NewestMinorProtocol: 0, UnrecognizedOptions: p.options}); err != nil {

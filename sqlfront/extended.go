@@ -36,7 +36,7 @@ type statements struct {
 	portals  map[string]*portal
 	// unnamed is the client's last Parse of the unnamed statement;
 	// unnamedLost, that the front's own statement has replaced it since.
-	unnamed     *pgproto3.Parse
+	unnamed     *frame
 	unnamedLost bool
 }
 
@@ -44,7 +44,7 @@ func newStatements() statements {
 	return statements{prepared: map[string]*prepared{}, portals: map[string]*portal{}}
 }
 
-func (s *session) parse(m *pgproto3.Parse) error {
+func (s *session) parse(m *pgproto3.Parse, f frame) error {
 	v := verdict{}
 	sts := splitStatements(m.Query, s.standard)
 	for _, st := range sts {
@@ -78,14 +78,12 @@ func (s *session) parse(m *pgproto3.Parse) error {
 	}
 	s.prepared[m.Name] = p
 	if m.Name == "" {
-		c := *m
-		c.ParameterOIDs = p.oids
-		s.unnamed, s.unnamedLost = &c, false
+		s.unnamed, s.unnamedLost = &f, false
 	}
-	return s.forward(m, &entry{kind: eParse})
+	return s.forward(f, &entry{kind: eParse})
 }
 
-func (s *session) bind(m *pgproto3.Bind) error {
+func (s *session) bind(m *pgproto3.Bind, f frame) error {
 	p := s.prepared[m.PreparedStatement]
 	if len(s.portals) >= maxNames {
 		return s.refuseExtended(refusal(codeTooLarge, fmt.Sprintf("more than %d portals", maxNames), ""))
@@ -106,16 +104,16 @@ func (s *session) bind(m *pgproto3.Bind) error {
 		return err
 	}
 	s.portals[m.DestinationPortal] = &portal{commits: p != nil && p.commits}
-	return s.forward(m, &entry{kind: eBind})
+	return s.forward(f, &entry{kind: eBind})
 }
 
-func (s *session) describe(m *pgproto3.Describe) error {
+func (s *session) describe(m *pgproto3.Describe, f frame) error {
 	if m.ObjectType == 'P' {
 		if pt := s.portals[m.Name]; pt != nil && pt.tokens != nil {
 			s.answer(rowsOf(pt.tokens))
 			return nil
 		}
-		return s.forward(m, &entry{kind: eDescribePortal})
+		return s.forward(f, &entry{kind: eDescribePortal})
 	}
 	if p := s.prepared[m.Name]; p != nil && p.tokens != nil {
 		oids := make([]uint32, p.tokens.param)
@@ -131,7 +129,7 @@ func (s *session) describe(m *pgproto3.Describe) error {
 	if err := s.reparseUnnamed(m.Name); err != nil {
 		return err
 	}
-	return s.forward(m, &entry{kind: eDescribeStatement})
+	return s.forward(f, &entry{kind: eDescribeStatement})
 }
 
 // rowsOf describes what a statement naming fences answers: set_config's
@@ -145,14 +143,14 @@ func rowsOf(v *verdict) pgproto3.BackendMessage {
 	}}
 }
 
-func (s *session) execute(m *pgproto3.Execute) error {
+func (s *session) execute(m *pgproto3.Execute, f frame) error {
 	s.counted++
 	pt := s.portals[m.Portal]
 	if pt != nil && pt.commits && len(s.fenced) > 0 {
-		return s.commit(m)
+		return s.commit(f)
 	}
 	if pt == nil || pt.tokens == nil {
-		return s.forward(m, &entry{kind: eExecute, commits: pt != nil && pt.commits})
+		return s.forward(f, &entry{kind: eExecute, commits: pt != nil && pt.commits})
 	}
 	// The fences are advanced at this point of the transaction: once
 	// PostgreSQL has answered everything before, and only if none of it
@@ -182,7 +180,7 @@ func (s *session) execute(m *pgproto3.Execute) error {
 // authority confirms no newer holder took its locks (commitcheck.go);
 // otherwise the transaction is rolled back and the COMMIT fails, the
 // messages up to the Sync skipped, as after an error of PostgreSQL's.
-func (s *session) commit(m *pgproto3.Execute) error {
+func (s *session) commit(f frame) error {
 	if err := s.drain(); err != nil || s.failed {
 		return err
 	}
@@ -196,10 +194,10 @@ func (s *session) commit(m *pgproto3.Execute) error {
 			return nil
 		}
 	}
-	return s.forward(m, &entry{kind: eExecute, commits: true})
+	return s.forward(f, &entry{kind: eExecute, commits: true})
 }
 
-func (s *session) closeMessage(m *pgproto3.Close) error {
+func (s *session) closeMessage(m *pgproto3.Close, f frame) error {
 	var front bool
 	if m.ObjectType == 'P' {
 		front = s.portals[m.Name] != nil && s.portals[m.Name].tokens != nil
@@ -212,7 +210,7 @@ func (s *session) closeMessage(m *pgproto3.Close) error {
 		s.answer(&pgproto3.CloseComplete{})
 		return nil
 	}
-	return s.forward(m, &entry{kind: eClose})
+	return s.forward(f, &entry{kind: eClose})
 }
 
 // reparseUnnamed parses the client's unnamed statement again if a
@@ -223,7 +221,7 @@ func (s *session) reparseUnnamed(name string) error {
 		return nil
 	}
 	s.unnamedLost = false
-	return s.forward(s.unnamed, &entry{kind: eParse, quiet: true})
+	return s.forward(*s.unnamed, &entry{kind: eParse, quiet: true})
 }
 
 // refuseExtended refuses a message of the extended protocol: PostgreSQL

@@ -1,6 +1,7 @@
 package sqlfront
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -49,8 +50,9 @@ func startupBytes(code uint32, params string) []byte {
 }
 
 // FuzzClientMessages feeds arbitrary bytes, after the startup, to the
-// front's reading of a client's messages: pgproto3's decoding under the
-// front's size limit, then what the front reads of each (the statements
+// front's reading of a client's messages: its framing under its size
+// limit, pgproto3's decoding of each frame, then what the front reads of
+// each (the statements
 // of a Query or Parse, what it makes of them, a Bind's parameters). It
 // never panics; statements lie in order within their text; a statement
 // is answered by the front only if it names fences exactly so.
@@ -70,11 +72,24 @@ func FuzzClientMessages(f *testing.F) {
 	f.Add([]byte{'Q', 0, 0, 0, 4})
 	f.Add([]byte{'Q', 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in := pgproto3.NewBackend(bytes.NewReader(data), io.Discard)
-		in.SetMaxBodyLen(1 << 16)
+		in := bufio.NewReader(bytes.NewReader(data))
 		for range 64 {
-			msg, err := in.Receive()
+			fr, err := readFrame(in, 1<<16)
 			if err != nil {
+				var se *sqlError
+				if !errors.As(err, &se) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+					t.Fatalf("a frame refused with no answer: %v", err)
+				}
+				return
+			}
+			if fr.typ != fr.raw[0] || len(fr.raw) != 1+int(binary.BigEndian.Uint32(fr.raw[1:5])) {
+				t.Fatalf("frame %q of %d bytes", fr.typ, len(fr.raw))
+			}
+			msg, err := decodeClient(fr)
+			if err != nil {
+				if _, ok := err.(*sqlError); !ok {
+					t.Fatalf("a message refused with no answer: %v", err)
+				}
 				return
 			}
 			switch m := msg.(type) {

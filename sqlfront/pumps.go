@@ -1,56 +1,56 @@
 package sqlfront
 
 import (
+	"bufio"
+	"errors"
 	"net"
+	"time"
 )
 
 // The goroutines that move bytes for a session's loop: two readers, each
-// handing the loop one message and waiting until it is done with it, and
-// the writer of what the loop sends PostgreSQL.
+// a few frames ahead of it, and the writer of what the loop sends
+// PostgreSQL when it cannot go at once.
 
 func (s *session) readClient() {
 	for {
-		msg, err := s.in.Receive()
+		f, err := readFrame(s.in, s.srv.cfg.MaxMessageBytes)
 		select {
-		case s.fromClient <- clientEvent{msg, err}:
+		case s.fromClient <- clientEvent{f, err}:
 		case <-s.done:
 			return
 		}
 		if err != nil {
-			return
-		}
-		select {
-		case <-s.clientAck:
-		case <-s.done:
 			return
 		}
 	}
 }
 
 func (s *session) readBackend() {
+	r := bufio.NewReaderSize(s.be.conn, 32<<10)
 	for {
-		msg, err := s.be.fe.Receive()
+		f, err := readFrame(r, maxBackendFrame)
 		select {
-		case s.fromBackend <- backendEvent{msg, err, err == nil && s.be.fe.ReadBufferLen() > 0}:
+		case s.fromBackend <- backendEvent{f, err}:
 		case <-s.done:
 			return
 		}
 		if err != nil {
 			return
 		}
-		select {
-		case <-s.backendAck:
-		case <-s.done:
-			return
-		}
 	}
 }
+
+// maxBackendFrame is PostgreSQL's own bound on a message: 1 GB of a
+// value and its header.
+const maxBackendFrame = 1<<30 + 1<<20
 
 func (s *session) writeBackend() {
 	for {
 		select {
 		case b := <-s.toBackend:
-			if _, err := s.be.conn.Write(b); err != nil {
+			_, err := s.be.conn.Write(b)
+			s.writing.Add(-1)
+			if err != nil {
 				s.be.conn.Close() // the reader hears of it, and the loop from the reader
 				return
 			}
@@ -60,17 +60,46 @@ func (s *session) writeBackend() {
 	}
 }
 
-// sendBackend hands b to the writer, handling PostgreSQL's answers while
-// the writer is busy.
-func (s *session) sendBackend(b []byte) error {
+// forwardRaw queues b, whole frames, for PostgreSQL.
+func (s *session) forwardRaw(b []byte) { s.toPG = append(s.toPG, b...) }
+
+// directWrite bounds how long the loop itself writes to PostgreSQL: a
+// write that takes longer (its socket full, PostgreSQL busy sending) is
+// finished by the writer, while the loop goes on reading PostgreSQL's
+// answers.
+const directWrite = 2 * time.Millisecond
+
+// flushBackend writes what was queued for PostgreSQL: itself when the
+// writer has nothing in hand (most often, and a goroutine's wake-up
+// saved), else, or for what does not go at once, through the writer,
+// handling PostgreSQL's answers meanwhile.
+func (s *session) flushBackend() error {
+	if len(s.toPG) == 0 {
+		return nil
+	}
+	b := s.toPG
+	s.toPG = nil
+	if s.writing.Load() == 0 {
+		_ = s.be.conn.SetWriteDeadline(time.Now().Add(directWrite))
+		n, err := s.be.conn.Write(b)
+		_ = s.be.conn.SetWriteDeadline(time.Time{})
+		var ne net.Error
+		switch {
+		case err == nil:
+			return nil
+		case !errors.As(err, &ne) || !ne.Timeout():
+			s.be.conn.Close() // the reader hears of it, and the loop from the reader
+			return nil
+		}
+		b = b[n:]
+	}
+	s.writing.Add(1)
 	for {
 		select {
 		case s.toBackend <- b:
 			return nil
 		case ev := <-s.fromBackend:
-			err := s.onBackend(ev)
-			s.ackBackend(ev)
-			if err != nil {
+			if err := s.onBackend(ev); err != nil {
 				return err
 			}
 		case <-s.done:

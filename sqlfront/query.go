@@ -4,38 +4,38 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
-// onClient handles one message of the client's.
-func (s *session) onClient(msg pgproto3.FrontendMessage) error {
-	if _, sync := msg.(*pgproto3.Sync); s.failed && !sync {
-		if _, bye := msg.(*pgproto3.Terminate); !bye {
-			return nil // PostgreSQL skips to the Sync after an error: so does the front
-		}
+// onClient handles one frame of the client's.
+func (s *session) onClient(f frame) error {
+	if s.failed && f.typ != 'S' && f.typ != 'X' {
+		return nil // PostgreSQL skips to the Sync after an error: so does the front
+	}
+	msg, err := decodeClient(f)
+	if err != nil {
+		return err
 	}
 	switch m := msg.(type) {
 	case *pgproto3.Query:
-		return s.query(m.String)
+		return s.query(m.String, f)
 	case *pgproto3.Parse:
-		return s.parse(m)
+		return s.parse(m, f)
 	case *pgproto3.Bind:
-		return s.bind(m)
+		return s.bind(m, f)
 	case *pgproto3.Describe:
-		return s.describe(m)
+		return s.describe(m, f)
 	case *pgproto3.Execute:
-		return s.execute(m)
+		return s.execute(m, f)
 	case *pgproto3.Close:
-		return s.closeMessage(m)
+		return s.closeMessage(m, f)
 	case *pgproto3.Sync:
-		return s.forward(m, &entry{kind: eSync, commits: s.tx == 'I'})
+		return s.forward(f, &entry{kind: eSync, commits: s.tx == 'I'})
 	case *pgproto3.Flush:
-		return s.forward(m, nil)
+		return s.forward(f, nil)
 	case *pgproto3.Terminate:
 		return errTerminated
 	case *pgproto3.FunctionCall:
 		return s.refuseSimple(refusal(codeUnsupported, "the SQL front does not relay fast-path function calls", "call the function with SELECT"))
-	case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
-		return nil // outside COPY, which the front never starts, PostgreSQL ignores them too
 	}
-	return fatal(codeProtocol, "unexpected message from the client")
+	return nil // CopyData, CopyDone, CopyFail: outside COPY, which the front never starts, PostgreSQL ignores them too
 }
 
 // query handles a simple query. Its statements go to PostgreSQL as they
@@ -46,7 +46,7 @@ func (s *session) onClient(msg pgproto3.FrontendMessage) error {
 // fails ends the query, as PostgreSQL ends a query at its first error.
 // A transaction block must hold such a query's statements (BEGIN first,
 // or before): pieces cannot be one implicit transaction.
-func (s *session) query(text string) error {
+func (s *session) query(text string, f frame) error {
 	s.counted++
 	sts := splitStatements(text, s.standard)
 	verdicts := make([]verdict, len(sts))
@@ -63,7 +63,7 @@ func (s *session) query(text string) error {
 		front = front || v.kind == stTokens || v.commits && len(s.fenced) > 0
 	}
 	if !front {
-		return s.forward(&pgproto3.Query{String: text}, &entry{kind: eQuery, commits: commits})
+		return s.forward(f, &entry{kind: eQuery, commits: commits})
 	}
 	if err := s.drain(); err != nil {
 		return err
@@ -90,7 +90,7 @@ func (s *session) query(text string) error {
 			}
 		}
 		e := &entry{kind: eQuery, hold: !last, commits: v.commits || s.tx == 'I'}
-		if err := s.forward(&pgproto3.Query{String: text[st.start:st.end]}, e); err != nil || last {
+		if err := s.forward(encoded(&pgproto3.Query{String: text[st.start:st.end]}), e); err != nil || last {
 			return err
 		}
 		if err := s.drain(); err != nil {

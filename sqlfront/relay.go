@@ -112,122 +112,140 @@ func (s *session) relayed(m pgproto3.BackendMessage) {
 	}
 }
 
-// forward sends m on to PostgreSQL, which owes e for it (nil: nothing).
-func (s *session) forward(m pgproto3.FrontendMessage, e *entry) error {
-	b, err := m.Encode(nil)
-	if err != nil {
-		return fatal(codeProtocol, "invalid message from the client: "+err.Error())
-	}
-	if err := s.sendBackend(b); err != nil {
-		return err
-	}
+// forward sends f on to PostgreSQL, which owes e for it (nil: nothing).
+func (s *session) forward(f frame, e *entry) error {
+	s.forwardRaw(f.raw)
 	if e != nil {
 		s.push(e)
 	}
 	return nil
 }
 
-// onBackend handles one event of PostgreSQL's connection.
+// onBackend handles one frame of PostgreSQL's, or the end of its
+// connection. It decodes only what the front reads; the rest goes to the
+// client as it came.
 func (s *session) onBackend(ev backendEvent) error {
 	if ev.err != nil {
 		return s.backendLost(ev.err)
 	}
-	s.more = ev.more
+	f := ev.f
 	var h *entry
 	if len(s.pending) > 0 {
 		h = s.pending[0]
 	}
-	switch m := ev.msg.(type) {
-	case *pgproto3.ParameterStatus:
-		s.noteParameter(m)
-		s.send(m)
+	switch f.typ {
+	case 'S': // ParameterStatus
+		var m pgproto3.ParameterStatus
+		if err := m.Decode(f.body()); err != nil {
+			return fatal(codeProtocol, "invalid ParameterStatus from PostgreSQL")
+		}
+		s.noteParameter(&m)
+		s.out = append(s.out, f.raw...) // the session's state, whoever asked
 		return nil
-	case *pgproto3.NotificationResponse:
-		s.send(m)
+	case 'A': // NotificationResponse
+		s.out = append(s.out, f.raw...)
 		return nil
-	case *pgproto3.NoticeResponse:
+	case 'N': // NoticeResponse
 		if h != nil && h.call != nil {
 			return nil // the front's own statement: what the server says of it is not the client's
 		}
-		s.hear(m)
-		s.relayHeld(h)
-		s.relayed(m)
-		return nil
-	case *pgproto3.ErrorResponse:
-		if h == nil || m.SeverityUnlocalized == "FATAL" || m.SeverityUnlocalized == "PANIC" {
-			return s.backendEnded(m) // the server is going away
+		var m pgproto3.NoticeResponse
+		if err := m.Decode(f.body()); err != nil {
+			return fatal(codeProtocol, "invalid NoticeResponse from PostgreSQL")
 		}
-		s.onError(h, m)
+		s.hear(&m)
+		s.relayHeld(h)
+		s.relayFrame(f)
+		return nil
+	case 'E': // ErrorResponse
+		var m pgproto3.ErrorResponse
+		if err := m.Decode(f.body()); err != nil {
+			return fatal(codeProtocol, "invalid ErrorResponse from PostgreSQL")
+		}
+		if h == nil || m.SeverityUnlocalized == "FATAL" || m.SeverityUnlocalized == "PANIC" {
+			return s.backendEnded(&m) // the server is going away
+		}
+		s.onError(h, &m, f)
 		return nil
 	}
 	if h == nil {
-		return fatal(codeProtocol, fmt.Sprintf("PostgreSQL sent %T unasked", ev.msg))
+		return fatal(codeProtocol, fmt.Sprintf("PostgreSQL sent message type %q unasked", f.typ))
 	}
-	switch m := ev.msg.(type) {
-	case *pgproto3.ReadyForQuery:
-		return s.onReady(h, m)
-	case *pgproto3.CommandComplete:
-		return s.onComplete(h, m)
-	case *pgproto3.ParseComplete:
-		return s.completes(h, m, eParse)
-	case *pgproto3.BindComplete:
-		return s.completes(h, m, eBind)
-	case *pgproto3.CloseComplete:
-		return s.completes(h, m, eClose)
-	case *pgproto3.ParameterDescription:
-		if h.kind != eDescribeStatement {
-			return unexpected(m, h)
+	switch f.typ {
+	case 'Z': // ReadyForQuery
+		var m pgproto3.ReadyForQuery
+		if err := m.Decode(f.body()); err != nil {
+			return fatal(codeProtocol, "invalid ReadyForQuery from PostgreSQL")
 		}
-		s.relayed(m)
-	case *pgproto3.RowDescription, *pgproto3.NoData:
+		return s.onReady(h, &m, f)
+	case 'C': // CommandComplete
+		var m pgproto3.CommandComplete
+		if err := m.Decode(f.body()); err != nil {
+			return fatal(codeProtocol, "invalid CommandComplete from PostgreSQL")
+		}
+		return s.onComplete(h, &m, f)
+	case '1': // ParseComplete
+		return s.completes(h, f, eParse)
+	case '2': // BindComplete
+		return s.completes(h, f, eBind)
+	case '3': // CloseComplete
+		return s.completes(h, f, eClose)
+	case 't': // ParameterDescription
+		if h.kind != eDescribeStatement {
+			return unexpected(f, h)
+		}
+		s.relayOwn(h, f)
+	case 'T', 'n': // RowDescription, NoData
 		switch h.kind {
 		case eDescribeStatement, eDescribePortal:
-			return s.completes(h, m, h.kind)
+			return s.completes(h, f, h.kind)
 		case eQuery:
 			s.relayHeld(h)
-			s.relayed(m)
+			s.relayFrame(f)
 		default:
-			return unexpected(m, h)
+			return unexpected(f, h)
 		}
-	case *pgproto3.DataRow:
+	case 'D': // DataRow
 		switch {
 		case h.call != nil:
 			h.call.rows++
 		case h.kind == eExecute || h.kind == eQuery:
 			s.relayHeld(h)
-			s.relayed(m)
+			s.relayFrame(f)
 		default:
-			return unexpected(m, h)
+			return unexpected(f, h)
 		}
-	case *pgproto3.EmptyQueryResponse, *pgproto3.PortalSuspended:
+	case 'I', 's': // EmptyQueryResponse, PortalSuspended
 		if h.kind == eQuery {
 			s.relayHeld(h)
-			s.relayed(m)
+			s.relayFrame(f)
 			return nil
 		}
-		return s.completes(h, m, eExecute)
-	case *pgproto3.CopyInResponse:
+		return s.completes(h, f, eExecute)
+	case 'G': // CopyInResponse
 		// COPY is refused before it reaches PostgreSQL; were one to get
 		// there, it ends in an error rather than in a hang.
-		b, _ := (&pgproto3.CopyFail{Message: "the SQL front does not relay COPY"}).Encode(nil)
-		select {
-		case s.toBackend <- b:
-		default:
-			return fatal(codeUnsupported, "the SQL front does not relay COPY")
-		}
+		s.forwardRaw(encoded(&pgproto3.CopyFail{Message: "the SQL front does not relay COPY"}).raw)
 	default:
-		return fatal(codeUnsupported, fmt.Sprintf("the SQL front does not relay %T", m))
+		return fatal(codeUnsupported, fmt.Sprintf("the SQL front does not relay PostgreSQL's message type %q", f.typ))
 	}
 	return nil
 }
 
-// completes relays m, the last answer h is owed, which must be of kind.
-func (s *session) completes(h *entry, m pgproto3.BackendMessage, kind entryKind) error {
+// relayOwn relays f unless h is the front's own statement's.
+func (s *session) relayOwn(h *entry, f frame) {
+	if h.call == nil {
+		s.relayFrame(f)
+	}
+}
+
+// completes relays f, the last answer h is owed, which must be of kind.
+func (s *session) completes(h *entry, f frame, kind entryKind) error {
 	if h.kind != kind {
-		return unexpected(m, h)
+		return unexpected(f, h)
 	}
 	if h.call == nil && !h.quiet {
-		s.relayed(m)
+		s.relayFrame(f)
 	}
 	s.pop()
 	return nil
@@ -236,17 +254,16 @@ func (s *session) completes(h *entry, m pgproto3.BackendMessage, kind entryKind)
 // onError handles an error: relayed (or the front's statement's), and in
 // the extended protocol everything up to the next Sync dropped, as
 // PostgreSQL skips it.
-func (s *session) onError(h *entry, m *pgproto3.ErrorResponse) {
+func (s *session) onError(h *entry, m *pgproto3.ErrorResponse, f frame) {
 	s.warned = false
 	if s.tx == 'T' {
 		s.tx = 'E'
 	}
 	if h.call != nil {
-		e := *m
-		h.call.err = &e
+		h.call.err = m
 	} else {
 		s.relayHeld(h)
-		s.relayed(m)
+		s.relayFrame(f)
 	}
 	if h.kind == eQuery {
 		h.failed = true
@@ -259,6 +276,6 @@ func (s *session) onError(h *entry, m *pgproto3.ErrorResponse) {
 	s.headSince = time.Now()
 }
 
-func unexpected(m pgproto3.BackendMessage, h *entry) error {
-	return fatal(codeProtocol, fmt.Sprintf("PostgreSQL sent %T where the front expected the answer to message kind %d", m, h.kind))
+func unexpected(f frame, h *entry) error {
+	return fatal(codeProtocol, fmt.Sprintf("PostgreSQL sent message type %q where the front expected the answer to message kind %d", f.typ, h.kind))
 }

@@ -1,6 +1,7 @@
 package sqlfront
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -20,13 +22,13 @@ import (
 
 // A session relays one client connection to its own backend. One
 // goroutine, the loop, owns all of its state; three more only move
-// bytes: one reads the client's messages, one PostgreSQL's, and each
-// hands the loop one message at a time and waits for it to be done with
-// it (pgproto3's messages are valid until the next is read); the third
-// writes what the loop sends PostgreSQL, so that the loop goes on
-// reading PostgreSQL's answers while it sends: a client pipelining more
-// than the sockets buffer can never leave the two servers each waiting
-// for the other to read.
+// bytes: one reads the client's frames, one PostgreSQL's, each ahead of
+// the loop by a few frames; the third writes what the loop sends
+// PostgreSQL, so that the loop goes on reading PostgreSQL's answers
+// while it sends: a client pipelining more than the sockets buffer can
+// never leave the two servers each waiting for the other to read. The
+// loop handles every frame already read before it writes: what it owes
+// either side goes out in one write each, not one per message.
 
 // session is one client's connection and its backend.
 type session struct {
@@ -37,16 +39,16 @@ type session struct {
 	remote string
 	log    *slog.Logger
 	conn   net.Conn
-	in     *pgproto3.Backend
-	out    []byte // messages for the client, written when the loop would wait
+	in     *bufio.Reader // the client's frames
+	out    []byte        // frames for the client, written when the loop would wait
+	toPG   []byte        // frames for PostgreSQL, handed to the writer when the loop would wait
 	be     *backend
 	fs     *fence.FrontSession
 
 	fromClient  chan clientEvent
 	fromBackend chan backendEvent
-	clientAck   chan struct{}
-	backendAck  chan struct{}
 	toBackend   chan []byte
+	writing     atomic.Int32  // batches the writer has in hand
 	done        chan struct{} // closed when the session ends
 	stop        chan struct{} // closed by shutdown
 	stopOnce    sync.Once
@@ -54,7 +56,6 @@ type session struct {
 
 	relay             // what PostgreSQL owes answers for (relay.go)
 	statements        // the client's prepared statements and portals (extended.go)
-	more        bool  // PostgreSQL's next message is already read: no need to flush yet
 	counted     int64 // statements run, for the audit
 	standard    bool  // standard_conforming_strings, as PostgreSQL reports it
 	utf8        bool  // client_encoding is UTF8
@@ -65,15 +66,15 @@ type session struct {
 	fenced map[string]fenced
 }
 
+// clientEvent and backendEvent are a frame read, or why none could be.
 type clientEvent struct {
-	msg pgproto3.FrontendMessage
+	f   frame
 	err error
 }
 
 type backendEvent struct {
-	msg  pgproto3.BackendMessage
-	err  error
-	more bool
+	f   frame
+	err error
 }
 
 // cancelKey is the BackendKeyData a client gets: the front's own, never
@@ -82,11 +83,11 @@ type cancelKey struct{ pid, secret uint32 }
 
 func (k cancelKey) secretBytes() []byte { return binary.BigEndian.AppendUint32(nil, k.secret) }
 
-func (s *Server) newSession(conn net.Conn, in *pgproto3.Backend, client *policy.Client, be *backend, fs *fence.FrontSession) *session {
+func (s *Server) newSession(conn net.Conn, in *bufio.Reader, client *policy.Client, be *backend, fs *fence.FrontSession) *session {
 	sess := &session{
 		srv: s, id: s.nextID.Add(1), client: client, remote: conn.RemoteAddr().String(), conn: conn, in: in, be: be, fs: fs,
-		fromClient: make(chan clientEvent), fromBackend: make(chan backendEvent),
-		clientAck: make(chan struct{}), backendAck: make(chan struct{}), toBackend: make(chan []byte, 64),
+		// A few frames ahead: a client's are bounded by MaxMessageBytes each.
+		fromClient: make(chan clientEvent, 4), fromBackend: make(chan backendEvent, 64), toBackend: make(chan []byte, 4),
 		done: make(chan struct{}), stop: make(chan struct{}),
 		relay: relay{tx: 'I'}, statements: newStatements(), fenced: map[string]fenced{},
 		standard: be.params["standard_conforming_strings"] != "off", utf8: be.params["client_encoding"] == "UTF8",
@@ -159,33 +160,35 @@ func (s *session) loop() error {
 	}
 }
 
-// step waits for the next event and handles it: a message of
-// PostgreSQL's, one of the client's (only if client: a drain waits for
-// PostgreSQL alone), a timeout, the front's shutdown.
+// step handles the next event: a frame of PostgreSQL's, one of the
+// client's (only if client: a drain waits for PostgreSQL alone), a
+// timeout, the front's shutdown. Frames already read are handled first;
+// only when there are none does it write what it owes, and wait.
 func (s *session) step(client bool) error {
-	if !s.more || len(s.out) > 64<<10 {
-		if err := s.flush(); err != nil {
-			return err
-		}
-	}
 	var fromClient <-chan clientEvent
 	if client {
 		fromClient = s.fromClient
+	}
+	select {
+	case ev := <-s.fromBackend:
+		return s.onBackend(ev)
+	case ev := <-fromClient:
+		return s.clientEvent(ev)
+	default:
+	}
+	if err := s.flush(); err != nil {
+		return err
+	}
+	if err := s.flushBackend(); err != nil {
+		return err
 	}
 	idle, stmt, stop := s.timers(client)
 	defer stop()
 	select {
 	case ev := <-s.fromBackend:
-		err := s.onBackend(ev)
-		s.ackBackend(ev)
-		return err
+		return s.onBackend(ev)
 	case ev := <-fromClient:
-		if ev.err != nil {
-			return s.clientGone(ev.err)
-		}
-		err := s.onClient(ev.msg)
-		s.clientAck <- struct{}{}
-		return err
+		return s.clientEvent(ev)
 	case <-idle:
 		if s.tx != 'I' {
 			return fatal(codeIdleInTx, "terminating connection due to idle-in-transaction timeout: its transaction is rolled back")
@@ -199,12 +202,12 @@ func (s *session) step(client bool) error {
 	}
 }
 
-// ackBackend lets the reader of PostgreSQL's messages read the next,
-// unless it stopped at ev's error.
-func (s *session) ackBackend(ev backendEvent) {
-	if ev.err == nil {
-		s.backendAck <- struct{}{}
+// clientEvent handles a frame of the client's.
+func (s *session) clientEvent(ev clientEvent) error {
+	if ev.err != nil {
+		return s.clientGone(ev.err)
 	}
+	return s.onClient(ev.f)
 }
 
 // timers are the idle timeout, running while nothing is owed to the
@@ -230,9 +233,8 @@ func (s *session) timers(client bool) (idle, stmt <-chan time.Time, stop func())
 // clientGone ends the session after its client went away or broke the
 // protocol; whatever transaction it had open is rolled back.
 func (s *session) clientGone(err error) error {
-	var tooBig *pgproto3.ExceededMaxBodyLenErr
-	if errors.As(err, &tooBig) {
-		return fatal(codeTooLarge, fmt.Sprintf("message of %d bytes: the SQL front takes at most %d", tooBig.ActualBodyLen, tooBig.MaxExpectedBodyLen))
+	if _, ok := asSQLError(err); ok {
+		return err
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
 		return err
@@ -240,7 +242,7 @@ func (s *session) clientGone(err error) error {
 	return fatal(codeProtocol, "invalid message from the client: "+err.Error())
 }
 
-// send queues m for the client.
+// send queues m, a message of the front's own, for the client.
 func (s *session) send(m pgproto3.BackendMessage) {
 	b, err := m.Encode(s.out)
 	if err != nil {
@@ -250,12 +252,23 @@ func (s *session) send(m pgproto3.BackendMessage) {
 	s.out = b
 }
 
+// relayFrame queues f, as PostgreSQL sent it, for the client.
+func (s *session) relayFrame(f frame) {
+	if !s.muted {
+		s.out = append(s.out, f.raw...)
+	}
+}
+
 // flush writes what was queued for the client.
 func (s *session) flush() error {
 	if len(s.out) == 0 {
 		return nil
 	}
 	_, err := s.conn.Write(s.out)
-	s.out = s.out[:0]
+	if cap(s.out) > 1<<20 {
+		s.out = nil // one large result need not stay with the session
+	} else {
+		s.out = s.out[:0]
+	}
 	return err
 }
