@@ -41,7 +41,7 @@ const (
 // demo application, its guard installed, and a role for the front's
 // clients with grants on the demo's tables.
 type front struct {
-	t    *testing.T
+	t    testing.TB
 	gw   *testgw.Gateway
 	auth *authority.Etcd
 	srv  *sqlfront.Server
@@ -52,7 +52,7 @@ type front struct {
 	log  *testenv.Buffer
 }
 
-func newFront(t *testing.T, adjust ...func(*sqlfront.Config)) *front {
+func newFront(t testing.TB, adjust ...func(*sqlfront.Config)) *front {
 	t.Helper()
 	f := &front{t: t, role: "app_front_" + randomHex(6), keys: map[string]string{}, log: &testenv.Buffer{}}
 	for _, c := range []string{billing, ledger, ops} {

@@ -14,7 +14,7 @@ import (
 // rawClient speaks the protocol to the front byte by byte, for what no
 // driver would send.
 type rawClient struct {
-	t     *testing.T
+	t     testing.TB
 	front *front
 	conn  net.Conn
 	fe    *pgproto3.Frontend
