@@ -38,12 +38,15 @@ func (s *session) call(c fence.Call, sync bool) (*pgproto3.ErrorResponse, error)
 		return nil, err
 	}
 	res := &callResult{}
+	// The portal, bound with the parameters, is closed at once: the
+	// client must not execute it again.
 	msgs := []pgproto3.FrontendMessage{
 		&pgproto3.Parse{Query: c.SQL, ParameterOIDs: c.ParamOIDs},
 		&pgproto3.Bind{Parameters: c.Params},
 		&pgproto3.Execute{},
+		&pgproto3.Close{ObjectType: 'P'},
 	}
-	entries := []*entry{{kind: eParse, call: res}, {kind: eBind, call: res}, {kind: eExecute, call: res}}
+	entries := []*entry{{kind: eParse, call: res}, {kind: eBind, call: res}, {kind: eExecute, call: res}, {kind: eClose, call: res}}
 	if sync {
 		msgs = append(msgs, &pgproto3.Sync{})
 		entries = append(entries, &entry{kind: eSync, call: res})

@@ -2,11 +2,14 @@ package sqlfront_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
@@ -172,5 +175,32 @@ func TestAuthorityUnavailable(t *testing.T) {
 	}
 	if after := f.state(account); after != before {
 		t.Fatalf("%s, was %s", after, before)
+	}
+}
+
+// TestTheSecretStaysInTheFront: a session that asks PostgreSQL to quote
+// a failed statement's parameters in its errors (any role may set
+// log_parameter_max_length_on_error) and makes the front's own fencing
+// statement fail (a lock timeout on a fence row someone holds) learns
+// nothing of what that statement was sent: the error the front relays
+// has its code and message, and no context.
+func TestTheSecretStaysInTheFront(t *testing.T) {
+	f := newFront(t)
+	const account, resource = "acct-40", "account/acct-40"
+	l := f.lease(billing, resource, 60, 0)
+	if err := tryTx(t, f.connect(billing), "SET LOCAL fencegw.tokens = '"+resource+"="+l.Token+"'", strings.Replace(debit, "%s", account, 1)); err != nil {
+		t.Fatal(err) // the fence row exists
+	}
+	testenv.LockFenceRow(t, f.gw.Pool, resource)
+	conn := f.connect(billing)
+	err := tryTx(t, conn, "SET log_parameter_max_length_on_error = -1", "SET LOCAL lock_timeout = '10ms'",
+		"SET LOCAL fencegw.tokens = '"+resource+"="+l.Token+"'")
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
+		t.Fatalf("the fence behind a locked row: %v, want 55P03", err)
+	}
+	all := fmt.Sprintf("%+v", *pgErr)
+	if pgErr.Where != "" || pgErr.InternalQuery != "" || strings.Contains(all, `\x`) || strings.Contains(all, "parameters") {
+		t.Fatalf("the front relayed what its own statement was sent: %s", all)
 	}
 }

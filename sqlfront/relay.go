@@ -260,7 +260,7 @@ func (s *session) onError(h *entry, m *pgproto3.ErrorResponse, f frame) {
 		s.tx = 'E'
 	}
 	if h.call != nil {
-		h.call.err = m
+		h.call.err = scrubbed(m)
 	} else {
 		s.relayHeld(h)
 		s.relayFrame(f)
@@ -274,6 +274,16 @@ func (s *session) onError(h *entry, m *pgproto3.ErrorResponse, f frame) {
 		s.pending = s.pending[1:]
 	}
 	s.headSince = time.Now()
+}
+
+// scrubbed is the error of one of the front's own statements as the
+// client may see it: its code, message, detail and hint, nothing more.
+// Its context would quote the statement's parameters, the session's
+// secret among them, to a session that set
+// log_parameter_max_length_on_error, which any role may.
+func scrubbed(m *pgproto3.ErrorResponse) *pgproto3.ErrorResponse {
+	return &pgproto3.ErrorResponse{Severity: m.Severity, SeverityUnlocalized: m.SeverityUnlocalized,
+		Code: m.Code, Message: m.Message, Detail: m.Detail, Hint: m.Hint}
 }
 
 func unexpected(f frame, h *entry) error {
