@@ -38,6 +38,8 @@ SELECT r.rolsuper,
        pg_has_role(r.oid, current_user, 'MEMBER'),
        pg_has_role(r.oid, n.nspowner, 'MEMBER'),
        has_schema_privilege(r.oid, 'fencegw', 'CREATE'),
+       pg_has_role(r.oid, 'pg_read_server_files', 'MEMBER') OR pg_has_role(r.oid, 'pg_write_server_files', 'MEMBER')
+         OR pg_has_role(r.oid, 'pg_execute_server_program', 'MEMBER'),
        NOT has_schema_privilege(r.oid, 'fencegw', 'USAGE'),
        has_table_privilege(r.oid, 'fencegw.fences', 'INSERT, UPDATE, DELETE, TRUNCATE'),
        has_table_privilege(r.oid, 'fencegw.front_sessions', 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE'),
@@ -56,7 +58,8 @@ SELECT r.rolsuper,
 // if it could get a row of a guarded table past the guard by itself,
 // or could not be fenced: a superuser; a role that may create roles
 // (and grant itself any); a member of the gateway's role or of the
-// fencegw schema's owner; one that may create in that schema, write its
+// fencegw schema's owner; one that may read the server's files (its
+// log) or run its programs; one that may create in that schema, write its
 // fences, sessions, bypass log or transaction keys, declare a bypass or
 // stamp a fence
 // without the check; one that owns a guarded table or may put triggers
@@ -65,11 +68,11 @@ SELECT r.rolsuper,
 // connection; ctx bounds the one query.
 func CheckFrontRole(ctx context.Context, db DB, role string, guarded []string) error {
 	var (
-		super, createRole, gateway, schemaOwner, create, noUsage bool
-		fences, sessions, bypassLog, bypass, stamp               bool
-		tables                                                   string
+		super, createRole, gateway, schemaOwner, create, files, noUsage bool
+		fences, sessions, bypassLog, bypass, stamp                      bool
+		tables                                                          string
 	)
-	err := db.QueryRow(ctx, checkFrontRoleSQL, role, guarded).Scan(&super, &createRole, &gateway, &schemaOwner, &create, &noUsage,
+	err := db.QueryRow(ctx, checkFrontRoleSQL, role, guarded).Scan(&super, &createRole, &gateway, &schemaOwner, &create, &files, &noUsage,
 		&fences, &sessions, &bypassLog, &bypass, &stamp, &tables)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return &FrontRoleError{Role: role, Reasons: []string{"no such role"}}
@@ -87,6 +90,7 @@ func CheckFrontRole(ctx context.Context, db DB, role string, guarded []string) e
 		{gateway, "it is a member of the gateway's role"},
 		{schemaOwner, "it is a member of the owner of schema fencegw"},
 		{create, "it may create objects in schema fencegw"},
+		{files, "it may read or write the server's files or run its programs (pg_read_server_files and the like): its log, the key"},
 		{fences, "it may write fencegw.fences"},
 		{sessions, "it may read or write fencegw.front_sessions"},
 		{bypassLog, "it may write fencegw.bypass_log or fencegw.transaction_keys"},

@@ -69,9 +69,10 @@ func sqlState(err error) string {
 
 // TestOnlyTheFrontFencesASession: a session logged in as an
 // application's role, registered as a session of the SQL front, gets a
-// guarded row written only through the statement that carries its own
-// secret. Not with another backend's secret, nor its secret on another
-// backend, nor by calling the fence, claiming the resource, stamping or
+// guarded row written only through the statement that carries the MAC
+// of its fences under its own key. Not with another backend's key, nor
+// its MAC on another backend or for other fences or tokens, nor by
+// calling the fence, claiming the resource, stamping or
 // registering itself, switching to the gateway's role or declaring a
 // bypass; once unregistered, not with the secret either. Only the one
 // fenced write changed the balance.
@@ -114,8 +115,18 @@ func TestOnlyTheFrontFencesASession(t *testing.T) {
 		try  func() string
 		want string
 	}{
-		{"another backend's secret", func() string { return run(conn, fenceAt(elsewhere, 10)) }, "42501"},
-		{"its secret on another backend", func() string { return run(other, fenceAt(session, 10)) }, "42501"},
+		{"another backend's key", func() string { return run(conn, fenceAt(elsewhere, 10)) }, "42501"},
+		{"its own MAC on another backend", func() string { return run(other, fenceAt(session, 10)) }, "42501"},
+		{"its MAC for other fences", func() string {
+			c := fenceAt(session, 10)
+			c.Params[1] = []byte(`{"account/acct-2"}`)
+			return run(conn, c)
+		}, "42501"},
+		{"its MAC for a newer token", func() string {
+			c := fenceAt(session, 10)
+			c.Params[3] = []byte(`{11}`)
+			return run(conn, c)
+		}, "42501"},
 		{"the fence itself", func() string { return exec(conn, "SELECT fencegw.fence('account/acct-1', 1, 10, false)") }, "42501"},
 		{"claiming the resource", func() string {
 			return exec(conn, "SELECT set_config('fencegw.resource', 'account/acct-1', true)", write)
@@ -155,7 +166,7 @@ func TestOnlyTheFrontFencesASession(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := run(conn, fenceAt(session, 11)); got != "42501" {
-		t.Fatalf("an unregistered session's secret: SQLSTATE %q, want 42501", got)
+		t.Fatalf("an unregistered session's key: SQLSTATE %q, want 42501", got)
 	}
 	if got := balance(t, d, "acct-1"); got != before-1 {
 		t.Fatalf("balance %d, want %d: only the fenced write", got, before-1)
@@ -197,10 +208,12 @@ func TestCheckFrontRole(t *testing.T) {
 	app, _ := appRole(t, d, "ok")
 	trigger, _ := appRole(t, d, "trg")
 	noUsage, _ := appRole(t, d, "nu")
+	files, _ := appRole(t, d, "fs")
 	member, _ := appRole(t, d, "gw")
 	for _, sql := range []string{
 		"GRANT TRIGGER ON demo.accounts TO " + trigger,
 		"REVOKE USAGE ON SCHEMA fencegw FROM " + noUsage,
+		"GRANT pg_read_server_files TO " + files,
 		"GRANT " + app + " TO " + member, // harmless: an application role's membership
 	} {
 		if _, err := d.pool.Exec(ctx, sql); err != nil {
@@ -215,6 +228,7 @@ func TestCheckFrontRole(t *testing.T) {
 		{"a superuser", d.pool.Config().ConnConfig.User, "it is a superuser"},
 		{"TRIGGER on a guarded table", trigger, "may put triggers on, guarded tables: demo.accounts"},
 		{"no USAGE on fencegw", noUsage, "GRANT USAGE ON SCHEMA fencegw TO"},
+		{"the server's files", files, "read or write the server's files"},
 		{"no such role", "fencegw_nobody", "no such role"},
 	} {
 		err := fence.CheckFrontRole(ctx, d.pool, tc.role, guarded)

@@ -18,7 +18,7 @@ import (
 // simple query or a Flush in the extended protocol, whose Sync is the
 // client's to send. Nothing PostgreSQL says of the statement reaches the
 // client, notices included: a session may ask for debug messages that
-// would print its parameters, and those carry the session's secret.
+// would print its parameters, and those carry the MAC of its fences.
 
 // drain waits until PostgreSQL has answered every message sent so far,
 // relaying the answers.

@@ -27,13 +27,14 @@
 // (classify.go). It validates each token exactly as the HTTP path does,
 // then advances the fences at that point of the transaction with
 // fencegw.fence_session, which fences a backend's transaction only for
-// the caller that presents the secret the front registered for that
-// backend through the gateway's own connection (package fence,
-// frontsession.go): the session's own role cannot imitate it. The
-// application's statements then run as written; the guard triggers admit
-// only rows of the fenced resources. Before a COMMIT of a fenced
-// transaction the front asks the authority whether a newer holder has
-// taken its locks meanwhile, and rolls it back if so (commitcheck.go).
+// a caller presenting a MAC of the fences under the key the front
+// registered for that backend through the gateway's own connection
+// (package fence, frontsession.go): the session's own role cannot
+// imitate it. The application's statements then run as written; the
+// guard triggers admit only rows of the fenced resources. Before a COMMIT
+// of a fenced transaction the front asks the authority whether a newer
+// holder has taken its locks meanwhile, and rolls it back if so
+// (commitcheck.go).
 //
 // # Answers
 //

@@ -278,8 +278,8 @@ func (s *session) onError(h *entry, m *pgproto3.ErrorResponse, f frame) {
 
 // scrubbed is the error of one of the front's own statements as the
 // client may see it: its code, message, detail and hint, nothing more.
-// Its context would quote the statement's parameters, the session's
-// secret among them, to a session that set
+// Its context would quote the statement's parameters, the MAC of its
+// fences among them, to a session that set
 // log_parameter_max_length_on_error, which any role may.
 func scrubbed(m *pgproto3.ErrorResponse) *pgproto3.ErrorResponse {
 	return &pgproto3.ErrorResponse{Severity: m.Severity, SeverityUnlocalized: m.SeverityUnlocalized,

@@ -1,10 +1,10 @@
 -- The sessions of the SQL front (package sqlfront): each backend the
--- front logs in as a client's sql_role, under the SHA-256 of a secret
--- only the front knows. fencegw.fence_session fences a transaction of
--- that backend only for a caller that presents the secret, so the
+-- front logs in as a client's sql_role, under a key only the front and
+-- this table know. fencegw.fence_session fences a transaction of that
+-- backend only for a caller that proves it knows the key, so the
 -- session's own role, which runs the application's statements, cannot
 -- fence, scope or stamp anything by itself. Written by the gateway's
--- role; read by fence_session, as its owner.
+-- role; read by fence_session, as its owner; no other role may read it.
 CREATE TABLE fencegw.front_sessions (
     pid        integer     PRIMARY KEY,
     secret     bytea       NOT NULL CHECK (length(secret) = 32),
