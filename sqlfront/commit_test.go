@@ -3,6 +3,7 @@ package sqlfront_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,5 +130,55 @@ func TestBackendLostAfterCommitSent(t *testing.T) {
 	// did not commit.
 	if committedKey(t, f.connect(billing), "lost") {
 		t.Fatal("the transaction whose backend was terminated before it committed is said to have committed")
+	}
+}
+
+// TestCloseAnswersACommitOnItsWay: the front shutting down while a
+// session's COMMIT is on its way lets it finish and answers it, then
+// ends the session: cut off, the commit would have been rolled back, or
+// its outcome unknown.
+func TestCloseAnswersACommitOnItsWay(t *testing.T) {
+	f := newFront(t)
+	ctx := context.Background()
+	f.admin(
+		"CREATE TABLE demo.waits (id int)",
+		"GRANT INSERT ON demo.waits TO "+f.role,
+		`CREATE FUNCTION demo.wait_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN PERFORM pg_advisory_xact_lock(78); RETURN NULL; END $$`,
+		"CREATE CONSTRAINT TRIGGER wait AFTER INSERT ON demo.waits DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION demo.wait_at_commit()",
+	)
+	lock, err := f.gw.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, "SELECT pg_advisory_xact_lock(78)"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := f.connect(billing).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO demo.waits VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	committed := make(chan error, 1)
+	go func() { committed <- tx.Commit(ctx) }()
+	if !testenv.WaitFor(time.Minute, func() bool { return testenv.LockWaiters(f.gw.Pool, "%commit%") == 1 }) {
+		t.Fatal("the COMMIT never waited in its trigger")
+	}
+	go f.srv.Close()
+	if !testenv.WaitFor(time.Minute, func() bool { return strings.Contains(f.log.String(), "ends once PostgreSQL has answered") }) {
+		t.Fatal("the session never heard the front shut down")
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-committed; err != nil {
+		t.Fatalf("a COMMIT on its way as the front shut down: %v, want it answered", err)
+	}
+	var n int
+	if err := f.gw.Pool.QueryRow(ctx, "SELECT count(*) FROM demo.waits").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d rows (%v), want the committed one", n, err)
 	}
 }

@@ -51,6 +51,7 @@ type session struct {
 	writing     atomic.Int32  // batches the writer has in hand
 	done        chan struct{} // closed when the session ends
 	stop        chan struct{} // closed by shutdown
+	stopping    bool          // shutdown heard: no more of the client's, then the end
 	stopOnce    sync.Once
 	ended       sync.Once
 
@@ -165,9 +166,16 @@ func (s *session) loop() error {
 // timeout, the front's shutdown. Frames already read are handled first;
 // only when there are none does it write what it owes, and wait.
 func (s *session) step(client bool) error {
+	if s.stopping && len(s.pending) == 0 {
+		return fatal(codeShutdown, "terminating connection: the SQL front is shutting down, and the transaction in progress is rolled back")
+	}
 	var fromClient <-chan clientEvent
-	if client {
+	if client && !s.stopping {
 		fromClient = s.fromClient
+	}
+	shutdown := s.stop
+	if s.stopping {
+		shutdown = nil
 	}
 	select {
 	case ev := <-s.fromBackend:
@@ -197,8 +205,14 @@ func (s *session) step(client bool) error {
 	case <-stmt:
 		s.cancelHead()
 		return nil
-	case <-s.stop:
-		return fatal(codeShutdown, "terminating connection: the SQL front is shutting down, and the transaction in progress is rolled back")
+	case <-shutdown:
+		// What PostgreSQL owes answers for is answered first: a COMMIT
+		// on its way is told as it ends, not cut off unknown.
+		s.stopping = true
+		if len(s.pending) > 0 {
+			s.log.Info("the SQL front is shutting down: the session ends once PostgreSQL has answered what is on its way")
+		}
+		return nil
 	}
 }
 
