@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencegw/fencegw/internal/harness/pause"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
-	"github.com/fencegw/fencegw/internal/pause"
 )
 
 // processHolder is holder A in a process of its own, a PostgreSQL

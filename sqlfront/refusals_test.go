@@ -162,7 +162,7 @@ func TestSessionCannotImitateTheFront(t *testing.T) {
 // transaction), its transaction with it, and nothing is written.
 func TestAuthorityUnavailable(t *testing.T) {
 	srv, cli := testenv.PrivateEtcd(t)
-	f := newFront(t, func(c *sqlfront.Config) { c.Authority = authority.NewEtcd(cli) })
+	f := newFront(t, func(c *sqlfront.Config) { c.Authority = authority.NewEtcd(cli, testenv.KEK()) })
 	const account, resource = "acct-38", "account/acct-38"
 	l := f.lease(billing, resource, 60, 0)
 	before := f.state(account)

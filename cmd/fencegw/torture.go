@@ -85,6 +85,7 @@ exits 1 too: its PASS covers fewer faults than asked.`,
 	fs.BoolVar(&cfg.ClockFaults, "clock-faults", cfg.ClockFaults, "let the nemesis step workers' wall clocks forward and back, suspend workers in a critical section with their monotonic clock held back (a machine suspend), and step the clocks the gateways' max_hold and lease reaper read: the wall clock ahead and behind, the monotonic clock ahead")
 	fs.BoolVar(&cfg.Throttle, "throttle", cfg.Throttle, "let the nemesis throttle a worker with a cgroup CPU limit (1 ms a second) for two to three TTLs; skipped, and reported so, where this process cannot make a cgroup")
 	fs.IntVar(&cfg.Strict, "strict", cfg.Strict, "percentage of rounds on the strict resources, where a token writes once")
+	fs.IntVar(&cfg.Wire, "wire", cfg.Wire, "percentage of the workers' rounds whose write goes through the gateways' SQL front (serve --pg-listen) as an application's transaction: SET LOCAL fencegw.tokens, its statements, COMMIT; with --unsafe-no-fence, the same statements without the fence")
 	fs.IntVar(&cfg.Semaphores, "semaphores", cfg.Semaphores, "percentage of rounds on a permit of the semaphores (2 permits each): at most 2 writers at once per semaphore, each permit slot fenced")
 	fs.IntVar(&cfg.WriteTransactions, "max-write-transactions", 0, "the gateways' --max-write-transactions (0: their default): fewer make more writes share transactions")
 	fs.BoolVar(&cfg.Coalesce, "coalesce", false, "run the resources with coalesce: true (hot-key write batching)")

@@ -102,6 +102,10 @@ type Config struct {
 	MinFailovers, MinRollbacks int
 	// Burst: each lease sends 1 to Burst writes at once.
 	Burst int
+	// Wire is the percentage of the workers' rounds (on res and strict
+	// resources) whose write goes through the gateways' SQL front, as an
+	// application's own transaction, instead of the HTTP API (wire.go).
+	Wire int
 	// Transfers is the percentage of rounds that take two resources'
 	// leases and move money between them with one write fenced on both.
 	Transfers int
@@ -135,6 +139,8 @@ func (c Config) Check() error {
 		return errors.New("torture: burst must be 1 to 32")
 	case c.Transfers < 0 || c.Transfers > 100 || (c.Transfers > 0 && c.Resources < 2):
 		return errors.New("torture: transfers is a percentage, 0 to 100, and needs at least 2 resources")
+	case c.Wire < 0 || c.Wire > 100:
+		return errors.New("torture: wire is a percentage, 0 to 100")
 	case c.Strict < 0 || c.Strict > 100:
 		return errors.New("torture: strict is a percentage, 0 to 100")
 	case c.Semaphores < 0 || c.Strict+c.Semaphores > 100:

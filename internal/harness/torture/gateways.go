@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fencegw/fencegw/internal/devserver/pgcluster"
 	"github.com/fencegw/fencegw/internal/harness/cgroupcpu"
 	"github.com/fencegw/fencegw/kek"
 )
@@ -42,14 +43,23 @@ func startGateways(ctx context.Context, cfg Config, bin, dir, dbURL string, etcd
 			return gateways, all, err
 		}
 		all = append(all, l)
-		args := extra
+		args, front := extra, ""
 		if cfg.ClockFaults {
-			args = append(slices.Clip(extra), "--unsafe-torture-clock", clockPath(dir, "gateway-clock", i))
+			args = append(slices.Clip(args), "--unsafe-torture-clock", clockPath(dir, "gateway-clock", i))
+		}
+		if cfg.Wire > 0 {
+			port, err := pgcluster.FreePort()
+			if err != nil {
+				return gateways, all, err
+			}
+			front = fmt.Sprintf("127.0.0.1:%d", port)
+			args = append(slices.Clip(args), "--pg-listen", front)
 		}
 		g, err := newGateway(bin, dir, i, dbURL, l, etcd, policy, cfg.UnsafeNoFence, args...)
 		if err != nil {
 			return gateways, all, err
 		}
+		g.front = front
 		if err := g.start(ctx); err != nil {
 			return gateways, all, fmt.Errorf("%w (log: %s)", err, g.log)
 		}

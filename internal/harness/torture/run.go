@@ -8,11 +8,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fencegw/fencegw/client"
 	"github.com/fencegw/fencegw/internal/harness/cgroupcpu"
 	"github.com/fencegw/fencegw/internal/harness/torture/check"
 	"github.com/fencegw/fencegw/schema"
@@ -61,11 +63,22 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	if err := prepareDatabase(setupCtx, db.url(), cfg.Resources); err != nil {
 		return check.Report{}, err
 	}
+	policyText := policy(cfg)
+	var front *wire
+	var clientOpts []client.Option
+	if cfg.Wire > 0 {
+		var clients string
+		if front, clients, err = setUpWire(setupCtx, dir, db.url()); err != nil {
+			return check.Report{}, err
+		}
+		policyText += clients
+		clientOpts = append(clientOpts, client.WithBearerFile(front.keyFile))
+	}
 	if err := db.prepared(setupCtx); err != nil {
 		return check.Report{}, err
 	}
 	policyPath := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(policyPath, []byte(policy(cfg)), 0o644); err != nil {
+	if err := os.WriteFile(policyPath, []byte(policyText), 0o644); err != nil {
 		return check.Report{}, err
 	}
 	var skipped map[string]string
@@ -98,9 +111,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	if err != nil {
 		return check.Report{}, err
 	}
-	var urls []string
+	var urls, fronts []string
 	for _, g := range gateways {
 		urls = append(urls, g.url())
+		if g.front != "" {
+			fronts = append(fronts, g.front)
+		}
 	}
 	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence,
 		"coalesce", cfg.Coalesce, "group_commit", cfg.GroupCommit, "failover", cfg.Failover, "async_standby", cfg.AsyncStandby,
@@ -108,11 +124,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 
 	// The nemesis's own writes: across the failovers of an asynchronous
 	// standby, else as a late holder all through the run.
-	holders, err := newTwoHolders(urls, historyPath(dir, cfg.Workers), cfg.Workers)
+	holders, err := newTwoHolders(urls, historyPath(dir, cfg.Workers), cfg.Workers, clientOpts...)
 	if err != nil {
 		return check.Report{}, err
 	}
 	defer holders.close()
+	if front != nil {
+		if holders.front, err = newWireWriter(strings.Join(fronts, ","), front.db, front.keyFile, 100, cfg.UnsafeNoFence); err != nil {
+			return check.Report{}, err
+		}
+	}
 	histories := cfg.Workers + 1
 	var late, latePermit *twoHolders
 	if cfg.lossControl() {
@@ -123,7 +144,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	if cfg.Semaphores > 0 && !cfg.lossControl() {
 		// A late holder of a permit too: the semaphore's control fails
 		// however the workers' pauses fall.
-		if latePermit, err = newTwoHolders(urls, historyPath(dir, histories), histories); err != nil {
+		if latePermit, err = newTwoHolders(urls, historyPath(dir, histories), histories, clientOpts...); err != nil {
 			return check.Report{}, err
 		}
 		defer latePermit.close()
@@ -143,7 +164,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		}
 		defer closePages(clocks)
 	}
-	workers, err := startWorkers(bin, dir, cfg, urls, db.url(), bound, stopFile)
+	workers, err := startWorkers(bin, dir, cfg, urls, db.url(), bound, stopFile, front, fronts)
 	if err != nil {
 		return check.Report{}, err
 	}

@@ -24,6 +24,8 @@ type gatewayProc struct {
 	args []string
 	log  string
 	addr string
+	// front is its SQL front's address, "" without --wire.
+	front string
 	// busy: a fault (a crash and restart, a freeze) has it.
 	busy atomic.Bool
 

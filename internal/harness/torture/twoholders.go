@@ -46,16 +46,20 @@ type twoHolders struct {
 	old      string // T0, for after the promotion
 	// lastUnavailable: the last write was refused 503 not-applied.
 	lastUnavailable bool
+	// front, with --wire, sends its writes through the gateways' SQL
+	// front, so that the control of the front fails whatever the
+	// workers' pauses did.
+	front *wireWriter
 }
 
-func newTwoHolders(gateways []string, historyPath string, id int) (*twoHolders, error) {
+func newTwoHolders(gateways []string, historyPath string, id int, opts ...client.Option) (*twoHolders, error) {
 	f, err := os.Create(historyPath)
 	if err != nil {
 		return nil, err
 	}
 	s := &twoHolders{family: "res", slot: "res/" + wentBackResource, gateways: gateways, id: id, history: json.NewEncoder(f), file: f}
 	for _, g := range gateways {
-		s.c = append(s.c, client.New(g))
+		s.c = append(s.c, client.New(g, opts...))
 	}
 	return s, nil
 }
@@ -178,8 +182,13 @@ func (s *twoHolders) write(ctx context.Context, i int, token, intent string) str
 	if s.family == "sem" {
 		op = "append_sem"
 	}
-	_, err := s.c[i%len(s.c)].Write(wctx, token, op, map[string]any{"r": wentBackResource, "intent": intent, "worker": s.id}, client.WithIdempotencyKey(intent))
-	typ, detail := outcome(err)
+	var typ, detail string
+	if s.front != nil && s.family == "res" {
+		typ, detail = s.front.write(wctx, s.front.urls[i%len(s.front.urls)], token, s.slot, intent, s.id)
+	} else {
+		_, err := s.c[i%len(s.c)].Write(wctx, token, op, map[string]any{"r": wentBackResource, "intent": intent, "worker": s.id}, client.WithIdempotencyKey(intent))
+		typ, detail = outcome(err)
+	}
 	s.lastUnavailable = typ == check.TypeFail && detail == "unavailable"
 	s.record(ev, typ, detail)
 	return typ

@@ -42,6 +42,11 @@ func WorkerMain(args []string) int {
 	strict := fs.Int("strict", 0, "percentage of rounds on the strict resources strict/r0..")
 	semaphores := fs.Int("semaphores", 0, "percentage of rounds on a permit of the semaphores sem/r0..")
 	clockPath := fs.String("clock", "", "the clock page the nemesis steps this worker's clocks with (clockpage.go)")
+	wirePct := fs.Int("wire", 0, "percentage of rounds on res and strict whose write goes through the SQL front")
+	fronts := fs.String("fronts", "", "comma-separated addresses of the gateways' SQL fronts")
+	frontDB := fs.String("front-db", "", "the database the SQL fronts serve")
+	bearerFile := fs.String("bearer-file", "", "the file holding the client's bearer key, for HTTP and the SQL front")
+	unfenced := fs.Bool("unfenced", false, "the control: write through the SQL front without naming the fence")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -76,8 +81,18 @@ func WorkerMain(args []string) int {
 	// Every client's answers pass the recording transport: a key's
 	// answers are held to agree byte for byte.
 	hc := &http.Client{Transport: recordingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}}
+	opts := []client.Option{client.WithClock(w.clock), client.WithHTTPClient(hc)}
+	if *bearerFile != "" {
+		opts = append(opts, client.WithBearerFile(*bearerFile))
+	}
 	for _, g := range strings.Split(*gateways, ",") {
-		w.clients = append(w.clients, client.New(g, client.WithClock(w.clock), client.WithHTTPClient(hc)))
+		w.clients = append(w.clients, client.New(g, opts...))
+	}
+	if *wirePct > 0 {
+		if w.front, err = newWireWriter(*fronts, *frontDB, *bearerFile, *wirePct, *unfenced); err != nil {
+			fmt.Fprintln(os.Stderr, "torture-worker:", err)
+			return 1
+		}
 	}
 	if *dbURL != "" {
 		if w.db, err = pgxpool.New(context.Background(), *dbURL); err != nil {
@@ -105,6 +120,7 @@ type worker struct {
 	db         *pgxpool.Pool // reads only: every write goes through a gateway
 	clock      client.Clock  // the leases' clock: pageClock under clock faults
 	page       *clockPage    // nil: no clock faults
+	front      *wireWriter   // nil: every write over HTTP
 
 	mu      sync.Mutex // guards history across a burst
 	history *json.Encoder
@@ -145,6 +161,10 @@ func (w *worker) round(deadline time.Time, n int) {
 	// Several writes at once under one lease: what coalescing batches.
 	// Each records what the client says of the lease, and is sent anyway.
 	view := w.leaseView(lease, lag)
+	if w.front != nil && permits == 0 && w.rnd.IntN(100) < w.front.pct {
+		w.wireWrite(lease.Token(), lease.Resource(), fmt.Sprintf("w%d-%d-0", w.id, n), view)
+		return
+	}
 	var wg sync.WaitGroup
 	for k := range 1 + w.rnd.IntN(w.burst) {
 		intent := fmt.Sprintf("w%d-%d-%d", w.id, n, k)

@@ -15,7 +15,7 @@ import (
 // failovers and rollbacks.
 const MaxOverrun = 4
 
-func startWorkers(bin, dir string, cfg Config, urls []string, dbURL string, until time.Time, stopFile string) ([]*exec.Cmd, error) {
+func startWorkers(bin, dir string, cfg Config, urls []string, dbURL string, until time.Time, stopFile string, front *wire, fronts []string) ([]*exec.Cmd, error) {
 	var cmds []*exec.Cmd
 	for i := range cfg.Workers {
 		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%d.log", i)))
@@ -29,6 +29,13 @@ func startWorkers(bin, dir string, cfg Config, urls []string, dbURL string, unti
 			"--transfers", strconv.Itoa(cfg.Transfers), "--strict", strconv.Itoa(cfg.Strict), "--semaphores", strconv.Itoa(cfg.Semaphores))
 		if cfg.ClockFaults {
 			cmd.Args = append(cmd.Args, "--clock", clockPath(dir, "clock", i))
+		}
+		if front != nil {
+			cmd.Args = append(cmd.Args, "--wire", strconv.Itoa(cfg.Wire), "--fronts", strings.Join(fronts, ","), "--front-db", front.db,
+				"--bearer-file", front.keyFile)
+			if cfg.UnsafeNoFence {
+				cmd.Args = append(cmd.Args, "--unfenced")
+			}
 		}
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -278,3 +278,33 @@ func TestTortureSemaphore(t *testing.T) {
 			late, crowd, control.Violations)
 	}
 }
+
+// TestTortureWireFront: every worker write, and the late holder's, goes
+// through the gateways' SQL front (serve --pg-listen) as an application's
+// own transaction (SET LOCAL fencegw.tokens, its statements, COMMIT)
+// under the CI profile's faults; the checker must find nothing. The
+// control sends the same statements without the fence, and must show
+// the late holder's stale write, which it makes in every run.
+func TestTortureWireFront(t *testing.T) {
+	bin := buildFencegw(t)
+	args := []string{"--seed", "1", "--wire", "100", "--transfers", "0", "--duration", "15s"}
+	fenced, logs, err := torture(t, bin, nil, args...)
+	t.Logf("through the SQL front: %s faults %v events %v", fenced.Verdict, fenced.Faults, fenced.Events)
+	if err != nil || !fenced.OK() {
+		t.Fatalf("through the SQL front, with fencing: %v, %s\n%+v\n%s", err, fenced.Verdict, fenced.Violations, logs)
+	}
+	if fenced.Events["ok"] < 20 || fenced.Faults["pause-worker"] < 3 {
+		t.Fatalf("the run did too little to prove anything: %v events, %v faults", fenced.Events, fenced.Faults)
+	}
+	control, logs, err := torture(t, bin, nil, append(args, "--unsafe-no-fence")...)
+	t.Logf("through the SQL front, control: %s events %v", control.Verdict, control.Events)
+	if err != nil || control.OK() {
+		t.Fatalf("without the fence: %v, %s; want violations found\n%s", err, control.Verdict, logs)
+	}
+	late := slices.ContainsFunc(control.Violations, func(v check.Violation) bool {
+		return v.Kind == check.KindStaleWrite && v.Resource == "res/nemesis"
+	})
+	if !late {
+		t.Fatalf("without the fence, the late holder's write through the front (res/nemesis) is not among the violations: %+v", control.Violations)
+	}
+}
