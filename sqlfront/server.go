@@ -56,10 +56,12 @@ type Config struct {
 	// every other client's place. 0: DefaultMaxConnections and a quarter
 	// of MaxConnections.
 	MaxConnections, MaxClientConnections int
-	// IdleTimeout ends a session that has waited this long for its
-	// client (in a transaction or not); StatementTimeout cancels a
+	// IdleInTransactionTimeout ends a session that has waited this long
+	// for its client in a transaction, which holds its fence rows and
+	// keeps the next holder waiting; IdleTimeout, one that has waited
+	// this long outside a transaction; StatementTimeout cancels a
 	// statement PostgreSQL has worked on this long. 0: no limit.
-	IdleTimeout, StatementTimeout time.Duration
+	IdleInTransactionTimeout, IdleTimeout, StatementTimeout time.Duration
 	// MaxMessageBytes bounds one message from a client; a larger one
 	// ends the session. 0: DefaultMaxMessageBytes.
 	MaxMessageBytes int

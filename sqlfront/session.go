@@ -224,12 +224,17 @@ func (s *session) clientEvent(ev clientEvent) error {
 	return s.onClient(ev.f)
 }
 
-// timers are the idle timeout, running while nothing is owed to the
+// timers are the idle timeouts (in a transaction or not), running while
+// nothing is owed to the
 // client and the loop waits for it, and the statement timeout of the
 // oldest thing owed; nil channels where they do not apply.
 func (s *session) timers(client bool) (idle, stmt <-chan time.Time, stop func()) {
 	var timers []*time.Timer
-	if d := s.srv.cfg.IdleTimeout; d > 0 && client && len(s.pending) == 0 {
+	d := s.srv.cfg.IdleTimeout
+	if s.tx != 'I' {
+		d = s.srv.cfg.IdleInTransactionTimeout
+	}
+	if d > 0 && client && len(s.pending) == 0 {
 		t := time.NewTimer(d)
 		idle, timers = t.C, append(timers, t)
 	}
