@@ -49,10 +49,11 @@
 //
 // # Relaying
 //
-// Each session has one goroutine, the loop, that owns its state, and
-// three that move bytes (session.go). Answers are read against the
-// messages that asked for them (relay.go), so that the front knows whose
-// each one is and where its own answers go; the extended protocol's
+// Each session has one goroutine, the loop, that owns its state
+// (session.go, loop.go), and three that move bytes (pumps.go), in frames
+// (frames.go). Answers are read against the messages that asked for
+// them (relay.go, answers.go), so that the front knows whose each one is
+// and where its own answers go; the extended protocol's
 // statements and portals are followed by name (extended.go), a simple
 // query split only around the statements the front answers or checks
 // (query.go); the front's own statements run in the session's

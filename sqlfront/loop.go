@@ -1,0 +1,120 @@
+package sqlfront
+
+import (
+	"errors"
+	"io"
+	"net"
+	"time"
+)
+
+// The loop: one event at a time, frames already read first, writes only
+// when it would otherwise wait (session.go).
+
+// loop handles events until the session ends.
+func (s *session) loop() error {
+	for {
+		if err := s.step(true); err != nil {
+			return err
+		}
+	}
+}
+
+// step handles the next event: a frame of PostgreSQL's, one of the
+// client's (only if client: a drain waits for PostgreSQL alone), a
+// timeout, the front's shutdown. Frames already read are handled first;
+// only when there are none does it write what it owes, and wait.
+func (s *session) step(client bool) error {
+	if s.stopping && len(s.pending) == 0 {
+		return fatal(codeShutdown, "terminating connection: the SQL front is shutting down, and the transaction in progress is rolled back")
+	}
+	var fromClient <-chan clientEvent
+	if client && !s.stopping {
+		fromClient = s.fromClient
+	}
+	shutdown := s.stop
+	if s.stopping {
+		shutdown = nil
+	}
+	select {
+	case ev := <-s.fromBackend:
+		return s.onBackend(ev)
+	case ev := <-fromClient:
+		return s.clientEvent(ev)
+	default:
+	}
+	if err := s.flush(); err != nil {
+		return err
+	}
+	if err := s.flushBackend(); err != nil {
+		return err
+	}
+	idle, stmt, stop := s.timers(client)
+	defer stop()
+	select {
+	case ev := <-s.fromBackend:
+		return s.onBackend(ev)
+	case ev := <-fromClient:
+		return s.clientEvent(ev)
+	case <-idle:
+		if s.tx != 'I' {
+			return fatal(codeIdleInTx, "terminating connection due to idle-in-transaction timeout: its transaction is rolled back")
+		}
+		return fatal(codeIdle, "terminating connection due to idle-session timeout")
+	case <-stmt:
+		s.cancelHead()
+		return nil
+	case <-shutdown:
+		// What PostgreSQL owes answers for is answered first: a COMMIT
+		// on its way is told as it ends, not cut off unknown.
+		s.stopping = true
+		if len(s.pending) > 0 {
+			s.log.Info("the SQL front is shutting down: the session ends once PostgreSQL has answered what is on its way")
+		}
+		return nil
+	}
+}
+
+// clientEvent handles a frame of the client's.
+func (s *session) clientEvent(ev clientEvent) error {
+	if ev.err != nil {
+		return s.clientGone(ev.err)
+	}
+	return s.onClient(ev.f)
+}
+
+// timers are the idle timeouts (in a transaction or not), running while
+// nothing is owed to the
+// client and the loop waits for it, and the statement timeout of the
+// oldest thing owed; nil channels where they do not apply.
+func (s *session) timers(client bool) (idle, stmt <-chan time.Time, stop func()) {
+	var timers []*time.Timer
+	d := s.srv.cfg.IdleTimeout
+	if s.tx != 'I' {
+		d = s.srv.cfg.IdleInTransactionTimeout
+	}
+	if d > 0 && client && len(s.pending) == 0 {
+		t := time.NewTimer(d)
+		idle, timers = t.C, append(timers, t)
+	}
+	if d := s.srv.cfg.StatementTimeout; d > 0 && len(s.pending) > 0 && s.headCancels != s.pending[0] {
+		t := time.NewTimer(d - time.Since(s.headSince))
+		stmt, timers = t.C, append(timers, t)
+	}
+	return idle, stmt, func() {
+		for _, t := range timers {
+			t.Stop()
+		}
+	}
+}
+
+// clientGone ends the session after its client went away or broke the
+// protocol; whatever transaction it had open is rolled back.
+func (s *session) clientGone(err error) error {
+	if _, ok := asSQLError(err); ok {
+		return err
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return fatal(codeProtocol, "invalid message from the client: "+err.Error())
+}
