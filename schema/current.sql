@@ -85,6 +85,19 @@ CREATE TABLE fencegw.fences (
 );
 
 --
+-- Name: front_sessions; Type: TABLE; Schema: fencegw; Owner: -
+--
+
+CREATE TABLE fencegw.front_sessions (
+    pid integer NOT NULL,
+    secret bytea NOT NULL,
+    role name NOT NULL,
+    client text NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT front_sessions_secret_check CHECK ((length(secret) = 32))
+);
+
+--
 -- Name: history_cursor; Type: TABLE; Schema: fencegw; Owner: -
 --
 
@@ -193,6 +206,17 @@ CREATE TABLE fencegw.replicas (
 );
 
 --
+-- Name: transaction_keys; Type: TABLE; Schema: fencegw; Owner: -
+--
+
+CREATE TABLE fencegw.transaction_keys (
+    client text NOT NULL,
+    key text NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT transaction_keys_key_check CHECK (((length(key) >= 1) AND (length(key) <= 255)))
+);
+
+--
 -- Name: bypass_log id; Type: DEFAULT; Schema: fencegw; Owner: -
 --
 
@@ -239,6 +263,13 @@ ALTER TABLE ONLY fencegw.fences
     ADD CONSTRAINT fences_pkey PRIMARY KEY (resource);
 
 --
+-- Name: front_sessions front_sessions_pkey; Type: CONSTRAINT; Schema: fencegw; Owner: -
+--
+
+ALTER TABLE ONLY fencegw.front_sessions
+    ADD CONSTRAINT front_sessions_pkey PRIMARY KEY (pid);
+
+--
 -- Name: history_cursor history_cursor_pkey; Type: CONSTRAINT; Schema: fencegw; Owner: -
 --
 
@@ -272,6 +303,13 @@ ALTER TABLE ONLY fencegw.rejections
 
 ALTER TABLE ONLY fencegw.replicas
     ADD CONSTRAINT replicas_pkey PRIMARY KEY (name);
+
+--
+-- Name: transaction_keys transaction_keys_pkey; Type: CONSTRAINT; Schema: fencegw; Owner: -
+--
+
+ALTER TABLE ONLY fencegw.transaction_keys
+    ADD CONSTRAINT transaction_keys_pkey PRIMARY KEY (client, key);
 
 --
 -- Name: idempotency_keys_created_at; Type: INDEX; Schema: fencegw; Owner: -

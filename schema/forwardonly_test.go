@@ -111,7 +111,11 @@ func TestForwardOnlyMovesExistingGatewayRoles(t *testing.T) {
 		t.Fatalf("as the migrated role: %v", err)
 	}
 
-	if err := m.Down(1); err != nil {
+	latest, err := schema.Latest(schema.Gateway())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Down(int(latest) - 15); err != nil { // back to version 15
 		t.Fatal(err)
 	}
 	for _, p := range []string{"UPDATE fencegw.fences", "DELETE fencegw.rejections", "UPDATE fencegw.fence_floor"} {

@@ -12,3 +12,21 @@ CREATE TABLE fencegw.front_sessions (
     client     text        NOT NULL,
     started_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- The gateway roles of an existing installation (every role but the
+-- owner that may call fencegw.fence, since migration 16 the mark of one)
+-- register and delete the sessions, as `fencegw grants` gives a new one.
+DO $migration$
+DECLARE
+    v_role name;
+BEGIN
+    FOR v_role IN
+        SELECT DISTINCT r.rolname
+          FROM pg_proc p, aclexplode(p.proacl) a, pg_roles r
+         WHERE p.oid = 'fencegw.fence(text,bigint,bigint,boolean,boolean)'::regprocedure
+           AND r.oid = a.grantee AND a.grantee <> p.proowner AND a.privilege_type = 'EXECUTE'
+    LOOP
+        EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON fencegw.front_sessions TO %I', v_role);
+    END LOOP;
+END
+$migration$;
