@@ -21,6 +21,7 @@ import (
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/node"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
 )
@@ -73,10 +74,13 @@ func startGatewayOn(dbURL string, auth *authority.Etcd, policyYAML string) (srv 
 	if err != nil {
 		return nil, nil, err
 	}
-	gw, err := gateway.New(gateway.Config{
-		Pool: pool, Authority: auth, Policy: pol, SchemaVersion: version,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	nd, err := node.New(node.Config{Pool: pool, Authority: auth, Policy: pol, Logger: log})
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	gw, err := gateway.New(gateway.Config{Pool: pool, Authority: auth, Policy: pol, Node: nd, SchemaVersion: version, Logger: log})
 	if err != nil {
 		pool.Close()
 		return nil, nil, err

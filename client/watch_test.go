@@ -18,6 +18,7 @@ import (
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testgw"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
 )
@@ -63,10 +64,12 @@ func (g *restartableGateway) start() {
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	gw, err := gateway.New(gateway.Config{
+	cfg := gateway.Config{
 		Pool: g.pool, Authority: g.auth, Policy: pol, SchemaVersion: version,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	testgw.NewNode(g.t, &cfg)
+	gw, err := gateway.New(cfg)
 	if err != nil {
 		g.t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func (g *Gateway) validate(ctx context.Context, resource, client string, tok tok
 func (g *Gateway) validateNow(ctx context.Context, resource, client string, tok tokens.Token, mode tokens.Validation) error {
 	err := g.cfg.Authority.Validate(ctx, resource, client, tok, mode)
 	var rejected *tokens.RejectedError
-	if errors.As(err, &rejected) && rejected.Issued && tok.Epoch > g.cfg.Authority.Epoch() && g.watchdog.Recheck(ctx) {
+	if errors.As(err, &rejected) && rejected.Issued && tok.Epoch > g.cfg.Authority.Epoch() && g.cfg.Node.Recheck(ctx) {
 		// A lease taken after `fencegw epoch bump` carries the new epoch
 		// before this gateway's watchdog has seen it: look now, then ask
 		// again. An epoch etcd does not have is a forgery (not Issued),

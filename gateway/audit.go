@@ -184,7 +184,7 @@ func (g *Gateway) RunAudit(ctx context.Context) { g.auditor.Run(ctx) }
 // RunHoldTimes measures the hold time of the locks this gateway granted,
 // in fencegw_lease_hold_seconds, until ctx ends (authority.WatchHoldTimes).
 func (g *Gateway) RunHoldTimes(ctx context.Context) {
-	g.cfg.Authority.WatchHoldTimes(ctx, g.replicas.self.Name, func(d time.Duration) {
+	g.cfg.Authority.WatchHoldTimes(ctx, g.cfg.Node.Name(), func(d time.Duration) {
 		g.metrics.leaseHold.Observe(d.Seconds())
 	})
 }

@@ -72,4 +72,13 @@
 // history (history.go) records grants, the operators' verbs and, from
 // every replica's watch of etcd, how each lease ended, off the request
 // path: a bounded queue that drops, and counts, rather than wait.
+//
+// # The node (node.go)
+//
+// Config.Node is what the handlers need of the replica's background work
+// (package node; serve makes it with the same pool, authority and policy,
+// and runs its loops): this replica's name, which its grants name as the
+// measurer of their hold time; the other replicas' policies, for /readyz;
+// the node's metrics, for /metrics; and the watchdog's recheck for a token
+// of a newer epoch (apply.go).
 package gateway

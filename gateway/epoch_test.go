@@ -25,7 +25,7 @@ func TestEtcdRollbackHaltsUntilEpochBump(t *testing.T) {
 	ctx := context.Background()
 	old, cli := testenv.PrivateEtcd(t)
 	h := newHarnessOn(t, demoPolicy(t, "monotonic"), cli)
-	if err := h.gw.Watchdog().Check(ctx); err != nil {
+	if err := h.node.Watchdog().Check(ctx); err != nil {
 		t.Fatalf("first check: %v", err)
 	}
 
@@ -38,7 +38,7 @@ func TestEtcdRollbackHaltsUntilEpochBump(t *testing.T) {
 	if r := h.write("debit", last.Token, debit(account, 100)); r.Status != http.StatusOK {
 		t.Fatalf("write before the restore: %d %s", r.Status, r.Body)
 	}
-	if err := h.gw.Watchdog().Check(ctx); err != nil {
+	if err := h.node.Watchdog().Check(ctx); err != nil {
 		t.Fatalf("check before the restore: %v", err)
 	}
 
@@ -50,7 +50,7 @@ func TestEtcdRollbackHaltsUntilEpochBump(t *testing.T) {
 	cli.SetEndpoints(restored.Endpoints()...)
 	old.Close()
 
-	if err := h.gw.Watchdog().Check(ctx); !errors.Is(err, tokens.ErrHalted) {
+	if err := h.node.Watchdog().Check(ctx); !errors.Is(err, tokens.ErrHalted) {
 		t.Fatalf("check after the restore = %v, want ErrHalted", err)
 	}
 	if r := h.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusServiceUnavailable || !strings.Contains(string(r.Body), "epoch bump") {
@@ -72,7 +72,7 @@ func TestEtcdRollbackHaltsUntilEpochBump(t *testing.T) {
 	if err != nil || epoch != 2 {
 		t.Fatalf("BumpEpoch = %d, %v; want 2", epoch, err)
 	}
-	if err := h.gw.Watchdog().Check(ctx); err != nil {
+	if err := h.node.Watchdog().Check(ctx); err != nil {
 		t.Fatalf("check after the bump: %v", err)
 	}
 	if r := h.do(http.MethodGet, "/readyz", nil, ""); r.Status != http.StatusOK {
@@ -111,7 +111,7 @@ func TestNoFalseHaltUnderTraffic(t *testing.T) {
 	}()
 	defer func() { cancel(); <-done }()
 	for i := range 200 {
-		if err := h.gw.Watchdog().Check(t.Context()); err != nil {
+		if err := h.node.Watchdog().Check(t.Context()); err != nil {
 			t.Fatalf("check %d under traffic: %v", i, err)
 		}
 	}
@@ -126,7 +126,7 @@ func TestNewEpochBeforeTheGuardNotices(t *testing.T) {
 	ctx := context.Background()
 	_, cli := testenv.PrivateEtcd(t) // the epoch key is global
 	h := newHarnessOn(t, demoPolicy(t, "monotonic"), cli)
-	if err := h.gw.Watchdog().Check(ctx); err != nil {
+	if err := h.node.Watchdog().Check(ctx); err != nil {
 		t.Fatalf("first check: %v", err)
 	}
 	const account, resource = "acct-96", "account/acct-96"
@@ -168,7 +168,7 @@ func TestWipedEtcdHaltsEvenPastTheRevision(t *testing.T) {
 	ctx := context.Background()
 	_, cli := testenv.PrivateEtcd(t) // the identity key is global
 	h := newHarnessOn(t, demoPolicy(t, "monotonic"), cli)
-	if err := h.gw.Watchdog().Check(ctx); err != nil {
+	if err := h.node.Watchdog().Check(ctx); err != nil {
 		t.Fatalf("first check: %v", err)
 	}
 	recorded, err := fence.Records{DB: h.pool}.Load(ctx)
@@ -183,7 +183,7 @@ func TestWipedEtcdHaltsEvenPastTheRevision(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err = h.gw.Watchdog().Check(ctx)
+	err = h.node.Watchdog().Check(ctx)
 	if !errors.Is(err, tokens.ErrHalted) || !strings.Contains(err.Error(), "identity changed") {
 		t.Fatalf("check after the wipe = %v, want ErrHalted naming the identity", err)
 	}
@@ -196,7 +196,7 @@ func TestWipedEtcdHaltsEvenPastTheRevision(t *testing.T) {
 	if _, err := authority.Bump(ctx, h.auth, fence.Records{DB: h.pool}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.gw.Watchdog().Check(ctx); err != nil {
+	if err := h.node.Watchdog().Check(ctx); err != nil {
 		t.Fatalf("check after the bump: %v", err)
 	}
 	now, err := fence.Records{DB: h.pool}.Load(ctx)
@@ -213,14 +213,14 @@ func TestForeignAuthorityKeysHalt(t *testing.T) {
 	ctx := context.Background()
 	_, cli := testenv.PrivateEtcd(t) // the keys are global
 	h := newHarnessOn(t, demoPolicy(t, "monotonic"), cli)
-	if err := h.gw.Watchdog().Check(ctx); err != nil {
+	if err := h.node.Watchdog().Check(ctx); err != nil {
 		t.Fatalf("first check: %v", err)
 	}
 	for _, key := range []string{"/fencegw/identity", "/fencegw/epoch"} {
 		if _, err := cli.Put(ctx, key, "garbage"); err != nil {
 			t.Fatal(err)
 		}
-		err := h.gw.Watchdog().Check(ctx)
+		err := h.node.Watchdog().Check(ctx)
 		if !errors.Is(err, tokens.ErrHalted) || !strings.Contains(err.Error(), key) {
 			t.Fatalf("check with %s = garbage: %v, want ErrHalted naming the key", key, err)
 		}
@@ -233,7 +233,7 @@ func TestForeignAuthorityKeysHalt(t *testing.T) {
 		if _, err := authority.Bump(ctx, h.auth, fence.Records{DB: h.pool}); err != nil {
 			t.Fatalf("bump with %s = garbage: %v", key, err)
 		}
-		if err := h.gw.Watchdog().Check(ctx); err != nil {
+		if err := h.node.Watchdog().Check(ctx); err != nil {
 			t.Fatalf("check after the bump: %v", err)
 		}
 		l := h.mustAcquire("account/acct-98", 5, 0)

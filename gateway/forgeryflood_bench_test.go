@@ -17,6 +17,7 @@ import (
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testgw"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
 )
@@ -111,11 +112,13 @@ func benchFloodGateway(b *testing.B) string {
 	}
 	b.Cleanup(pool.Close)
 	version, _ := schema.Latest(schema.Gateway())
-	gw, err := gateway.New(gateway.Config{
+	cfg := gateway.Config{
 		Pool: pool, Authority: authority.NewEtcd(testenv.EtcdClient(b), testenv.KEK()), Policy: pol, SchemaVersion: version,
 		MaxInFlight: 4, QueueTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	testgw.NewNode(b, &cfg)
+	gw, err := gateway.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -33,12 +33,17 @@ const (
 	DefaultWriteTimeout = 10 * time.Second
 )
 
-// Config is what a Gateway needs; Pool, Authority and Policy are required.
+// Config is what a Gateway needs; Pool, Authority, Policy and Node are
+// required.
 type Config struct {
 	Pool      *pgxpool.Pool
 	Authority *authority.Etcd
 	Policy    *policy.Policy
 	Logger    *slog.Logger
+	// Node is this replica's work besides answering requests (package
+	// node), made with the same Pool, Authority and Policy: the handlers
+	// read what its loops keep.
+	Node Node
 
 	// MaxBodyBytes bounds a request body; larger ones get 413.
 	MaxBodyBytes int64
@@ -138,12 +143,10 @@ type Gateway struct {
 	cfg        Config
 	log        *slog.Logger
 	store      *fence.Store
-	watchdog   *authority.Watchdog
 	auditor    *auditor
 	history    *historian
 	readiness  readiness
 	status     statusBoard // GET /status and /v1/status
-	replicas   *replicas
 	leaseCalls *callLimit
 	watchCalls *callLimit // watch.go
 	admit      *admission
@@ -168,8 +171,8 @@ type Gateway struct {
 // New checks cfg and returns a Gateway that reports not ready until
 // SetReady(true).
 func New(cfg Config) (*Gateway, error) {
-	if cfg.Pool == nil || cfg.Authority == nil || cfg.Policy == nil {
-		return nil, errors.New("gateway: Config needs Pool, Authority and Policy")
+	if cfg.Pool == nil || cfg.Authority == nil || cfg.Policy == nil || cfg.Node == nil {
+		return nil, errors.New("gateway: Config needs Pool, Authority, Policy and Node")
 	}
 	if cfg.MaxInFlight < 0 || cfg.QueueTimeout < 0 || cfg.BodyTimeout < 0 || cfg.MaxLeasesPerClient < 0 || cfg.MaxLeaseRequests < 0 {
 		return nil, errors.New("gateway: MaxInFlight, QueueTimeout, BodyTimeout and the lease limits must not be negative")
@@ -185,11 +188,6 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.writeDeadlines = timeout.New(g.writeTTL)
 	g.stopWaits, g.stopWaitsFunc = context.WithCancel(context.Background())
-	fences := cfg.Policy.FenceSettings()
-	if cfg.UnsafeNoFence {
-		fences += "\nfencing OFF (--unsafe-no-fence)"
-	}
-	g.replicas = newReplicas(cfg.Policy.Digest(), fences)
 	// Built when first asked for: most gateways never are.
 	g.openapi = sync.OnceValues(func() ([]byte, error) { return OpenAPI(cfg.Policy, buildinfo.Read().Version) })
 	g.metrics = newMetrics(
@@ -204,6 +202,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.metrics.forOperations(writes)
 	g.state = newStateMetrics(g.metrics.registry)
+	g.metrics.registry.MustRegister(cfg.Node.Collectors()...)
 	g.metrics.registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_db_size_bytes",
@@ -221,15 +220,6 @@ func New(cfg Config) (*Gateway, error) {
 			Name: "fencegw_signing_keys_unusable",
 			Help: "Signing keys in etcd, in service or retired, that do not open here (a KEK this replica lacks, altered, stored in clear); the log names them.",
 		}, func() float64 { _, unusable := cfg.Authority.KeyCounts(); return float64(unusable) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "fencegw_replicas_with_another_policy",
-			Help: "Replicas sharing this database, recently seen, that run another policy file, up to 10 (see /readyz and the log).",
-		}, func() float64 {
-			if others := g.replicas.disagree.Load(); others != nil {
-				return float64(len(*others))
-			}
-			return 0
-		}),
 	)
 	limit := cmp.Or(cfg.MaxInFlight, defaultMaxInFlight(cfg.Pool.Config().MaxConns))
 	g.admit = newAdmission(limit, cmp.Or(cfg.QueueTimeout, g.writeTTL), g.metrics.waiting, g.metrics.waited)
@@ -251,7 +241,6 @@ func New(cfg Config) (*Gateway, error) {
 		Name: "fencegw_writes_waiting_for_connection",
 		Help: "Writes of coalescing resources waiting in line for one of the pool's connections (with group commit, the next group).",
 	}, func() float64 { return float64(store.WaitingForConnection()) }))
-	g.watchdog = authority.NewWatchdog(cfg.Authority, fence.Records{DB: cfg.Pool}, g.log)
 	g.auditor = newAuditor(store, g.log, g.metrics.auditDropped)
 	g.history = newHistorian(store, g.log, g.metrics.registry)
 	calls := cmp.Or(cfg.MaxLeaseRequests, DefaultMaxLeaseRequests)
@@ -271,10 +260,6 @@ func New(cfg Config) (*Gateway, error) {
 
 // Store is the gateway's fenced-transaction store, for the janitor.
 func (g *Gateway) Store() *fence.Store { return g.store }
-
-// Watchdog is the gateway's rollback watchdog of the token authority: run it, or ask it
-// for a check now.
-func (g *Gateway) Watchdog() *authority.Watchdog { return g.watchdog }
 
 // allowedMethods is the Allow header of a 405 for path (RFC 9110): the
 // methods router serves it with.

@@ -22,19 +22,23 @@ import (
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testgw"
+	"github.com/fencegw/fencegw/node"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
 	"github.com/fencegw/fencegw/tokens"
 )
 
 // harness is one gateway on a fresh database (gateway schema and the demo
-// application migrated) and the package's shared etcd.
+// application migrated) and the package's shared etcd, with its node: a
+// test runs the node's loops it needs.
 type harness struct {
 	t    *testing.T
 	base string
 	pool *pgxpool.Pool
 	auth *authority.Etcd
 	gw   *gateway.Gateway
+	node *node.Node
 	// policy is the YAML the gateway serves; gateways on other pools
 	// (wrappedGateway) serve it too.
 	policy string
@@ -79,10 +83,12 @@ func newHarnessOn(t *testing.T, policyYAML string, cli *clientv3.Client) *harnes
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(gateway.Config{
+	cfg := gateway.Config{
 		Pool: pool, Authority: auth, Policy: pol, SchemaVersion: version, MaxBodyBytes: 4096,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	nd := testgw.NewNode(t, &cfg)
+	gw, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +96,7 @@ func newHarnessOn(t *testing.T, policyYAML string, cli *clientv3.Client) *harnes
 	runAudit(t, gw)
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
-	return &harness{t: t, base: srv.URL, pool: pool, auth: auth, gw: gw, policy: policyYAML}
+	return &harness{t: t, base: srv.URL, pool: pool, auth: auth, gw: gw, node: nd, policy: policyYAML}
 }
 
 // runAudit records gw's refusals in fencegw.rejections until the test ends.
@@ -111,8 +117,8 @@ func (h *harness) sibling(tweaks ...func(*gateway.Config)) *harness {
 // database through h's pool.
 func (h *harness) onPool(pool *pgxpool.Pool, tweaks ...func(*gateway.Config)) *harness {
 	h.t.Helper()
-	gw, base := gatewayWithPool(h.t, pool, h.auth, h.policy, tweaks...)
-	return &harness{t: h.t, base: base, pool: h.pool, auth: h.auth, gw: gw, policy: h.policy}
+	gw, nd, base := gatewayWithPool(h.t, pool, h.auth, h.policy, tweaks...)
+	return &harness{t: h.t, base: base, pool: h.pool, auth: h.auth, gw: gw, node: nd, policy: h.policy}
 }
 
 // response is an HTTP answer with its body decoded loosely.

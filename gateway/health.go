@@ -46,7 +46,7 @@ func (g *Gateway) handleReady(w http.ResponseWriter, r *http.Request) {
 	}
 	// Reported, not counted against readiness: replicas of one fleet run
 	// different policies during every rolling policy change.
-	checks["policy"] = g.replicas.policyCheck()
+	checks["policy"] = g.cfg.Node.PolicyCheck()
 	status := http.StatusOK
 	if !g.ready.Load() {
 		ok = false

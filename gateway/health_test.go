@@ -20,6 +20,8 @@ import (
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testgw"
+	"github.com/fencegw/fencegw/node"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
 )
@@ -62,12 +64,13 @@ func gatewayWith(t *testing.T, dbURL string, cli *clientv3.Client) (*gateway.Gat
 	}
 	t.Cleanup(pool.Close)
 	// Its backends may be dead on purpose: answer within seconds.
-	return gatewayWithPool(t, pool, authority.NewEtcd(cli, testenv.KEK()), demoPolicy(t, "monotonic"), func(c *gateway.Config) { c.WriteTimeout = 2 * time.Second })
+	gw, _, base := gatewayWithPool(t, pool, authority.NewEtcd(cli, testenv.KEK()), demoPolicy(t, "monotonic"), func(c *gateway.Config) { c.WriteTimeout = 2 * time.Second })
+	return gw, base
 }
 
-// gatewayWithPool serves policyYAML on pool and auth; tweaks change the Config
-// before the gateway is made.
-func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *authority.Etcd, policyYAML string, tweaks ...func(*gateway.Config)) (*gateway.Gateway, string) {
+// gatewayWithPool serves policyYAML on pool and auth, with its node;
+// tweaks change the Config before the gateway and its node are made.
+func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *authority.Etcd, policyYAML string, tweaks ...func(*gateway.Config)) (*gateway.Gateway, *node.Node, string) {
 	t.Helper()
 	pol, err := policy.Parse("p.yaml", []byte(policyYAML))
 	if err != nil {
@@ -83,6 +86,7 @@ func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *authority.Etcd, pol
 	for _, tweak := range tweaks {
 		tweak(&cfg)
 	}
+	nd := testgw.NewNode(t, &cfg)
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +95,7 @@ func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *authority.Etcd, pol
 	runAudit(t, gw)
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
-	return gw, srv.URL
+	return gw, nd, srv.URL
 }
 
 func TestNotReadyWithoutSchemaOrWhenDraining(t *testing.T) {

@@ -56,7 +56,7 @@ func TestKeysThatDoNotOpen(t *testing.T) {
 	if _, err := cli.Put(ctx, "/fencegw/token-keys/"+broken, `{"sealed": 12}`); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.gw.Watchdog().Check(ctx); err != nil {
+	if err := h.node.Watchdog().Check(ctx); err != nil {
 		t.Fatalf("the authority check with keys that do not open: %v", err)
 	}
 	for _, id := range []string{lacked, broken} {
@@ -90,7 +90,7 @@ func TestKeysThatDoNotOpen(t *testing.T) {
 	if _, err := cli.Delete(ctx, "/fencegw/token-keys/"+broken); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.gw.Watchdog().Check(ctx); err != nil || !strings.Contains(log.String(), "every signing key in etcd opens here") {
+	if err := h.node.Watchdog().Check(ctx); err != nil || !strings.Contains(log.String(), "every signing key in etcd opens here") {
 		t.Fatalf("the check once those keys are gone: %v\n%s", err, log.String())
 	}
 	if r := h.write("debit", forged.String(), debit("acct-2", 100)); r.Status != http.StatusForbidden {

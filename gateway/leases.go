@@ -81,7 +81,7 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	opts := authority.AcquireOptions{
 		TTL: ttl, Wait: wait, Value: req.Value, Owner: clientName(r.Context()), Key: key,
 		MaxHeld:  cmp.Or(g.cfg.MaxLeasesPerClient, DefaultMaxLeasesPerClient),
-		Observer: g.replicas.self.Name, LockDelay: kind.LockDelay(), MaxHold: kind.MaxHold(),
+		Observer: g.cfg.Node.Name(), LockDelay: kind.LockDelay(), MaxHold: kind.MaxHold(),
 		Permits: kind.Permits(),
 	}
 	if wait > 0 && g.stopWaits.Err() != nil {

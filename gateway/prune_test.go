@@ -29,7 +29,7 @@ func pruneHarness(t *testing.T) *harness {
 // and newest revision: the floor rises only for that etcd, and no higher.
 func (h *harness) recordEtcd() {
 	h.t.Helper()
-	if err := h.gw.Watchdog().Check(context.Background()); err != nil {
+	if err := h.node.Watchdog().Check(context.Background()); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -255,7 +255,7 @@ func TestPruningBesideWritesLosesNothing(t *testing.T) {
 				close(stop)
 				return
 			}
-			if err := h.gw.Watchdog().Check(ctx); err != nil { // t.Fatal is not for this goroutine
+			if err := h.node.Watchdog().Check(ctx); err != nil { // t.Fatal is not for this goroutine
 				t.Errorf("authority check: %v", err)
 				return
 			}

@@ -43,7 +43,7 @@ func TestPruningAcrossAnEpochBump(t *testing.T) {
 	defer restored.Close()
 	cli.SetEndpoints(restored.Endpoints()...)
 	old.Close()
-	if err := h.gw.Watchdog().Check(ctx); !errors.Is(err, tokens.ErrHalted) {
+	if err := h.node.Watchdog().Check(ctx); !errors.Is(err, tokens.ErrHalted) {
 		t.Fatalf("check after the restore = %v, want ErrHalted", err)
 	}
 	if _, err := h.gw.PruneFences(ctx); !errors.Is(err, tokens.ErrHalted) {

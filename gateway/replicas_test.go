@@ -38,7 +38,7 @@ func TestReplicasWithAnotherPolicyAreReported(t *testing.T) {
 		t.Fatalf("policy check before any announcement: %q", got)
 	}
 	for _, x := range []*harness{h, holder, comment, h, holder, comment} { // twice: each sees the others
-		if err := x.gw.CheckReplicas(ctx, every); err != nil {
+		if err := x.node.CheckReplicas(ctx, every); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,7 +53,7 @@ func TestReplicasWithAnotherPolicyAreReported(t *testing.T) {
 	// on their next check (the commented file differs, its fences do not).
 	withdraw(holder)
 	for _, x := range []*harness{h, comment} {
-		if err := x.gw.CheckReplicas(ctx, every); err != nil {
+		if err := x.node.CheckReplicas(ctx, every); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,7 +65,7 @@ func TestReplicasWithAnotherPolicyAreReported(t *testing.T) {
 		t.Errorf("fencegw.replicas holds %d rows (%v) after one of three withdrew, want 2", n, err)
 	}
 	withdraw(comment)
-	if err := h.gw.CheckReplicas(ctx, every); err != nil {
+	if err := h.node.CheckReplicas(ctx, every); err != nil {
 		t.Fatal(err)
 	}
 	if got := policyOf(h); got != "ok" {
@@ -78,7 +78,7 @@ func TestReplicasWithAnotherPolicyAreReported(t *testing.T) {
 func withdraw(x *harness) {
 	ctx, stop := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
-	go func() { defer close(stopped); x.gw.RunReplicaCheck(ctx, time.Second) }()
+	go func() { defer close(stopped); x.node.RunReplicaCheck(ctx, time.Second) }()
 	stop()
 	<-stopped
 }
@@ -98,7 +98,7 @@ func TestAReplicaWithoutFencingIsReported(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	unsafe := h.sibling(func(c *gateway.Config) { c.UnsafeNoFence = true })
 	for _, x := range []*harness{unsafe, h} {
-		if err := x.gw.CheckReplicas(ctx, time.Second); err != nil {
+		if err := x.node.CheckReplicas(ctx, time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}

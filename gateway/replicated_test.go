@@ -51,7 +51,7 @@ func newReplicated(t *testing.T, ctx context.Context, policyYAML string, auth *a
 	}
 	t.Cleanup(func() { admin.Close(context.Background()) })
 	h := &harness{t: t, pool: pool, auth: auth, policy: policyYAML}
-	h.gw, h.base = gatewayWithPool(t, pool, h.auth, h.policy)
+	h.gw, h.node, h.base = gatewayWithPool(t, pool, h.auth, h.policy)
 	return &replicated{harness: h, primary: primary, standby: standby, admin: admin}
 }
 

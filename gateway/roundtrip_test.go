@@ -266,7 +266,7 @@ func TestLockTimeoutIsNotApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	_, base := gatewayWithPool(t, pool, h.auth, h.policy)
+	_, _, base := gatewayWithPool(t, pool, h.auth, h.policy)
 	short := &harness{t: t, base: base, pool: h.pool}
 	l := h.mustAcquire("account/acct-99", 10, 0)
 	defer h.release(l)

@@ -41,7 +41,7 @@ func serveTLS(t *testing.T, h *harness, clientCAFile string, optional bool, twea
 	if clientCAFile != "" {
 		tweaks = append(tweaks, func(c *gateway.Config) { c.ClientCAs, c.RequireClientCert = srv.ClientCAs, srv.RequireClientCert() })
 	}
-	gw, _ := gatewayWithPool(t, h.pool, h.auth, h.policy, tweaks...)
+	gw, _, _ := gatewayWithPool(t, h.pool, h.auth, h.policy, tweaks...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testgw"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
 )
@@ -36,8 +37,10 @@ func benchGateway(b *testing.B) (http.Handler, *authority.Etcd) {
 	b.Cleanup(pool.Close)
 	auth := authority.NewEtcd(testenv.EtcdClient(b), testenv.KEK())
 	version, _ := schema.Latest(schema.Gateway())
-	gw, err := gateway.New(gateway.Config{Pool: pool, Authority: auth, Policy: pol, SchemaVersion: version,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg := gateway.Config{Pool: pool, Authority: auth, Policy: pol, SchemaVersion: version,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	testgw.NewNode(b, &cfg)
+	gw, err := gateway.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestAStuckWriteEndsAtItsWriteTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	_, base := gatewayWithPool(t, pool, h.auth, h.policy, func(c *gateway.Config) { c.WriteTimeout = time.Second })
+	_, _, base := gatewayWithPool(t, pool, h.auth, h.policy, func(c *gateway.Config) { c.WriteTimeout = time.Second })
 	short := &harness{t: t, base: base, pool: h.pool}
 	l := h.mustAcquire("account/acct-98", 10, 0)
 	defer h.release(l)

@@ -20,6 +20,7 @@ import (
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testgw"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
 )
@@ -130,6 +131,7 @@ func (e *env) startReplica(t testing.TB, dbURL, policyYAML string, config func(*
 	if config != nil {
 		config(&cfg, r.srv)
 	}
+	testgw.NewNode(t, &cfg)
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/guard"
+	"github.com/fencegw/fencegw/node"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -129,8 +130,14 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if err != nil {
 		return err
 	}
+	// The node is what this replica does besides answering: its loops
+	// start once the gateway serves.
+	nd, err := node.New(node.Config{Pool: pool, Authority: auth, Policy: pol, Logger: log, UnsafeNoFence: cfg.UnsafeNoFence})
+	if err != nil {
+		return err
+	}
 	gwConfig := gateway.Config{
-		Pool: pool, Authority: auth, Policy: pol, Logger: log,
+		Pool: pool, Authority: auth, Policy: pol, Logger: log, Node: nd,
 		MaxBodyBytes: cfg.MaxBodyBytes, WriteTimeout: cfg.WriteTimeout, MaxInFlight: cfg.MaxInFlight, SchemaVersion: want,
 		MaxLeasesPerClient: cfg.MaxLeases, MaxLeaseRequests: cfg.MaxLeaseCalls, MaxWatches: cfg.MaxWatches,
 		IdempotencyRetention: cfg.IdempotencyRetention, UnsafeNoFence: cfg.UnsafeNoFence, UnsafeIgnoreCommitWarnings: cfg.UnsafeIgnoreCommitWarnings,
@@ -145,7 +152,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	// A halted authority is not a start-up failure: the gateway serves
 	// /readyz with the reason and refuses writes until `fencegw epoch bump`.
 	// etcd answered just now: a failure here is no reason to wait.
-	if err := gw.Watchdog().Check(startCtx); err != nil && !errors.Is(err, tokens.ErrHalted) {
+	if err := nd.Watchdog().Check(startCtx); err != nil && !errors.Is(err, tokens.ErrHalted) {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -195,8 +202,8 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	stopBackground := runBackground(ctx,
 		func(ctx context.Context) { gw.Store().RunJanitor(ctx, cfg.IdempotencyRetention, log) },
 		func(ctx context.Context) { gw.RunPruning(ctx, cfg.PruneEvery) },
-		func(ctx context.Context) { gw.Watchdog().Run(ctx, cfg.AuthorityCheck) },
-		func(ctx context.Context) { gw.RunReplicaCheck(ctx, cfg.AuthorityCheck) },
+		func(ctx context.Context) { nd.Watchdog().Run(ctx, cfg.AuthorityCheck) },
+		func(ctx context.Context) { nd.RunReplicaCheck(ctx, cfg.AuthorityCheck) },
 		gw.RunAudit,
 		gw.RunHistory,
 		gw.RunHoldTimes,

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/node"
 )
 
 // inProcess is a gateway served from this process on loopback, so its
@@ -27,7 +28,7 @@ type inProcess struct {
 
 // startGateway serves a gateway whose pool holds at most poolSize
 // connections, as `fencegw serve` would minus the background loops
-// (janitor, authority guard), which are not on the write path.
+// (janitor, watchdog, audit), which are not on the write path.
 func startGateway(ctx context.Context, e *env, poolSize int) (_ *inProcess, err error) {
 	pool, err := newPool(ctx, e.cfg.DatabaseURL, poolSize)
 	if err != nil {
@@ -38,10 +39,14 @@ func startGateway(ctx context.Context, e *env, poolSize int) (_ *inProcess, err 
 			pool.Close()
 		}
 	}()
+	log := cmp.Or(e.cfg.Logger, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	nd, err := node.New(node.Config{Pool: pool, Authority: e.auth, Policy: e.pol, Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	gw, err := gateway.New(gateway.Config{
-		Pool: pool, Authority: e.auth, Policy: e.pol, SchemaVersion: e.schemaVersion, NoGroupCommit: e.cfg.NoGroupCommit,
-		MaxWriteTransactions: e.cfg.WriteTransactions,
-		Logger:               cmp.Or(e.cfg.Logger, slog.New(slog.NewTextHandler(io.Discard, nil))),
+		Pool: pool, Authority: e.auth, Policy: e.pol, Node: nd, SchemaVersion: e.schemaVersion, NoGroupCommit: e.cfg.NoGroupCommit,
+		MaxWriteTransactions: e.cfg.WriteTransactions, Logger: log,
 	})
 	if err != nil {
 		return nil, err
@@ -49,7 +54,7 @@ func startGateway(ctx context.Context, e *env, poolSize int) (_ *inProcess, err 
 	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	// Loads the current epoch: until then every token is of the wrong one.
-	if err := gw.Watchdog().Check(ctx); err != nil {
+	if err := nd.Watchdog().Check(ctx); err != nil {
 		return nil, fmt.Errorf("bench: gateway: %w", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,7 +1,8 @@
 // Package testgw serves a real gateway for a test: a fresh database with
 // the gateway's schema and an application's migrations, the test binary's
-// shared etcd (package testenv), and a policy file. Examples and client
-// tests use it; the gateway package's own tests have a richer harness.
+// shared etcd (package testenv), and a policy file, with its node beside
+// it. Examples and client tests use it; the gateway package's own tests
+// have a richer harness.
 package testgw
 
 import (
@@ -23,6 +24,7 @@ import (
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/guard"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/node"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/schema"
 )
@@ -48,6 +50,8 @@ type Gateway struct {
 	Pool        *pgxpool.Pool
 	Policy      *policy.Policy
 	Gateway     *gateway.Gateway
+	// Node is the gateway's node: a test runs the loops it needs.
+	Node *node.Node
 }
 
 // Start serves a gateway as opts say, or fails the test.
@@ -93,11 +97,12 @@ func Start(t testing.TB, opts Options) *Gateway {
 	if opts.Config != nil {
 		opts.Config(&cfg)
 	}
+	nd := NewNode(t, &cfg)
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := gw.Watchdog().Check(ctx); err != nil {
+	if err := nd.Watchdog().Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	gw.SetReady(true)
@@ -106,7 +111,19 @@ func Start(t testing.TB, opts Options) *Gateway {
 	go func() { defer close(audited); gw.RunAudit(auditCtx) }()
 	t.Cleanup(func() { stopAudit(); <-audited })
 	url := serve(t, gw.Handler(), opts.TLS)
-	return &Gateway{URL: url, DatabaseURL: dbURL, Pool: pool, Policy: pol, Gateway: gw}
+	return &Gateway{URL: url, DatabaseURL: dbURL, Pool: pool, Policy: pol, Gateway: gw, Node: nd}
+}
+
+// NewNode makes the node of a gateway of cfg, as serve does (its pool,
+// authority, policy, logger and fence setting), and sets cfg.Node to it.
+func NewNode(t testing.TB, cfg *gateway.Config) *node.Node {
+	t.Helper()
+	nd, err := node.New(node.Config{Pool: cfg.Pool, Authority: cfg.Authority, Policy: cfg.Policy, Logger: cfg.Logger, UnsafeNoFence: cfg.UnsafeNoFence})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Node = nd
+	return nd
 }
 
 // serve serves h until the test ends and returns its base URL: HTTPS with

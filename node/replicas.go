@@ -1,4 +1,4 @@
-package gateway
+package node
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fencegw/fencegw/fence"
 )
@@ -25,6 +27,7 @@ type replicas struct {
 	checkedAt atomic.Int64                    // unix ns of the last check that succeeded
 	every     atomic.Int64                    // the checks' interval, in ns
 	lastNames string                          // to log changes only; CheckReplicas' alone
+	others    prometheus.Collector            // fencegw_replicas_with_another_policy
 }
 
 func newReplicas(policyDigest, fenceSettings string) *replicas {
@@ -32,8 +35,23 @@ func newReplicas(policyDigest, fenceSettings string) *replicas {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
 	name := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
-	return &replicas{self: fence.Replica{Name: name, Policy: policyDigest, Fences: fenceSettings}}
+	rs := &replicas{self: fence.Replica{Name: name, Policy: policyDigest, Fences: fenceSettings}}
+	rs.others = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "fencegw_replicas_with_another_policy",
+		Help: "Replicas sharing this database, recently seen, that run another policy file, up to 10 (see /readyz and the log).",
+	}, func() float64 {
+		if others := rs.disagree.Load(); others != nil {
+			return float64(len(*others))
+		}
+		return 0
+	})
+	return rs
 }
+
+// Name is this replica's, as the others see it in fencegw.replicas: the
+// leases the gateway grants name it as the replica that measures their
+// hold times.
+func (n *Node) Name() string { return n.replicas.self.Name }
 
 // replicasRecent is how long a replica that stopped announcing itself
 // still counts, for a check interval of every.
@@ -41,10 +59,10 @@ func replicasRecent(every time.Duration) time.Duration { return max(5*every, 10*
 
 // CheckReplicas announces this replica's policy in PostgreSQL and learns
 // which recently seen replicas run another; /readyz and the log say so.
-func (g *Gateway) CheckReplicas(ctx context.Context, every time.Duration) error {
-	rs := g.replicas
+func (n *Node) CheckReplicas(ctx context.Context, every time.Duration) error {
+	rs := n.replicas
 	rs.every.Store(int64(every))
-	others, err := fence.Announce(ctx, g.cfg.Pool, rs.self, replicasRecent(every))
+	others, err := fence.Announce(ctx, n.cfg.Pool, rs.self, replicasRecent(every))
 	if err != nil {
 		return err
 	}
@@ -60,12 +78,12 @@ func (g *Gateway) CheckReplicas(ctx context.Context, every time.Duration) error 
 	switch {
 	case joined == rs.lastNames:
 	case len(others) == 0:
-		g.log.Info("every replica runs this policy again", "policy", rs.self.Policy)
+		n.log.Info("every replica runs this policy again", "policy", rs.self.Policy)
 	case fences:
-		g.log.Error("replicas run other fence settings: they can disagree on whether a token passes",
+		n.log.Error("replicas run other fence settings: they can disagree on whether a token passes",
 			"replicas", joined, "policy", rs.self.Policy, "differences", fenceDifferences(rs.self, others))
 	default:
-		g.log.Warn("replicas run another policy file (same fence settings)", "replicas", joined, "policy", rs.self.Policy)
+		n.log.Warn("replicas run another policy file (same fence settings)", "replicas", joined, "policy", rs.self.Policy)
 	}
 	rs.lastNames = joined
 	return nil
@@ -73,19 +91,19 @@ func (g *Gateway) CheckReplicas(ctx context.Context, every time.Duration) error 
 
 // RunReplicaCheck calls CheckReplicas every interval until ctx ends, then
 // withdraws this replica's entry.
-func (g *Gateway) RunReplicaCheck(ctx context.Context, every time.Duration) {
+func (n *Node) RunReplicaCheck(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		cctx, cancel := context.WithTimeout(ctx, every)
-		if err := g.CheckReplicas(cctx, every); err != nil && ctx.Err() == nil {
-			g.log.Warn("announcing this replica failed", "error", err)
+		if err := n.CheckReplicas(cctx, every); err != nil && ctx.Err() == nil {
+			n.log.Warn("announcing this replica failed", "error", err)
 		}
 		cancel()
 		select {
 		case <-ctx.Done():
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_ = fence.Withdraw(wctx, g.cfg.Pool, g.replicas.self.Name)
+			_ = fence.Withdraw(wctx, n.cfg.Pool, n.replicas.self.Name)
 			cancel()
 			return
 		case <-t.C:
@@ -93,8 +111,10 @@ func (g *Gateway) RunReplicaCheck(ctx context.Context, every time.Duration) {
 	}
 }
 
-// policyCheck is /readyz's word on the other replicas' policies.
-func (rs *replicas) policyCheck() string {
+// PolicyCheck is /readyz's word on the other replicas' policies, as the
+// last CheckReplicas learnt them.
+func (n *Node) PolicyCheck() string {
+	rs := n.replicas
 	others := rs.disagree.Load()
 	since := time.Since(time.Unix(0, rs.checkedAt.Load()))
 	switch {

@@ -1,0 +1,24 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Node is what the handlers need of the replica's work besides answering
+// requests (*node.Node, whose loops serve runs beside the gateway): what
+// they read of its loops, and the watchdog they ask.
+type Node interface {
+	// Name is this replica's: each lease it grants names it as the
+	// replica that measures the lease's hold time.
+	Name() string
+	// PolicyCheck is /readyz's word on the other replicas' policies.
+	PolicyCheck() string
+	// Recheck asks the authority's watchdog to check now, for a token of
+	// an epoch this replica has not seen yet (apply.go).
+	Recheck(ctx context.Context) bool
+	// Collectors are the node's own metrics, served on /metrics beside
+	// the gateway's.
+	Collectors() []prometheus.Collector
+}

@@ -1,0 +1,27 @@
+// Package node is what one running replica of fencegw does besides
+// answering requests. Package gateway answers HTTP and reads the node
+// through gateway.Config.Node; serve makes both with one pool, authority
+// and policy, and runs the node's loops beside the gateway until it shuts
+// down. The node knows no HTTP: it speaks SQL through package fence and
+// etcd through package authority.
+//
+// Each Run method is one loop, run until its context ends; a replica that
+// runs none still answers. Nothing a node holds is needed by another
+// replica: what it records is in PostgreSQL, and every replica runs the
+// same loops.
+//
+// # The node and its metrics (node.go)
+//
+// New makes the node from the pool, the authority and the policy the
+// gateway serves with. Collectors are its metrics, which the gateway
+// serves on /metrics beside its own. The watchdog (authority.Watchdog)
+// halts the authority when etcd went back in time; serve checks once
+// before it serves and runs it, and the gateway's write path asks for a
+// Recheck when a token carries an epoch the replica has not seen.
+//
+// # The replicas (replicas.go)
+//
+// RunReplicaCheck announces this replica's policy in PostgreSQL and learns
+// which others run another; PolicyCheck is /readyz's word on it. Name is
+// the replica's, as the others see it.
+package node
