@@ -136,7 +136,7 @@ func (g *Gateway) handleRevoke(w http.ResponseWriter, r *http.Request) {
 			"operator", operatorName(r.Context()), "reason", req.Reason)
 		// The watch of lease ends records it too, with the same words;
 		// the table keeps one.
-		g.history.add(fence.HistoryEvent{At: time.Now(), Resource: info.Resource, Event: fence.Revoked, LeaseID: info.ID.String(),
+		g.cfg.Node.AddHistory(fence.HistoryEvent{At: time.Now(), Resource: info.Resource, Event: fence.Revoked, LeaseID: info.ID.String(),
 			Client: info.Owner, Token: token, Actor: operatorName(r.Context()), Reason: req.Reason})
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -158,7 +158,7 @@ func (g *Gateway) cutOff(ctx context.Context, info authority.LeaseInfo, reason s
 		cut.Fence = to.String()
 	}
 	if advanced && !dryRun {
-		g.history.add(fence.HistoryEvent{At: time.Now(), Resource: info.Resource, Event: fence.FenceAdvanced,
+		g.cfg.Node.AddHistory(fence.HistoryEvent{At: time.Now(), Resource: info.Resource, Event: fence.FenceAdvanced,
 			Token: cut.Fence, Actor: operatorName(ctx), Reason: "revoke of lease " + info.ID.String() + ": " + reason})
 	}
 	return cut, nil
@@ -207,7 +207,7 @@ func (g *Gateway) handleAdvance(w http.ResponseWriter, r *http.Request) {
 	if advanced && !req.DryRun {
 		g.log.Info("fence advanced by an operator", "resource", req.Resource, "from", out.Before, "to", out.Fence,
 			"operator", operatorName(r.Context()), "reason", req.Reason)
-		g.history.add(fence.HistoryEvent{At: time.Now(), Resource: req.Resource, Event: fence.FenceAdvanced,
+		g.cfg.Node.AddHistory(fence.HistoryEvent{At: time.Now(), Resource: req.Resource, Event: fence.FenceAdvanced,
 			Token: out.Fence, Actor: operatorName(r.Context()), Reason: req.Reason})
 	}
 	writeJSON(w, http.StatusOK, out)

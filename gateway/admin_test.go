@@ -34,7 +34,7 @@ func TestFenceAdvanceCutsOffTheHolderNotTheWaiters(t *testing.T) {
 		t.Run(compare, func(t *testing.T) {
 			const account, resource = "acct-25", "account/acct-25"
 			h := newHarness(t, demoPolicy(t, compare))
-			runHistory(t, h.gw)
+			runHistory(t, h.node)
 			holder := h.mustAcquire(resource, 30, 0)
 			if r := h.write("credit", holder.Token, debit(account, 1)); r.Status != http.StatusOK {
 				t.Fatalf("holder's first write: %d %s", r.Status, r.Body)

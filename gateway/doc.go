@@ -55,7 +55,8 @@
 // Every error becomes an RFC 9457 problem document in exactly one place,
 // problemFor, with the resource, role, batch index and tokens it concerns;
 // 503s say whether the write was applied (outcome not-applied or unknown).
-// Refusals are counted, logged, and the stale or unissued ones audited.
+// Refusals are counted, logged, and the stale or unissued ones audited
+// (audit.go, through the node).
 //
 // # Leases
 //
@@ -68,17 +69,18 @@
 // # Operators and the lock history
 //
 // An operator's client (operations ["*"]) may revoke any lease and advance
-// any fence (admin.go, POST /v1/admin/…), each with a reason. The lock
-// history (history.go) records grants, the operators' verbs and, from
-// every replica's watch of etcd, how each lease ended, off the request
-// path: a bounded queue that drops, and counts, rather than wait.
+// any fence (admin.go, POST /v1/admin/…), each with a reason. Grants and
+// the operators' verbs go to the lock history through the node, off the
+// request path.
 //
 // # The node (node.go)
 //
 // Config.Node is what the handlers need of the replica's background work
 // (package node; serve makes it with the same pool, authority and policy,
-// and runs its loops): this replica's name, which its grants name as the
-// measurer of their hold time; the other replicas' policies, for /readyz;
-// the node's metrics, for /metrics; and the watchdog's recheck for a token
-// of a newer epoch (apply.go).
+// and runs its loops): queues they feed and never wait for (the audit of
+// refusals, the lock history), what they read of the loops (this
+// replica's name, which its grants name as the measurer of their hold
+// time; the other replicas' policies, for /readyz; the node's metrics,
+// for /metrics), and the watchdog's recheck for a token of a newer epoch
+// (apply.go).
 package gateway

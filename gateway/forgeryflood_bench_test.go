@@ -117,13 +117,13 @@ func benchFloodGateway(b *testing.B) string {
 		MaxInFlight: 4, QueueTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
-	testgw.NewNode(b, &cfg)
+	nd := testgw.NewNode(b, &cfg)
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	gw.SetReady(true)
-	runAudit(b, gw)
+	testgw.Run(b, nd.RunAudit)
 	srv := httptest.NewServer(gw.Handler())
 	b.Cleanup(srv.Close)
 	return srv.URL

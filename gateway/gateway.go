@@ -42,7 +42,7 @@ type Config struct {
 	Logger    *slog.Logger
 	// Node is this replica's work besides answering requests (package
 	// node), made with the same Pool, Authority and Policy: the handlers
-	// read what its loops keep.
+	// feed its queues and read what its loops keep.
 	Node Node
 
 	// MaxBodyBytes bounds a request body; larger ones get 413.
@@ -143,8 +143,6 @@ type Gateway struct {
 	cfg        Config
 	log        *slog.Logger
 	store      *fence.Store
-	auditor    *auditor
-	history    *historian
 	readiness  readiness
 	status     statusBoard // GET /status and /v1/status
 	leaseCalls *callLimit
@@ -241,8 +239,6 @@ func New(cfg Config) (*Gateway, error) {
 		Name: "fencegw_writes_waiting_for_connection",
 		Help: "Writes of coalescing resources waiting in line for one of the pool's connections (with group commit, the next group).",
 	}, func() float64 { return float64(store.WaitingForConnection()) }))
-	g.auditor = newAuditor(store, g.log, g.metrics.auditDropped)
-	g.history = newHistorian(store, g.log, g.metrics.registry)
 	calls := cmp.Or(cfg.MaxLeaseRequests, DefaultMaxLeaseRequests)
 	perClient := calls
 	if cfg.Policy.AuthRequired() {

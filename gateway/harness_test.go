@@ -30,8 +30,8 @@ import (
 )
 
 // harness is one gateway on a fresh database (gateway schema and the demo
-// application migrated) and the package's shared etcd, with its node: a
-// test runs the node's loops it needs.
+// application migrated) and the package's shared etcd, with its node
+// recording refusals: a test runs the node's other loops it needs.
 type harness struct {
 	t    *testing.T
 	base string
@@ -93,18 +93,10 @@ func newHarnessOn(t *testing.T, policyYAML string, cli *clientv3.Client) *harnes
 		t.Fatal(err)
 	}
 	gw.SetReady(true)
-	runAudit(t, gw)
+	testgw.Run(t, nd.RunAudit)
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
 	return &harness{t: t, base: srv.URL, pool: pool, auth: auth, gw: gw, node: nd, policy: policyYAML}
-}
-
-// runAudit records gw's refusals in fencegw.rejections until the test ends.
-func runAudit(t testing.TB, gw *gateway.Gateway) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); gw.RunAudit(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 }
 
 // sibling is another gateway on h's pool, authority and policy, its Config

@@ -68,8 +68,9 @@ func gatewayWith(t *testing.T, dbURL string, cli *clientv3.Client) (*gateway.Gat
 	return gw, base
 }
 
-// gatewayWithPool serves policyYAML on pool and auth, with its node;
-// tweaks change the Config before the gateway and its node are made.
+// gatewayWithPool serves policyYAML on pool and auth, with its node
+// recording refusals; tweaks change the Config before the gateway and its
+// node are made.
 func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *authority.Etcd, policyYAML string, tweaks ...func(*gateway.Config)) (*gateway.Gateway, *node.Node, string) {
 	t.Helper()
 	pol, err := policy.Parse("p.yaml", []byte(policyYAML))
@@ -92,7 +93,7 @@ func gatewayWithPool(t *testing.T, pool *pgxpool.Pool, auth *authority.Etcd, pol
 		t.Fatal(err)
 	}
 	gw.SetReady(true)
-	runAudit(t, gw)
+	testgw.Run(t, nd.RunAudit)
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
 	return gw, nd, srv.URL

@@ -85,7 +85,7 @@ func (h *harness) poisonHistory(resource string) (cure func()) {
 func TestHistoryCursorHeldAfterAFailedWrite(t *testing.T) {
 	const lost, later = "account/acct-40", "account/acct-41"
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	stop := startHistory(t, h.gw)
+	stop := startHistory(t, h.node)
 	first := h.mustAcquire(later, 10, 0) // the cursor, before the lost end
 	h.release(first)
 	h.waitHistory(later, func(es []fence.HistoryEvent) bool { _, ends := endsOf(es); return len(ends[first.ID]) == 1 })
@@ -100,7 +100,7 @@ func TestHistoryCursorHeldAfterAFailedWrite(t *testing.T) {
 	stop()
 
 	// A restart: the history resumes at its cursor.
-	runHistory(t, h.gw)
+	runHistory(t, h.node)
 	last := h.mustAcquire(later, 10, 0)
 	h.release(last)
 	h.waitHistory(later, func(es []fence.HistoryEvent) bool { _, ends := endsOf(es); return len(ends[last.ID]) == 1 })
@@ -115,7 +115,7 @@ func TestHistoryCursorHeldAfterAFailedWrite(t *testing.T) {
 func TestHistoryCursorHeldWhenUnread(t *testing.T) {
 	const resource = "account/acct-42"
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	stop := startHistory(t, h.gw)
+	stop := startHistory(t, h.node)
 	first := h.mustAcquire(resource, 10, 0)
 	h.release(first)
 	h.waitHistory(resource, func(es []fence.HistoryEvent) bool { _, ends := endsOf(es); return len(ends[first.ID]) == 1 })
@@ -133,7 +133,7 @@ func TestHistoryCursorHeldWhenUnread(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); h.gw.RunHistory(ctx) }()
+	go func() { defer close(done); h.node.RunHistory(ctx) }()
 	stop = func() { cancel(); <-done }
 	h.waitLockWaiters(1) // it reads the cursor
 	h.waitLockWaiters(0) // and gives up
@@ -156,7 +156,7 @@ func TestHistoryCursorHeldWhenUnread(t *testing.T) {
 	})
 	stop()
 
-	runHistory(t, h.gw)
+	runHistory(t, h.node)
 	last := h.mustAcquire(resource, 10, 0)
 	h.release(last)
 	es := h.waitHistory(resource, func(es []fence.HistoryEvent) bool { _, ends := endsOf(es); return len(ends[last.ID]) == 1 })
@@ -184,7 +184,7 @@ func TestHistoryCursorPastEtcdDropped(t *testing.T) {
 	if err := store.RecordHistory(t.Context(), nil, past); err != nil {
 		t.Fatal(err)
 	}
-	runHistory(t, h.gw)
+	runHistory(t, h.node)
 	l := h.mustAcquire(resource, 10, 0)
 	h.release(l)
 	h.waitHistory(resource, func(es []fence.HistoryEvent) bool { _, ends := endsOf(es); return len(ends[l.ID]) == 1 })

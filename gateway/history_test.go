@@ -11,24 +11,24 @@ import (
 
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
-	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/node"
 )
 
-// runHistory records gw's lock history until the test ends.
-func runHistory(t *testing.T, gw *gateway.Gateway) {
-	t.Cleanup(startHistory(t, gw))
+// runHistory records nd's lock history until the test ends.
+func runHistory(t *testing.T, nd *node.Node) {
+	t.Cleanup(startHistory(t, nd))
 }
 
-// startHistory runs gw's lock history until the function it returns is
+// startHistory runs nd's lock history until the function it returns is
 // called, which waits for it to stop.
-func startHistory(t *testing.T, gw *gateway.Gateway) (stop func()) {
+func startHistory(t *testing.T, nd *node.Node) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); gw.RunHistory(ctx) }()
+	go func() { defer close(done); nd.RunHistory(ctx) }()
 	// An end before the watch is set up would never be seen.
 	select {
-	case <-gw.HistoryWatching():
+	case <-nd.HistoryWatching():
 	case <-time.After(60 * time.Second):
 		t.Fatal("the lock history's watch of etcd never started")
 	}
@@ -86,8 +86,8 @@ func TestHistoryRecordsEveryLeaseWithItsEnd(t *testing.T) {
 	const resource = "account/acct-24"
 	pol := strings.Replace(demoPolicy(t, "monotonic"), "compare: monotonic", "compare: monotonic\n    lock_delay: 1s", 1)
 	h := newHarness(t, pol)
-	runHistory(t, h.gw)
-	runHistory(t, h.sibling().gw) // a second replica sees every end too
+	runHistory(t, h.node)
+	runHistory(t, h.sibling().node) // a second replica sees every end too
 
 	released := h.mustAcquire(resource, 10, 0)
 	h.release(released)
@@ -160,7 +160,7 @@ func TestHistoryRecordsEveryLeaseWithItsEnd(t *testing.T) {
 func TestHistoryResumesAfterAGap(t *testing.T) {
 	const resource = "account/acct-30"
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	stop := startHistory(t, h.gw)
+	stop := startHistory(t, h.node)
 	before := h.mustAcquire(resource, 10, 0)
 	h.release(before)
 	h.waitHistory(resource, func(es []fence.HistoryEvent) bool {
@@ -180,7 +180,7 @@ func TestHistoryResumesAfterAGap(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	runHistory(t, h.gw)
+	runHistory(t, h.node)
 	want := map[string]string{before.ID: fence.Released, released.ID: fence.Released, expired.ID: fence.Expired}
 	es := h.waitHistory(resource, func(es []fence.HistoryEvent) bool {
 		_, ends := endsOf(es)

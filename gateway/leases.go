@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/internal/clip"
 )
 
@@ -109,7 +110,8 @@ func (g *Gateway) handleAcquire(w http.ResponseWriter, r *http.Request) {
 		g.writeProblem(w, r, err, scope)
 		return
 	}
-	g.recordGrant(lease, opts.Owner)
+	g.cfg.Node.AddHistory(fence.HistoryEvent{At: time.Now(), Resource: lease.Resource, Event: fence.Granted, LeaseID: lease.ID.String(),
+		Client: opts.Owner, Token: lease.Token.Unsigned().String()})
 	if r.Context().Err() != nil {
 		// The client left while waiting: without a key nobody will ever
 		// learn this lease ID, so hand the lock on now instead of at the

@@ -25,8 +25,6 @@ type metrics struct {
 	waited       prometheus.Histogram
 	leaseWait    prometheus.Histogram
 	leaseHold    prometheus.Histogram
-	// auditDropped counts refusals not recorded: the audit queue was full.
-	auditDropped prometheus.Counter
 	ops          map[string]opMetrics // per policy operation, resolved once
 
 	// Client connections on the API listener, when LimitConnections
@@ -116,10 +114,6 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		Help:    "How long granted locks were held, from the grant to the release or expiry, as the replica that granted each observed it (none if that replica was gone by then).",
 		Buckets: prometheus.ExponentialBuckets(0.05, 2, 18), // up to 109 min: past the longest TTL, renewals aside
 	})
-	m.auditDropped = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "fencegw_audit_dropped_total",
-		Help: "Refusals not recorded in fencegw.rejections because the audit queue was full (they are still logged and counted in fencegw_rejections_total).",
-	})
 	m.connsOpen = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "fencegw_client_connections_open",
 		Help: "Client connections open on the API listener, idle keep-alive ones included (see fencegw_client_connections_max).",
@@ -132,7 +126,7 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		Name: "fencegw_client_connections_refused_total",
 		Help: "Client connections refused at --max-connections: answered 503 and closed (plain HTTP), or closed before the handshake (TLS).",
 	})
-	m.registry.MustRegister(m.writes, m.reads, m.readLatency, m.rejections, m.problems, m.unrouted, m.clientGone, m.latency, m.leases, m.batchSize, m.waiting, m.waited, m.leaseWait, m.leaseHold, m.auditDropped,
+	m.registry.MustRegister(m.writes, m.reads, m.readLatency, m.rejections, m.problems, m.unrouted, m.clientGone, m.latency, m.leases, m.batchSize, m.waiting, m.waited, m.leaseWait, m.leaseHold,
 		m.connsOpen, m.connsMax, m.connsRefused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_revision",

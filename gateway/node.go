@@ -4,12 +4,22 @@ import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fencegw/fencegw/fence"
 )
 
 // Node is what the handlers need of the replica's work besides answering
-// requests (*node.Node, whose loops serve runs beside the gateway): what
-// they read of its loops, and the watchdog they ask.
+// requests (*node.Node, whose loops serve runs beside the gateway): the
+// queues they feed, what they read of its loops, and the watchdog they
+// ask.
 type Node interface {
+	// Audit queues a refusal of the fence for fencegw.rejections
+	// (audit.go); it never blocks.
+	Audit(fence.Rejection)
+	// AddHistory queues an event of the lock history: a grant
+	// (leases.go), an operator's revoke or advance (admin.go); it never
+	// blocks.
+	AddHistory(fence.HistoryEvent)
 	// Name is this replica's: each lease it grants names it as the
 	// replica that measures the lease's hold time.
 	Name() string

@@ -347,7 +347,7 @@ func TestSemaphoreCheck(t *testing.T) {
 // why.
 func TestRevokeAPermitWaiter(t *testing.T) {
 	h := newHarness(t, semaphorePolicy(t))
-	runHistory(t, h.gw)
+	runHistory(t, h.node)
 	cli := testenv.EtcdClient(t)
 	a, b := h.mustAcquirePermit("p8"), h.mustAcquirePermit("p8")
 	waited := make(chan response, 1)

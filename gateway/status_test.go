@@ -154,7 +154,7 @@ clients:
 // is in GET /v1/status: the fence it lost to, the lock held, its refusal.
 func TestStatusShowsFencesLocksAndRefusals(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	runHistory(t, h.gw)
+	runHistory(t, h.node)
 	old, held := h.succession("account/acct-81", 60)
 	defer h.release(held)
 	if r := h.write("debit", held.Token, debit("acct-81", 1)); r.Status != http.StatusOK {

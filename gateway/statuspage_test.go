@@ -47,7 +47,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 func testStatusPageShowsRefusals(t *testing.T, browser context.Context) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	runStatusRates(t, h.gw)
-	runHistory(t, h.gw)
+	runHistory(t, h.node)
 	page := openTab(t, browser, h.base+"/status")
 	page.waitFor("itself live", `document.getElementById("state").classList.contains("live")`)
 

@@ -6,9 +6,9 @@
 // etcd through package authority.
 //
 // Each Run method is one loop, run until its context ends; a replica that
-// runs none still answers. Nothing a node holds is needed by another
-// replica: what it records is in PostgreSQL, and every replica runs the
-// same loops.
+// runs none still answers, its queues dropping what does not fit. Nothing
+// a node holds is needed by another replica: what it records is in
+// PostgreSQL, and every replica runs the same loops.
 //
 // # The node and its metrics (node.go)
 //
@@ -18,6 +18,22 @@
 // halts the authority when etcd went back in time; serve checks once
 // before it serves and runs it, and the gateway's write path asks for a
 // Recheck when a token carries an epoch the replica has not seen.
+//
+// # The audit (audit.go)
+//
+// Audit queues a refusal of the fence for fencegw.rejections, the
+// gateway's and the SQL front's alike; RunAudit writes them in batches.
+// Each client and kind of refusal has a rate: past it, one summary row
+// per resource stands for the rest, so that one client's flood costs a
+// bounded number of rows and cannot hide another's.
+//
+// # The lock history (history.go)
+//
+// AddHistory queues a grant or an operator's verb; RunHistory writes the
+// queue and watches etcd for how every lease ended, resuming after the
+// history's cursor so that the ends no replica saw are recorded too. A
+// request's event never waits for the queue: past its bound it is
+// dropped, and counted.
 //
 // # The replicas (replicas.go)
 //

@@ -34,7 +34,10 @@ type Config struct {
 type Node struct {
 	cfg      Config
 	log      *slog.Logger
+	store    *fence.Store
 	watchdog *authority.Watchdog
+	audit    *auditor
+	history  *historian
 	replicas *replicas
 }
 
@@ -43,14 +46,23 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Pool == nil || cfg.Authority == nil || cfg.Policy == nil {
 		return nil, errors.New("node: Config needs Pool, Authority and Policy")
 	}
+	// The audit and the history are written through a Store of the
+	// node's own: it applies no write, and so needs none of the gateway's
+	// settings for them.
+	store, err := fence.New(fence.Config{Pool: cfg.Pool})
+	if err != nil {
+		return nil, err
+	}
 	log := cmp.Or(cfg.Logger, slog.Default())
 	fences := cfg.Policy.FenceSettings()
 	if cfg.UnsafeNoFence {
 		fences += "\nfencing OFF (--unsafe-no-fence)"
 	}
 	return &Node{
-		cfg: cfg, log: log,
+		cfg: cfg, log: log, store: store,
 		watchdog: authority.NewWatchdog(cfg.Authority, fence.Records{DB: cfg.Pool}, log),
+		audit:    newAuditor(store, log),
+		history:  newHistorian(store, log),
 		replicas: newReplicas(cfg.Policy.Digest(), fences),
 	}, nil
 }
@@ -68,6 +80,8 @@ func (n *Node) Recheck(ctx context.Context) bool { return n.watchdog.Recheck(ctx
 // beside it: one /metrics serves both.
 func (n *Node) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
+		n.audit.dropped,
+		n.history.dropped, n.history.recorded,
 		n.replicas.others,
 	}
 }

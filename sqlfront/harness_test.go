@@ -88,7 +88,7 @@ clients:
 		t.Fatal(err)
 	}
 	f.db = backend.Database
-	cfg := sqlfront.Config{Policy: f.gw.Policy, Authority: f.auth, Pool: f.gw.Pool, Backend: backend, Audit: f.gw.Gateway.Audit,
+	cfg := sqlfront.Config{Policy: f.gw.Policy, Authority: f.auth, Pool: f.gw.Pool, Backend: backend, Audit: f.gw.Node.Audit,
 		Logger: slog.New(slog.NewTextHandler(f.log, nil))}
 	for _, a := range adjust {
 		a(&cfg)

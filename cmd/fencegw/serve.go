@@ -131,7 +131,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return err
 	}
 	// The node is what this replica does besides answering: its loops
-	// start once the gateway serves.
+	// start once the gateway serves, and its queues feed them meanwhile.
 	nd, err := node.New(node.Config{Pool: pool, Authority: auth, Policy: pol, Logger: log, UnsafeNoFence: cfg.UnsafeNoFence})
 	if err != nil {
 		return err
@@ -190,7 +190,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	defer stopOps() // after the API: probes see /readyz fail while it drains
-	frontAddr, stopFront, err := serveSQLFront(cfg.SQLFront, cfg.DatabaseURL, pool, auth, pol, gw, creds, log)
+	frontAddr, stopFront, err := serveSQLFront(cfg.SQLFront, cfg.DatabaseURL, pool, auth, pol, nd, creds, log)
 	if err != nil {
 		_ = srv.Close()
 		return fmt.Errorf("%s: %w", cmd, err)
@@ -204,8 +204,8 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		func(ctx context.Context) { gw.RunPruning(ctx, cfg.PruneEvery) },
 		func(ctx context.Context) { nd.Watchdog().Run(ctx, cfg.AuthorityCheck) },
 		func(ctx context.Context) { nd.RunReplicaCheck(ctx, cfg.AuthorityCheck) },
-		gw.RunAudit,
-		gw.RunHistory,
+		nd.RunAudit,
+		nd.RunHistory,
 		gw.RunHoldTimes,
 		gw.RunReaper,
 		gw.RunStatusRates,

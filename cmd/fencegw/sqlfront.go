@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencegw/fencegw/authority"
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/node"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/sqlfront"
 )
@@ -53,7 +53,7 @@ func (f *sqlFrontFlags) check() error {
 // serveSQLFront serves the SQL front on f.Listen, if set, until stop is
 // called, which ends every session (PostgreSQL rolls back what each had
 // open). onBound, if set, gets the address it serves.
-func serveSQLFront(f sqlFrontFlags, databaseURL string, pool *pgxpool.Pool, auth *authority.Etcd, pol *policy.Policy, gw *gateway.Gateway,
+func serveSQLFront(f sqlFrontFlags, databaseURL string, pool *pgxpool.Pool, auth *authority.Etcd, pol *policy.Policy, nd *node.Node,
 	creds *serveCredentials, log *slog.Logger) (addr string, stop func(), err error) {
 	if f.Listen == "" {
 		return "", func() {}, nil
@@ -64,7 +64,7 @@ func serveSQLFront(f sqlFrontFlags, databaseURL string, pool *pgxpool.Pool, auth
 	}
 	cfg := sqlfront.Config{
 		Policy: pol, Authority: auth, Pool: pool, Backend: backend, Password: passfileLookup(backend, log),
-		Audit: gw.Audit, Logger: log, MaxConnections: f.MaxConnections, MaxClientConnections: f.PerClient,
+		Audit: nd.Audit, Logger: log, MaxConnections: f.MaxConnections, MaxClientConnections: f.PerClient,
 		IdleInTransactionTimeout: f.IdleInTxTimeout, IdleTimeout: f.IdleTimeout, StatementTimeout: f.StmtTimeout, MaxMessageBytes: f.MaxMessage,
 	}
 	if creds.tls != nil {

@@ -1,8 +1,8 @@
 // Package testgw serves a real gateway for a test: a fresh database with
 // the gateway's schema and an application's migrations, the test binary's
 // shared etcd (package testenv), and a policy file, with its node beside
-// it. Examples and client tests use it; the gateway package's own tests
-// have a richer harness.
+// it recording refusals as serve's does. Examples and client tests use it;
+// the gateway package's own tests have a richer harness.
 package testgw
 
 import (
@@ -50,7 +50,8 @@ type Gateway struct {
 	Pool        *pgxpool.Pool
 	Policy      *policy.Policy
 	Gateway     *gateway.Gateway
-	// Node is the gateway's node: a test runs the loops it needs.
+	// Node is the gateway's node, its audit running: a test runs the
+	// other loops it needs.
 	Node *node.Node
 }
 
@@ -106,10 +107,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 		t.Fatal(err)
 	}
 	gw.SetReady(true)
-	auditCtx, stopAudit := context.WithCancel(context.Background())
-	audited := make(chan struct{})
-	go func() { defer close(audited); gw.RunAudit(auditCtx) }()
-	t.Cleanup(func() { stopAudit(); <-audited })
+	Run(t, nd.RunAudit)
 	url := serve(t, gw.Handler(), opts.TLS)
 	return &Gateway{URL: url, DatabaseURL: dbURL, Pool: pool, Policy: pol, Gateway: gw, Node: nd}
 }
@@ -124,6 +122,15 @@ func NewNode(t testing.TB, cfg *gateway.Config) *node.Node {
 	}
 	cfg.Node = nd
 	return nd
+}
+
+// Run runs loop (one of a node's) until the test ends, and waits for it
+// to return.
+func Run(t testing.TB, loop func(context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); loop(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 }
 
 // serve serves h until the test ends and returns its base URL: HTTPS with

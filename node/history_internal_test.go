@@ -1,4 +1,4 @@
-package gateway
+package node
 
 import (
 	"io"
@@ -16,7 +16,7 @@ import (
 // stuck), adding events returns at once; what does not fit is counted as
 // dropped.
 func TestHistoryQueueNeverBlocks(t *testing.T) {
-	h := newHistorian(nil, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	h := newHistorian(nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	const extra = 10
 	for range historyQueue + extra {
 		h.add(fence.HistoryEvent{Resource: "account/acct-1", Event: fence.Granted})
@@ -43,7 +43,7 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 // of being dropped, where a mark after it would move the cursor past it
 // (while the replica moves the cursor).
 func TestHistoryWatchWaitsForRoom(t *testing.T) {
-	h := newHistorian(nil, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	h := newHistorian(nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	for range historyQueue {
 		h.add(fence.HistoryEvent{Resource: "account/acct-1", Event: fence.Granted})
 	}

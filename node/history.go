@@ -1,4 +1,4 @@
-package gateway
+package node
 
 import (
 	"context"
@@ -57,7 +57,7 @@ type historyItem struct {
 	through int64
 }
 
-func newHistorian(store *fence.Store, log *slog.Logger, reg *prometheus.Registry) *historian {
+func newHistorian(store *fence.Store, log *slog.Logger) *historian {
 	h := &historian{
 		store: store, log: log, queue: make(chan historyItem, historyQueue), watching: make(chan struct{}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
@@ -70,11 +70,15 @@ func newHistorian(store *fence.Store, log *slog.Logger, reg *prometheus.Registry
 		}, []string{"event"}),
 		dropLog: rate.Sometimes{Interval: historyLogEvery},
 	}
-	reg.MustRegister(h.dropped, h.recorded)
 	return h
 }
 
-// add queues e; it never blocks.
+// AddHistory queues e for the lock history: a grant this replica made, an
+// operator's revoke or fence advance it served. It never blocks: past the
+// queue's bound, e is dropped and counted.
+func (n *Node) AddHistory(e fence.HistoryEvent) { n.history.add(e) }
+
+// add is AddHistory.
 func (h *historian) add(e fence.HistoryEvent) {
 	select {
 	case h.queue <- historyItem{event: e}:
@@ -182,12 +186,12 @@ func (h *historian) queueEnd(ctx context.Context, e fence.HistoryEvent) {
 // one of each). It resumes the watch of ends after the history's cursor,
 // so that the ends that came while no replica watched are recorded too.
 // Without it, nothing is recorded.
-func (g *Gateway) RunHistory(ctx context.Context) {
-	h := g.history
-	from := g.historyResumesAt(ctx)
+func (n *Node) RunHistory(ctx context.Context) {
+	h := n.history
+	from := n.historyResumesAt(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); h.run(ctx) }()
-	g.cfg.Authority.WatchLeaseEnds(ctx, authority.EndsWatch{
+	n.cfg.Authority.WatchLeaseEnds(ctx, authority.EndsWatch{
 		From:     from,
 		Ended:    func(e authority.LeaseEnd) { h.ended(ctx, e) },
 		Reported: func(rev int64) { h.reported(ctx, rev) },
@@ -206,18 +210,18 @@ func (g *Gateway) RunHistory(ctx context.Context) {
 // back: such a cursor is dropped); else 0, from now. It reads the
 // cluster's identity for the cursor's writes, and says whether this
 // replica may move the cursor (moving).
-func (g *Gateway) historyResumesAt(ctx context.Context) int64 {
-	h := g.history
+func (n *Node) historyResumesAt(ctx context.Context) int64 {
+	h := n.history
 	h.moving.Store(false)
 	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
 	defer cancel()
-	view, err := g.cfg.Authority.IdentifiedView(ctx)
+	view, err := n.cfg.Authority.IdentifiedView(ctx)
 	if err != nil {
 		h.log.Warn("lock history: etcd's identity unread: lease ends are watched from now, and the history's cursor stays where it is", "error", err)
 		return 0
 	}
 	h.identity = view.Identity
-	cursor, err := fence.ReadHistoryCursor(ctx, g.cfg.Pool)
+	cursor, err := fence.ReadHistoryCursor(ctx, n.cfg.Pool)
 	switch {
 	case err != nil:
 		// Watched from now, the ends since the cursor are not seen: the
@@ -231,7 +235,7 @@ func (g *Gateway) historyResumesAt(ctx context.Context) int64 {
 	case cursor.Revision > view.Revision:
 		// Kept, it would pass the ends etcd's revisions bring up to it
 		// again, which no replica may have seen.
-		if err := fence.DropHistoryCursor(ctx, g.cfg.Pool, cursor); err != nil {
+		if err := fence.DropHistoryCursor(ctx, n.cfg.Pool, cursor); err != nil {
 			h.log.Warn("lock history: the cursor is past etcd's revision (restored from a snapshot?) and could not be dropped: lease ends are watched from now, and the history's cursor stays where it is",
 				"cursor", cursor.Revision, "revision", view.Revision, "error", err)
 			return 0
@@ -247,10 +251,4 @@ func (g *Gateway) historyResumesAt(ctx context.Context) int64 {
 
 // HistoryWatching is closed once RunHistory watches etcd for lease ends:
 // every end after it is recorded.
-func (g *Gateway) HistoryWatching() <-chan struct{} { return g.history.watching }
-
-// recordGrant queues the grant of lease to client.
-func (g *Gateway) recordGrant(lease authority.Lease, client string) {
-	g.history.add(fence.HistoryEvent{At: time.Now(), Resource: lease.Resource, Event: fence.Granted, LeaseID: lease.ID.String(),
-		Client: client, Token: lease.Token.Unsigned().String()})
-}
+func (n *Node) HistoryWatching() <-chan struct{} { return n.history.watching }
