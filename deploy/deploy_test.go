@@ -245,10 +245,8 @@ func TestDashboardShowsWhatTheGatewayExports(t *testing.T) {
 	}
 
 	gw := testgw.Start(t, testgw.Options{Policy: "../testdata/demo/policy.yaml", Migrations: "../testdata/demo/migrations", MigrationsTable: "demo_schema_migrations"})
-	ctx, cancel := context.WithCancel(context.Background())
-	held := make(chan struct{})
-	go func() { defer close(held); gw.Gateway.RunHoldTimes(ctx) }()
-	defer func() { cancel(); <-held }()
+	testgw.Run(t, gw.Node.RunHoldTimes)
+	ctx := t.Context()
 	c := client.New(gw.URL)
 	debit := map[string]any{"account": "acct-1", "amount_cents": 1}
 	first, err := c.Acquire(ctx, "account/acct-1", client.AcquireOptions{TTL: 30 * time.Second})

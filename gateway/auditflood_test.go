@@ -73,7 +73,7 @@ func TestAuditFloodFromOneClient(t *testing.T) {
 		t.Errorf("the flood of %d refusals over 200 resources in %s took %d rows, want at most %d", flood, elapsed, rows, bound)
 	}
 
-	h.gw.Store().Sweep(context.Background(), 24*time.Hour, slog.New(slog.DiscardHandler))
+	h.store().Sweep(context.Background(), 24*time.Hour, slog.New(slog.DiscardHandler))
 	for who, id := range map[string]string{"billing, before": earlier["billing"], "mallory, before": earlier["mallory"], "billing, during": during} {
 		var suppressed int64
 		err := h.pool.QueryRow(context.Background(), "SELECT suppressed FROM fencegw.rejections WHERE request_id = $1", id).Scan(&suppressed)

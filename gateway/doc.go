@@ -80,7 +80,7 @@
 // and runs its loops): queues they feed and never wait for (the audit of
 // refusals, the lock history), what they read of the loops (this
 // replica's name, which its grants name as the measurer of their hold
-// time; the other replicas' policies, for /readyz; the node's metrics,
-// for /metrics), and the watchdog's recheck for a token of a newer epoch
-// (apply.go).
+// time; the other replicas' policies, for /readyz; the reaper's count
+// and the node's metrics, for /metrics), and the watchdog's recheck for a
+// token of a newer epoch (apply.go).
 package gateway

@@ -149,7 +149,6 @@ type Gateway struct {
 	watchCalls *callLimit // watch.go
 	admit      *admission
 	metrics    *metrics
-	state      *stateMetrics // the sizes of fencegw's tables (prune.go)
 	requestIDs *requestIDs
 	openapi    func() ([]byte, error) // GET /v1/openapi.json
 	// stopWaits ends lease waits in progress, and refuses new ones, when
@@ -191,6 +190,7 @@ func New(cfg Config) (*Gateway, error) {
 	g.metrics = newMetrics(
 		func() float64 { return float64(cfg.Authority.NewestRevision()) },
 		func() float64 { return float64(cfg.Authority.Epoch()) },
+		func() float64 { return float64(cfg.Node.Reaped()) },
 	)
 	writes := []string{policy.BatchName}
 	for _, name := range cfg.Policy.OperationNames() {
@@ -199,7 +199,6 @@ func New(cfg Config) (*Gateway, error) {
 		}
 	}
 	g.metrics.forOperations(writes)
-	g.state = newStateMetrics(g.metrics.registry)
 	g.metrics.registry.MustRegister(cfg.Node.Collectors()...)
 	g.metrics.registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -253,9 +252,6 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	return g, nil
 }
-
-// Store is the gateway's fenced-transaction store, for the janitor.
-func (g *Gateway) Store() *fence.Store { return g.store }
 
 // allowedMethods is the Allow header of a 405 for path (RFC 9110): the
 // methods router serves it with.

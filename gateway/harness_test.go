@@ -113,6 +113,17 @@ func (h *harness) onPool(pool *pgxpool.Pool, tweaks ...func(*gateway.Config)) *h
 	return &harness{t: h.t, base: base, pool: h.pool, auth: h.auth, gw: gw, node: nd, policy: h.policy}
 }
 
+// store is a fence.Store on h's database, for a test's own call of a
+// step of the node's loops.
+func (h *harness) store() *fence.Store {
+	h.t.Helper()
+	s, err := fence.New(fence.Config{Pool: h.pool})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return s
+}
+
 // response is an HTTP answer with its body decoded loosely.
 type response struct {
 	Status  int

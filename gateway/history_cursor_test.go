@@ -177,11 +177,7 @@ func TestHistoryCursorPastEtcdDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	past := fence.HistoryCursor{Identity: view.Identity, Revision: view.Revision + 1_000_000}
-	store, err := fence.New(fence.Config{Pool: h.pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.RecordHistory(t.Context(), nil, past); err != nil {
+	if err := h.store().RecordHistory(t.Context(), nil, past); err != nil {
 		t.Fatal(err)
 	}
 	runHistory(t, h.node)

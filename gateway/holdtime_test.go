@@ -1,20 +1,12 @@
 package gateway_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/fencegw/fencegw/internal/harness/testenv"
+	"github.com/fencegw/fencegw/internal/harness/testgw"
 )
-
-// runHoldTimes measures h's gateway's hold times until the test ends.
-func runHoldTimes(t *testing.T, h *harness) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); h.gw.RunHoldTimes(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-}
 
 // TestHoldTimeIsObservedOnceAtReleaseOrExpiry: a lock's hold time is
 // observed when it is released (through another replica) and when it
@@ -23,8 +15,8 @@ func runHoldTimes(t *testing.T, h *harness) {
 func TestHoldTimeIsObservedOnceAtReleaseOrExpiry(t *testing.T) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	other := h.sibling()
-	runHoldTimes(t, h)
-	runHoldTimes(t, other)
+	testgw.Run(t, h.node.RunHoldTimes)
+	testgw.Run(t, other.node.RunHoldTimes)
 	count := func(hh *harness) int64 { return metric(t, hh, "fencegw_lease_hold_seconds_count") }
 	waitCount := func(want int64) {
 		t.Helper()

@@ -24,7 +24,6 @@ type metrics struct {
 	waiting      prometheus.Gauge
 	waited       prometheus.Histogram
 	leaseWait    prometheus.Histogram
-	leaseHold    prometheus.Histogram
 	ops          map[string]opMetrics // per policy operation, resolved once
 
 	// Client connections on the API listener, when LimitConnections
@@ -48,7 +47,9 @@ func (m *metrics) forOperations(names []string) {
 	}
 }
 
-func newMetrics(revision, epoch func() float64) *metrics {
+// newMetrics makes the gateway's metrics; revision and epoch read the
+// authority, reaped the node's count of the leases its reaper revoked.
+func newMetrics(revision, epoch, reaped func() float64) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -85,10 +86,7 @@ func newMetrics(revision, epoch func() float64) *metrics {
 			Help:    "Time to handle a fenced write request, accepted or not.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}, []string{"operation"}),
-		leases: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fencegw_leases_total",
-			Help: "Lease calls by event: granted, locked, renewed, renew_failed, released; and reaped: leases this replica revoked, not renewed for their TTL and a second or held past max_hold.",
-		}, []string{"event"}),
+		leases: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fencegw_leases_total", Help: leasesHelp}, []string{"event"}),
 	}
 	m.batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "fencegw_coalesced_batch_size",
@@ -109,11 +107,6 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		Help:    "Time from a lease request to its grant, for granted leases: queueing behind holders, lock-delay, etcd.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 11), // up to 1,048 s: past the longest wait allowed
 	})
-	m.leaseHold = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "fencegw_lease_hold_seconds",
-		Help:    "How long granted locks were held, from the grant to the release or expiry, as the replica that granted each observed it (none if that replica was gone by then).",
-		Buckets: prometheus.ExponentialBuckets(0.05, 2, 18), // up to 109 min: past the longest TTL, renewals aside
-	})
 	m.connsOpen = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "fencegw_client_connections_open",
 		Help: "Client connections open on the API listener, idle keep-alive ones included (see fencegw_client_connections_max).",
@@ -126,7 +119,7 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		Name: "fencegw_client_connections_refused_total",
 		Help: "Client connections refused at --max-connections: answered 503 and closed (plain HTTP), or closed before the handshake (TLS).",
 	})
-	m.registry.MustRegister(m.writes, m.reads, m.readLatency, m.rejections, m.problems, m.unrouted, m.clientGone, m.latency, m.leases, m.batchSize, m.waiting, m.waited, m.leaseWait, m.leaseHold,
+	m.registry.MustRegister(m.writes, m.reads, m.readLatency, m.rejections, m.problems, m.unrouted, m.clientGone, m.latency, leaseEvents{m.leases, reaped}, m.batchSize, m.waiting, m.waited, m.leaseWait,
 		m.connsOpen, m.connsMax, m.connsRefused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_revision",
@@ -151,6 +144,29 @@ func newMetrics(revision, epoch func() float64) *metrics {
 		m.rejections.WithLabelValues(reason)
 	}
 	return m
+}
+
+// leasesHelp is fencegw_leases_total's.
+const leasesHelp = "Lease calls by event: granted, locked, renewed, renew_failed, released; and reaped: leases this replica revoked, not renewed for their TTL and a second or held past max_hold."
+
+// leasesDesc describes fencegw_leases_total as its vector does.
+var leasesDesc = prometheus.NewDesc("fencegw_leases_total", leasesHelp, []string{"event"}, nil)
+
+// leaseEvents is fencegw_leases_total: the lease calls the gateway
+// counts, and the leases the node's reaper revoked (Node.Reaped) as the
+// event reaped, once there is one, as a series the vector made on its
+// first increment would be. The reaper runs in the node, which counts
+// its own: one metric, two counters.
+type leaseEvents struct {
+	*prometheus.CounterVec
+	reaped func() float64
+}
+
+func (l leaseEvents) Collect(ch chan<- prometheus.Metric) {
+	l.CounterVec.Collect(ch)
+	if n := l.reaped(); n > 0 {
+		ch <- prometheus.MustNewConstMetric(leasesDesc, prometheus.CounterValue, n, "reaped")
+	}
 }
 
 // countProblem counts a problem answered, of kind, in the one metric it

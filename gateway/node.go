@@ -28,6 +28,9 @@ type Node interface {
 	// Recheck asks the authority's watchdog to check now, for a token of
 	// an epoch this replica has not seen yet (apply.go).
 	Recheck(ctx context.Context) bool
+	// Reaped counts the leases the node's reaper revoked, shown as
+	// fencegw_leases_total{event="reaped"} (metrics.go).
+	Reaped() int64
 	// Collectors are the node's own metrics, served on /metrics beside
 	// the gateway's.
 	Collectors() []prometheus.Collector

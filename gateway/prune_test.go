@@ -39,7 +39,7 @@ func (h *harness) recordEtcd() {
 func (h *harness) prune() (floor string, pruned int64) {
 	h.t.Helper()
 	h.recordEtcd()
-	r, err := h.gw.PruneFences(context.Background())
+	r, err := h.node.PruneFences(context.Background())
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestPrunedFenceStillRefusesItsStaleToken(t *testing.T) {
 
 	// The state's size is exported: every fencegw table's rows and bytes,
 	// the floor and what was pruned.
-	h.gw.MeasureTables(context.Background())
+	h.node.MeasureTables(context.Background())
 	m := metricsText(t, h.base)
 	for _, series := range []string{`fencegw_table_rows{table="fences"} 0`, `fencegw_table_rows{table="fence_floor"} 1`,
 		`fencegw_table_rows{table="idempotency_keys"} 0`, `fencegw_table_bytes{table="fences"} `,
@@ -153,11 +153,11 @@ func TestLiveLeasesWriteAfterPruning(t *testing.T) {
 	}
 	late := h.mustAcquire("account/acct-5", 30, 0) // granted after the read
 	h.recordEtcd()                                 // the record now knows late's revision
-	raised, err := h.gw.Store().RaiseFloor(ctx, floor, identity)
+	raised, err := h.store().RaiseFloor(ctx, floor, identity)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pruned, err := h.gw.Store().PruneFences(ctx)
+	pruned, err := h.store().PruneFences(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestPruningBesideWritesLosesNothing(t *testing.T) {
 				return
 			default:
 			}
-			r, err := h.gw.PruneFences(ctx)
+			r, err := h.node.PruneFences(ctx)
 			if err != nil {
 				t.Errorf("prune: %v", err)
 				return

@@ -46,7 +46,7 @@ func TestPruningAcrossAnEpochBump(t *testing.T) {
 	if err := h.node.Watchdog().Check(ctx); !errors.Is(err, tokens.ErrHalted) {
 		t.Fatalf("check after the restore = %v, want ErrHalted", err)
 	}
-	if _, err := h.gw.PruneFences(ctx); !errors.Is(err, tokens.ErrHalted) {
+	if _, err := h.node.PruneFences(ctx); !errors.Is(err, tokens.ErrHalted) {
 		t.Fatalf("prune while halted = %v, want ErrHalted", err)
 	}
 	if floor, err := fence.Floor(ctx, h.pool); err != nil || floor.String() != "1:0" || h.fence(resource) != last.Plain {

@@ -31,7 +31,7 @@ func TestPruneTransitionsLeavesTokensAndFencing(t *testing.T) {
 	held := h.mustAcquire("account/acct-99", 30, 0)
 	defer h.release(held)
 
-	n, err := h.gw.PruneTransitions(context.Background())
+	n, err := h.node.PruneTransitions(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,9 +35,23 @@
 // request's event never waits for the queue: past its bound it is
 // dropped, and counted.
 //
+// # The janitor and pruning (prune.go)
+//
+// RunJanitor expires idempotency keys and trims the audit and the
+// history; RunPruning raises the fence floor below every live lease's
+// token and deletes the fence rows at or below it, deletes the etcd
+// transitions keys of idle locks, and refreshes the table-size gauges. A
+// halted authority prunes nothing.
+//
 // # The replicas (replicas.go)
 //
 // RunReplicaCheck announces this replica's policy in PostgreSQL and learns
 // which others run another; PolicyCheck is /readyz's word on it. Name is
 // the replica's, as the others see it.
+//
+// # Leases (leases.go)
+//
+// RunHoldTimes measures how long the locks this replica granted were
+// held; RunReaper revokes the leases nobody renews any more and the holds
+// past their max_hold, and Reaped counts them.
 package node

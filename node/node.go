@@ -39,6 +39,8 @@ type Node struct {
 	audit    *auditor
 	history  *historian
 	replicas *replicas
+	state    *stateMetrics
+	leases   *leaseMetrics // leases.go
 }
 
 // New checks cfg and returns a Node whose loops are not running yet.
@@ -46,9 +48,9 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Pool == nil || cfg.Authority == nil || cfg.Policy == nil {
 		return nil, errors.New("node: Config needs Pool, Authority and Policy")
 	}
-	// The audit and the history are written through a Store of the
-	// node's own: it applies no write, and so needs none of the gateway's
-	// settings for them.
+	// The audit, the history and the fence floor are written through a
+	// Store of the node's own: it applies no write, and so needs none of
+	// the gateway's settings for them.
 	store, err := fence.New(fence.Config{Pool: cfg.Pool})
 	if err != nil {
 		return nil, err
@@ -64,6 +66,8 @@ func New(cfg Config) (*Node, error) {
 		audit:    newAuditor(store, log),
 		history:  newHistorian(store, log),
 		replicas: newReplicas(cfg.Policy.Digest(), fences),
+		state:    newStateMetrics(),
+		leases:   newLeaseMetrics(),
 	}, nil
 }
 
@@ -82,6 +86,8 @@ func (n *Node) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		n.audit.dropped,
 		n.history.dropped, n.history.recorded,
+		n.state.rows, n.state.bytes, n.state.floorEpoch, n.state.floorRev, n.state.prunedFences, n.state.prunedTransitions,
+		n.leases.hold,
 		n.replicas.others,
 	}
 }

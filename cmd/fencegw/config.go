@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/node"
 )
 
 // serveConfig is everything `fencegw serve` reads from flags and the
@@ -93,7 +94,7 @@ func (c *serveConfig) bind(cmd *cobra.Command, d flagDefaults) {
 	fs.IntVar(&c.WriteTxs, "max-write-transactions", 0, "coalescing resources' transactions in flight at most; writes that find them busy wait in line. With group commit those share the next, and a transaction beyond the first starts only when the line has not moved for 20 ms (a stuck write) (0: with group commit one per core (GOMAXPROCS, at least 2), else the pool's size)")
 	fs.DurationVar(&c.IdempotencyRetention, "idempotency-retention", gateway.DefaultIdempotencyRetention, "how long a completed Idempotency-Key is replayed")
 	fs.DurationVar(&c.AuthorityCheck, "authority-check", authority.DefaultCheckEvery, "how often etcd is compared with PostgreSQL's record of it (rollback detection)")
-	fs.DurationVar(&c.PruneEvery, "prune-every", gateway.DefaultPruneEvery, "how often the janitor raises the fence floor below every live lease's token and deletes the fence rows at or below it, and the etcd transitions keys of idle locks (0: never)")
+	fs.DurationVar(&c.PruneEvery, "prune-every", node.DefaultPruneEvery, "how often the janitor raises the fence floor below every live lease's token and deletes the fence rows at or below it, and the etcd transitions keys of idle locks (0: never)")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", d.shutdownDelay, "on SIGTERM, how long /readyz answers 503 while the listener still serves, so load balancers stop sending before it closes; a second SIGTERM cuts it short")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "after the delay, how long shutdown waits for requests in flight")
 	fs.StringVar(&c.DebugListen, "debug-listen", "", "serve Go's profiler (/debug/pprof/) on this address, apart from the API; off by default")

@@ -200,14 +200,14 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		cfg.frontBound(frontAddr)
 	}
 	stopBackground := runBackground(ctx,
-		func(ctx context.Context) { gw.Store().RunJanitor(ctx, cfg.IdempotencyRetention, log) },
-		func(ctx context.Context) { gw.RunPruning(ctx, cfg.PruneEvery) },
+		func(ctx context.Context) { nd.RunJanitor(ctx, cfg.IdempotencyRetention) },
+		func(ctx context.Context) { nd.RunPruning(ctx, cfg.PruneEvery) },
 		func(ctx context.Context) { nd.Watchdog().Run(ctx, cfg.AuthorityCheck) },
 		func(ctx context.Context) { nd.RunReplicaCheck(ctx, cfg.AuthorityCheck) },
 		nd.RunAudit,
 		nd.RunHistory,
-		gw.RunHoldTimes,
-		gw.RunReaper,
+		nd.RunHoldTimes,
+		nd.RunReaper,
 		gw.RunStatusRates,
 	)
 	defer stopBackground()

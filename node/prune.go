@@ -1,4 +1,4 @@
-package gateway
+package node
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// DefaultPruneEvery is how often a gateway prunes fence rows by default.
+// DefaultPruneEvery is how often a node prunes fence rows by default.
 // A round walks every row (in batches), so it is not run as often as the
 // janitor's other work.
 const DefaultPruneEvery = 10 * time.Minute
@@ -19,7 +19,8 @@ const DefaultPruneEvery = 10 * time.Minute
 // tableSizesEvery is how often the table-size gauges are refreshed.
 const tableSizesEvery = time.Minute
 
-// stateMetrics are the sizes of the gateway's own state.
+// stateMetrics are the sizes of the gateway's own state, which the
+// janitor keeps down.
 type stateMetrics struct {
 	rows, bytes  *prometheus.GaugeVec
 	floorEpoch   prometheus.Gauge
@@ -30,8 +31,8 @@ type stateMetrics struct {
 	prunedTransitions prometheus.Counter
 }
 
-func newStateMetrics(reg *prometheus.Registry) *stateMetrics {
-	m := &stateMetrics{
+func newStateMetrics() *stateMetrics {
+	return &stateMetrics{
 		rows: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "fencegw_table_rows",
 			Help: "Rows of each table of the fencegw schema (counted below 100,000, estimated from PostgreSQL's statistics above), refreshed every minute.",
@@ -57,8 +58,6 @@ func newStateMetrics(reg *prometheus.Registry) *stateMetrics {
 			Help: "etcd transitions keys (a lock's grant count) this replica deleted for locks nobody held or waited for.",
 		}),
 	}
-	reg.MustRegister(m.rows, m.bytes, m.floorEpoch, m.floorRev, m.prunedFences, m.prunedTransitions)
-	return m
 }
 
 // PruneResult is what one round of pruning did.
@@ -74,28 +73,28 @@ type PruneResult struct {
 // at or below it (fence.Store.PruneFences). A halted authority raises
 // nothing: an etcd gone back in time or replaced does not speak for the
 // tokens. ctx bounds it.
-func (g *Gateway) PruneFences(ctx context.Context) (PruneResult, error) {
-	if err := g.cfg.Authority.Halted(); err != nil {
-		return PruneResult{}, fmt.Errorf("gateway: prune fences: %w", err)
+func (n *Node) PruneFences(ctx context.Context) (PruneResult, error) {
+	if err := n.cfg.Authority.Halted(); err != nil {
+		return PruneResult{}, fmt.Errorf("node: prune fences: %w", err)
 	}
-	floor, identity, err := g.cfg.Authority.TokenFloor(ctx)
+	floor, identity, err := n.cfg.Authority.TokenFloor(ctx)
 	if err != nil {
-		return PruneResult{}, fmt.Errorf("gateway: prune fences: %w", err)
+		return PruneResult{}, fmt.Errorf("node: prune fences: %w", err)
 	}
 	var r PruneResult
-	if r.Floor, err = g.store.RaiseFloor(ctx, floor, identity); err != nil {
+	if r.Floor, err = n.store.RaiseFloor(ctx, floor, identity); err != nil {
 		return r, err
 	}
-	g.state.floorEpoch.Set(float64(r.Floor.Epoch))
-	g.state.floorRev.Set(float64(r.Floor.Revision))
-	r.Pruned, err = g.store.PruneFences(ctx)
-	g.state.prunedFences.Add(float64(r.Pruned))
+	n.state.floorEpoch.Set(float64(r.Floor.Epoch))
+	n.state.floorRev.Set(float64(r.Floor.Revision))
+	r.Pruned, err = n.store.PruneFences(ctx)
+	n.state.prunedFences.Add(float64(r.Pruned))
 	return r, err
 }
 
 // RunPruning prunes fence rows and transitions keys every every (0: never) and refreshes the
 // table-size gauges every minute, until ctx ends.
-func (g *Gateway) RunPruning(ctx context.Context, every time.Duration) {
+func (n *Node) RunPruning(ctx context.Context, every time.Duration) {
 	sizes := time.NewTicker(tableSizesEvery)
 	defer sizes.Stop()
 	var prune <-chan time.Time
@@ -104,37 +103,44 @@ func (g *Gateway) RunPruning(ctx context.Context, every time.Duration) {
 		defer t.Stop()
 		prune = t.C
 	}
-	g.MeasureTables(ctx)
+	n.MeasureTables(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-sizes.C:
-			g.MeasureTables(ctx)
+			n.MeasureTables(ctx)
 		case <-prune:
-			g.pruneRound(ctx)
+			n.pruneRound(ctx)
 		}
 	}
 }
 
+// RunJanitor deletes, every minute until ctx ends, the rows fencegw no
+// longer needs besides the fences: idempotency keys older than retention,
+// the audit's and the lock history's oldest (fence.Store.RunJanitor).
+func (n *Node) RunJanitor(ctx context.Context, retention time.Duration) {
+	n.store.RunJanitor(ctx, retention, n.log)
+}
+
 // pruneRound prunes the fence rows, then the transitions keys: each
 // whatever became of the other.
-func (g *Gateway) pruneRound(ctx context.Context) {
+func (n *Node) pruneRound(ctx context.Context) {
 	start := time.Now()
-	r, err := g.PruneFences(ctx)
+	r, err := n.PruneFences(ctx)
 	switch {
 	case err != nil && ctx.Err() == nil:
-		g.log.Warn("janitor: pruning fence rows failed", "error", err, "pruned", r.Pruned)
+		n.log.Warn("janitor: pruning fence rows failed", "error", err, "pruned", r.Pruned)
 	case err == nil:
-		g.log.Info("janitor: fence rows pruned", "floor", r.Floor.String(), "pruned", r.Pruned, "took", time.Since(start).Round(time.Millisecond).String())
+		n.log.Info("janitor: fence rows pruned", "floor", r.Floor.String(), "pruned", r.Pruned, "took", time.Since(start).Round(time.Millisecond).String())
 	}
 	start = time.Now()
-	n, err := g.PruneTransitions(ctx)
+	pruned, err := n.PruneTransitions(ctx)
 	switch {
 	case err != nil && ctx.Err() == nil:
-		g.log.Warn("janitor: pruning transitions keys failed", "error", err, "pruned", n)
+		n.log.Warn("janitor: pruning transitions keys failed", "error", err, "pruned", pruned)
 	case err == nil:
-		g.log.Info("janitor: transitions keys of idle locks pruned", "pruned", n, "took", time.Since(start).Round(time.Millisecond).String())
+		n.log.Info("janitor: transitions keys of idle locks pruned", "pruned", pruned, "took", time.Since(start).Round(time.Millisecond).String())
 	}
 }
 
@@ -143,33 +149,33 @@ func (g *Gateway) pruneRound(ctx context.Context) {
 // people and decide nothing, so a lock's count then says "grants since
 // its key was last pruned". A halted authority prunes nothing: its etcd
 // does not speak for the locks. ctx bounds it.
-func (g *Gateway) PruneTransitions(ctx context.Context) (int64, error) {
-	if err := g.cfg.Authority.Halted(); err != nil {
-		return 0, fmt.Errorf("gateway: prune transitions keys: %w", err)
+func (n *Node) PruneTransitions(ctx context.Context) (int64, error) {
+	if err := n.cfg.Authority.Halted(); err != nil {
+		return 0, fmt.Errorf("node: prune transitions keys: %w", err)
 	}
-	n, err := g.cfg.Authority.PruneTransitions(ctx)
-	g.state.prunedTransitions.Add(float64(n))
+	pruned, err := n.cfg.Authority.PruneTransitions(ctx)
+	n.state.prunedTransitions.Add(float64(pruned))
 	if err != nil {
-		return n, fmt.Errorf("gateway: prune transitions keys: %w", err)
+		return pruned, fmt.Errorf("node: prune transitions keys: %w", err)
 	}
-	return n, nil
+	return pruned, nil
 }
 
 // MeasureTables refreshes the table-size gauges and the floor's.
-func (g *Gateway) MeasureTables(ctx context.Context) {
-	sizes, err := fence.TableSizes(ctx, g.cfg.Pool)
+func (n *Node) MeasureTables(ctx context.Context) {
+	sizes, err := fence.TableSizes(ctx, n.cfg.Pool)
 	if err != nil {
 		if ctx.Err() == nil {
-			g.log.Warn("measuring the fencegw tables failed; their gauges keep their last values", "error", err)
+			n.log.Warn("measuring the fencegw tables failed; their gauges keep their last values", "error", err)
 		}
 		return
 	}
 	for _, s := range sizes {
-		g.state.rows.WithLabelValues(s.Table).Set(float64(s.Rows))
-		g.state.bytes.WithLabelValues(s.Table).Set(float64(s.Bytes))
+		n.state.rows.WithLabelValues(s.Table).Set(float64(s.Rows))
+		n.state.bytes.WithLabelValues(s.Table).Set(float64(s.Bytes))
 	}
-	if f, err := fence.Floor(ctx, g.cfg.Pool); err == nil {
-		g.state.floorEpoch.Set(float64(f.Epoch))
-		g.state.floorRev.Set(float64(f.Revision))
+	if f, err := fence.Floor(ctx, n.cfg.Pool); err == nil {
+		n.state.floorEpoch.Set(float64(f.Epoch))
+		n.state.floorRev.Set(float64(f.Revision))
 	}
 }
