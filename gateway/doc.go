@@ -2,7 +2,8 @@
 // calls of package fence (the fenced transaction) and package authority
 // (leases and token validation), and typed results into answers. It holds
 // no lease or fence state of its own: any number of replicas can serve
-// the same clients.
+// the same clients. It runs nothing in the background: what a replica
+// does besides answering is package node's, beside it (The node, below).
 //
 // # Routes
 //
@@ -78,9 +79,10 @@
 // Config.Node is what the handlers need of the replica's background work
 // (package node; serve makes it with the same pool, authority and policy,
 // and runs its loops): queues they feed and never wait for (the audit of
-// refusals, the lock history), what they read of the loops (this
+// refusals, the lock history), and what they read of the loops (this
 // replica's name, which its grants name as the measurer of their hold
-// time; the other replicas' policies, for /readyz; the reaper's count
-// and the node's metrics, for /metrics), and the watchdog's recheck for a
-// token of a newer epoch (apply.go).
+// time; the other replicas' policies for /readyz; the status page's chart;
+// the reaper's count and the node's metrics for /metrics), and the
+// watchdog's recheck for a token of a newer epoch (apply.go). The status
+// chart samples this gateway's counters (WriteCounts, writecounts.go).
 package gateway

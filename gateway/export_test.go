@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"net"
-	"time"
 )
 
 // QueuedWrites is how many writes of resource wait behind the one in
@@ -11,10 +10,6 @@ func QueuedWrites(g *Gateway, resource string) int { return g.store.Queued(resou
 
 // PublicDetail is publicDetail, for tests.
 func PublicDetail(msg string) string { return publicDetail(msg) }
-
-// SampleStatusRates closes the status chart's interval ending at at, as
-// RunStatusRates does every few seconds.
-func SampleStatusRates(g *Gateway, at time.Time) { g.sampleRates(at) }
 
 // LimitConnectionsNotifying is g.LimitConnections on plain HTTP, calling
 // closed each time a connection gives its slot back, so that a test

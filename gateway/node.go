@@ -6,12 +6,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/node"
 )
 
 // Node is what the handlers need of the replica's work besides answering
 // requests (*node.Node, whose loops serve runs beside the gateway): the
-// queues they feed, what they read of its loops, and the watchdog they
-// ask.
+// queues they feed, and what they read of the loops. The gateway runs no
+// loop of its own.
 type Node interface {
 	// Audit queues a refusal of the fence for fencegw.rejections
 	// (audit.go); it never blocks.
@@ -25,6 +26,8 @@ type Node interface {
 	Name() string
 	// PolicyCheck is /readyz's word on the other replicas' policies.
 	PolicyCheck() string
+	// Rates are the status page's chart, oldest first.
+	Rates() []node.RateSample
 	// Recheck asks the authority's watchdog to check now, for a token of
 	// an epoch this replica has not seen yet (apply.go).
 	Recheck(ctx context.Context) bool

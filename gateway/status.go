@@ -12,6 +12,7 @@ import (
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/internal/buildinfo"
 	"github.com/fencegw/fencegw/internal/clip"
+	"github.com/fencegw/fencegw/node"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -82,16 +83,14 @@ type lockStatus struct {
 }
 
 type rateView struct {
-	IntervalSeconds float64      `json:"interval_seconds"`
-	Samples         []rateSample `json:"samples"` // oldest first
+	IntervalSeconds float64           `json:"interval_seconds"`
+	Samples         []node.RateSample `json:"samples"` // oldest first
 }
 
-// statusBoard is what the status page keeps between requests: the
-// chart's history, and the newest gathered status, shared by every caller
-// within statusFor of it.
+// statusBoard is what the status page keeps between requests: the newest
+// gathered status, shared by every caller within statusFor of it. The
+// chart's history is the node's (Node.Rates).
 type statusBoard struct {
-	rates rateHistory
-
 	mu   sync.Mutex // one gathering at a time; the others wait for its answer
 	at   time.Time
 	view statusView
@@ -129,7 +128,7 @@ func (g *Gateway) gatherStatus(ctx context.Context) statusView {
 		Version:   buildinfo.Read().Version,
 		At:        time.Now(),
 		Authority: g.authorityStatus(),
-		Rates:     rateView{IntervalSeconds: rateEvery.Seconds(), Samples: g.status.rates.samples()},
+		Rates:     rateView{IntervalSeconds: node.RateEvery.Seconds(), Samples: g.cfg.Node.Rates()},
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { g.statusFromPostgres(ctx, &v) })

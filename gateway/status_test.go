@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegw/fencegw"
-	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -281,7 +280,7 @@ func TestRefusalRateCountsFenceRefusals(t *testing.T) {
 	defer h.do(http.MethodDelete, "/v1/leases/"+heldID, bearer(""), "")
 
 	start := time.Now()
-	gateway.SampleStatusRates(h.gw, start)
+	h.node.SampleRates(start, h.gw.WriteCounts)
 	before := h.state()
 	for _, tc := range []struct {
 		name, path string
@@ -301,7 +300,7 @@ func TestRefusalRateCountsFenceRefusals(t *testing.T) {
 	if after := h.state(); after != before {
 		t.Fatalf("refused requests changed the database: %s -> %s", before, after)
 	}
-	gateway.SampleStatusRates(h.gw, start.Add(5*time.Second))
+	h.node.SampleRates(start.Add(5*time.Second), h.gw.WriteCounts)
 
 	if r := h.do(http.MethodPost, "/v1/ops/debit", bearer(held), debit("acct-83", 1)); r.Status != http.StatusOK {
 		t.Fatalf("debit with the newer token: %d %s", r.Status, r.Body)
@@ -309,7 +308,7 @@ func TestRefusalRateCountsFenceRefusals(t *testing.T) {
 	if r := h.do(http.MethodPost, "/v1/ops/debit", bearer(old), debit("acct-83", 1)); r.Problem.Kind() != "stale-token" {
 		t.Fatalf("debit with the older token: %d %s, want stale-token", r.Status, r.Body)
 	}
-	gateway.SampleStatusRates(h.gw, start.Add(10*time.Second))
+	h.node.SampleRates(start.Add(10*time.Second), h.gw.WriteCounts)
 
 	var samples []rateSampleJSON
 	ok := testenv.WaitFor(30*time.Second, func() bool {

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/internal/harness/testgw"
 )
 
 // screenshotEnv names a file the browser test writes a full-page PNG of the
@@ -46,7 +47,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 
 func testStatusPageShowsRefusals(t *testing.T, browser context.Context) {
 	h := newHarness(t, demoPolicy(t, "monotonic"))
-	runStatusRates(t, h.gw)
+	runStatusRates(t, h)
 	runHistory(t, h.node)
 	page := openTab(t, browser, h.base+"/status")
 	page.waitFor("itself live", `document.getElementById("state").classList.contains("live")`)
@@ -305,12 +306,10 @@ func ttlOf(tb *browserTab, resource string) int {
 	return n
 }
 
-// runStatusRates samples gw's counters for the chart until the test ends.
-func runStatusRates(t *testing.T, gw *gateway.Gateway) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); gw.RunStatusRates(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+// runStatusRates samples h's gateway's counters for the chart until the
+// test ends.
+func runStatusRates(t *testing.T, h *harness) {
+	testgw.Run(t, func(ctx context.Context) { h.node.RunStatusRates(ctx, h.gw.WriteCounts) })
 }
 
 // acquireWithValue takes a lease on resource with value.

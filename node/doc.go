@@ -1,5 +1,8 @@
 // Package node is what one running replica of fencegw does besides
-// answering requests. Package gateway answers HTTP and reads the node
+// answering requests: the audit of refusals, the lock history, the
+// janitor and pruning, the replicas' agreement on the policy, the hold
+// times and the reaper of leases, the status page's chart, and the
+// authority's watchdog. Package gateway answers HTTP and reads the node
 // through gateway.Config.Node; serve makes both with one pool, authority
 // and policy, and runs the node's loops beside the gateway until it shuts
 // down. The node knows no HTTP: it speaks SQL through package fence and
@@ -54,4 +57,9 @@
 // RunHoldTimes measures how long the locks this replica granted were
 // held; RunReaper revokes the leases nobody renews any more and the holds
 // past their max_hold, and Reaped counts them.
+//
+// # The status page's chart (rates.go)
+//
+// RunStatusRates samples the gateway's counters (gateway.WriteCounts)
+// every RateEvery; Rates are the last five minutes of them.
 package node

@@ -39,6 +39,7 @@ type Node struct {
 	audit    *auditor
 	history  *historian
 	replicas *replicas
+	rates    rateHistory
 	state    *stateMetrics
 	leases   *leaseMetrics // leases.go
 }

@@ -208,7 +208,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		nd.RunHistory,
 		nd.RunHoldTimes,
 		nd.RunReaper,
-		gw.RunStatusRates,
+		func(ctx context.Context) { nd.RunStatusRates(ctx, gw.WriteCounts) },
 	)
 	defer stopBackground()
 	gw.SetReady(true)
