@@ -5,8 +5,8 @@
 // authority's watchdog. Package gateway answers HTTP and reads the node
 // through gateway.Config.Node; serve makes both with one pool, authority
 // and policy, and runs the node's loops beside the gateway until it shuts
-// down. The node knows no HTTP: it speaks SQL through package fence and
-// etcd through package authority.
+// down. The node knows no HTTP (TestLayering says so): it speaks SQL
+// through package fence and etcd through package authority.
 //
 // Each Run method is one loop, run until its context ends; a replica that
 // runs none still answers, its queues dropping what does not fit. Nothing

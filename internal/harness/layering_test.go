@@ -17,7 +17,9 @@ const module = "github.com/fencegw/fencegw/"
 // no code outside cmd/ and tests imports a harness; the dev servers
 // (internal/devserver: a throwaway PostgreSQL, an embedded etcd) are
 // started only by cmd/ (dev, bench) and harnesses; and no leaf helper of
-// internal/ imports a product package or a harness.
+// internal/ imports a product package or a harness. And package node, what
+// a replica does besides answering requests, knows no HTTP: the gateway
+// reads it, and serve wires the two.
 func TestLayering(t *testing.T) {
 	root := filepath.Join("..", "..")
 	checked := 0
@@ -55,6 +57,9 @@ func TestLayering(t *testing.T) {
 // forbidden says why the file at rel (relative to the module) may not
 // import imp, or "" if it may.
 func forbidden(rel, imp string) string {
+	if strings.HasPrefix(rel, "node/") && (imp == module+"gateway" || imp == "net/http") {
+		return "the node answers no request: the gateway reads the node, never the other way"
+	}
 	if !strings.HasPrefix(imp, module) {
 		return ""
 	}
@@ -111,6 +116,9 @@ func TestLayeringFindsViolations(t *testing.T) {
 		{"gateway/gateway.go", module + "internal/clip", false},
 		{"internal/devserver/pgcluster/cluster.go", module + "internal/clip", false},
 		{"gateway/gateway.go", "net/http", false},
+		{"node/audit.go", module + "gateway", true},
+		{"node/node.go", "net/http", true},
+		{"gateway/node.go", module + "node", false},
 	} {
 		if got := forbidden(tc.file, tc.imp) != ""; got != tc.refused {
 			t.Errorf("%s importing %s: refused %v, want %v", tc.file, tc.imp, got, tc.refused)
