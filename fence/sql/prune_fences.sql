@@ -35,6 +35,14 @@ BEGIN
              WHERE f.resource > p_after ORDER BY f.resource LIMIT p_limit) b;
     pruned := 0;
     IF last IS NOT NULL THEN
+        -- The rows are locked in key order first, as writers lock fence
+        -- rows (canonical order): a DELETE alone locks them in whatever
+        -- order its plan reads them (a sequential scan: the heap's), and
+        -- met a transaction of several writes in a deadlock.
+        PERFORM 1 FROM fencegw.fences f
+          WHERE f.resource > p_after AND f.resource <= last
+            AND (f.epoch, f.revision) <= (v_epoch, v_revision)
+          ORDER BY f.resource FOR UPDATE;
         DELETE FROM fencegw.fences f
          WHERE f.resource > p_after AND f.resource <= last
            AND (f.epoch, f.revision) <= (v_epoch, v_revision);
