@@ -54,18 +54,18 @@ func (a *Etcd) claimAcquisition(ctx context.Context, resource string, id LeaseID
 	key := acquisitionKey(opts.Owner, opts.Key)
 	rec := acquisition{Lease: id.String(), Resource: resource, TTL: int64(opts.TTL / time.Second)}
 	b, _ := json.Marshal(rec)
-	resp, err := a.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(b), clientv3.WithLease(clientv3.LeaseID(id)))).
-		Else(clientv3.OpGet(key)).
-		Commit()
+	resp, err := txn{
+		ifs:  []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
+		then: []txnOp{named("acquisition", clientv3.OpPut(key, string(b), clientv3.WithLease(clientv3.LeaseID(id))))},
+		els:  []txnOp{named("other attempt", clientv3.OpGet(key))},
+	}.commit(ctx, a.cli)
 	if err != nil {
 		return acquisition{}, false, unavailable("record the acquisition", err)
 	}
 	if resp.Succeeded {
 		return rec, true, nil
 	}
-	other, err := parseAcquisition(resp.Responses[0].GetResponseRange().Kvs[0].Value)
+	other, err := parseAcquisition(resp.kvs("other attempt")[0].Value)
 	return other, false, err
 }
 
@@ -80,8 +80,10 @@ func (a *Etcd) grantedAcquisition(ctx context.Context, l Lease, opts AcquireOpti
 	key := acquisitionKey(opts.Owner, opts.Key)
 	// Only while the record is still there: a lease that ended this
 	// instant must not be recorded as granted.
-	if _, err := a.cli.Txn(ctx).If(clientv3.Compare(clientv3.Version(key), ">", 0)).
-		Then(clientv3.OpPut(key, string(b), clientv3.WithLease(clientv3.LeaseID(l.ID)))).Commit(); err != nil {
+	if _, err := (txn{
+		ifs:  []clientv3.Cmp{clientv3.Compare(clientv3.Version(key), ">", 0)},
+		then: []txnOp{named("acquisition", clientv3.OpPut(key, string(b), clientv3.WithLease(clientv3.LeaseID(l.ID))))},
+	}).commit(ctx, a.cli); err != nil {
 		return unavailable("record the grant", err)
 	}
 	return nil

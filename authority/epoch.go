@@ -19,15 +19,15 @@ import (
 // response header carries the cluster ID and current revision. It writes
 // nothing: a cluster fencegw never used has no identity yet (Identify).
 func (a *Etcd) View(ctx context.Context) (tokens.View, error) {
-	resp, err := a.cli.Txn(ctx).Then(clientv3.OpGet(epochKey), clientv3.OpGet(identityKey)).Commit()
+	resp, err := reads(named("epoch", clientv3.OpGet(epochKey)), named("identity", clientv3.OpGet(identityKey))).commit(ctx, a.cli)
 	if err != nil {
 		return tokens.View{}, unavailable("read epoch", err)
 	}
-	epoch, err := epochOf(resp.Responses[0].GetResponseRange().Kvs)
+	epoch, err := epochOf(resp.kvs("epoch"))
 	if err != nil {
 		return tokens.View{}, err
 	}
-	id, err := identityOf(resp.Responses[1].GetResponseRange().Kvs)
+	id, err := identityOf(resp.kvs("identity"))
 	if err != nil {
 		return tokens.View{}, err
 	}
@@ -42,10 +42,10 @@ func (a *Etcd) View(ctx context.Context) (tokens.View, error) {
 func (a *Etcd) Identify(ctx context.Context) error {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	_, err := a.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(identityKey), "=", 0)).
-		Then(clientv3.OpPut(identityKey, hex.EncodeToString(b[:]))).
-		Commit()
+	_, err := txn{
+		ifs:  []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(identityKey), "=", 0)},
+		then: []txnOp{named("identity", clientv3.OpPut(identityKey, hex.EncodeToString(b[:])))},
+	}.commit(ctx, a.cli)
 	if err != nil {
 		return unavailable("write identity", err)
 	}
@@ -82,10 +82,10 @@ func (a *Etcd) clearForeignKeys(ctx context.Context) error {
 		if k.valid(resp.Kvs) == nil {
 			continue
 		}
-		_, err = a.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(k.key), "=", resp.Kvs[0].ModRevision)).
-			Then(clientv3.OpDelete(k.key)).
-			Commit()
+		_, err = txn{
+			ifs:  []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k.key), "=", resp.Kvs[0].ModRevision)},
+			then: []txnOp{named("delete", clientv3.OpDelete(k.key))},
+		}.commit(ctx, a.cli)
 		if err != nil {
 			return unavailable("delete "+k.key, err)
 		}

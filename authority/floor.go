@@ -27,24 +27,24 @@ import (
 func (a *Etcd) TokenFloor(ctx context.Context) (floor tokens.Token, identity string, err error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	resp, err := a.cli.Txn(ctx).Then(
-		clientv3.OpGet(epochKey),
-		clientv3.OpGet(identityKey),
-		clientv3.OpGet(lockPrefix, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...),
-	).Commit()
+	resp, err := reads(
+		named("epoch", clientv3.OpGet(epochKey)),
+		named("identity", clientv3.OpGet(identityKey)),
+		named("oldest lock key", clientv3.OpGet(lockPrefix, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...)),
+	).commit(ctx, a.cli)
 	if err != nil {
 		return floor, "", unavailable("read the oldest lock key", err)
 	}
 	a.observe(resp.Header.Revision)
-	epoch, err := epochOf(resp.Responses[0].GetResponseRange().Kvs)
+	epoch, err := epochOf(resp.kvs("epoch"))
 	if err != nil {
 		return floor, "", err
 	}
-	if identity, err = identityOf(resp.Responses[1].GetResponseRange().Kvs); err != nil {
+	if identity, err = identityOf(resp.kvs("identity")); err != nil {
 		return floor, "", err
 	}
 	lowest := resp.Header.Revision + 1
-	if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
+	if kvs := resp.kvs("oldest lock key"); len(kvs) > 0 {
 		lowest = min(lowest, kvs[0].CreateRevision)
 	}
 	return tokens.Token{Epoch: epoch, Revision: lowest - 1}, identity, nil

@@ -77,16 +77,16 @@ var ErrHeldTooLong = errors.New("authority: held past the resource's max_hold")
 
 // recordHold records the hold of lease id, granted now, and the grant
 // itself (ops: grantOps, holderrecord.go) in the same transaction.
-func (a *Etcd) recordHold(ctx context.Context, id LeaseID, ttl, maxHold time.Duration, ops ...clientv3.Op) error {
+func (a *Etcd) recordHold(ctx context.Context, id LeaseID, ttl, maxHold time.Duration, ops ...txnOp) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	now := a.now()
 	with := clientv3.WithLease(clientv3.LeaseID(id))
-	ops = append([]clientv3.Op{
-		clientv3.OpPut(holdKey(id), holdRecord{granted: now, ttl: ttl, maxHold: maxHold}.value(), with),
-		clientv3.OpPut(renewedKey(id), strconv.FormatInt(now.UnixMilli(), 10), with),
+	ops = append([]txnOp{
+		named("hold", clientv3.OpPut(holdKey(id), holdRecord{granted: now, ttl: ttl, maxHold: maxHold}.value(), with)),
+		named("renewed", clientv3.OpPut(renewedKey(id), strconv.FormatInt(now.UnixMilli(), 10), with)),
 	}, ops...)
-	_, err := a.cli.Txn(ctx).Then(ops...).Commit()
+	_, err := txn{then: ops}.commit(ctx, a.cli)
 	if err != nil {
 		return unavailable("record the hold", err)
 	}
@@ -167,22 +167,21 @@ func (r *Reaper) Reap(ctx context.Context, revoked func(LeaseID, string)) error 
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	const holds, renewals = "holds", "renewals"
-	resp, err := a.cli.Txn(ctx).Then(
-		clientv3.OpGet(holdPrefix, clientv3.WithPrefix()),
-		clientv3.OpGet(renewedPrefix, clientv3.WithPrefix()),
-	).Commit()
+	read, err := reads(
+		named(holds, clientv3.OpGet(holdPrefix, clientv3.WithPrefix())),
+		named(renewals, clientv3.OpGet(renewedPrefix, clientv3.WithPrefix())),
+	).commit(ctx, a.cli)
 	if err != nil {
 		return unavailable("read holds", err)
 	}
-	read := named(resp, holds, renewals)
 	renewedAt := map[string]int64{} // the revision of each lease's last renewal record
-	for _, kv := range read[renewals].GetKvs() {
+	for _, kv := range read.kvs(renewals) {
 		renewedAt[strings.TrimPrefix(string(kv.Key), renewedPrefix)] = kv.ModRevision
 	}
 	now := a.now()
 	r.due = time.Time{}
-	live := make(map[LeaseID]renewalSeen, len(read[holds].GetKvs()))
-	for _, kv := range read[holds].GetKvs() {
+	live := make(map[LeaseID]renewalSeen, len(read.kvs(holds)))
+	for _, kv := range read.kvs(holds) {
 		h, ok := parseHold([]*mvccpb.KeyValue{kv})
 		idText := strings.TrimPrefix(string(kv.Key), holdPrefix)
 		id, err := ParseLeaseID(idText)

@@ -55,14 +55,14 @@ type holderRecord struct {
 }
 
 // grantOps record lease l, granted with value, as its resource's holder.
-func grantOps(l Lease, value string) []clientv3.Op {
+func grantOps(l Lease, value string) []txnOp {
 	// E:R, a permit's too: the record is its slot's, which its resource
 	// names, as observation and the fence show it.
 	tok := tokens.Token{Epoch: l.Token.Epoch, Revision: l.Token.Revision}
 	b, _ := json.Marshal(holderRecord{Lease: l.ID.String(), Token: tok.String(), Value: value}) // strings only: cannot fail
-	return []clientv3.Op{
-		clientv3.OpPut(transitionsKey(l.Resource), l.ID.String()),
-		clientv3.OpPut(holderRecordKey(l.Resource), string(b), clientv3.WithLease(clientv3.LeaseID(l.ID))),
+	return []txnOp{
+		named("transitions", clientv3.OpPut(transitionsKey(l.Resource), l.ID.String())),
+		named("holder record", clientv3.OpPut(holderRecordKey(l.Resource), string(b), clientv3.WithLease(clientv3.LeaseID(l.ID)))),
 	}
 }
 

@@ -184,12 +184,12 @@ func (a *Etcd) readKeys(ctx context.Context) (*keySet, error) {
 // readKeyKVs reads both prefixes, newest first, in one transaction.
 func (a *Etcd) readKeyKVs(ctx context.Context) (active, retired []*mvccpb.KeyValue, err error) {
 	newestFirst := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend)}
-	resp, err := a.cli.Txn(ctx).Then(clientv3.OpGet(keysPrefix, newestFirst...), clientv3.OpGet(retiredKeysPrefix, newestFirst...)).Commit()
+	resp, err := reads(named("active", clientv3.OpGet(keysPrefix, newestFirst...)), named("retired", clientv3.OpGet(retiredKeysPrefix, newestFirst...))).commit(ctx, a.cli)
 	if err != nil {
 		return nil, nil, unavailable("read signing keys", err)
 	}
 	a.observe(resp.Header.Revision)
-	return resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs, nil
+	return resp.kvs("active"), resp.kvs("retired"), nil
 }
 
 // keyNumber reads a key ID's sequence number (0 if it is none).

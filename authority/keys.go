@@ -70,10 +70,10 @@ func (a *Etcd) addKey(ctx context.Context, n int64, signAfter time.Time) (string
 		return "", err
 	}
 	key := keysPrefix + id
-	_, err = a.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(value))).
-		Commit()
+	_, err = txn{
+		ifs:  []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
+		then: []txnOp{named("key", clientv3.OpPut(key, string(value)))},
+	}.commit(ctx, a.cli)
 	if err != nil {
 		return "", unavailable("create a signing key", err)
 	}

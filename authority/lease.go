@@ -120,14 +120,14 @@ func ownerKey(id LeaseID) string { return ownerPrefix + id.String() }
 // client's lease. In the same read it returns the lease's lock-delay
 // record, nil if it has none (lockdelay.go).
 func (a *Etcd) checkOwner(ctx context.Context, id LeaseID, owner string) (*delayRecord, error) {
-	resp, err := a.cli.Txn(ctx).Then(clientv3.OpGet(ownerKey(id)), clientv3.OpGet(delayIndexKey(id))).Commit()
+	resp, err := reads(named("owner", clientv3.OpGet(ownerKey(id))), named("delay", clientv3.OpGet(delayIndexKey(id)))).commit(ctx, a.cli)
 	if err != nil {
 		return nil, unavailable("read lease owner", err)
 	}
-	if err := ownerIs(resp.Responses[0].GetResponseRange().Kvs, id, owner); err != nil {
+	if err := ownerIs(resp.kvs("owner"), id, owner); err != nil {
 		return nil, err
 	}
-	return delayOf(resp.Responses[1].GetResponseRange().Kvs), nil
+	return delayOf(resp.kvs("delay")), nil
 }
 
 // markReleased checks that owner owns lease id and, in the same
@@ -136,21 +136,24 @@ func (a *Etcd) checkOwner(ctx context.Context, id LeaseID, owner string) (*delay
 // lock-delay record, if any.
 func (a *Etcd) markReleased(ctx context.Context, id LeaseID, owner string) (*delayRecord, error) {
 	b, _ := json.Marshal(ending{How: EndReleased}) // strings only: cannot fail
-	resp, err := a.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.Value(ownerKey(id)), "=", owner)).
-		Then(clientv3.OpPut(endingKey(id), string(b), clientv3.WithLease(clientv3.LeaseID(id))), clientv3.OpGet(delayIndexKey(id))).
-		Else(clientv3.OpGet(ownerKey(id))).
-		Commit()
+	resp, err := txn{
+		ifs: []clientv3.Cmp{clientv3.Compare(clientv3.Value(ownerKey(id)), "=", owner)},
+		then: []txnOp{
+			named("ending", clientv3.OpPut(endingKey(id), string(b), clientv3.WithLease(clientv3.LeaseID(id)))),
+			named("delay", clientv3.OpGet(delayIndexKey(id))),
+		},
+		els: []txnOp{named("owner", clientv3.OpGet(ownerKey(id)))},
+	}.commit(ctx, a.cli)
 	if err != nil {
 		return nil, leaseError("release lease", err)
 	}
 	if !resp.Succeeded {
-		if err := ownerIs(resp.Responses[0].GetResponseRange().Kvs, id, owner); err != nil {
+		if err := ownerIs(resp.kvs("owner"), id, owner); err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("lease %s: %w", id, ErrNotOwner) // changed between the compare and the read
 	}
-	return delayOf(resp.Responses[1].GetResponseRange().Kvs), nil
+	return delayOf(resp.kvs("delay")), nil
 }
 
 // ownerIs checks the result of a read of lease id's owner key.
@@ -333,47 +336,49 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 	waitUntil := time.Now().Add(opts.Wait)
 	pfx := lockKeyPrefix(resource)
 	key := pfx + id.String()
-	put := clientv3.OpPut(key, opts.Value, clientv3.WithLease(clientv3.LeaseID(id)))
-	holder := clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)
-	recordOwner := clientv3.OpPut(ownerKey(id), opts.Owner, clientv3.WithLease(clientv3.LeaseID(id)))
-	index := clientv3.OpPut(clientKey(opts.Owner, id), "", clientv3.WithLease(clientv3.LeaseID(id)))
-	// The epoch is read in the same transaction as the key is created, so
-	// the token is etcd's (epoch, revision) at one instant: a gateway that
-	// has not yet noticed an epoch bump still hands out the new epoch.
-	epoch := clientv3.OpGet(epochKey)
-	ops := append([]clientv3.Op{put, holder, recordOwner, epoch, index}, signerOps(resource, 0, signer, id)...)
-	const signerRead = 7 // signerOps's last
-	tctx, cancel := bounded(ctx)
-	txn := a.cli.Txn(tctx)
+	with := clientv3.WithLease(clientv3.LeaseID(id))
+	ops := append([]txnOp{
+		named("lock key", clientv3.OpPut(key, opts.Value, with)),
+		named("holder", clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)),
+		named("owner", clientv3.OpPut(ownerKey(id), opts.Owner, with)),
+		// The epoch is read in the same transaction as the key is created,
+		// so the token is etcd's (epoch, revision) at one instant: a
+		// gateway that has not yet noticed an epoch bump still hands out
+		// the new epoch.
+		named("epoch", clientv3.OpGet(epochKey)),
+		named("client index", clientv3.OpPut(clientKey(opts.Owner, id), "", with)),
+	}, signerOps(resource, 0, signer, id)...)
+	t := txn{then: ops}
 	if opts.Observer != "" {
 		// Granted now if no other contender has a key, and no lock delay
 		// may hold it back: the grant time is then this transaction's.
 		now := a.now()
-		granted := func(held bool) clientv3.Op {
-			return clientv3.OpPut(grantedKey(id), grantedValue(now, opts.Observer, held), clientv3.WithLease(clientv3.LeaseID(id)))
+		granted := func(held bool) txnOp {
+			return named("granted", clientv3.OpPut(grantedKey(id), grantedValue(now, opts.Observer, held), with))
 		}
-		txn = txn.If(clientv3.Compare(clientv3.Version(pfx).WithPrefix(), "=", 0)).
-			Then(append(ops, granted(opts.LockDelay == 0))...).
-			Else(append(ops, granted(false))...)
-	} else {
-		txn = txn.Then(ops...)
+		t = txn{
+			ifs:  []clientv3.Cmp{clientv3.Compare(clientv3.Version(pfx).WithPrefix(), "=", 0)},
+			then: append(ops, granted(opts.LockDelay == 0)),
+			els:  append(ops[:len(ops):len(ops)], granted(false)),
+		}
 	}
-	resp, err := txn.Commit()
+	tctx, cancel := bounded(ctx)
+	resp, err := t.commit(tctx, a.cli)
 	cancel()
 	if err != nil {
 		return Lease{}, unavailable("create lock key", err)
 	}
 	a.observe(resp.Header.Revision)
 	myRev := resp.Header.Revision
-	myEpoch, err := epochOf(resp.Responses[3].GetResponseRange().Kvs)
+	myEpoch, err := epochOf(resp.kvs("epoch"))
 	if err != nil {
 		return Lease{}, err
 	}
 	lease := Lease{ID: id, Resource: resource, Token: tokens.Token{Epoch: myEpoch, Revision: myRev}}
-	if signerInService(resp.Responses, signerRead) {
+	if signerInService(resp) {
 		lease.signer = signer
 	}
-	owner := resp.Responses[1].GetResponseRange().Kvs
+	owner := resp.kvs("holder")
 	isHolder := len(owner) == 0 || owner[0].CreateRevision == myRev
 	if isHolder && opts.LockDelay == 0 {
 		return lease, nil
@@ -422,7 +427,7 @@ func (a *Etcd) lock(ctx context.Context, resource string, id LeaseID, opts Acqui
 		// Held from now. Only if the key is still there: a lease that
 		// expired this instant must not be given a grant it never had.
 		put := clientv3.OpPut(grantedKey(id), grantedValue(a.now(), opts.Observer, true), clientv3.WithLease(clientv3.LeaseID(id)))
-		if _, err := a.cli.Txn(kctx).If(clientv3.Compare(clientv3.Version(grantedKey(id)), ">", 0)).Then(put).Commit(); err != nil {
+		if _, err := (txn{ifs: []clientv3.Cmp{clientv3.Compare(clientv3.Version(grantedKey(id)), ">", 0)}, then: []txnOp{named("granted", put)}}).commit(kctx, a.cli); err != nil {
 			return Lease{}, unavailable("record the grant", err)
 		}
 	}

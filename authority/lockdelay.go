@@ -118,10 +118,13 @@ func (a *Etcd) putLastHolder(ctx context.Context, rec delayRecord, id LeaseID) e
 	// Only while the holder's lock key is there: a lease that expired
 	// meanwhile must not leave a record that delays its successor twice.
 	lockKey := lockKeyPrefix(rec.Resource) + id.String()
-	resp, err := a.cli.Txn(ctx).If(clientv3.Compare(clientv3.Version(lockKey), ">", 0)).Then(
-		clientv3.OpPut(lastHolderKey(rec.Resource), id.String(), clientv3.WithLease(grant.ID)),
-		clientv3.OpPut(delayIndexKey(id), string(b), clientv3.WithLease(clientv3.LeaseID(id))),
-	).Commit()
+	resp, err := txn{
+		ifs: []clientv3.Cmp{clientv3.Compare(clientv3.Version(lockKey), ">", 0)},
+		then: []txnOp{
+			named("last holder", clientv3.OpPut(lastHolderKey(rec.Resource), id.String(), clientv3.WithLease(grant.ID))),
+			named("delay", clientv3.OpPut(delayIndexKey(id), string(b), clientv3.WithLease(clientv3.LeaseID(id)))),
+		},
+	}.commit(ctx, a.cli)
 	if err == nil && !resp.Succeeded {
 		err = fmt.Errorf("lease %s: %w", id, ErrLeaseNotFound)
 	}

@@ -56,24 +56,22 @@ func (a *Etcd) Observe(ctx context.Context, resource string) (LockState, error) 
 	}
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	txn, err := a.cli.Txn(ctx).Then(
-		clientv3.OpGet(lockKeyPrefix(resource), clientv3.WithPrefix(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(maxObserved)),
-		clientv3.OpGet(transitionsKey(resource), clientv3.WithKeysOnly()),
-	).Commit()
+	read, err := reads(
+		named("contenders", clientv3.OpGet(lockKeyPrefix(resource), clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(maxObserved))),
+		named("transitions", clientv3.OpGet(transitionsKey(resource), clientv3.WithKeysOnly())),
+	).commit(ctx, a.cli)
 	if err != nil {
 		return LockState{}, unavailable("observe lock", err)
 	}
-	resp := txn.Responses[0].GetResponseRange()
-	resp.Header = txn.Header
-	a.observe(resp.Header.Revision)
+	a.observe(read.Header.Revision)
 	epochs, err := a.epochsAt(ctx)
 	if err != nil {
 		return LockState{}, err
 	}
-	st := LockState{Resource: resource, Revision: resp.Header.Revision, Waiting: max(resp.Count-1, 0),
-		Transitions: versionOf(txn.Responses[1].GetResponseRange().GetKvs())}
-	for i, kv := range resp.Kvs {
+	st := LockState{Resource: resource, Revision: read.Header.Revision, Waiting: max(read.count("contenders")-1, 0),
+		Transitions: versionOf(read.kvs("transitions"))}
+	for i, kv := range read.kvs("contenders") {
 		st.add(a.contender(ctx, kv, epochs, i == 0))
 	}
 	return st, nil
@@ -238,21 +236,24 @@ func (a *Etcd) observeHolder(ctx context.Context, st *LockState, keyPrefix strin
 	key := string(resp.Kvs[0].Key)
 	id, _ := ParseLeaseID(strings.TrimPrefix(key, keyPrefix))
 	owner := ownerKey(id)
-	holder, err := a.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithRev(st.Revision)), clientv3.OpGet(owner, clientv3.WithRev(st.Revision)),
-		clientv3.OpGet(transitionsKey(st.Resource), clientv3.WithRev(st.Revision), clientv3.WithKeysOnly())).Commit()
+	holder, err := reads(
+		named("holder", clientv3.OpGet(key, clientv3.WithRev(st.Revision))),
+		named("owner", clientv3.OpGet(owner, clientv3.WithRev(st.Revision))),
+		named("transitions", clientv3.OpGet(transitionsKey(st.Resource), clientv3.WithRev(st.Revision), clientv3.WithKeysOnly())),
+	).commit(ctx, a.cli)
 	if err != nil {
 		return unavailable("observe lock", err)
 	}
-	kvs := holder.Responses[0].GetResponseRange().Kvs
+	kvs := holder.kvs("holder")
 	if len(kvs) == 0 {
 		return fmt.Errorf("authority: observe lock %s: its holder's key is gone at revision %d", st.Resource, st.Revision)
 	}
 	c := a.contender(ctx, kvs[0], epochs, true)
-	if owners := holder.Responses[1].GetResponseRange().Kvs; len(owners) > 0 {
+	if owners := holder.kvs("owner"); len(owners) > 0 {
 		c.Owner = string(owners[0].Value)
 	}
 	st.Holder, st.Waiting = &c, max(resp.Count-1, 0)
-	st.Transitions = versionOf(holder.Responses[2].GetResponseRange().GetKvs())
+	st.Transitions = versionOf(holder.kvs("transitions"))
 	return nil
 }
 

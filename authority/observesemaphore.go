@@ -67,19 +67,19 @@ func (a *Etcd) ObserveSemaphore(ctx context.Context, semaphore string, permits i
 	defer cancel()
 	byAge := clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)
 	limit := int64(permits + maxObserved - 1)
-	txn, err := a.cli.Txn(ctx).Then(
+	read, err := reads(
 		// Sorted by age, each slot's holder (its oldest key) comes before
 		// the slot's other keys: a slot seen within the limit is seen
 		// right. Only keys no permit holder wrote (a line on a slot's own
 		// name) can push a slot past it (holdersPastLimit).
-		clientv3.OpGet(slotsPrefix(semaphore), clientv3.WithPrefix(), byAge, clientv3.WithLimit(limit)),
-		clientv3.OpGet(heldPrefix+url.PathEscape(semaphore+tokens.PermitSeparator), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-		clientv3.OpGet(queueKeyPrefix(semaphore), clientv3.WithPrefix(), byAge, clientv3.WithLimit(limit)),
-	).Commit()
+		named("slots", clientv3.OpGet(slotsPrefix(semaphore), clientv3.WithPrefix(), byAge, clientv3.WithLimit(limit))),
+		named("held", clientv3.OpGet(heldPrefix+url.PathEscape(semaphore+tokens.PermitSeparator), clientv3.WithPrefix(), clientv3.WithKeysOnly())),
+		named("line", clientv3.OpGet(queueKeyPrefix(semaphore), clientv3.WithPrefix(), byAge, clientv3.WithLimit(limit))),
+	).commit(ctx, a.cli)
 	if err != nil {
 		return SemaphoreState{}, unavailable("observe semaphore", err)
 	}
-	rev := txn.Header.Revision
+	rev := read.Header.Revision
 	a.observe(rev)
 	epochs, err := a.epochsAt(ctx)
 	if err != nil {
@@ -89,7 +89,7 @@ func (a *Etcd) ObserveSemaphore(ctx context.Context, semaphore string, permits i
 	for i := range st.Slots {
 		st.Slots[i] = SlotState{Permit: i + 1, Resource: tokens.PermitResource(semaphore, i+1)}
 	}
-	slots := txn.Responses[0].GetResponseRange()
+	slots := read.rangeOf("slots")
 	for _, kv := range slots.Kvs {
 		k := a.slotOf(semaphore, permits, string(kv.Key))
 		if k == 0 || st.Slots[k-1].Holder != nil {
@@ -104,7 +104,7 @@ func (a *Etcd) ObserveSemaphore(ctx context.Context, semaphore string, permits i
 			return SemaphoreState{}, err
 		}
 	}
-	for _, kv := range txn.Responses[1].GetResponseRange().Kvs {
+	for _, kv := range read.kvs("held") {
 		resource, name, ok := heldKeyParts(string(kv.Key))
 		if !ok || name != transitionsName {
 			continue
@@ -113,7 +113,7 @@ func (a *Etcd) ObserveSemaphore(ctx context.Context, semaphore string, permits i
 			st.Slots[k-1].Transitions = kv.Version
 		}
 	}
-	st.line(txn.Responses[2].GetResponseRange().Kvs, txn.Responses[2].GetResponseRange().Count)
+	st.line(read.kvs("line"), read.count("line"))
 	a.holderTTLs(ctx, st.Slots)
 	if err := ctx.Err(); err != nil {
 		// Every TTL would read as 0: that is no observation.
@@ -148,17 +148,18 @@ func (a *Etcd) holdersPastLimit(ctx context.Context, st *SemaphoreState, epochs 
 	for len(missing) > 0 {
 		batch := missing[:min(len(missing), maxTxnReads)]
 		missing = missing[len(batch):]
-		ops := make([]clientv3.Op, len(batch))
+		ops := make([]txnOp, len(batch))
 		for i, k := range batch {
-			ops[i] = clientv3.OpGet(lockKeyPrefix(tokens.PermitResource(st.Semaphore, k)), clientv3.WithPrefix(), clientv3.WithRev(st.Revision),
-				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
+			slot := tokens.PermitResource(st.Semaphore, k)
+			ops[i] = named(slot, clientv3.OpGet(lockKeyPrefix(slot), clientv3.WithPrefix(), clientv3.WithRev(st.Revision),
+				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1)))
 		}
-		resp, err := a.cli.Txn(ctx).Then(ops...).Commit()
+		resp, err := reads(ops...).commit(ctx, a.cli)
 		if err != nil {
 			return unavailable("observe semaphore", err)
 		}
-		for i, k := range batch {
-			if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) > 0 {
+		for _, k := range batch {
+			if kvs := resp.kvs(tokens.PermitResource(st.Semaphore, k)); len(kvs) > 0 {
 				c := a.contender(ctx, kvs[0], epochs, false)
 				c.Token.Permit = k
 				st.Slots[k-1].Holder = &c

@@ -61,19 +61,21 @@ func (a *Etcd) PermitWaiters(ctx context.Context, prefix string, limit int) (_ [
 	// Keep those whose lease has no token record, with their owners.
 	var out []PermitWaiter
 	for chunk := range slices.Chunk(ws, txnOps/2) {
-		ops := make([]clientv3.Op, 0, 2*len(chunk))
+		ops := make([]txnOp, 0, 2*len(chunk))
 		for _, w := range chunk {
-			ops = append(ops, clientv3.OpGet(leaseTokenKey(w.LeaseID), clientv3.WithCountOnly()), clientv3.OpGet(ownerKey(w.LeaseID)))
+			// Named by its line key, which no other waiter has.
+			ops = append(ops, named("token of "+w.lineKey(), clientv3.OpGet(leaseTokenKey(w.LeaseID), clientv3.WithCountOnly())),
+				named("owner of "+w.lineKey(), clientv3.OpGet(ownerKey(w.LeaseID))))
 		}
-		resp, err := a.cli.Txn(ctx).Then(ops...).Commit()
+		resp, err := reads(ops...).commit(ctx, a.cli)
 		if err != nil {
 			return nil, false, unavailable("read the leases in line", err)
 		}
-		for i, w := range chunk {
-			if resp.Responses[2*i].GetResponseRange().Count > 0 {
+		for _, w := range chunk {
+			if resp.count("token of "+w.lineKey()) > 0 {
 				continue // it holds a slot
 			}
-			owner := resp.Responses[2*i+1].GetResponseRange().Kvs
+			owner := resp.kvs("owner of " + w.lineKey())
 			if len(owner) == 0 {
 				continue // it ended since the line was read
 			}
@@ -92,3 +94,6 @@ func (a *Etcd) PermitWaiters(ctx context.Context, prefix string, limit int) (_ [
 	}
 	return out, truncated, nil
 }
+
+// lineKey is w's key in its semaphore's line.
+func (w PermitWaiter) lineKey() string { return queueKeyPrefix(w.Semaphore) + w.LeaseID.String() }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -31,17 +30,20 @@ func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID, owner string) (Renewal
 	signer := ring.Signer()
 	// The owner, its lock-delay record and what re-signing needs, at one
 	// revision.
-	ops := append([]clientv3.Op{clientv3.OpGet(ownerKey(id)), clientv3.OpGet(delayIndexKey(id))}, resignOps(id, signer)...)
-	ops = append(ops, clientv3.OpGet(holdKey(id)))
-	resp, err := a.cli.Txn(ctx).Then(ops...).Commit()
+	ops := append([]txnOp{
+		named("owner", clientv3.OpGet(ownerKey(id))),
+		named("delay", clientv3.OpGet(delayIndexKey(id))),
+		named("hold", clientv3.OpGet(holdKey(id))),
+	}, resignOps(id, signer)...)
+	resp, err := reads(ops...).commit(ctx, a.cli)
 	if err != nil {
 		return Renewal{}, unavailable("read lease owner", err)
 	}
-	if err := ownerIs(resp.Responses[0].GetResponseRange().GetKvs(), id, owner); err != nil {
+	if err := ownerIs(resp.kvs("owner"), id, owner); err != nil {
 		return Renewal{}, err
 	}
 	now := a.now()
-	if pastMaxHold(resp.Responses[len(ops)-1].GetResponseRange().GetKvs(), now) {
+	if pastMaxHold(resp.kvs("hold"), now) {
 		// Cut off: the next holder need not wait out the TTL either.
 		_ = a.markEnding(ctx, id, ending{How: EndRevoked, Actor: GatewayActor, Reason: "held past max_hold"}) // best effort: unmarked, it reads as expired
 		if _, err := a.cli.Revoke(ctx, clientv3.LeaseID(id)); err != nil {
@@ -59,10 +61,10 @@ func (a *Etcd) KeepAlive(ctx context.Context, id LeaseID, owner string) (Renewal
 		return Renewal{}, unavailable("record the renewal", err)
 	}
 	// After the holder's: the delay lease must end after it, by the delay.
-	if err := a.renewDelay(ctx, id, delayOf(resp.Responses[1].GetResponseRange().GetKvs())); err != nil {
+	if err := a.renewDelay(ctx, id, delayOf(resp.kvs("delay"))); err != nil {
 		return Renewal{}, err
 	}
-	return Renewal{TTL: time.Duration(ka.TTL) * time.Second, Token: resign(resp.Responses, 2, ring, signer, owner)}, nil
+	return Renewal{TTL: time.Duration(ka.TTL) * time.Second, Token: resign(resp, ring, signer, owner)}, nil
 }
 
 // Renewal is a lease renewed.
@@ -77,25 +79,25 @@ type Renewal struct {
 // resignOps are the reads, for a keepalive's transaction, that resign
 // needs: the lease's token record, the epoch key, and whether signer is
 // in service.
-func resignOps(id LeaseID, signer string) []clientv3.Op {
-	return []clientv3.Op{
-		clientv3.OpGet(leaseTokenKey(id)),
-		clientv3.OpGet(epochKey),
-		clientv3.OpGet(keysPrefix+signer, clientv3.WithCountOnly()),
+func resignOps(id LeaseID, signer string) []txnOp {
+	return []txnOp{
+		named("token record", clientv3.OpGet(leaseTokenKey(id))),
+		named("epoch", clientv3.OpGet(epochKey)),
+		named(signerRead, clientv3.OpGet(keysPrefix+signer, clientv3.WithCountOnly())),
 	}
 }
 
 // resign signs the token of owner's lease again with signer, from the
-// results of resignOps (resps, from index i). It does not when the lease
+// results of resignOps in r. It does not when the lease
 // has no record (granted before records were kept), when signer is older
 // than the key that signed its grant (this process's keys are behind, or
 // its clock: the record would no longer bound the keys the holder's
 // tokens carry) or is not in service, or when the epoch changed since the
 // grant: the token's epoch is then not the current one, and no signature
 // makes it current.
-func resign(resps []*etcdserverpb.ResponseOp, i int, ring *tokens.Keyring, signer, owner string) tokens.Token {
-	rec := resps[i].GetResponseRange().GetKvs()
-	if len(rec) == 0 || !signerInService(resps, i+2) {
+func resign(r txnResult, ring *tokens.Keyring, signer, owner string) tokens.Token {
+	rec := r.kvs("token record")
+	if len(rec) == 0 || !signerInService(r) {
 		return tokens.Token{}
 	}
 	var lt leaseToken
@@ -103,7 +105,7 @@ func resign(resps []*etcdserverpb.ResponseOp, i int, ring *tokens.Keyring, signe
 		return tokens.Token{}
 	}
 	revision := rec[0].CreateRevision
-	epochKVs := resps[i+1].GetResponseRange().GetKvs()
+	epochKVs := r.kvs("epoch")
 	if len(epochKVs) > 0 && epochKVs[0].ModRevision >= revision {
 		return tokens.Token{}
 	}

@@ -122,18 +122,17 @@ type retirement struct {
 func (a *Etcd) planRetirement(ctx context.Context, opts RetireOptions) (retirement, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	resp, err := a.cli.Txn(ctx).Then(
-		clientv3.OpGet(keysPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend)),
-		clientv3.OpGet(leaseTokenPrefix, clientv3.WithPrefix()),
-		clientv3.OpGet(ownerPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-		clientv3.OpGet(queuesPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-	).Commit()
+	resp, err := reads(
+		named("keys", clientv3.OpGet(keysPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))),
+		named("token records", clientv3.OpGet(leaseTokenPrefix, clientv3.WithPrefix())),
+		named("owners", clientv3.OpGet(ownerPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())),
+		named("lines", clientv3.OpGet(queuesPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())),
+	).commit(ctx, a.cli)
 	if err != nil {
 		return retirement{}, unavailable("read signing keys and leases", err)
 	}
-	kvs := resp.Responses[0].GetResponseRange().GetKvs()
-	leases := liveLeases(resp.Responses[1].GetResponseRange().GetKvs(), resp.Responses[2].GetResponseRange().GetKvs(),
-		resp.Responses[3].GetResponseRange().GetKvs())
+	kvs := resp.kvs("keys")
+	leases := liveLeases(resp.kvs("token records"), resp.kvs("owners"), resp.kvs("lines"))
 	infos := keyInfos(kvs, keysPrefix, time.Now())
 	keep := opts.Keep
 	for i, k := range infos {
@@ -207,8 +206,7 @@ func liveLeases(records, owners, queued []*mvccpb.KeyValue) []LiveLease {
 func (a *Etcd) commitRetirement(ctx context.Context, p retirement, force bool) (bool, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	var cmps []clientv3.Cmp
-	var ops []clientv3.Op
+	var t txn
 	now := time.Now().UTC()
 	for _, kv := range p.retire {
 		id := strings.TrimPrefix(string(kv.Key), keysPrefix)
@@ -221,13 +219,13 @@ func (a *Etcd) commitRetirement(ctx context.Context, p retirement, force bool) (
 		if err != nil {
 			return false, err
 		}
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision))
+		t.ifs = append(t.ifs, clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision))
 		if !force {
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(signedByPrefix+id+"/").WithPrefix(), "<", p.revision+1))
+			t.ifs = append(t.ifs, clientv3.Compare(clientv3.ModRevision(signedByPrefix+id+"/").WithPrefix(), "<", p.revision+1))
 		}
-		ops = append(ops, clientv3.OpDelete(string(kv.Key)), clientv3.OpPut(retiredKeysPrefix+id, string(value)))
+		t.then = append(t.then, named("delete "+id, clientv3.OpDelete(string(kv.Key))), named("retire "+id, clientv3.OpPut(retiredKeysPrefix+id, string(value))))
 	}
-	resp, err := a.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	resp, err := t.commit(ctx, a.cli)
 	if err != nil {
 		return false, unavailable("retire signing keys", err)
 	}

@@ -37,13 +37,17 @@ type LeaseInfo struct {
 func (a *Etcd) LeaseInfo(ctx context.Context, id LeaseID) (LeaseInfo, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	resp, err := a.cli.Txn(ctx).Then(clientv3.OpGet(ownerKey(id)), clientv3.OpGet(leaseTokenKey(id)), clientv3.OpGet(grantedKey(id)),
-		clientv3.OpGet(permitWaitKey(id))).Commit()
+	resp, err := reads(
+		named("owner", clientv3.OpGet(ownerKey(id))),
+		named("token record", clientv3.OpGet(leaseTokenKey(id))),
+		named("granted", clientv3.OpGet(grantedKey(id))),
+		named("permit wait", clientv3.OpGet(permitWaitKey(id))),
+	).commit(ctx, a.cli)
 	if err != nil {
 		return LeaseInfo{}, unavailable("read the lease", err)
 	}
-	owner, rec := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
-	if wait := resp.Responses[3].GetResponseRange().Kvs; len(owner) > 0 && len(rec) == 0 && len(wait) > 0 {
+	owner, rec := resp.kvs("owner"), resp.kvs("token record")
+	if wait := resp.kvs("permit wait"); len(owner) > 0 && len(rec) == 0 && len(wait) > 0 {
 		return LeaseInfo{ID: id, Resource: string(wait[0].Value), Owner: string(owner[0].Value), Waiting: true}, nil
 	}
 	if len(owner) == 0 || len(rec) == 0 {
@@ -59,7 +63,7 @@ func (a *Etcd) LeaseInfo(ctx context.Context, id LeaseID) (LeaseInfo, error) {
 	}
 	info := LeaseInfo{ID: id, Resource: lt.Resource, Owner: string(owner[0].Value),
 		Token: tokens.Token{Epoch: epochs(rec[0].CreateRevision), Revision: rec[0].CreateRevision, Permit: lt.Permit}}
-	if g := resp.Responses[2].GetResponseRange().Kvs; len(g) > 0 {
+	if g := resp.kvs("granted"); len(g) > 0 {
 		_, _, held, ok := parseGranted(string(g[0].Value))
 		info.Waiting = ok && !held
 	}

@@ -110,10 +110,10 @@ func (a *Etcd) rewrapKey(ctx context.Context, keks *kek.Ring, k keyKV) (KeyRewra
 	}
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	resp, err := a.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(string(k.kv.Key)), "=", k.kv.ModRevision)).
-		Then(clientv3.OpPut(string(k.kv.Key), string(value))).
-		Commit()
+	resp, err := txn{
+		ifs:  []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(string(k.kv.Key)), "=", k.kv.ModRevision)},
+		then: []txnOp{named("key", clientv3.OpPut(string(k.kv.Key), string(value)))},
+	}.commit(ctx, a.cli)
 	if err != nil {
 		return r, false, unavailable("rewrap signing key "+k.id, err)
 	}

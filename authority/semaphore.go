@@ -87,17 +87,17 @@ func (a *Etcd) lockPermit(ctx context.Context, semaphore string, id LeaseID, opt
 	qpfx := queueKeyPrefix(semaphore)
 	qkey := qpfx + id.String()
 	lease := clientv3.WithLease(clientv3.LeaseID(id))
-	ops := []clientv3.Op{
-		clientv3.OpPut(qkey, opts.Value, lease),
-		clientv3.OpPut(permitWaitKey(id), semaphore, lease),
-		clientv3.OpPut(ownerKey(id), opts.Owner, lease),
-		clientv3.OpPut(clientKey(opts.Owner, id), "", lease),
+	ops := []txnOp{
+		named("line key", clientv3.OpPut(qkey, opts.Value, lease)),
+		named("permit wait", clientv3.OpPut(permitWaitKey(id), semaphore, lease)),
+		named("owner", clientv3.OpPut(ownerKey(id), opts.Owner, lease)),
+		named("client index", clientv3.OpPut(clientKey(opts.Owner, id), "", lease)),
 	}
 	if opts.Observer != "" {
-		ops = append(ops, clientv3.OpPut(grantedKey(id), grantedValue(a.now(), opts.Observer, false), lease))
+		ops = append(ops, named("granted", clientv3.OpPut(grantedKey(id), grantedValue(a.now(), opts.Observer, false), lease)))
 	}
 	tctx, cancel := bounded(ctx)
-	resp, err := a.cli.Txn(tctx).Then(ops...).Commit()
+	resp, err := txn{then: ops}.commit(tctx, a.cli)
 	cancel()
 	if err != nil {
 		return Lease{}, unavailable("join the semaphore's line", err)
@@ -245,16 +245,15 @@ func (a *Etcd) claimSlot(ctx context.Context, semaphore string, id LeaseID, opts
 		}
 		slot := tokens.PermitResource(semaphore, free)
 		spfx := lockKeyPrefix(slot)
-		ops := append([]clientv3.Op{
-			clientv3.OpPut(spfx+id.String(), opts.Value, lease),
-			clientv3.OpGet(epochKey),
+		ops := append([]txnOp{
+			named("slot key", clientv3.OpPut(spfx+id.String(), opts.Value, lease)),
+			named("epoch", clientv3.OpGet(epochKey)),
 		}, signerOps(slot, free, signer, id)...)
-		const signerRead = 4 // signerOps's last
 		if opts.Observer != "" {
-			ops = append(ops, clientv3.OpPut(grantedKey(id), grantedValue(a.now(), opts.Observer, true), lease))
+			ops = append(ops, named("granted", clientv3.OpPut(grantedKey(id), grantedValue(a.now(), opts.Observer, true), lease)))
 		}
 		tctx, cancel := bounded(ctx)
-		resp, err := a.cli.Txn(tctx).If(clientv3.Compare(clientv3.Version(spfx).WithPrefix(), "=", 0)).Then(ops...).Commit()
+		resp, err := txn{ifs: []clientv3.Cmp{clientv3.Compare(clientv3.Version(spfx).WithPrefix(), "=", 0)}, then: ops}.commit(tctx, a.cli)
 		cancel()
 		if err != nil {
 			return Lease{}, leaseError("claim a permit slot", err)
@@ -263,12 +262,12 @@ func (a *Etcd) claimSlot(ctx context.Context, semaphore string, id LeaseID, opts
 		if !resp.Succeeded {
 			continue // another admitted lease took it first
 		}
-		epoch, err := epochOf(resp.Responses[1].GetResponseRange().Kvs)
+		epoch, err := epochOf(resp.kvs("epoch"))
 		if err != nil {
 			return Lease{}, err
 		}
 		l := Lease{ID: id, Resource: slot, Token: tokens.Token{Epoch: epoch, Revision: resp.Header.Revision, Permit: free}}
-		if signerInService(resp.Responses, signerRead) {
+		if signerInService(resp) {
 			l.signer = signer
 		}
 		return l, nil

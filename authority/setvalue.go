@@ -26,15 +26,15 @@ func (a *Etcd) SetValue(ctx context.Context, id LeaseID, owner, value string) er
 	}
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	resp, err := a.cli.Txn(ctx).Then(clientv3.OpGet(ownerKey(id)), clientv3.OpGet(leaseTokenKey(id))).Commit()
+	resp, err := reads(named("owner", clientv3.OpGet(ownerKey(id))), named("token record", clientv3.OpGet(leaseTokenKey(id)))).commit(ctx, a.cli)
 	if err != nil {
 		return unavailable("read lease owner", err)
 	}
-	if err := ownerIs(resp.Responses[0].GetResponseRange().GetKvs(), id, owner); err != nil {
+	if err := ownerIs(resp.kvs("owner"), id, owner); err != nil {
 		return err
 	}
 	var lt leaseToken
-	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) == 0 || json.Unmarshal(kvs[0].Value, &lt) != nil {
+	if kvs := resp.kvs("token record"); len(kvs) == 0 || json.Unmarshal(kvs[0].Value, &lt) != nil {
 		return fmt.Errorf("lease %s: %w: it has no record of its lock", id, ErrLeaseNotFound)
 	}
 	for range setValueTries {
@@ -52,10 +52,13 @@ func (a *Etcd) SetValue(ctx context.Context, id LeaseID, owner, value string) er
 		}
 		rec.Value = value
 		b, _ := json.Marshal(rec) // strings only: cannot fail
-		put, err := a.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(holderRecordKey(lt.Resource)), "=", held.Kvs[0].ModRevision)).Then(
-			clientv3.OpPut(holderRecordKey(lt.Resource), string(b), clientv3.WithIgnoreLease()),
-			clientv3.OpPut(lockKeyPrefix(lt.Resource)+id.String(), value, clientv3.WithIgnoreLease()),
-		).Commit()
+		put, err := txn{
+			ifs: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(holderRecordKey(lt.Resource)), "=", held.Kvs[0].ModRevision)},
+			then: []txnOp{
+				named("holder record", clientv3.OpPut(holderRecordKey(lt.Resource), string(b), clientv3.WithIgnoreLease())),
+				named("lock key", clientv3.OpPut(lockKeyPrefix(lt.Resource)+id.String(), value, clientv3.WithIgnoreLease())),
+			},
+		}.commit(ctx, a.cli)
 		if err != nil {
 			return leaseError("set the value", err)
 		}

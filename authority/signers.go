@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -52,25 +51,26 @@ var errKeysChanged = errors.New("the signing keys changed while the grant was re
 // lease's lock key, that record keyID as the signer of its token, and a
 // read of whether keyID is still in service at that revision: if it is,
 // any retirement of it comes later and finds the record.
-func signerOps(resource string, permit int, keyID string, id LeaseID) []clientv3.Op {
+func signerOps(resource string, permit int, keyID string, id LeaseID) []txnOp {
 	lease := clientv3.WithLease(clientv3.LeaseID(id))
-	return []clientv3.Op{
-		clientv3.OpPut(signedByKey(keyID, id), resource, lease),
-		clientv3.OpPut(leaseTokenKey(id), leaseTokenValue(resource, permit, keyID), lease),
-		clientv3.OpGet(keysPrefix+keyID, clientv3.WithCountOnly()),
+	return []txnOp{
+		named("signed by", clientv3.OpPut(signedByKey(keyID, id), resource, lease)),
+		named("token record", clientv3.OpPut(leaseTokenKey(id), leaseTokenValue(resource, permit, keyID), lease)),
+		named(signerRead, clientv3.OpGet(keysPrefix+keyID, clientv3.WithCountOnly())),
 	}
 }
+
+// signerRead names the read, in signerOps and resignOps, of whether the
+// signing key is in service.
+const signerRead = "signer in service"
 
 func leaseTokenValue(resource string, permit int, keyID string) string {
 	b, _ := json.Marshal(leaseToken{Resource: resource, Permit: permit, Key: keyID}) // strings and a number: cannot fail
 	return string(b)
 }
 
-// signerInService reads the last of signerOps's results, at index i of a
-// transaction's responses.
-func signerInService(resps []*etcdserverpb.ResponseOp, i int) bool {
-	return resps[i].GetResponseRange().GetCount() > 0
-}
+// signerInService reads signerOps's read of the signing key.
+func signerInService(r txnResult) bool { return r.count(signerRead) > 0 }
 
 // recordNewSigner runs when the key this process meant to sign a grant
 // with (old) was retired before the grant was recorded: this process's
@@ -85,12 +85,14 @@ func (a *Etcd) recordNewSigner(ctx context.Context, resource string, permit int,
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	lease := clientv3.WithLease(clientv3.LeaseID(id))
-	resp, err := a.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(keysPrefix+signer), ">", 0)).
-		Then(clientv3.OpDelete(signedByKey(old, id)),
-			clientv3.OpPut(signedByKey(signer, id), resource, lease),
-			clientv3.OpPut(leaseTokenKey(id), leaseTokenValue(resource, permit, signer), lease)).
-		Commit()
+	resp, err := txn{
+		ifs: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(keysPrefix+signer), ">", 0)},
+		then: []txnOp{
+			named("old signer", clientv3.OpDelete(signedByKey(old, id))),
+			named("signed by", clientv3.OpPut(signedByKey(signer, id), resource, lease)),
+			named("token record", clientv3.OpPut(leaseTokenKey(id), leaseTokenValue(resource, permit, signer), lease)),
+		},
+	}.commit(ctx, a.cli)
 	switch {
 	case err != nil:
 		return nil, "", unavailable("record the signing key", err)

@@ -104,18 +104,17 @@ func (a *Etcd) pruneIdleTransitions(ctx context.Context, resources []string) (in
 // says how many it deleted (another replica's janitor may have been
 // first) and whether the compares held.
 func (a *Etcd) deleteIfIdle(ctx context.Context, resources []string) (deleted int64, idle bool, _ error) {
-	var ifs []clientv3.Cmp
-	var thens []clientv3.Op
+	var t txn
 	for _, r := range resources {
-		ifs = append(ifs,
+		t.ifs = append(t.ifs,
 			clientv3.Compare(clientv3.CreateRevision(holderRecordKey(r)), "=", 0),
 			// Over a range: true only if no key is in it.
 			clientv3.Compare(clientv3.CreateRevision(lockKeyPrefix(r)), "=", 0).WithPrefix())
-		thens = append(thens, clientv3.OpDelete(transitionsKey(r)))
+		t.then = append(t.then, named(r, clientv3.OpDelete(transitionsKey(r))))
 	}
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	resp, err := a.cli.Txn(ctx).If(ifs...).Then(thens...).Commit()
+	resp, err := t.commit(ctx, a.cli)
 	if err != nil {
 		return 0, false, unavailable("prune transitions keys", err)
 	}
@@ -123,8 +122,8 @@ func (a *Etcd) deleteIfIdle(ctx context.Context, resources []string) (deleted in
 	if !resp.Succeeded {
 		return 0, false, nil
 	}
-	for _, r := range resp.Responses {
-		deleted += r.GetResponseDeleteRange().GetDeleted()
+	for _, r := range resources {
+		deleted += resp.deleted(r)
 	}
 	return deleted, true, nil
 }
