@@ -15,6 +15,20 @@
 // TokenFloor (floor.go) names a token below all of them: how far the
 // fence floor may rise, for pruning fence rows.
 //
+// # Leases apart from locks
+//
+// As etcd keeps concurrency.Session apart from Mutex, the lease and the
+// lock it holds live apart. The lease (lease.go): its owner, its renewal
+// and re-signing (leaserenew.go, signers.go), its release and abandonment
+// (leaserelease.go), how it ended (leaseend.go), its hold records and the
+// reaper (holdbound.go). The lock (lock.go): the key in line, the holder,
+// the wait for a turn (lockwait.go), lock-delay (lockdelay.go), the
+// holder's record (holderrecord.go), a semaphore's line and slots
+// (semaphore.go). Acquire (acquire.go) takes a lease and then its lock;
+// an idempotent acquisition (acquirekey.go) joins the lease of its first
+// attempt. Every etcd transaction is built of named operations, and its
+// responses are read by name (txn.go).
+//
 // # Semaphores
 //
 // A semaphore of N permits (AcquireOptions.Permits) admits the first N
@@ -42,7 +56,7 @@
 // (keys.go, loaded by keyload.go); a rotated key is loaded by every
 // replica before it signs. Each lease records which key signed its grant
 // (signers.go), a keepalive signs its token again with the newest key
-// (renew.go), and RetireKeys (retire.go) keeps every key a live lease may
+// (leaserenew.go), and RetireKeys (retire.go) keeps every key a live lease may
 // hold a token of. A retired key is kept aside only to name the refusal of
 // its tokens. A signature no loaded key verifies is checked against etcd,
 // and is unavailable, not refused, when etcd cannot be asked.

@@ -9,7 +9,7 @@ import (
 // A transitions key (holderrecord.go) is written at every grant and would
 // otherwise stay forever: one per resource ever locked. It counts grants
 // for people (observation, watches, inspect, the status page) and for
-// nothing else: a token is its lock key's create revision (lease.go), the
+// nothing else: a token is its lock key's create revision (lock.go), the
 // fence floor reads only lock keys (floor.go), and no transaction of a
 // grant, renewal or release compares it. So deleting it can change no
 // token and no fencing decision; it only restarts the lock's count, which

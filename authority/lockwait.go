@@ -1,0 +1,115 @@
+package authority
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// errOwnKeyGone ends a wait whose own lock key was deleted.
+var errOwnKeyGone = fmt.Errorf("authority: the waiting lease expired or was revoked: %w", ErrLeaseNotFound)
+
+// waitTurn waits until the waiter whose lock key is key (created at rev)
+// is first in line, or its own key is gone: a waiter whose lease expires
+// while it queues (the gateway paused, etcd's keepalives late) is told at
+// once, not when the holder leaves.
+func (a *Etcd) waitTurn(ctx context.Context, pfx, key string, rev int64) error {
+	return a.whileKeyLives(ctx, key, rev, func(ctx context.Context) error {
+		return a.waitPredecessors(ctx, pfx, rev-1)
+	})
+}
+
+// whileKeyLives runs wait, cut short with errOwnKeyGone if key (created
+// at rev) is deleted meanwhile.
+func (a *Etcd) whileKeyLives(ctx context.Context, key string, rev int64, wait func(context.Context) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watching := make(chan struct{})
+	go func() { // owned: ends with ctx, which ends when waitTurn returns
+		defer close(watching)
+		for wr := range a.cli.Watch(ctx, key, clientv3.WithRev(rev+1), clientv3.WithFilterPut()) {
+			if len(wr.Events) > 0 {
+				cancel(errOwnKeyGone)
+				return
+			}
+		}
+	}()
+	err := wait(ctx)
+	if cause := context.Cause(ctx); errors.Is(cause, errOwnKeyGone) {
+		err = cause
+	}
+	cancel(nil)
+	<-watching
+	return err
+}
+
+// waitPredecessors returns once no key of pfx created at or before maxRev
+// remains. Each round watches only the newest such key.
+func (a *Etcd) waitPredecessors(ctx context.Context, pfx string, maxRev int64) error {
+	opts := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(maxRev))
+	for {
+		resp, err := a.cli.Get(ctx, pfx, opts...)
+		if err != nil {
+			return err
+		}
+		a.observe(resp.Header.Revision)
+		if len(resp.Kvs) == 0 {
+			return nil
+		}
+		if err := a.waitDelete(ctx, string(resp.Kvs[0].Key), resp.Header.Revision); err != nil {
+			return err
+		}
+	}
+}
+
+// keepWaitingAlive renews lease id until ctx ends: a waiter's lease must
+// outlive a wait longer than its TTL.
+func (a *Etcd) keepWaitingAlive(ctx context.Context, id LeaseID) error {
+	acks, err := a.cli.KeepAlive(ctx, clientv3.LeaseID(id))
+	if err != nil {
+		return unavailable("keep waiting lease alive", err)
+	}
+	go func() {
+		for range acks { // closed when ctx ends
+		}
+	}()
+	return nil
+}
+
+// waitDelete returns at the deletion of key from revision rev on.
+func (a *Etcd) waitDelete(ctx context.Context, key string, rev int64) error {
+	return a.awaitDeletion(ctx, "the lock", key, rev, anyDeletion)
+}
+
+// anyDeletion ends an awaitDeletion at the first deletion.
+func anyDeletion(*mvccpb.KeyValue) bool { return true }
+
+// awaitDeletion returns once enough, told of each deletion the watch of
+// key (with opts) sees from revision rev on (the key as it was, when opts
+// ask for it with clientv3.WithPrevKV), says so, or when etcd compacted
+// past rev: the history since rev is gone, so nothing is reported missed
+// and the caller reads again. waitingFor names what the caller waits for.
+func (a *Etcd) awaitDeletion(ctx context.Context, waitingFor, key string, rev int64, enough func(prev *mvccpb.KeyValue) bool, opts ...clientv3.OpOption) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for wr := range a.cli.Watch(wctx, key, append(opts, clientv3.WithRev(rev))...) {
+		if wr.CompactRevision != 0 {
+			return nil
+		}
+		if err := wr.Err(); err != nil {
+			return err
+		}
+		for _, ev := range wr.Events {
+			if ev.Type == mvccpb.DELETE && enough(ev.PrevKv) {
+				return nil
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.New("authority: watch closed while waiting for " + waitingFor)
+}
