@@ -2,6 +2,7 @@ package authority
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -74,77 +75,54 @@ func (a *Etcd) Acquire(ctx context.Context, resource string, opts AcquireOptions
 		return Lease{}, err
 	}
 	signer := ring.Signer()
-	for opts.Key != "" {
-		// A retry of an acquisition whose lease lives joins it.
-		resp, err := a.cli.Get(ctx, acquisitionKey(opts.Owner, opts.Key))
-		if err != nil {
-			return Lease{}, unavailable("read the acquisition", err)
-		}
-		if len(resp.Kvs) == 0 {
-			break
-		}
-		rec, err := parseAcquisition(resp.Kvs[0].Value)
-		if err != nil {
-			return Lease{}, err
-		}
-		if l, ok, err := a.join(ctx, resource, rec, opts); ok || err != nil {
-			return l, err
-		}
-	}
-	if err := a.checkHeld(ctx, opts); err != nil {
-		return Lease{}, err
-	}
-	gctx, cancel := bounded(ctx)
-	grant, err := a.cli.Grant(gctx, int64((ttl+time.Second-1)/time.Second))
-	cancel()
-	if err != nil {
-		return Lease{}, unavailable("grant lease", err)
-	}
-	id := LeaseID(grant.ID)
-	if opts.Key != "" {
-		rec, first, err := a.claimAcquisition(ctx, resource, id, opts)
-		if err == nil && !first {
-			// Another attempt with the key was first, a moment ago.
-			a.Abandon(ctx, id, opts.Owner)
-			l, ok, err := a.join(ctx, resource, rec, opts)
-			if !ok && err == nil {
-				err = fmt.Errorf("%w: another attempt with this key was under way and ended without a lease; send it again", ErrUnavailable)
+	for {
+		lease, err := a.acquireOnce(ctx, resource, opts, signer)
+		var earlier *earlierAttempt
+		if errors.As(err, &earlier) {
+			// A retry of an acquisition whose lease lives joins it; one
+			// whose lease is gone starts afresh.
+			if l, ok, err := a.join(ctx, resource, earlier.rec, opts); ok || err != nil {
+				return l, err
 			}
-			return l, err
+			continue
 		}
 		if err != nil {
-			a.Abandon(ctx, id, opts.Owner)
 			return Lease{}, err
 		}
+		if lease.signer != signer {
+			// Its grant recorded the key that signs now, loaded since.
+			if ring, err = a.keyring(ctx); err != nil {
+				a.Abandon(ctx, lease.ID, opts.Owner)
+				return Lease{}, err
+			}
+		}
+		a.transitions.Add(1)
+		// The token is a capability: good for this resource and this
+		// owner, signed by the key recorded with the lease.
+		lease.Token, _ = ring.SignWith(lease.signer, lease.Token, lease.Resource, opts.Owner)
+		return lease, nil
 	}
-	var lease Lease
-	if opts.Permits > 0 {
-		lease, err = a.lockPermit(ctx, resource, id, opts, signer)
-	} else {
-		lease, err = a.lock(ctx, resource, id, opts, signer)
-	}
-	if err == nil && lease.signer == "" {
-		ring, lease.signer, err = a.recordNewSigner(ctx, lease.Resource, lease.Token.Permit, id, signer)
-	}
-	if err == nil {
-		// From the grant: a wait in line is no hold.
-		err = a.recordHold(ctx, id, time.Duration(grant.TTL)*time.Second, opts.MaxHold, grantOps(lease, opts.Value)...)
-	}
-	if err == nil && opts.Key != "" {
-		// Not under ctx: a caller that goes away while the record is
-		// written would see its commit as failed and abandon the lease
-		// that a retry with the key has already read as granted and been
-		// given. Its retry is what a keyed lease waits for.
-		err = a.grantedAcquisition(context.WithoutCancel(ctx), lease, opts)
-	}
+}
+
+// acquireOnce grants a lease (leasegrant.go) and takes resource's lock
+// with it (lock.go), or a permit (semaphore.go), signing with signer:
+// as etcd's Session and Mutex, a lease and then its lock. On any failure
+// the lease is abandoned; *earlierAttempt says another attempt with
+// opts.Key was first.
+func (a *Etcd) acquireOnce(ctx context.Context, resource string, opts AcquireOptions, signer string) (Lease, error) {
+	g, err := a.grantLease(ctx, opts)
 	if err != nil {
-		a.Abandon(ctx, id, opts.Owner)
 		return Lease{}, err
 	}
-	lease.TTL = time.Duration(grant.TTL) * time.Second
-	a.transitions.Add(1)
-	// The token is a capability: good for this resource and this owner,
-	// signed by the key recorded with the lease.
-	lease.Token, _ = ring.SignWith(lease.signer, lease.Token, lease.Resource, opts.Owner)
+	take := a.lock
+	if opts.Permits > 0 {
+		take = a.lockPermit
+	}
+	lease, err := take(ctx, resource, g, opts, signer)
+	if err != nil {
+		a.Abandon(ctx, g.id, opts.Owner)
+		return Lease{}, err
+	}
+	lease.TTL = g.ttl
 	return lease, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -33,7 +34,9 @@ func acquisitionKey(owner, key string) string {
 	return acquisitionsPrefix + url.PathEscape(owner) + "/" + url.PathEscape(key)
 }
 
-// acquisition is what the record holds.
+// acquisition is what the record holds. A record created granted, in
+// the transaction that granted its lock (lockgrant.go), has no Revision:
+// it is the record's own create revision, the token's.
 type acquisition struct {
 	Lease    string `json:"lease"`
 	Resource string `json:"resource"`
@@ -45,10 +48,38 @@ type acquisition struct {
 	Signer   string `json:"signer,omitempty"`
 }
 
-// claimAcquisition records lease id as the acquisition of opts.Key, unless
-// another attempt did first: then it returns that attempt's record (ok
-// false), and id is the caller's to give back.
-func (a *Etcd) claimAcquisition(ctx context.Context, resource string, id LeaseID, opts AcquireOptions) (acquisition, bool, error) {
+// earlierAttempt is an acquisition whose key an earlier attempt recorded:
+// this one is its retry, and joins its lease (join) instead of taking
+// one of its own.
+type earlierAttempt struct{ rec acquisition }
+
+func (e *earlierAttempt) Error() string {
+	return "authority: an earlier attempt with this acquisition key has lease " + e.rec.Lease
+}
+
+// lookUpAcquisition reads the record of opts.Key: *earlierAttempt if an
+// attempt recorded it.
+func (a *Etcd) lookUpAcquisition(ctx context.Context, opts AcquireOptions) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	resp, err := a.cli.Get(ctx, acquisitionKey(opts.Owner, opts.Key))
+	if err != nil {
+		return unavailable("read the acquisition", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil
+	}
+	rec, err := parseAcquisition(resp.Kvs[0])
+	if err != nil {
+		return err
+	}
+	return &earlierAttempt{rec: rec}
+}
+
+// claimAcquisition records lease id, waiting in line, as the acquisition
+// of opts.Key, unless another attempt did first: *earlierAttempt, and id
+// is the caller's to give back.
+func (a *Etcd) claimAcquisition(ctx context.Context, resource string, id LeaseID, opts AcquireOptions) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	key := acquisitionKey(opts.Owner, opts.Key)
@@ -60,39 +91,36 @@ func (a *Etcd) claimAcquisition(ctx context.Context, resource string, id LeaseID
 		els:  []txnOp{named("other attempt", clientv3.OpGet(key))},
 	}.commit(ctx, a.cli)
 	if err != nil {
-		return acquisition{}, false, unavailable("record the acquisition", err)
+		return unavailable("record the acquisition", err)
 	}
 	if resp.Succeeded {
-		return rec, true, nil
+		return nil
 	}
-	other, err := parseAcquisition(resp.kvs("other attempt")[0].Value)
-	return other, false, err
+	other, err := parseAcquisition(resp.kvs("other attempt")[0])
+	if err != nil {
+		return err
+	}
+	return &earlierAttempt{rec: other}
 }
 
-// grantedAcquisition records that lease's acquisition holds the lock, with
-// what a retry needs to answer as the first attempt did.
-func (a *Etcd) grantedAcquisition(ctx context.Context, l Lease, opts AcquireOptions) error {
-	ctx, cancel := bounded(ctx)
-	defer cancel()
+// grantedAcquisitionOp records that lease l's acquisition holds its lock,
+// with what a retry needs to answer as the first attempt did, for the
+// transaction that records the grant. A token of revision 0 is the one
+// that transaction issues: the record, created in it, has its revision.
+func grantedAcquisitionOp(l Lease, opts AcquireOptions) txnOp {
 	rec := acquisition{Lease: l.ID.String(), Resource: semaphoreOf(l), TTL: int64(opts.TTL / time.Second), Granted: true,
 		Epoch: l.Token.Epoch, Revision: l.Token.Revision, Permit: l.Token.Permit, Signer: l.signer}
 	b, _ := json.Marshal(rec)
-	key := acquisitionKey(opts.Owner, opts.Key)
-	// Only while the record is still there: a lease that ended this
-	// instant must not be recorded as granted.
-	if _, err := (txn{
-		ifs:  []clientv3.Cmp{clientv3.Compare(clientv3.Version(key), ">", 0)},
-		then: []txnOp{named("acquisition", clientv3.OpPut(key, string(b), clientv3.WithLease(clientv3.LeaseID(l.ID))))},
-	}).commit(ctx, a.cli); err != nil {
-		return unavailable("record the grant", err)
-	}
-	return nil
+	return named("acquisition", clientv3.OpPut(acquisitionKey(opts.Owner, opts.Key), string(b), clientv3.WithLease(clientv3.LeaseID(l.ID))))
 }
 
-func parseAcquisition(b []byte) (acquisition, error) {
+func parseAcquisition(kv *mvccpb.KeyValue) (acquisition, error) {
 	var rec acquisition
-	if err := json.Unmarshal(b, &rec); err != nil || rec.Lease == "" {
-		return acquisition{}, fmt.Errorf("authority: an acquisition record that fencegw did not write: %q", b)
+	if err := json.Unmarshal(kv.Value, &rec); err != nil || rec.Lease == "" {
+		return acquisition{}, fmt.Errorf("authority: an acquisition record that fencegw did not write: %q", kv.Value)
+	}
+	if rec.Granted && rec.Revision == 0 {
+		rec.Revision = kv.CreateRevision
 	}
 	return rec, nil
 }
@@ -120,7 +148,7 @@ func (a *Etcd) join(ctx context.Context, resource string, rec acquisition, opts 
 		case len(resp.Kvs) == 0:
 			return Lease{}, false, nil // gone: start afresh
 		}
-		if rec, err = parseAcquisition(resp.Kvs[0].Value); err != nil {
+		if rec, err = parseAcquisition(resp.Kvs[0]); err != nil {
 			return Lease{}, false, err
 		}
 		if rec.Granted {

@@ -119,6 +119,33 @@ func epochOf(kvs []*mvccpb.KeyValue) (int64, error) {
 	return n, nil
 }
 
+// epochAt is the epoch key as read: its epoch, and the revision it was
+// written at (0: it was not there, and the epoch is DefaultEpoch).
+type epochAt struct{ epoch, modRevision int64 }
+
+// seenEpoch is the epoch key as this process last read it; before any
+// read, as a cluster fencegw never bumped has it.
+func (a *Etcd) seenEpoch() epochAt {
+	if e := a.epochRead.Load(); e != nil {
+		return *e
+	}
+	return epochAt{epoch: tokens.DefaultEpoch}
+}
+
+// sawEpoch records a read of the epoch key. Reads that race may store an
+// older one last: then the next grant that compares it reads it again.
+func (a *Etcd) sawEpoch(kvs []*mvccpb.KeyValue) {
+	epoch, err := epochOf(kvs)
+	if err != nil {
+		return
+	}
+	e := epochAt{epoch: epoch}
+	if len(kvs) > 0 {
+		e.modRevision = kvs[0].ModRevision
+	}
+	a.epochRead.Store(&e)
+}
+
 // SetEpoch writes the epoch key. Only `fencegw epoch bump` calls it, after
 // PostgreSQL has recorded the new epoch.
 func (a *Etcd) SetEpoch(ctx context.Context, epoch int64) error {

@@ -62,6 +62,10 @@ type Etcd struct {
 	dbSize, dbInUse atomic.Int64 // etcd's store, as ReadStoreSize last found it
 
 	transitions atomic.Int64 // grants this process recorded (Transitions)
+
+	// epochRead is the epoch key as this process last read it: a grant
+	// compares it instead of reading it (lockgrant.go). nil: not read yet.
+	epochRead atomic.Pointer[epochAt]
 }
 
 // NewEtcd returns the authority for cli, at DefaultEpoch until Resume sets

@@ -75,22 +75,14 @@ func parseHold(kvs []*mvccpb.KeyValue) (holdRecord, bool) {
 // the lease is revoked, and its holder must stop as on any lost lease.
 var ErrHeldTooLong = errors.New("authority: held past the resource's max_hold")
 
-// recordHold records the hold of lease id, granted now, and the grant
-// itself (ops: grantOps, holderrecord.go) in the same transaction.
-func (a *Etcd) recordHold(ctx context.Context, id LeaseID, ttl, maxHold time.Duration, ops ...txnOp) error {
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	now := a.now()
+// holdOps record the hold of lease id, granted now with ttl, for the
+// transaction that records its grant (lockgrant.go).
+func holdOps(id LeaseID, ttl, maxHold time.Duration, now time.Time) []txnOp {
 	with := clientv3.WithLease(clientv3.LeaseID(id))
-	ops = append([]txnOp{
+	return []txnOp{
 		named("hold", clientv3.OpPut(holdKey(id), holdRecord{granted: now, ttl: ttl, maxHold: maxHold}.value(), with)),
 		named("renewed", clientv3.OpPut(renewedKey(id), strconv.FormatInt(now.UnixMilli(), 10), with)),
-	}, ops...)
-	_, err := txn{then: ops}.commit(ctx, a.cli)
-	if err != nil {
-		return unavailable("record the hold", err)
 	}
-	return nil
 }
 
 // pastMaxHold says whether the hold recorded in kvs is past its max_hold

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -47,19 +48,40 @@ func transitionsKey(resource string) string { return heldKeyPrefix(resource) + t
 
 func endingKey(id LeaseID) string { return endingPrefix + id.String() }
 
-// holderRecord is the value of a resource's holder record.
+// holderRecord is the value of a resource's holder record. A record
+// created in the transaction that put its holder's key in line and
+// granted it (lockgrant.go) names its token's epoch only: the token's
+// revision is that transaction's, which is the record's own create
+// revision (a value change keeps it). One created after a wait names its
+// whole token, as every record did before; both are read.
 type holderRecord struct {
-	Lease string `json:"lease"` // hex
-	Token string `json:"token"` // unsigned: the record is no capability
+	Lease string `json:"lease"`           // hex
+	Token string `json:"token,omitempty"` // unsigned: the record is no capability
+	Epoch int64  `json:"epoch,omitempty"` // with no token: its revision is the record's create revision
 	Value string `json:"value"`
 }
 
-// grantOps record lease l, granted with value, as its resource's holder.
-func grantOps(l Lease, value string) []txnOp {
-	// E:R, a permit's too: the record is its slot's, which its resource
-	// names, as observation and the fence show it.
-	tok := tokens.Token{Epoch: l.Token.Epoch, Revision: l.Token.Revision}
-	b, _ := json.Marshal(holderRecord{Lease: l.ID.String(), Token: tok.String(), Value: value}) // strings only: cannot fail
+// token is the token of the holder that record kv names.
+func (r holderRecord) token(kv *mvccpb.KeyValue) tokens.Token {
+	if r.Token == "" {
+		return tokens.Token{Epoch: r.Epoch, Revision: kv.CreateRevision}
+	}
+	tok, _ := tokens.Parse(r.Token)
+	return tok
+}
+
+// holderOps record lease l, granted with value, as its resource's holder.
+// A token of revision 0 is the one the transaction issues.
+func holderOps(l Lease, value string) []txnOp {
+	rec := holderRecord{Lease: l.ID.String(), Value: value}
+	if l.Token.Revision == 0 {
+		rec.Epoch = l.Token.Epoch
+	} else {
+		// E:R, a permit's too: the record is its slot's, which its
+		// resource names, as observation and the fence show it.
+		rec.Token = tokens.Token{Epoch: l.Token.Epoch, Revision: l.Token.Revision}.String()
+	}
+	b, _ := json.Marshal(rec) // strings and a number: cannot fail
 	return []txnOp{
 		named("transitions", clientv3.OpPut(transitionsKey(l.Resource), l.ID.String())),
 		named("holder record", clientv3.OpPut(holderRecordKey(l.Resource), string(b), clientv3.WithLease(clientv3.LeaseID(l.ID)))),
@@ -100,7 +122,7 @@ func heldKeyParts(key string) (resource, name string, ok bool) {
 // parseHolderRecord reads a holder record; ok is false for one fencegw
 // did not write.
 func parseHolderRecord(b []byte) (rec holderRecord, id LeaseID, ok bool) {
-	if json.Unmarshal(b, &rec) != nil {
+	if json.Unmarshal(b, &rec) != nil || (rec.Token == "" && rec.Epoch == 0) {
 		return holderRecord{}, 0, false
 	}
 	id, err := ParseLeaseID(rec.Lease)

@@ -28,6 +28,12 @@ func grantedValue(at time.Time, observer string, held bool) string {
 	return fmt.Sprintf("%d %s %s", at.UnixNano(), observer, state)
 }
 
+// grantedOp marks lease id, for the replica observer, as held since at,
+// or as waiting.
+func grantedOp(id LeaseID, observer string, at time.Time, held bool) txnOp {
+	return named("granted", clientv3.OpPut(grantedKey(id), grantedValue(at, observer, held), clientv3.WithLease(clientv3.LeaseID(id))))
+}
+
 // parseGranted reads a grantedKey value.
 func parseGranted(v string) (at time.Time, observer string, held bool, ok bool) {
 	f := strings.Fields(v)

@@ -77,6 +77,16 @@ func clientKey(owner string, id LeaseID) string {
 // other etcd lease.
 func ownerKey(id LeaseID) string { return ownerPrefix + id.String() }
 
+// leaseOps are a lease's own records, put with its first key in line:
+// whose it is (ownerKey) and its entry in the owner's index (clientKey).
+func leaseOps(id LeaseID, owner string) []txnOp {
+	with := clientv3.WithLease(clientv3.LeaseID(id))
+	return []txnOp{
+		named("owner", clientv3.OpPut(ownerKey(id), owner, with)),
+		named("client index", clientv3.OpPut(clientKey(owner, id), "", with)),
+	}
+}
+
 // checkOwner reports ErrLeaseNotFound for a lease fencegw does not know
 // (expired, released, or never its own) and ErrNotOwner for another
 // client's lease. In the same read it returns the lease's lock-delay
@@ -99,23 +109,6 @@ func ownerIs(kvs []*mvccpb.KeyValue, id LeaseID, owner string) error {
 		return fmt.Errorf("lease %s: %w", id, ErrLeaseNotFound)
 	case string(kvs[0].Value) != owner:
 		return fmt.Errorf("lease %s: %w", id, ErrNotOwner)
-	}
-	return nil
-}
-
-// checkHeld refuses a lease to an owner who holds opts.MaxHeld already.
-func (a *Etcd) checkHeld(ctx context.Context, opts AcquireOptions) error {
-	if opts.MaxHeld <= 0 {
-		return nil
-	}
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	resp, err := a.cli.Get(ctx, clientsPrefix+url.PathEscape(opts.Owner)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		return unavailable("count the client's leases", err)
-	}
-	if resp.Count >= opts.MaxHeld {
-		return fmt.Errorf("%w: %d leases held or waiting, at most %d: release some first", ErrTooManyLeases, resp.Count, opts.MaxHeld)
 	}
 	return nil
 }

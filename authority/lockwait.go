@@ -4,10 +4,54 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
+
+// awaitTurn waits, until waitUntil, for the key of lease l (created at
+// its token's revision) to be first in line, unless it is already, and
+// for any lock-delay to be over, keeping the lease alive meanwhile. Then
+// it renews the lease, so that the holder has its whole TTL from now,
+// and with a lock-delay records it as the lock's last holder.
+func (a *Etcd) awaitTurn(ctx context.Context, l Lease, opts AcquireOptions, waitUntil time.Time, first bool) error {
+	wctx, cancel := context.WithDeadline(ctx, waitUntil)
+	defer cancel()
+	if err := a.keepWaitingAlive(wctx, l.ID); err != nil {
+		return err
+	}
+	if !first {
+		pfx := lockKeyPrefix(l.Resource)
+		if err := a.waitTurn(wctx, pfx, pfx+l.ID.String(), l.Token.Revision); err != nil {
+			switch {
+			case errors.Is(err, ErrLeaseNotFound):
+				return err
+			case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+				lctx, cancel := bounded(ctx)
+				defer cancel()
+				return a.lockedError(lctx, l.Resource)
+			}
+			return unavailable("wait for lock", err)
+		}
+	}
+	if opts.LockDelay > 0 {
+		if err := a.honourLockDelay(ctx, l.Resource, l.ID, waitUntil); err != nil {
+			return err
+		}
+	}
+	// Learn too whether it expired while waiting (then its key is gone).
+	kctx, cancel := bounded(ctx)
+	defer cancel()
+	refreshed, err := a.cli.KeepAliveOnce(kctx, clientv3.LeaseID(l.ID))
+	if err != nil {
+		return leaseError("refresh lease", err)
+	}
+	if opts.LockDelay > 0 {
+		return a.recordLastHolder(kctx, l.Resource, l.ID, refreshed.TTL, opts.LockDelay)
+	}
+	return nil
+}
 
 // errOwnKeyGone ends a wait whose own lock key was deleted.
 var errOwnKeyGone = fmt.Errorf("authority: the waiting lease expired or was revoked: %w", ErrLeaseNotFound)

@@ -80,22 +80,24 @@ func permitWaitKey(id LeaseID) string { return permitWaitsPrefix + id.String() }
 // semaphore does not have.
 var ErrBadPermits = errors.New("authority: bad permits")
 
-// lockPermit queues lease id on semaphore and claims a free slot once
+// lockPermit queues lease g on semaphore and claims a free slot once
 // fewer than opts.Permits leases are before it.
-func (a *Etcd) lockPermit(ctx context.Context, semaphore string, id LeaseID, opts AcquireOptions, signer string) (Lease, error) {
+func (a *Etcd) lockPermit(ctx context.Context, semaphore string, g grant, opts AcquireOptions, signer string) (Lease, error) {
 	waitUntil := time.Now().Add(opts.Wait)
+	id := g.id
+	if opts.Key != "" {
+		if err := a.claimAcquisition(ctx, semaphore, id, opts); err != nil {
+			return Lease{}, err
+		}
+	}
 	qpfx := queueKeyPrefix(semaphore)
 	qkey := qpfx + id.String()
 	lease := clientv3.WithLease(clientv3.LeaseID(id))
-	ops := []txnOp{
+	ops := append([]txnOp{
 		named("line key", clientv3.OpPut(qkey, opts.Value, lease)),
 		named("permit wait", clientv3.OpPut(permitWaitKey(id), semaphore, lease)),
-		named("owner", clientv3.OpPut(ownerKey(id), opts.Owner, lease)),
-		named("client index", clientv3.OpPut(clientKey(opts.Owner, id), "", lease)),
-	}
-	if opts.Observer != "" {
-		ops = append(ops, named("granted", clientv3.OpPut(grantedKey(id), grantedValue(a.now(), opts.Observer, false), lease)))
-	}
+	}, leaseOps(id, opts.Owner)...)
+	ops = append(ops, a.waitingOps(id, opts)...)
 	tctx, cancel := bounded(ctx)
 	resp, err := txn{then: ops}.commit(tctx, a.cli)
 	cancel()
@@ -109,7 +111,7 @@ func (a *Etcd) lockPermit(ctx context.Context, semaphore string, id LeaseID, opt
 		return Lease{}, err
 	}
 	if admitted {
-		return a.claimSlot(ctx, semaphore, id, opts, signer, waitUntil)
+		return a.grantPermit(ctx, semaphore, g, opts, signer, waitUntil, false)
 	}
 	if opts.Wait == 0 {
 		return Lease{}, permitsHeldError(semaphore, opts.Permits)
@@ -131,15 +133,27 @@ func (a *Etcd) lockPermit(ctx context.Context, semaphore string, id LeaseID, opt
 		}
 		return Lease{}, unavailable("wait for a permit", err)
 	}
-	l, err := a.claimSlot(ctx, semaphore, id, opts, signer, waitUntil)
+	return a.grantPermit(ctx, semaphore, g, opts, signer, waitUntil, true)
+}
+
+// grantPermit gives admitted lease g a free slot of semaphore (claimSlot)
+// and records its grant; after a wait (waited), it first renews the
+// lease, so that the holder has its whole TTL from now.
+func (a *Etcd) grantPermit(ctx context.Context, semaphore string, g grant, opts AcquireOptions, signer string, waitUntil time.Time, waited bool) (Lease, error) {
+	l, err := a.claimSlot(ctx, semaphore, g.id, opts, signer, waitUntil)
 	if err != nil {
 		return Lease{}, err
 	}
-	// The holder gets its whole TTL from now.
-	kctx, cancel := bounded(ctx)
-	defer cancel()
-	if _, err := a.cli.KeepAliveOnce(kctx, clientv3.LeaseID(id)); err != nil {
-		return Lease{}, leaseError("refresh lease", err)
+	if waited {
+		kctx, cancel := bounded(ctx)
+		_, err := a.cli.KeepAliveOnce(kctx, clientv3.LeaseID(g.id))
+		cancel()
+		if err != nil {
+			return Lease{}, leaseError("refresh lease", err)
+		}
+	}
+	if err := a.recordLateGrant(ctx, &l, opts, g.ttl, signer); err != nil {
+		return Lease{}, err
 	}
 	return l, nil
 }
@@ -249,9 +263,6 @@ func (a *Etcd) claimSlot(ctx context.Context, semaphore string, id LeaseID, opts
 			named("slot key", clientv3.OpPut(spfx+id.String(), opts.Value, lease)),
 			named("epoch", clientv3.OpGet(epochKey)),
 		}, signerOps(slot, free, signer, id)...)
-		if opts.Observer != "" {
-			ops = append(ops, named("granted", clientv3.OpPut(grantedKey(id), grantedValue(a.now(), opts.Observer, true), lease)))
-		}
 		tctx, cancel := bounded(ctx)
 		resp, err := txn{ifs: []clientv3.Cmp{clientv3.Compare(clientv3.Version(spfx).WithPrefix(), "=", 0)}, then: ops}.commit(tctx, a.cli)
 		cancel()

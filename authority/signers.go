@@ -6,8 +6,6 @@ import (
 	"errors"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/fencegw/fencegw/tokens"
 )
 
 // Which key signed a lease's token is recorded with the lease, attached
@@ -76,10 +74,10 @@ func signerInService(r txnResult) bool { return r.count(signerRead) > 0 }
 // with (old) was retired before the grant was recorded: this process's
 // keys are out of date. It reloads them and records the key that signs
 // now instead, if that one is still in service.
-func (a *Etcd) recordNewSigner(ctx context.Context, resource string, permit int, id LeaseID, old string) (*tokens.Keyring, string, error) {
+func (a *Etcd) recordNewSigner(ctx context.Context, resource string, permit int, id LeaseID, old string) (string, error) {
 	ring, err := a.ReloadKeys(ctx)
 	if err != nil {
-		return nil, "", err
+		return "", err
 	}
 	signer := ring.Signer()
 	ctx, cancel := bounded(ctx)
@@ -95,9 +93,9 @@ func (a *Etcd) recordNewSigner(ctx context.Context, resource string, permit int,
 	}.commit(ctx, a.cli)
 	switch {
 	case err != nil:
-		return nil, "", unavailable("record the signing key", err)
+		return "", unavailable("record the signing key", err)
 	case !resp.Succeeded:
-		return nil, "", unavailable("record the signing key", errKeysChanged)
+		return "", unavailable("record the signing key", errKeysChanged)
 	}
-	return ring, signer, nil
+	return signer, nil
 }

@@ -316,7 +316,7 @@ func (f *follower) changes(ctx context.Context, evs []*clientv3.Event, transitio
 		if !ok {
 			continue
 		}
-		le := LockEvent{Resource: resource, Revision: rev, Holder: recordHolder(rec, id, permit), Permit: permit}
+		le := LockEvent{Resource: resource, Revision: rev, Holder: recordHolder(rec, kv, id, permit), Permit: permit}
 		switch n, ok := granted[at{resource, rev}]; {
 		case ev.Type == mvccpb.PUT && ok:
 			le.Type, le.Transitions = EventGranted, n
@@ -473,7 +473,7 @@ func (f *follower) readState(ctx context.Context, emit func(LockEvent) error) (i
 			if name == transitionsName {
 				pending.Transitions = kv.Version
 			} else if rec, id, ok := parseHolderRecord(kv.Value); ok {
-				pending.Holder = recordHolder(rec, id, permit)
+				pending.Holder = recordHolder(rec, kv, id, permit)
 			}
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
@@ -498,10 +498,10 @@ func (f *follower) slot(resource string) (permit int, ok bool) {
 	return k, true
 }
 
-// recordHolder is the holder a holder record names; its token carries
-// the permit of a semaphore's slot, as ObserveSemaphore shows it.
-func recordHolder(rec holderRecord, id LeaseID, permit int) *Contender {
-	tok, _ := tokens.Parse(rec.Token)
+// recordHolder is the holder the holder record kv (rec) names; its token
+// carries the permit of a semaphore's slot, as ObserveSemaphore shows it.
+func recordHolder(rec holderRecord, kv *mvccpb.KeyValue, id LeaseID, permit int) *Contender {
+	tok := rec.token(kv)
 	tok.Permit = permit
 	return &Contender{LeaseID: id, Token: tok, Value: rec.Value}
 }

@@ -164,6 +164,11 @@ func TestWatchAfterACompactionRelists(t *testing.T) {
 	if err := a.SetValue(t.Context(), l.ID, "", "w"); err != nil {
 		t.Fatal(err)
 	}
+	// A revision more, so that the one the watch resumes at is compacted
+	// too: a grant writes one revision, the value another.
+	if _, err := cli.Put(t.Context(), "/fencegw-test/"+t.Name(), "later"); err != nil {
+		t.Fatal(err)
+	}
 	newest, err := a.Revision(t.Context())
 	if err != nil {
 		t.Fatal(err)

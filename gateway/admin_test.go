@@ -36,8 +36,13 @@ func TestFenceAdvanceCutsOffTheHolderNotTheWaiters(t *testing.T) {
 			h := newHarness(t, demoPolicy(t, compare))
 			runHistory(t, h.node)
 			holder := h.mustAcquire(resource, 30, 0)
-			if r := h.write("credit", holder.Token, debit(account, 1)); r.Status != http.StatusOK {
-				t.Fatalf("holder's first write: %d %s", r.Status, r.Body)
+			// On a strict resource, a first write would refuse the
+			// holder's next by itself, its token being the waiter's less
+			// one, and leave the advance nothing to do.
+			if compare == "monotonic" {
+				if r := h.write("credit", holder.Token, debit(account, 1)); r.Status != http.StatusOK {
+					t.Fatalf("holder's first write: %d %s", r.Status, r.Body)
+				}
 			}
 			granted := make(chan lease, 1)
 			go func() { l, _ := h.acquire(resource, 30, 60); granted <- l }()

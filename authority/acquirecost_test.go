@@ -1,0 +1,271 @@
+package authority_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/fencegw/fencegw/authority"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
+)
+
+// etcdCalls records the calls made through a client to etcd, one word
+// each, a write (what etcd proposes through Raft) marked with a "+":
+// "+Grant", "+Txn", "Get". Watches and keepalive streams are not calls.
+type etcdCalls struct {
+	mu    sync.Mutex
+	calls []string
+	// together, if set, holds each Grant and Get sent until it has all of
+	// them (meet).
+	together *meeting
+}
+
+// A meeting holds each arrival until want have come, or a deadlock's
+// bound has passed; missed says it had to give up.
+type meeting struct {
+	want    int
+	arrived chan struct{}
+	all     chan struct{}
+	once    sync.Once
+	missed  atomic.Bool
+}
+
+func newMeeting(want int) *meeting {
+	return &meeting{want: want, arrived: make(chan struct{}, want), all: make(chan struct{})}
+}
+
+func (m *meeting) meet() {
+	select {
+	case m.arrived <- struct{}{}:
+		if len(m.arrived) == m.want {
+			m.once.Do(func() { close(m.all) })
+		}
+	default: // every place taken: the meeting is over
+	}
+	select {
+	case <-m.all:
+	case <-time.After(10 * time.Second): // a deadlock's bound, not a measure
+		m.missed.Store(true)
+	}
+}
+
+func (c *etcdCalls) add(call string, write bool) {
+	if write {
+		call = "+" + call
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, call)
+}
+
+// take returns the calls made since the last take.
+func (c *etcdCalls) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	calls := c.calls
+	c.calls = nil
+	slices.Sort(calls) // calls sent at once have no order
+	return calls
+}
+
+// proposals counts the writes among calls.
+func proposals(calls []string) int {
+	n := 0
+	for _, c := range calls {
+		if c[0] == '+' {
+			n++
+		}
+	}
+	return n
+}
+
+// countCalls makes cli's KV and Lease calls go through c.
+func countCalls(cli *clientv3.Client) *etcdCalls {
+	c := &etcdCalls{}
+	cli.KV = callCountingKV{KV: cli.KV, c: c}
+	cli.Lease = callCountingLease{Lease: cli.Lease, c: c}
+	return c
+}
+
+type callCountingKV struct {
+	clientv3.KV
+	c *etcdCalls
+}
+
+func (kv callCountingKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	kv.c.add("Get", false)
+	if kv.c.together != nil {
+		kv.c.together.meet()
+	}
+	return kv.KV.Get(ctx, key, opts...)
+}
+
+func (kv callCountingKV) Put(ctx context.Context, key, val string, opts ...clientv3.OpOption) (*clientv3.PutResponse, error) {
+	kv.c.add("Put", true)
+	return kv.KV.Put(ctx, key, val, opts...)
+}
+
+func (kv callCountingKV) Delete(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.DeleteResponse, error) {
+	kv.c.add("Delete", true)
+	return kv.KV.Delete(ctx, key, opts...)
+}
+
+func (kv callCountingKV) Txn(ctx context.Context) clientv3.Txn {
+	return &callCountingTxn{Txn: kv.KV.Txn(ctx), c: kv.c}
+}
+
+// callCountingTxn is a write if any operation of either branch is: etcd
+// serves a transaction of reads only without proposing it.
+type callCountingTxn struct {
+	clientv3.Txn
+	c     *etcdCalls
+	write bool
+}
+
+func (t *callCountingTxn) If(cs ...clientv3.Cmp) clientv3.Txn { t.Txn = t.Txn.If(cs...); return t }
+func (t *callCountingTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+	t.see(ops)
+	t.Txn = t.Txn.Then(ops...)
+	return t
+}
+func (t *callCountingTxn) Else(ops ...clientv3.Op) clientv3.Txn {
+	t.see(ops)
+	t.Txn = t.Txn.Else(ops...)
+	return t
+}
+func (t *callCountingTxn) see(ops []clientv3.Op) {
+	for _, op := range ops {
+		t.write = t.write || !op.IsGet()
+	}
+}
+func (t *callCountingTxn) Commit() (*clientv3.TxnResponse, error) {
+	t.c.add("Txn", t.write)
+	return t.Txn.Commit()
+}
+
+type callCountingLease struct {
+	clientv3.Lease
+	c *etcdCalls
+}
+
+func (l callCountingLease) Grant(ctx context.Context, ttl int64) (*clientv3.LeaseGrantResponse, error) {
+	l.c.add("Grant", true)
+	if l.c.together != nil {
+		l.c.together.meet()
+	}
+	return l.Lease.Grant(ctx, ttl)
+}
+
+func (l callCountingLease) Revoke(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseRevokeResponse, error) {
+	l.c.add("Revoke", true)
+	return l.Lease.Revoke(ctx, id)
+}
+
+func (l callCountingLease) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
+	l.c.add("KeepAliveOnce", false)
+	return l.Lease.KeepAliveOnce(ctx, id)
+}
+
+func (l callCountingLease) TimeToLive(ctx context.Context, id clientv3.LeaseID, opts ...clientv3.LeaseOption) (*clientv3.LeaseTimeToLiveResponse, error) {
+	l.c.add("TimeToLive", false)
+	return l.Lease.TimeToLive(ctx, id, opts...)
+}
+
+// mutexCycle is the yardstick: etcd's own recipe, a Session and a Mutex
+// locked, unlocked and closed; it returns the calls of the lock (the
+// session's grant and Lock) and of the unlock (Unlock and Close).
+func mutexCycle(t *testing.T, cli *clientv3.Client, c *etcdCalls) (lock, unlock []string) {
+	t.Helper()
+	c.take()
+	s, err := concurrency.NewSession(cli, concurrency.WithTTL(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := concurrency.NewMutex(s, "/fencegw-test/mutex/"+t.Name())
+	if err := m.Lock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	lock = c.take()
+	if err := m.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return lock, c.take()
+}
+
+// TestAFreeLockCostsWhatEtcdsMutexDoes: a lock nobody holds is taken
+// with a lease's grant and one transaction, which records the grant too,
+// and released with a transaction and the lease's revoke: two round
+// trips and two proposals each way, as etcd's Session and Mutex take and
+// give up a free lock. It took three transactions and a grant: the hold
+// and holder records were a transaction of their own after the lock's.
+func TestAFreeLockCostsWhatEtcdsMutexDoes(t *testing.T) {
+	cli := testenv.EtcdClient(t)
+	calls := countCalls(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
+	mutexLock, mutexUnlock := mutexCycle(t, cli, calls)
+	opts := authority.AcquireOptions{TTL: 5 * time.Second, Owner: "billing", Observer: "replica-1", MaxHold: time.Minute}
+	_, _ = acquireAndRelease(t, a, calls, "cost/warm-up", opts) // loads the signing keys and reads the epoch
+	acquire, release := acquireAndRelease(t, a, calls, "cost/free", opts)
+	if want := []string{"+Grant", "+Txn"}; !slices.Equal(acquire, want) {
+		t.Errorf("acquiring a free lock called etcd %v, want %v (etcd's Mutex: %v)", acquire, want, mutexLock)
+	}
+	if want := []string{"+Revoke", "+Txn"}; !slices.Equal(release, want) {
+		t.Errorf("releasing it called etcd %v, want %v (etcd's Mutex: %v)", release, want, mutexUnlock)
+	}
+	if got, mutex := proposals(acquire)+proposals(release), proposals(mutexLock)+proposals(mutexUnlock); got > mutex {
+		t.Errorf("a lock cycle proposed %d times, etcd's Mutex %d", got, mutex)
+	}
+}
+
+// TestTheReadsAGrantNeedsGoOutWithIt: the owner's count of leases and the
+// record of an earlier attempt with the acquisition key are read while
+// the lease is granted, not before it: a keyed acquisition of a client
+// with a bound on its leases still takes two round trips and two
+// proposals when the lock is free. Each read was a round trip of its own.
+func TestTheReadsAGrantNeedsGoOutWithIt(t *testing.T) {
+	cli := testenv.EtcdClient(t)
+	calls := countCalls(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
+	opts := authority.AcquireOptions{TTL: 5 * time.Second, Owner: "billing", MaxHeld: 100, Key: "first"}
+	_, _ = acquireAndRelease(t, a, calls, "cost/warm-up", opts)
+	// The grant and the two reads are each held until all three are
+	// out: sent one after the other, the first would wait for the others
+	// in vain.
+	calls.together = newMeeting(3)
+	opts.Key = "second"
+	acquire, release := acquireAndRelease(t, a, calls, "cost/keyed", opts)
+	if want := []string{"+Grant", "+Txn", "Get", "Get"}; !slices.Equal(acquire, want) {
+		t.Errorf("a keyed acquisition of a free lock called etcd %v, want %v: the grant, its reads beside it, and the lock's transaction", acquire, want)
+	}
+	if calls.together.missed.Load() {
+		t.Error("the grant and the reads it needs went out one after the other")
+	}
+	if got := proposals(acquire) + proposals(release); got > 4 {
+		t.Errorf("a keyed lock cycle proposed %d times, etcd's Mutex 4", got)
+	}
+}
+
+// acquireAndRelease takes resource's lock with opts and releases it,
+// and returns the calls each made.
+func acquireAndRelease(t *testing.T, a *authority.Etcd, calls *etcdCalls, resource string, opts authority.AcquireOptions) (acquire, release []string) {
+	t.Helper()
+	calls.take()
+	l, err := a.Acquire(t.Context(), resource, opts)
+	if err != nil {
+		t.Fatalf("Acquire %s: %v", resource, err)
+	}
+	acquire = calls.take()
+	if err := a.Release(t.Context(), l.ID, opts.Owner); err != nil {
+		t.Fatalf("Release %s: %v", resource, err)
+	}
+	return acquire, calls.take()
+}
