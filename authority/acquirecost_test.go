@@ -269,3 +269,65 @@ func acquireAndRelease(t *testing.T, a *authority.Etcd, calls *etcdCalls, resour
 	}
 	return acquire, calls.take()
 }
+
+// TestAWaitedLockIsRecordedOnce: a lock taken after a wait costs its
+// lease, the transaction that puts it in line (and claims its key), and
+// one that records the grant once it has the lock: three proposals. The
+// key's claim, the hold-time mark and the grant's records were a
+// transaction each.
+func TestAWaitedLockIsRecordedOnce(t *testing.T) {
+	holders := authority.NewEtcd(testenv.EtcdClient(t), testenv.KEK())
+	cli := testenv.EtcdClient(t)
+	calls := countCalls(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
+	const res = "cost/waited"
+	opts := authority.AcquireOptions{TTL: 5 * time.Second, Wait: time.Minute, Owner: "billing", Observer: "replica-1", MaxHold: time.Minute, Key: "warm-up"}
+	_, _ = acquireAndRelease(t, a, calls, "cost/warm-up", opts)
+	opts.Key = "waited"
+	holder, err := holders.Acquire(t.Context(), res, authority.AcquireOptions{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls.take()
+	granted := make(chan error, 1)
+	go func() {
+		_, err := a.Acquire(context.Background(), res, opts)
+		granted <- err
+	}()
+	if !testenv.WaitFor(30*time.Second, func() bool {
+		resp, err := cli.Get(t.Context(), "/fencegw/locks/cost%2Fwaited/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil && resp.Count == 2
+	}) {
+		t.Fatal("the waiter never joined the line")
+	}
+	if err := holders.Release(t.Context(), holder.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-granted; err != nil {
+		t.Fatal(err)
+	}
+	acquire := slices.DeleteFunc(calls.take(), func(c string) bool { return c == "Get" }) // the test's own, and the wait's
+	if got := proposals(acquire); got != 3 {
+		t.Errorf("a keyed lock taken after a wait proposed %d times (%v), want 3: its lease, its place in line, its grant", got, acquire)
+	}
+}
+
+// TestAFreePermitCostsItsLineAndItsSlot: a permit of a semaphore with a
+// free slot costs its lease, the transaction that puts it in line
+// (reading the line ahead of it and the slots), and the one that claims
+// its slot and records the grant. Reading the line and the slots, and
+// recording the grant, were round trips of their own.
+func TestAFreePermitCostsItsLineAndItsSlot(t *testing.T) {
+	cli := testenv.EtcdClient(t)
+	calls := countCalls(cli)
+	a := authority.NewEtcd(cli, testenv.KEK())
+	opts := authority.AcquireOptions{TTL: 5 * time.Second, Owner: "billing", Observer: "replica-1", Permits: 2}
+	_, _ = acquireAndRelease(t, a, calls, "cost/warm-up-pool", opts)
+	acquire, release := acquireAndRelease(t, a, calls, "cost/pool", opts)
+	if want := []string{"+Grant", "+Txn", "+Txn"}; !slices.Equal(acquire, want) {
+		t.Errorf("a free permit called etcd %v, want %v", acquire, want)
+	}
+	if want := []string{"+Revoke", "+Txn"}; !slices.Equal(release, want) {
+		t.Errorf("releasing it called etcd %v, want %v", release, want)
+	}
+}

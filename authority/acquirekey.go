@@ -76,27 +76,26 @@ func (a *Etcd) lookUpAcquisition(ctx context.Context, opts AcquireOptions) error
 	return &earlierAttempt{rec: rec}
 }
 
-// claimAcquisition records lease id, waiting in line, as the acquisition
-// of opts.Key, unless another attempt did first: *earlierAttempt, and id
-// is the caller's to give back.
-func (a *Etcd) claimAcquisition(ctx context.Context, resource string, id LeaseID, opts AcquireOptions) error {
-	ctx, cancel := bounded(ctx)
-	defer cancel()
+// claim is a transaction that records lease id, waiting in line, as the
+// acquisition of opts.Key, with ops, unless another attempt did first:
+// then it reads that attempt's record (earlierIn) and puts nothing.
+func claim(resource string, id LeaseID, opts AcquireOptions, ops ...txnOp) txn {
 	key := acquisitionKey(opts.Owner, opts.Key)
-	rec := acquisition{Lease: id.String(), Resource: resource, TTL: int64(opts.TTL / time.Second)}
-	b, _ := json.Marshal(rec)
-	resp, err := txn{
+	b, _ := json.Marshal(acquisition{Lease: id.String(), Resource: resource, TTL: int64(opts.TTL / time.Second)})
+	return txn{
 		ifs:  []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
-		then: []txnOp{named("acquisition", clientv3.OpPut(key, string(b), clientv3.WithLease(clientv3.LeaseID(id))))},
+		then: append(ops, named("acquisition", clientv3.OpPut(key, string(b), clientv3.WithLease(clientv3.LeaseID(id))))),
 		els:  []txnOp{named("other attempt", clientv3.OpGet(key))},
-	}.commit(ctx, a.cli)
-	if err != nil {
-		return unavailable("record the acquisition", err)
 	}
-	if resp.Succeeded {
-		return nil
+}
+
+// earlierIn is the *earlierAttempt whose record the claim r found.
+func earlierIn(r txnResult) error {
+	kvs := r.kvs("other attempt")
+	if len(kvs) == 0 {
+		return fmt.Errorf("%w: the record of this acquisition key went as it was read", ErrUnavailable)
 	}
-	other, err := parseAcquisition(resp.kvs("other attempt")[0])
+	other, err := parseAcquisition(kvs[0])
 	if err != nil {
 		return err
 	}

@@ -114,16 +114,20 @@
 //   - A lock granted after a wait records its grant once it has the lock,
 //     a transaction more (and a renewal, so that the holder has its whole
 //     TTL): the holder's record, the hold and the hold time start at the
-//     grant, which is not known when the key is put in line. A keyed one
-//     claims its key as it joins the line, one more, so that a retry
-//     meanwhile joins it instead of queueing a second lease.
+//     grant, which is not known when the key is put in line. (A keyed one
+//     claims its key in the transaction that puts it in line, so that a
+//     retry meanwhile joins it instead of queueing a second lease.)
 //   - A lock with a lock-delay grants a lease for its last-holder record
 //     and records it, two more each way: the delay lease is granted after
 //     the holder's, so that it outlives it by the delay, and revoked
 //     before it on release, so that a release owes no delay.
-//   - A semaphore's permit is its line, then its slot: admission is a
-//     count of the line, which no etcd comparison can make, so the slot
-//     is claimed, and the grant recorded, once the line has been read.
+//   - A semaphore's permit is its line, then its slot, a transaction
+//     each: admission is a count of the line, which no etcd comparison
+//     can make, so the slot is claimed (and the grant recorded with it)
+//     by a second transaction, once the first has read the line ahead and
+//     the slots (semaphore.go, semaphoreslot.go). A keyed one rewrites
+//     its key's record once its token is known, one more: the record was
+//     made as it joined the line.
 //   - A grant whose epoch key changed since this process last read it,
 //     or whose signing key was retired, is recorded as after a wait: the
 //     records name the token's epoch and signer, which only a read says.

@@ -45,11 +45,17 @@ func (a *Etcd) lock(ctx context.Context, resource string, g grant, opts AcquireO
 	inLine = append(inLine, signerOps(resource, 0, signer, g.id)...)
 	e := a.seenEpoch()
 	granted := Lease{ID: g.id, Resource: resource, Token: tokens.Token{Epoch: e.epoch}, signer: signer} // of the transaction's revision
+	waiting := append(slices.Clip(inLine), a.waitingOps(g.id, opts)...)
+	if opts.Key != "" {
+		// Claimed as it joins the line, so that a retry meanwhile joins it
+		// instead of queueing a second lease.
+		waiting = append(waiting, nest("claim", claim(resource, g.id, opts)))
+	}
 	tctx, cancel := bounded(grantCtx(ctx, opts))
 	resp, err := txn{
 		ifs:  grantIfs(resource, opts, signer, e),
-		then: append(slices.Clip(inLine), a.grantOps(granted, opts, g.ttl)...),
-		els:  append(slices.Clip(inLine), a.waitingOps(g.id, opts)...),
+		then: append(slices.Clip(inLine), a.allGrantOps(granted, opts, g.ttl)...),
+		els:  waiting,
 	}.commit(tctx, a.cli)
 	cancel()
 	if err != nil {
@@ -75,10 +81,8 @@ func (a *Etcd) lock(ctx context.Context, resource string, g grant, opts AcquireO
 	if signerInService(resp) {
 		lease.signer = signer
 	}
-	if opts.Key != "" {
-		if err := a.claimAcquisition(ctx, resource, g.id, opts); err != nil {
-			return Lease{}, err
-		}
+	if opts.Key != "" && !resp.nested("claim").Succeeded {
+		return Lease{}, earlierIn(resp.nested("claim"))
 	}
 	holder := resp.kvs("holder")
 	first := len(holder) == 0 || holder[0].CreateRevision == myRev

@@ -39,13 +39,8 @@ import (
 // grantIfs are the conditions under which a key put in line for resource
 // is granted in the same transaction, e the epoch key as last read.
 func grantIfs(resource string, opts AcquireOptions, signer string, e epochAt) []clientv3.Cmp {
-	ifs := []clientv3.Cmp{
-		// Over a range: true only if no key is in it.
-		clientv3.Compare(clientv3.Version(lockKeyPrefix(resource)).WithPrefix(), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(holderRecordKey(resource)), "=", 0),
-		clientv3.Compare(clientv3.ModRevision(epochKey), "=", e.modRevision),
-		clientv3.Compare(clientv3.CreateRevision(keysPrefix+signer), ">", 0),
-	}
+	// Over a range: true only if no key is in it.
+	ifs := append([]clientv3.Cmp{clientv3.Compare(clientv3.Version(lockKeyPrefix(resource)).WithPrefix(), "=", 0)}, recordIfs(resource, signer, e)...)
 	if opts.LockDelay > 0 {
 		ifs = append(ifs, clientv3.Compare(clientv3.CreateRevision(lastHolderKey(resource)), "=", 0))
 	}
@@ -55,15 +50,34 @@ func grantIfs(resource string, opts AcquireOptions, signer string, e epochAt) []
 	return ifs
 }
 
+// recordIfs are the conditions under which the grant of a key of
+// resource, created in the same transaction, is recorded in it: the
+// records it creates take the transaction's revision, the token's, as
+// their create revision, and name the epoch and signer compared.
+func recordIfs(resource string, signer string, e epochAt) []clientv3.Cmp {
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(holderRecordKey(resource)), "=", 0),
+		clientv3.Compare(clientv3.ModRevision(epochKey), "=", e.modRevision),
+		clientv3.Compare(clientv3.CreateRevision(keysPrefix+signer), ">", 0),
+	}
+}
+
 // grantOps record the grant of lease l, of ttl from its grant (a wait in
-// line is no hold). A token of revision 0 is the one the transaction
-// issues.
+// line is no hold), but for a keyed acquisition's record
+// (grantedAcquisitionOp). A token of revision 0 is the one the
+// transaction issues.
 func (a *Etcd) grantOps(l Lease, opts AcquireOptions, ttl time.Duration) []txnOp {
 	now := a.now()
 	ops := append(holderOps(l, opts.Value), holdOps(l.ID, ttl, opts.MaxHold, now)...)
 	if opts.Observer != "" {
 		ops = append(ops, grantedOp(l.ID, opts.Observer, now, true))
 	}
+	return ops
+}
+
+// allGrantOps are grantOps and a keyed acquisition's record.
+func (a *Etcd) allGrantOps(l Lease, opts AcquireOptions, ttl time.Duration) []txnOp {
+	ops := a.grantOps(l, opts, ttl)
 	if opts.Key != "" {
 		ops = append(ops, grantedAcquisitionOp(l, opts))
 	}
@@ -90,16 +104,15 @@ func grantCtx(ctx context.Context, opts AcquireOptions) context.Context {
 	return ctx
 }
 
-// recordGrant records the grant of lease l, of ttl, once its key is
-// first in line, if the signer of its token was recorded in the line's
-// transaction: only while that key is there, so that a lease that ended
-// this instant is not recorded as granted.
-func (a *Etcd) recordGrant(ctx context.Context, l Lease, opts AcquireOptions, ttl time.Duration) error {
+// recordGrant puts the records ops of the grant of lease l, once l has
+// its lock: only while its key is there, so that a lease that ended this
+// instant is not recorded as granted.
+func (a *Etcd) recordGrant(ctx context.Context, l Lease, opts AcquireOptions, ops ...txnOp) error {
 	ctx, cancel := bounded(grantCtx(ctx, opts))
 	defer cancel()
 	resp, err := txn{
 		ifs:  []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKeyPrefix(l.Resource)+l.ID.String()), "=", l.Token.Revision)},
-		then: a.grantOps(l, opts, ttl),
+		then: ops,
 	}.commit(ctx, a.cli)
 	switch {
 	case err != nil:
@@ -111,10 +124,11 @@ func (a *Etcd) recordGrant(ctx context.Context, l Lease, opts AcquireOptions, tt
 	return nil
 }
 
-// recordLateGrant records the grant of lease l (recordGrant), whose key
-// is first in line now, after the signer of its token if the line's
-// transaction found old (this process's signing key) retired: then it
-// reloads the keys and records the key that signs now in its place.
+// recordLateGrant records the grant of lease l, which has its lock now,
+// after the transaction that gave it the lock (recordGrant); first the
+// signer of its token, if that transaction found old (this process's
+// signing key) retired: it reloads the keys and records the key that
+// signs now in its place.
 func (a *Etcd) recordLateGrant(ctx context.Context, l *Lease, opts AcquireOptions, ttl time.Duration, old string) error {
 	if l.signer == "" {
 		signer, err := a.recordNewSigner(ctx, l.Resource, l.Token.Permit, l.ID, old)
@@ -123,5 +137,5 @@ func (a *Etcd) recordLateGrant(ctx context.Context, l *Lease, opts AcquireOption
 		}
 		l.signer = signer
 	}
-	return a.recordGrant(ctx, *l, opts, ttl)
+	return a.recordGrant(ctx, *l, opts, a.allGrantOps(*l, opts, ttl)...)
 }

@@ -80,38 +80,45 @@ func permitWaitKey(id LeaseID) string { return permitWaitsPrefix + id.String() }
 // semaphore does not have.
 var ErrBadPermits = errors.New("authority: bad permits")
 
-// lockPermit queues lease g on semaphore and claims a free slot once
-// fewer than opts.Permits leases are before it.
+// lockPermit puts lease g in semaphore's line and gives it a free slot
+// once fewer than opts.Permits leases are ahead of it. The transaction
+// that puts it in line reads the line ahead of it and the slots too, so
+// that one admitted at once claims its slot with one transaction more.
 func (a *Etcd) lockPermit(ctx context.Context, semaphore string, g grant, opts AcquireOptions, signer string) (Lease, error) {
 	waitUntil := time.Now().Add(opts.Wait)
 	id := g.id
-	if opts.Key != "" {
-		if err := a.claimAcquisition(ctx, semaphore, id, opts); err != nil {
-			return Lease{}, err
-		}
-	}
 	qpfx := queueKeyPrefix(semaphore)
 	qkey := qpfx + id.String()
 	lease := clientv3.WithLease(clientv3.LeaseID(id))
 	ops := append([]txnOp{
+		// Read before the line key is put: every key there is ahead of it.
+		named("ahead", clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithCountOnly())),
+		named("slots", slotsRead(semaphore)),
 		named("line key", clientv3.OpPut(qkey, opts.Value, lease)),
 		named("permit wait", clientv3.OpPut(permitWaitKey(id), semaphore, lease)),
 	}, leaseOps(id, opts.Owner)...)
 	ops = append(ops, a.waitingOps(id, opts)...)
+	t := txn{then: ops}
+	if opts.Key != "" {
+		// Claimed as it joins the line, so that a retry meanwhile joins it
+		// instead of queueing a second lease; after another attempt, it
+		// joins nothing.
+		t = claim(semaphore, id, opts, ops...)
+	}
 	tctx, cancel := bounded(ctx)
-	resp, err := txn{then: ops}.commit(tctx, a.cli)
+	resp, err := t.commit(tctx, a.cli)
 	cancel()
 	if err != nil {
 		return Lease{}, unavailable("join the semaphore's line", err)
 	}
-	a.observe(resp.Header.Revision)
 	myRev := resp.Header.Revision
-	admitted, err := a.admitted(ctx, qpfx, myRev, opts.Permits)
-	if err != nil {
-		return Lease{}, err
+	a.observe(myRev)
+	if !resp.Succeeded {
+		return Lease{}, earlierIn(resp)
 	}
-	if admitted {
-		return a.grantPermit(ctx, semaphore, g, opts, signer, waitUntil, false)
+	if resp.count("ahead") < int64(opts.Permits) {
+		known := slotsAt{free: freeSlotIn(resp.kvs("slots"), semaphore, opts.Permits), rev: myRev}
+		return a.grantPermit(ctx, semaphore, g, opts, signer, waitUntil, &known)
 	}
 	if opts.Wait == 0 {
 		return Lease{}, permitsHeldError(semaphore, opts.Permits)
@@ -133,39 +140,7 @@ func (a *Etcd) lockPermit(ctx context.Context, semaphore string, g grant, opts A
 		}
 		return Lease{}, unavailable("wait for a permit", err)
 	}
-	return a.grantPermit(ctx, semaphore, g, opts, signer, waitUntil, true)
-}
-
-// grantPermit gives admitted lease g a free slot of semaphore (claimSlot)
-// and records its grant; after a wait (waited), it first renews the
-// lease, so that the holder has its whole TTL from now.
-func (a *Etcd) grantPermit(ctx context.Context, semaphore string, g grant, opts AcquireOptions, signer string, waitUntil time.Time, waited bool) (Lease, error) {
-	l, err := a.claimSlot(ctx, semaphore, g.id, opts, signer, waitUntil)
-	if err != nil {
-		return Lease{}, err
-	}
-	if waited {
-		kctx, cancel := bounded(ctx)
-		_, err := a.cli.KeepAliveOnce(kctx, clientv3.LeaseID(g.id))
-		cancel()
-		if err != nil {
-			return Lease{}, leaseError("refresh lease", err)
-		}
-	}
-	if err := a.recordLateGrant(ctx, &l, opts, g.ttl, signer); err != nil {
-		return Lease{}, err
-	}
-	return l, nil
-}
-
-// admitted reports whether fewer than permits keys of the line qpfx were
-// created before rev.
-func (a *Etcd) admitted(ctx context.Context, qpfx string, rev int64, permits int) (bool, error) {
-	n, _, err := a.before(ctx, qpfx, rev)
-	if err != nil {
-		return false, unavailable("read the semaphore's line", err)
-	}
-	return n < permits, nil
+	return a.grantPermit(ctx, semaphore, g, opts, signer, waitUntil, nil)
 }
 
 // before counts the keys of the line qpfx created before rev, and the
@@ -218,105 +193,6 @@ func (a *Etcd) awaitDeletionsBefore(ctx context.Context, qpfx string, from, rev 
 		}
 		return need == 0
 	}, clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithPrevKV())
-}
-
-// waitDeleteUnder returns at the first deletion of a key under pfx from
-// revision rev on, or when etcd compacted past rev (the caller reads
-// again).
-func (a *Etcd) waitDeleteUnder(ctx context.Context, pfx string, rev int64) error {
-	return a.awaitDeletion(ctx, "a permit slot", pfx, rev, anyDeletion, clientv3.WithPrefix(), clientv3.WithFilterPut())
-}
-
-// claimSlot makes admitted lease id the holder of a free slot of
-// semaphore: the lock key of the slot, created only if the slot has none,
-// with the epoch read and the signer recorded in the same transaction.
-func (a *Etcd) claimSlot(ctx context.Context, semaphore string, id LeaseID, opts AcquireOptions, signer string, waitUntil time.Time) (Lease, error) {
-	lease := clientv3.WithLease(clientv3.LeaseID(id))
-	for {
-		free, at, err := a.freeSlot(ctx, semaphore, opts.Permits)
-		if err != nil {
-			return Lease{}, err
-		}
-		if free == 0 {
-			// Every slot has a key, yet this lease was admitted, so at most
-			// N-1 other permit holders live: a key that is no permit
-			// holder's sits in a slot (a lock taken on the slot's name
-			// itself, which the gateway's policy refuses). Wait for one
-			// to go.
-			wctx, cancel := context.WithDeadline(ctx, waitUntil)
-			err := a.keepWaitingAlive(wctx, id)
-			if err == nil {
-				err = a.waitDeleteUnder(wctx, slotsPrefix(semaphore), at+1)
-			}
-			cancel()
-			if err != nil {
-				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-					return Lease{}, permitsHeldError(semaphore, opts.Permits)
-				}
-				return Lease{}, unavailable("wait for a free permit slot", err)
-			}
-			continue
-		}
-		slot := tokens.PermitResource(semaphore, free)
-		spfx := lockKeyPrefix(slot)
-		ops := append([]txnOp{
-			named("slot key", clientv3.OpPut(spfx+id.String(), opts.Value, lease)),
-			named("epoch", clientv3.OpGet(epochKey)),
-		}, signerOps(slot, free, signer, id)...)
-		tctx, cancel := bounded(ctx)
-		resp, err := txn{ifs: []clientv3.Cmp{clientv3.Compare(clientv3.Version(spfx).WithPrefix(), "=", 0)}, then: ops}.commit(tctx, a.cli)
-		cancel()
-		if err != nil {
-			return Lease{}, leaseError("claim a permit slot", err)
-		}
-		a.observe(resp.Header.Revision)
-		if !resp.Succeeded {
-			continue // another admitted lease took it first
-		}
-		epoch, err := epochOf(resp.kvs("epoch"))
-		if err != nil {
-			return Lease{}, err
-		}
-		l := Lease{ID: id, Resource: slot, Token: tokens.Token{Epoch: epoch, Revision: resp.Header.Revision, Permit: free}}
-		if signerInService(resp) {
-			l.signer = signer
-		}
-		return l, nil
-	}
-}
-
-// slotsPrefix is where the lock keys of every slot of semaphore start
-// (and of any other resource whose name starts with semaphore + "#").
-func slotsPrefix(semaphore string) string {
-	return lockPrefix + url.PathEscape(semaphore+tokens.PermitSeparator)
-}
-
-// freeSlot returns the lowest slot of semaphore's permits that has no
-// lock key, 0 if none, and the revision it read at.
-func (a *Etcd) freeSlot(ctx context.Context, semaphore string, permits int) (int, int64, error) {
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	resp, err := a.cli.Get(ctx, slotsPrefix(semaphore), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		return 0, 0, unavailable("read the permit slots", err)
-	}
-	a.observe(resp.Header.Revision)
-	taken := make([]bool, permits+1)
-	for _, kv := range resp.Kvs {
-		resource, _, ok := lockKeyResource(string(kv.Key))
-		if !ok {
-			continue
-		}
-		if sem, k, ok := tokens.SplitPermitResource(resource); ok && sem == semaphore && k <= permits {
-			taken[k] = true
-		}
-	}
-	for k := 1; k <= permits; k++ {
-		if !taken[k] {
-			return k, resp.Header.Revision, nil
-		}
-	}
-	return 0, resp.Header.Revision, nil
 }
 
 // permitsHeldError is the answer to a contender that was not admitted

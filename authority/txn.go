@@ -3,6 +3,7 @@ package authority
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -20,12 +21,19 @@ import (
 // txnOp is one operation of a transaction, and the name its response is
 // read by.
 type txnOp struct {
-	name string
-	op   clientv3.Op
+	name   string
+	op     clientv3.Op
+	nested *txn // the transaction op runs, if it is one
 }
 
 // named names op.
 func named(name string, op clientv3.Op) txnOp { return txnOp{name: name, op: op} }
+
+// nest names t as an operation of another transaction: etcd applies it
+// with the rest, atomically, and its If decides its branch alone.
+func nest(name string, t txn) txnOp {
+	return txnOp{name: name, op: clientv3.OpTxn(t.ifs, opsOf(t.then), opsOf(t.els)), nested: &t}
+}
 
 // txn is an etcd transaction of named operations: If ifs, Then then, Else
 // els. Names are unique within a branch; one name may stand in both for
@@ -46,35 +54,63 @@ type txnResult struct {
 	Succeeded bool // the If held: Then ran
 	byName    map[string]*etcdserverpb.ResponseOp
 	names     map[string]bool // of both branches, to tell a misspelt name from the other branch's
+	txn       txn             // that ran
 }
 
 // commit sends t on cli, bounded by ctx.
 func (t txn) commit(ctx context.Context, cli *clientv3.Client) (txnResult, error) {
+	names := t.names()
+	resp, err := cli.Txn(ctx).If(t.ifs...).Then(opsOf(t.then)...).Else(opsOf(t.els)...).Commit()
+	if err != nil {
+		return txnResult{}, err
+	}
+	return t.result(resp.Header, resp.Succeeded, resp.Responses, names), nil
+}
+
+// names are the names of t's operations, in both branches. Two alike in
+// a branch are a programming error: it fails where it is made, as
+// etcd's client does when a Txn is built wrong.
+func (t txn) names() map[string]bool {
 	names := map[string]bool{}
 	for _, branch := range [][]txnOp{t.then, t.els} {
 		seen := map[string]bool{}
 		for _, o := range branch {
 			if seen[o.name] {
-				// A programming error: fail where it is made, as etcd's
-				// client does when a Txn is built wrong.
 				panic(fmt.Sprintf("authority: two operations named %q in one transaction", o.name))
 			}
 			seen[o.name], names[o.name] = true, true
+			if o.nested != nil {
+				o.nested.names()
+			}
 		}
 	}
-	resp, err := cli.Txn(ctx).If(t.ifs...).Then(opsOf(t.then)...).Else(opsOf(t.els)...).Commit()
-	if err != nil {
-		return txnResult{}, err
-	}
+	return names
+}
+
+// result names the responses of the branch of t that ran.
+func (t txn) result(h *etcdserverpb.ResponseHeader, succeeded bool, resps []*etcdserverpb.ResponseOp, names map[string]bool) txnResult {
 	ran := t.then
-	if !resp.Succeeded {
+	if !succeeded {
 		ran = t.els
 	}
-	r := txnResult{Header: resp.Header, Succeeded: resp.Succeeded, byName: make(map[string]*etcdserverpb.ResponseOp, len(ran)), names: names}
-	for i, op := range resp.Responses {
+	r := txnResult{Header: h, Succeeded: succeeded, byName: make(map[string]*etcdserverpb.ResponseOp, len(ran)), names: names, txn: t}
+	for i, op := range resps {
 		r.byName[ran[i].name] = op
 	}
-	return r, nil
+	return r
+}
+
+// nested is the result of the transaction nested under name (nest); one
+// that did not run (the other branch's) reads as not succeeded, with no
+// responses.
+func (r txnResult) nested(name string) txnResult {
+	resp := r.response(name).GetResponseTxn()
+	for _, o := range append(slices.Clip(r.txn.then), r.txn.els...) {
+		if o.name == name && o.nested != nil {
+			return o.nested.result(r.Header, resp.GetSucceeded(), resp.GetResponses(), o.nested.names())
+		}
+	}
+	panic(fmt.Sprintf("authority: the operation named %q is no transaction", name))
 }
 
 func opsOf(ops []txnOp) []clientv3.Op {
