@@ -21,14 +21,16 @@ import (
 type etcdCalls struct {
 	mu    sync.Mutex
 	calls []string
-	// together, if set, holds each Grant and Get sent until it has all of
-	// them (meet).
-	together *meeting
+	// together, if set, holds the calls it names as they are sent, until
+	// it has them all (meet).
+	together atomic.Pointer[meeting]
 }
 
-// A meeting holds each arrival until want have come, or a deadlock's
-// bound has passed; missed says it had to give up.
+// A meeting of calls holds each that comes until want have come, or a
+// deadlock's bound has passed; missed says it had to give up. Calls sent
+// one after the other never all come.
 type meeting struct {
+	of      map[string]bool
 	want    int
 	arrived chan struct{}
 	all     chan struct{}
@@ -36,8 +38,13 @@ type meeting struct {
 	missed  atomic.Bool
 }
 
-func newMeeting(want int) *meeting {
-	return &meeting{want: want, arrived: make(chan struct{}, want), all: make(chan struct{})}
+// newMeeting is a meeting of the calls named.
+func newMeeting(calls ...string) *meeting {
+	m := &meeting{of: map[string]bool{}, want: len(calls), arrived: make(chan struct{}, len(calls)), all: make(chan struct{})}
+	for _, c := range calls {
+		m.of[c] = true
+	}
+	return m
 }
 
 func (m *meeting) meet() {
@@ -55,13 +62,17 @@ func (m *meeting) meet() {
 	}
 }
 
+// add records call; a call the meeting named waits there.
 func (c *etcdCalls) add(call string, write bool) {
 	if write {
 		call = "+" + call
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.calls = append(c.calls, call)
+	c.mu.Unlock()
+	if m := c.together.Load(); m != nil && m.of[call] {
+		m.meet()
+	}
 }
 
 // take returns the calls made since the last take.
@@ -100,9 +111,6 @@ type callCountingKV struct {
 
 func (kv callCountingKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	kv.c.add("Get", false)
-	if kv.c.together != nil {
-		kv.c.together.meet()
-	}
 	return kv.KV.Get(ctx, key, opts...)
 }
 
@@ -156,9 +164,6 @@ type callCountingLease struct {
 
 func (l callCountingLease) Grant(ctx context.Context, ttl int64) (*clientv3.LeaseGrantResponse, error) {
 	l.c.add("Grant", true)
-	if l.c.together != nil {
-		l.c.together.meet()
-	}
 	return l.Lease.Grant(ctx, ttl)
 }
 
@@ -240,13 +245,13 @@ func TestTheReadsAGrantNeedsGoOutWithIt(t *testing.T) {
 	// The grant and the two reads are each held until all three are
 	// out: sent one after the other, the first would wait for the others
 	// in vain.
-	calls.together = newMeeting(3)
+	calls.together.Store(newMeeting("+Grant", "Get", "Get"))
 	opts.Key = "second"
 	acquire, release := acquireAndRelease(t, a, calls, "cost/keyed", opts)
 	if want := []string{"+Grant", "+Txn", "Get", "Get"}; !slices.Equal(acquire, want) {
 		t.Errorf("a keyed acquisition of a free lock called etcd %v, want %v: the grant, its reads beside it, and the lock's transaction", acquire, want)
 	}
-	if calls.together.missed.Load() {
+	if calls.together.Load().missed.Load() {
 		t.Error("the grant and the reads it needs went out one after the other")
 	}
 	if got := proposals(acquire) + proposals(release); got > 4 {
@@ -272,9 +277,9 @@ func acquireAndRelease(t *testing.T, a *authority.Etcd, calls *etcdCalls, resour
 
 // TestAWaitedLockIsRecordedOnce: a lock taken after a wait costs its
 // lease, the transaction that puts it in line (and claims its key), and
-// one that records the grant once it has the lock: three proposals. The
-// key's claim, the hold-time mark and the grant's records were a
-// transaction each.
+// one that records the grant once it has the lock, sent with the lease's
+// renewal: three proposals. The key's claim, the hold-time mark and the
+// grant's records were a transaction each, after the renewal.
 func TestAWaitedLockIsRecordedOnce(t *testing.T) {
 	holders := authority.NewEtcd(testenv.EtcdClient(t), testenv.KEK())
 	cli := testenv.EtcdClient(t)
@@ -300,11 +305,18 @@ func TestAWaitedLockIsRecordedOnce(t *testing.T) {
 	}) {
 		t.Fatal("the waiter never joined the line")
 	}
+	// The renewal and the grant's record go out together: one after the
+	// other, the first would wait for the second in vain.
+	together := newMeeting("KeepAliveOnce", "+Txn")
+	calls.together.Store(together)
 	if err := holders.Release(t.Context(), holder.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-granted; err != nil {
 		t.Fatal(err)
+	}
+	if together.missed.Load() {
+		t.Error("the waiter's lease was renewed and its grant recorded one after the other")
 	}
 	acquire := slices.DeleteFunc(calls.take(), func(c string) bool { return c == "Get" }) // the test's own, and the wait's
 	if got := proposals(acquire); got != 3 {

@@ -112,9 +112,11 @@
 //
 // What costs more, and why:
 //   - A lock granted after a wait records its grant once it has the lock,
-//     a transaction more (and a renewal, so that the holder has its whole
-//     TTL): the holder's record, the hold and the hold time start at the
-//     grant, which is not known when the key is put in line. (A keyed one
+//     a transaction more, sent with the renewal that gives the holder its
+//     whole TTL: the holder's record, the hold and the hold time start at
+//     the grant, which is not known when the key is put in line. Woken,
+//     it reads the line and then sends the two: two round trips, as the
+//     Mutex's two reads, and a proposal more than its two. (A keyed one
 //     claims its key in the transaction that puts it in line, so that a
 //     retry meanwhile joins it instead of queueing a second lease.)
 //   - A lock with a lock-delay grants a lease for its last-holder record

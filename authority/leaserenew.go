@@ -1,10 +1,12 @@
 package authority
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -115,4 +117,33 @@ func resign(r txnResult, ring *tokens.Keyring, signer, owner string) tokens.Toke
 	}
 	tok, _ := ring.SignWith(signer, tokens.Token{Epoch: epoch, Revision: revision, Permit: lt.Permit}, lt.Resource, owner)
 	return tok
+}
+
+// renewLease renews lease id once, so that it has its whole TTL from
+// now, and returns that TTL in seconds; a lease that ended is
+// ErrLeaseNotFound.
+func (a *Etcd) renewLease(ctx context.Context, id LeaseID) (int64, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	resp, err := a.cli.KeepAliveOnce(ctx, clientv3.LeaseID(id))
+	if err != nil {
+		return 0, leaseError("refresh lease", err)
+	}
+	return resp.TTL, nil
+}
+
+// renewing runs record while it renews lease id (renewLease), if renew,
+// in the same round trip: a lease granted its lock after a wait gets its
+// whole TTL from its grant, and the records of the grant, compared
+// against its key, are not made for a lease that ran out meanwhile.
+func (a *Etcd) renewing(ctx context.Context, id LeaseID, renew bool, record func() error) error {
+	if !renew {
+		return record()
+	}
+	var renewed error
+	var wg sync.WaitGroup
+	wg.Go(func() { _, renewed = a.renewLease(ctx, id) })
+	err := record()
+	wg.Wait()
+	return cmp.Or(err, renewed)
 }

@@ -94,7 +94,12 @@ func (a *Etcd) lock(ctx context.Context, resource string, g grant, opts AcquireO
 			return Lease{}, err
 		}
 	}
-	if err := a.recordLateGrant(ctx, &lease, opts, g.ttl, signer); err != nil {
+	// A lease that waited, and was not renewed for a lock-delay, is as its
+	// grant is recorded.
+	err = a.renewing(ctx, g.id, !first && opts.LockDelay == 0, func() error {
+		return a.recordLateGrant(ctx, &lease, opts, g.ttl, signer)
+	})
+	if err != nil {
 		return Lease{}, err
 	}
 	return lease, nil

@@ -11,10 +11,12 @@ import (
 )
 
 // awaitTurn waits, until waitUntil, for the key of lease l (created at
-// its token's revision) to be first in line, unless it is already, and
-// for any lock-delay to be over, keeping the lease alive meanwhile. Then
-// it renews the lease, so that the holder has its whole TTL from now,
-// and with a lock-delay records it as the lock's last holder.
+// its token's revision) to be first in line, unless it is already,
+// keeping the lease alive meanwhile. With a lock-delay it then waits the
+// delay out, renews the lease, so that the holder has its whole TTL from
+// now, and records it as the lock's last holder: the delay lease is
+// granted after the holder's is renewed, so that it outlives it by the
+// delay.
 func (a *Etcd) awaitTurn(ctx context.Context, l Lease, opts AcquireOptions, waitUntil time.Time, first bool) error {
 	wctx, cancel := context.WithDeadline(ctx, waitUntil)
 	defer cancel()
@@ -35,22 +37,19 @@ func (a *Etcd) awaitTurn(ctx context.Context, l Lease, opts AcquireOptions, wait
 			return unavailable("wait for lock", err)
 		}
 	}
-	if opts.LockDelay > 0 {
-		if err := a.honourLockDelay(ctx, l.Resource, l.ID, waitUntil); err != nil {
-			return err
-		}
+	if opts.LockDelay == 0 {
+		return nil
 	}
-	// Learn too whether it expired while waiting (then its key is gone).
+	if err := a.honourLockDelay(ctx, l.Resource, l.ID, waitUntil); err != nil {
+		return err
+	}
+	ttl, err := a.renewLease(ctx, l.ID)
+	if err != nil {
+		return err
+	}
 	kctx, cancel := bounded(ctx)
 	defer cancel()
-	refreshed, err := a.cli.KeepAliveOnce(kctx, clientv3.LeaseID(l.ID))
-	if err != nil {
-		return leaseError("refresh lease", err)
-	}
-	if opts.LockDelay > 0 {
-		return a.recordLastHolder(kctx, l.Resource, l.ID, refreshed.TTL, opts.LockDelay)
-	}
-	return nil
+	return a.recordLastHolder(kctx, l.Resource, l.ID, ttl, opts.LockDelay)
 }
 
 // errOwnKeyGone ends a wait whose own lock key was deleted.

@@ -26,28 +26,25 @@ type slotsAt struct {
 
 // grantPermit gives admitted lease g a free slot of semaphore and
 // records its grant. known is the slots as read when it was admitted at
-// once; after a wait (nil), it first renews the lease, so that the
-// holder has its whole TTL from now and a lease that ran out is told.
+// once; after a wait (nil), it renews the lease meanwhile (renewing).
 func (a *Etcd) grantPermit(ctx context.Context, semaphore string, g grant, opts AcquireOptions, signer string, waitUntil time.Time, known *slotsAt) (Lease, error) {
-	if known == nil {
-		kctx, cancel := bounded(ctx)
-		_, err := a.cli.KeepAliveOnce(kctx, clientv3.LeaseID(g.id))
-		cancel()
-		if err != nil {
-			return Lease{}, leaseError("refresh lease", err)
+	var l Lease
+	err := a.renewing(ctx, g.id, known == nil, func() error {
+		var recorded bool
+		var err error
+		l, recorded, err = a.claimSlot(ctx, semaphore, g, opts, signer, waitUntil, known)
+		switch {
+		case err != nil:
+			return err
+		case !recorded:
+			return a.recordLateGrant(ctx, &l, opts, g.ttl, signer)
+		case opts.Key != "":
+			// The key's record was made as the lease joined the line,
+			// before its token was known: it names it now.
+			return a.recordGrant(ctx, l, opts, grantedAcquisitionOp(l, opts))
 		}
-	}
-	l, recorded, err := a.claimSlot(ctx, semaphore, g, opts, signer, waitUntil, known)
-	switch {
-	case err != nil:
-		return Lease{}, err
-	case !recorded:
-		err = a.recordLateGrant(ctx, &l, opts, g.ttl, signer)
-	case opts.Key != "":
-		// The key's record was made as the lease joined the line, before
-		// its token was known: it names it now.
-		err = a.recordGrant(ctx, l, opts, grantedAcquisitionOp(l, opts))
-	}
+		return nil
+	})
 	if err != nil {
 		return Lease{}, err
 	}
