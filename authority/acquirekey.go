@@ -81,12 +81,18 @@ func (a *Etcd) lookUpAcquisition(ctx context.Context, opts AcquireOptions) error
 // then it reads that attempt's record (earlierIn) and puts nothing.
 func claim(resource string, id LeaseID, opts AcquireOptions, ops ...txnOp) txn {
 	key := acquisitionKey(opts.Owner, opts.Key)
-	b, _ := json.Marshal(acquisition{Lease: id.String(), Resource: resource, TTL: int64(opts.TTL / time.Second)})
 	return txn{
 		ifs:  []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
-		then: append(ops, named("acquisition", clientv3.OpPut(key, string(b), clientv3.WithLease(clientv3.LeaseID(id))))),
+		then: append(ops, claimOp(resource, id, opts)),
 		els:  []txnOp{named("other attempt", clientv3.OpGet(key))},
 	}
+}
+
+// claimOp records lease id, not granted yet, as the acquisition of
+// opts.Key: a retry waits for it to be granted (join).
+func claimOp(resource string, id LeaseID, opts AcquireOptions) txnOp {
+	b, _ := json.Marshal(acquisition{Lease: id.String(), Resource: resource, TTL: int64(opts.TTL / time.Second)})
+	return named("acquisition", clientv3.OpPut(acquisitionKey(opts.Owner, opts.Key), string(b), clientv3.WithLease(clientv3.LeaseID(id))))
 }
 
 // earlierIn is the *earlierAttempt whose record the claim r found.

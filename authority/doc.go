@@ -120,9 +120,12 @@
 //     claims its key in the transaction that puts it in line, so that a
 //     retry meanwhile joins it instead of queueing a second lease.)
 //   - A lock with a lock-delay grants a lease for its last-holder record
-//     and records it, two more each way: the delay lease is granted after
-//     the holder's, so that it outlives it by the delay, and revoked
-//     before it on release, so that a release owes no delay.
+//     and records it, two more to take it, and revokes that lease, one
+//     more to release it: the delay lease is granted after the holder's,
+//     so that it outlives it by the delay, and revoked before it, so that
+//     a release owes no delay. A keyed one records its key as granted
+//     once the delay is recorded, one more, so that no retry is answered
+//     with a lease whose delay could not be.
 //   - A semaphore's permit is its line, then its slot, a transaction
 //     each: admission is a count of the line, which no etcd comparison
 //     can make, so the slot is claimed (and the grant recorded with it)

@@ -51,12 +51,17 @@ func (a *Etcd) lock(ctx context.Context, resource string, g grant, opts AcquireO
 		// instead of queueing a second lease.
 		waiting = append(waiting, nest("claim", claim(resource, g.id, opts)))
 	}
+	granting := append(slices.Clip(inLine), a.grantOps(granted, opts, g.ttl)...)
+	switch {
+	case opts.Key != "" && opts.LockDelay > 0:
+		// Granted once its last-holder record is made, after this: a
+		// retry meanwhile waits for that, as it would for a turn.
+		granting = append(granting, claimOp(resource, g.id, opts))
+	case opts.Key != "":
+		granting = append(granting, grantedAcquisitionOp(granted, opts))
+	}
 	tctx, cancel := bounded(grantCtx(ctx, opts))
-	resp, err := txn{
-		ifs:  grantIfs(resource, opts, signer, e),
-		then: append(slices.Clip(inLine), a.allGrantOps(granted, opts, g.ttl)...),
-		els:  waiting,
-	}.commit(tctx, a.cli)
+	resp, err := txn{ifs: grantIfs(resource, opts, signer, e), then: granting, els: waiting}.commit(tctx, a.cli)
 	cancel()
 	if err != nil {
 		return Lease{}, unavailable("create lock key", err)
@@ -69,8 +74,14 @@ func (a *Etcd) lock(ctx context.Context, resource string, g grant, opts AcquireO
 		if opts.LockDelay > 0 {
 			// Its delay lease is granted after its own, so it outlives it.
 			err = a.recordLastHolder(ctx, resource, g.id, int64(g.ttl/time.Second), opts.LockDelay)
+			if err == nil && opts.Key != "" {
+				err = a.recordGrant(ctx, granted, opts, grantedAcquisitionOp(granted, opts))
+			}
 		}
-		return granted, err
+		if err != nil {
+			return Lease{}, err
+		}
+		return granted, nil
 	}
 
 	myEpoch, err := epochOf(resp.kvs("epoch"))
@@ -95,8 +106,8 @@ func (a *Etcd) lock(ctx context.Context, resource string, g grant, opts AcquireO
 		}
 	}
 	// A lease that waited, and was not renewed for a lock-delay, is as its
-	// grant is recorded.
-	err = a.renewing(ctx, g.id, !first && opts.LockDelay == 0, func() error {
+	// grant is recorded; as the record, not under ctx when it is keyed.
+	err = a.renewing(grantCtx(ctx, opts), g.id, !first && opts.LockDelay == 0, func() error {
 		return a.recordLateGrant(ctx, &lease, opts, g.ttl, signer)
 	})
 	if err != nil {

@@ -29,7 +29,7 @@ type slotsAt struct {
 // once; after a wait (nil), it renews the lease meanwhile (renewing).
 func (a *Etcd) grantPermit(ctx context.Context, semaphore string, g grant, opts AcquireOptions, signer string, waitUntil time.Time, known *slotsAt) (Lease, error) {
 	var l Lease
-	err := a.renewing(ctx, g.id, known == nil, func() error {
+	err := a.renewing(grantCtx(ctx, opts), g.id, known == nil, func() error {
 		var recorded bool
 		var err error
 		l, recorded, err = a.claimSlot(ctx, semaphore, g, opts, signer, waitUntil, known)
