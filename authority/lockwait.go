@@ -115,12 +115,31 @@ func (a *Etcd) keepWaitingAlive(ctx context.Context, id LeaseID) error {
 	if err != nil {
 		return unavailable("keep waiting lease alive", err)
 	}
-	go func() {
-		for range acks { // closed when ctx ends
+	go func() { // owned by ctx
+		for {
+			for range acks { // closed when ctx ends, or by etcd's client (below)
+			}
+			// etcd's client stops renewing a lease, and closes its
+			// channel, when a keepalive went unanswered for the lease's
+			// TTL (a busy etcd or process): renew it again while the wait
+			// lasts. A lease that is gone ends the wait through its key's
+			// deletion (whileKeyLives), and ctx with it.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(keepAliveAgainAfter):
+			}
+			if acks, err = a.cli.KeepAlive(ctx, clientv3.LeaseID(id)); err != nil {
+				return // ctx ended, or the client closed
+			}
 		}
 	}()
 	return nil
 }
+
+// keepAliveAgainAfter spaces the renewals of a waiting lease that etcd's
+// client gave up on, so that a lease gone does not spin.
+const keepAliveAgainAfter = 100 * time.Millisecond
 
 // waitDelete returns at the deletion of key from revision rev on.
 func (a *Etcd) waitDelete(ctx context.Context, key string, rev int64) error {
