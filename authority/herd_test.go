@@ -17,16 +17,18 @@ import (
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
-// rangeCounter counts the reads of etcd keys under prefix that pass
-// through one client: a waiter reads its predecessors once per wake-up, so
-// the count says how many waiters a change woke.
+// rangeCounter counts the reads of ranges of etcd keys under prefix that
+// pass through one client: a waiter reads its predecessors once per
+// wake-up, so the count says how many waiters a change woke.
 type rangeCounter struct {
 	prefix string
 	n      atomic.Int64
 }
 
 func (c *rangeCounter) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	if r, ok := req.(*pb.RangeRequest); ok && strings.HasPrefix(string(r.Key), c.prefix) {
+	// A read of the queue is a range; a read of one key (a waiter's look
+	// at its predecessor once its watch is in place) is not.
+	if r, ok := req.(*pb.RangeRequest); ok && strings.HasPrefix(string(r.Key), c.prefix) && len(r.RangeEnd) > 0 {
 		c.n.Add(1)
 	}
 	return invoker(ctx, method, req, reply, cc, opts...)

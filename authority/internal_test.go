@@ -3,6 +3,7 @@ package authority
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,60 @@ func TestReadStoreSizeSkipsADeadEndpoint(t *testing.T) {
 	err := NewEtcd(testenv.NewEtcdClient(t, []string{dead}), testenv.KEK()).ReadStoreSize(ctx)
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), dead) {
 		t.Fatalf("only a dead endpoint: %v, want unavailable naming %s", err, dead)
+	}
+}
+
+// TestWaitGone: a waiter told its predecessor is gone whether it went
+// before the wait's watch was in place (the read after it shows it) or
+// after (the watch's event), and not while it stays; a wait given up ends
+// with its context's error.
+func TestWaitGone(t *testing.T) {
+	cli := testenv.EtcdClient(t)
+	a := NewEtcd(cli, testenv.KEK())
+	key := fmt.Sprintf("/fencegw-test/gone/%s/%d", t.Name(), time.Now().UnixNano()) // the package's etcd is shared, and -count runs again
+	t.Cleanup(func() { _, _ = cli.Delete(context.Background(), key) })
+
+	if err := a.waitGone(t.Context(), key); err != nil {
+		t.Fatalf("a key that never was: %v", err)
+	}
+	if _, err := cli.Put(t.Context(), key, "held"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.waitGone(ctx, key) }()
+	// Not told while the key stays: another key's deletion, and a put of
+	// its own, end nothing.
+	if _, err := cli.Put(t.Context(), key, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Delete(t.Context(), key+"/other"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("returned %v while the key stays", err)
+	default:
+	}
+	if _, err := cli.Delete(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the key deleted: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("not told of the deletion")
+	}
+	cancel()
+
+	if _, err := cli.Put(t.Context(), key, "held"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithCancel(t.Context())
+	cancel()
+	if err := a.waitGone(ctx, key); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a wait given up: %v, want context.Canceled", err)
 	}
 }

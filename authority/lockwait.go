@@ -102,7 +102,7 @@ func (a *Etcd) waitPredecessors(ctx context.Context, pfx string, maxRev int64) e
 		if len(resp.Kvs) == 0 {
 			return nil
 		}
-		if err := a.waitDelete(ctx, string(resp.Kvs[0].Key), resp.Header.Revision); err != nil {
+		if err := a.waitGone(ctx, string(resp.Kvs[0].Key)); err != nil {
 			return err
 		}
 	}
@@ -140,6 +140,43 @@ func (a *Etcd) keepWaitingAlive(ctx context.Context, id LeaseID) error {
 // keepAliveAgainAfter spaces the renewals of a waiting lease that etcd's
 // client gave up on, so that a lease gone does not spin.
 const keepAliveAgainAfter = 100 * time.Millisecond
+
+// waitGone returns once key no longer exists. Its watch starts from now:
+// etcd tells a watcher that starts at a revision already past only at its
+// next sync of lagging watchers, every 100 ms, and on a resource handed
+// from holder to holder the revision a waiter read has passed by the time
+// it watches, so each handoff waited for that sync. Watched from now, a
+// deletion is told at once; one before the watch began shows in the read
+// made once it is in place.
+func (a *Etcd) waitGone(ctx context.Context, key string) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for wr := range a.cli.Watch(wctx, key, clientv3.WithCreatedNotify(), clientv3.WithFilterPut()) {
+		if err := wr.Err(); err != nil {
+			return err
+		}
+		if wr.Created {
+			resp, err := a.cli.Get(ctx, key, clientv3.WithCountOnly())
+			if err != nil {
+				return err
+			}
+			a.observe(resp.Header.Revision)
+			if resp.Count == 0 {
+				return nil
+			}
+			continue
+		}
+		for _, ev := range wr.Events {
+			if ev.Type == mvccpb.DELETE {
+				return nil
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.New("authority: watch closed while waiting for the lock")
+}
 
 // waitDelete returns at the deletion of key from revision rev on.
 func (a *Etcd) waitDelete(ctx context.Context, key string, rev int64) error {
