@@ -54,6 +54,17 @@ var problemTypes = []problemType{
 // of turn. The audit records these kinds, and the status page charts them.
 var fenceRefusals = map[string]bool{"stale-token": true, "token-rejected": true, "token-retired": true}
 
+// ProblemTypes lists the type URI of every problem document the gateway
+// answers (urn:fencegw:problem:<kind>), in its table's order, as its
+// OpenAPI document does: what a client needs a typed error for.
+func ProblemTypes() []string {
+	out := make([]string, len(problemTypes))
+	for i, t := range problemTypes {
+		out[i] = problemTypePrefix + t.Kind
+	}
+	return out
+}
+
 // problemTypeOf returns the table's entry for kind; an unknown kind is a
 // programming error, answered as internal.
 func problemTypeOf(kind string) problemType {
