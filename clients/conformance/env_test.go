@@ -149,18 +149,21 @@ func (e *env) startReplica(t testing.TB, dbURL, policyYAML string, config func(*
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	scheme := "http://"
+	// Decided before serving: Serve sets up HTTP/2, which gives a server
+	// without a TLSConfig an empty one, so reading it afterwards raced
+	// with Serve and named a plain replica https.
+	scheme, tls := "http://", r.srv.TLSConfig != nil
+	if tls {
+		scheme = "https://"
+	}
 	go func() {
 		defer close(done)
-		if r.srv.TLSConfig != nil {
+		if tls {
 			_ = r.srv.ServeTLS(ln, "", "")
 		} else {
 			_ = r.srv.Serve(ln)
 		}
 	}()
-	if r.srv.TLSConfig != nil {
-		scheme = "https://"
-	}
 	t.Cleanup(func() { r.Kill(); <-done })
 	r.URL = scheme + ln.Addr().String()
 	e.mu.Lock()
