@@ -143,6 +143,25 @@ func (a *Etcd) Validate(ctx context.Context, resource, client string, tok tokens
 	return nil
 }
 
+// CheckSignature decides what Validate decides first: whether tok is
+// signed by this authority for resource and client, by a key not retired
+// (nothing is signed under validation: revision). It reads etcd only for
+// a signature no loaded key verifies (a key rotated in since the last
+// load), never whether the token was issued or its holder: the gateway
+// asks it before a call takes its turn at the admission gate, so that a
+// forgery never holds one.
+func (a *Etcd) CheckSignature(ctx context.Context, resource, client string, tok tokens.Token, mode tokens.Validation) error {
+	if mode == tokens.ValidateRevision {
+		return nil
+	}
+	if set := a.keys.Load(); set != nil && set.ring.Verify(tok, resource, client) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, ValidateTimeout)
+	defer cancel()
+	return a.checkSigned(ctx, resource, client, tok)
+}
+
 // checkSigned refuses a token the gateway did not issue for resource and
 // client (unsigned, or signed for another resource or client), and one
 // signed by a retired key. A signature no loaded key verifies may be by a

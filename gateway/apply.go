@@ -10,19 +10,22 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// apply validates every token of req with the authority, applies req and,
-// if it is keyed and failed, settles its key's outcome.
-func (g *Gateway) apply(ctx context.Context, req *fence.Request, scope *problemScope) (fence.Response, error) {
-	resp, err := g.validateAndApply(ctx, req, scope)
+// apply validates every token of c's request with the authority, applies
+// it and, if it is keyed and failed (or was refused before its turn, for
+// a signature: c.err), settles its key's outcome.
+func (g *Gateway) apply(ctx context.Context, c *call) (fence.Response, error) {
+	req, err := c.req, c.err
+	var resp fence.Response
+	if err == nil {
+		resp, err = g.validateAndApply(ctx, req, &c.scope)
+	}
 	if err != nil && req.IdempotencyKey != nil {
 		// Settling is PostgreSQL's work: with a turn, given back by a
 		// wait during validation or not.
-		if t := turnOf(ctx); t != nil {
-			if terr := t.retake(ctx); terr != nil {
-				return fence.Response{}, fmt.Errorf("%w (%w)", terr, fence.ErrKeyInFlight)
-			}
+		if terr := c.turn.retake(ctx); terr != nil {
+			return fence.Response{}, fmt.Errorf("%w (%w)", terr, fence.ErrKeyInFlight)
 		}
-		return g.settle(ctx, req.IdempotencyKey, err, *scope)
+		return g.settle(ctx, req.IdempotencyKey, err, c.scope)
 	}
 	return resp, err
 }
@@ -37,11 +40,28 @@ func (g *Gateway) validateAndApply(ctx context.Context, req *fence.Request, scop
 // validateAll asks the authority about every token of req, each under its
 // resource kind's validation, and names the first it refuses in scope.
 func (g *Gateway) validateAll(ctx context.Context, req *fence.Request, scope *problemScope) error {
+	return eachToken(ctx, req, scope, g.validate)
+}
+
+// checkSignatures decides every token's signature of req, as the
+// authority's validation does first (Authority.CheckSignature), and names
+// the first it refuses in scope. The gate asks it before a call takes its
+// turn (admitCalls): a forged token is refused without one, and one signed
+// by a key this replica has not loaded yet waits for the keys' reload
+// without one.
+func (g *Gateway) checkSignatures(ctx context.Context, req *fence.Request, scope *problemScope) error {
+	return eachToken(ctx, req, scope, g.cfg.Authority.CheckSignature)
+}
+
+// eachToken asks check about every token of req, presented by the
+// caller's client for its role's resource under its resource kind's
+// validation, and names the first it refuses in scope.
+func eachToken(ctx context.Context, req *fence.Request, scope *problemScope, check func(ctx context.Context, resource, client string, tok tokens.Token, mode tokens.Validation) error) error {
 	client := clientName(ctx)
 	for wi := range req.Writes {
 		w := &req.Writes[wi]
 		for i, role := range w.Operation.Roles {
-			if err := g.validate(ctx, w.Resources[i], client, w.Tokens[i], role.Kind.Validation); err != nil {
+			if err := check(ctx, w.Resources[i], client, w.Tokens[i], role.Kind.Validation); err != nil {
 				scope.Resource, scope.Role, scope.Presented = w.Resources[i], role.Name, w.Tokens[i].Unsigned()
 				return req.InWrite(wi, err)
 			}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/fencegw/fencegw/fence"
 	"github.com/fencegw/fencegw/internal/clip"
-	"github.com/fencegw/fencegw/internal/timeout"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -22,36 +21,43 @@ const MaxBatchWrites = 100
 // all or nothing. Fences advance in canonical order, once per resource.
 func (g *Gateway) handleBatch(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	scope := problemScope{Operation: policy.BatchName}
-	resp, err := g.batch(r, &scope)
-	g.answer(w, r, policy.BatchName, start, resp, err, scope)
+	c := callOf(r.Context())
+	resp, err := g.write(r, c) // as a lone write's, its request made by prepareBatch
+	g.answer(w, r, policy.BatchName, start, resp, err, c.scope)
 }
 
-func (g *Gateway) batch(r *http.Request, scope *problemScope) (fence.Response, error) {
+// prepareBatch reads a batch of POST /v1/batch into its request.
+func (g *Gateway) prepareBatch(r *http.Request) *call {
+	c := &call{scope: problemScope{Operation: policy.BatchName}}
+	c.req, c.err = g.batchRequest(r, &c.scope)
+	return c
+}
+
+func (g *Gateway) batchRequest(r *http.Request, scope *problemScope) (*fence.Request, error) {
 	if err := requireJSON(r); err != nil {
-		return fence.Response{}, err
+		return nil, err
 	}
 	key, once, err := idempotencyKey(r)
 	if err != nil {
-		return fence.Response{}, err
+		return nil, err
 	}
 	deadline, err := notAfter(r)
 	if err != nil {
-		return fence.Response{}, err
+		return nil, err
 	}
 	body, err := g.readBody(r)
 	if err != nil {
-		return fence.Response{}, err
+		return nil, err
 	}
 	items, err := policy.DecodeBatch(body, MaxBatchWrites)
 	if err != nil {
-		return fence.Response{}, err
+		return nil, err
 	}
 	writes := make([]fence.Write, len(items))
 	h := sha256.New()
 	for i, item := range items {
 		if writes[i], err = g.batchWrite(r.Context(), item); err != nil {
-			return fence.Response{}, &fence.WriteError{Index: i, Operation: item.Operation, Err: err}
+			return nil, &fence.WriteError{Index: i, Operation: item.Operation, Err: err}
 		}
 		fp := writes[i].Operation.Fingerprint(writes[i].Args)
 		h.Write(fp[:])
@@ -64,12 +70,10 @@ func (g *Gateway) batch(r *http.Request, scope *problemScope) (fence.Response, e
 	}
 	req, err := fence.NewBatch(writes, k)
 	if err != nil {
-		return fence.Response{}, err
+		return nil, err
 	}
 	req.NotAfter = deadline
-	ctx := new(timeout.Context) // as a lone write's (write)
-	g.writeDeadlines.Bind(ctx, r.Context())
-	return g.apply(ctx, req, scope)
+	return req, nil
 }
 
 // batchWrite checks one write of a batch as POST /v1/ops would.

@@ -27,31 +27,38 @@ type CheckResult struct {
 // not. Nothing is written either way.
 func (g *Gateway) handleCheck(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	scope := problemScope{Operation: checkOperation}
-	res, err := g.check(r, &scope)
+	c := callOf(r.Context())
+	res, err := g.check(r, c)
 	if err != nil {
-		p := g.writeProblem(w, r, err, scope)
+		p := g.writeProblem(w, r, err, c.scope)
 		g.countRead(checkOperation, p.Kind(), start)
 		return
 	}
 	e := accessOf(r.Context())
-	e.operation, e.resource, e.outcome = checkOperation, scope.Resource, "ok"
+	e.operation, e.resource, e.outcome = checkOperation, c.scope.Resource, "ok"
 	g.countRead(checkOperation, "ok", start)
 	writeJSON(w, http.StatusOK, res)
 }
 
-func (g *Gateway) check(r *http.Request, scope *problemScope) (CheckResult, error) {
+// prepareCheck reads a check of POST /v1/fences/check into its request.
+func (g *Gateway) prepareCheck(r *http.Request) *call {
+	c := &call{scope: problemScope{Operation: checkOperation}}
+	c.req, c.err = g.checkRequest(r, &c.scope)
+	return c
+}
+
+func (g *Gateway) checkRequest(r *http.Request, scope *problemScope) (*fence.Request, error) {
 	body, err := g.readBody(r)
 	if err != nil {
-		return CheckResult{}, err
+		return nil, err
 	}
 	roles, err := decodeCheckRequest(body)
 	if err != nil {
-		return CheckResult{}, err
+		return nil, err
 	}
 	op, keys, err := g.checkOperation(roles)
 	if err != nil {
-		return CheckResult{}, err
+		return nil, err
 	}
 	if !op.Named() {
 		scope.Resource = keys[0]
@@ -59,27 +66,33 @@ func (g *Gateway) check(r *http.Request, scope *problemScope) (CheckResult, erro
 	field, sent, err := readTokenField(r)
 	switch {
 	case err != nil:
-		return CheckResult{}, err
+		return nil, err
 	case !sent:
-		return CheckResult{}, fmt.Errorf("%w: send the token (or, for resources, one per role) to check as %s", ErrTokenRequired, TokenHeader)
+		return nil, fmt.Errorf("%w: send the token (or, for resources, one per role) to check as %s", ErrTokenRequired, TokenHeader)
 	}
 	toks, err := tokensFor(nil, op, field)
 	if err != nil {
-		return CheckResult{}, err
+		return nil, err
 	}
 	if err := checkedResources(g.cfg.Policy, op, keys, toks); err != nil {
-		return CheckResult{}, err
+		return nil, err
 	}
 	if !op.Named() {
 		scope.Presented = toks[0].Unsigned()
 	}
-	req, err := fence.NewRequest([]fence.Write{{Operation: op, Resources: keys, Tokens: toks}}, nil)
-	if err != nil {
-		return CheckResult{}, err
+	return fence.NewRequest([]fence.Write{{Operation: op, Resources: keys, Tokens: toks}}, nil)
+}
+
+func (g *Gateway) check(r *http.Request, c *call) (CheckResult, error) {
+	if c.err != nil {
+		return CheckResult{}, c.err
 	}
+	req := c.req
+	w := &req.Writes[0]
+	op, keys, toks := w.Operation, w.Resources, w.Tokens
 	ctx, cancel := context.WithTimeout(r.Context(), g.writeTTL)
 	defer cancel()
-	if err := g.validateAll(ctx, req, scope); err != nil {
+	if err := g.validateAll(ctx, req, &c.scope); err != nil {
 		return CheckResult{}, err
 	}
 	res, err := g.store.Read(ctx, req)

@@ -35,25 +35,37 @@ func (g *Gateway) gateWrites(next http.Handler) http.Handler {
 	})
 }
 
-// admitCalls makes a gated call wait for a turn at the admission gate,
-// its client's (fair between clients: admission), right after
-// authentication: on a shallow stack, so the collector can shrink the
-// stacks of the goroutines waiting there (BENCHMARKS.md measured a gate
-// inside the write handler: the waiting stacks kept their grown size).
-// The turn rides in the request's context: a wait on etcd during
-// validation gives it back for its length (turnOf).
-func (g *Gateway) admitCalls(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		op, _ := gatedCall(r.URL.Path)
-		client := clientName(r.Context())
-		if err := g.admit.enter(r.Context(), client); err != nil {
-			g.refuseAtTheGate(w, r, op, err)
-			return
-		}
-		t := &turn{admit: g.admit, client: client, held: true}
-		defer t.release()
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), turnKey{}, t)))
-	})
+// admitCalls reads a gated call with prepare (its body decoded, its
+// resources derived) and decides its tokens' signatures, then makes it
+// wait for a turn at the admission gate, its client's (fair between
+// clients: admission): a call refused by then is answered without a turn,
+// unless it is keyed and its key's outcome must be read or settled
+// (call.settles), and a forged token never holds one, even while it waits
+// for a reload of the signing keys (issue 34). The wait is on a shallow
+// stack, so the collector can shrink the stacks of the goroutines waiting
+// there (BENCHMARKS.md measured a gate inside the write handler: the
+// waiting stacks kept their grown size). The call and its turn ride in the
+// request's context to the handler (callOf): a wait on etcd during
+// validation gives the turn back for its length (turnOf).
+func (g *Gateway) admitCalls(prepare func(*http.Request) *call) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c := prepare(r)
+			if c.err == nil {
+				c.err = g.checkSignatures(r.Context(), c.req, &c.scope)
+			}
+			c.turn = turn{admit: g.admit, client: clientName(r.Context())}
+			if c.err == nil || c.settles() {
+				if err := c.turn.retake(r.Context()); err != nil {
+					op, _ := gatedCall(r.URL.Path)
+					g.refuseAtTheGate(w, r, op, err)
+					return
+				}
+				defer c.turn.release()
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
+		})
+	}
 }
 
 // gatedCall names the operation of a call that passes the gate: a write,

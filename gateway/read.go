@@ -38,34 +38,39 @@ type ReadFence struct {
 // time that a successor has written.
 func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	name := chi.URLParam(r, "operation")
-	scope := problemScope{Operation: name}
-	res, err := g.read(r, &scope)
+	c := callOf(r.Context())
+	name := c.scope.Operation
+	res, err := g.read(r, c)
 	if err != nil {
-		p := g.writeProblem(w, r, err, scope)
+		p := g.writeProblem(w, r, err, c.scope)
 		g.countRead(name, p.Kind(), start)
 		return
 	}
 	e := accessOf(r.Context())
-	e.operation, e.resource, e.outcome = name, scope.Resource, "ok"
-	e.presented = scope.Presented
+	e.operation, e.resource, e.outcome = name, c.scope.Resource, "ok"
+	e.presented = c.scope.Presented
 	g.countRead(name, "ok", start)
 	writeJSON(w, http.StatusOK, res)
 }
 
-func (g *Gateway) read(r *http.Request, scope *problemScope) (ReadResult, error) {
-	lone := new(loneWrite)
-	op, err := g.call(r, scope, lone, true)
-	if err != nil {
-		return ReadResult{}, err
+// prepareRead reads a read of POST /v1/reads into its request.
+func (g *Gateway) prepareRead(r *http.Request) *call {
+	c := &call{scope: problemScope{Operation: chi.URLParam(r, "operation")}}
+	if _, c.err = g.readCall(r, &c.scope, &c.lone, true); c.err == nil {
+		c.req, c.err = fence.NewRequest(c.lone.w[:], nil)
 	}
-	req, err := fence.NewRequest(lone.w[:], nil)
-	if err != nil {
-		return ReadResult{}, err
+	return c
+}
+
+func (g *Gateway) read(r *http.Request, c *call) (ReadResult, error) {
+	if c.err != nil {
+		return ReadResult{}, c.err
 	}
+	req := c.req
+	op := req.Writes[0].Operation
 	ctx, cancel := context.WithTimeout(r.Context(), g.writeTTL)
 	defer cancel()
-	if err := g.validateAll(ctx, req, scope); err != nil {
+	if err := g.validateAll(ctx, req, &c.scope); err != nil {
 		return ReadResult{}, err
 	}
 	res, err := g.store.Read(ctx, req)

@@ -13,12 +13,12 @@ type turn struct {
 	held   bool
 }
 
-type turnKey struct{}
-
 // turnOf is the turn ctx's call holds, or nil outside a gated call.
 func turnOf(ctx context.Context) *turn {
-	t, _ := ctx.Value(turnKey{}).(*turn)
-	return t
+	if c := callOf(ctx); c != nil {
+		return &c.turn
+	}
+	return nil
 }
 
 // release gives the turn back, if held.

@@ -16,51 +16,64 @@ import (
 )
 
 // handleWrite serves POST /v1/ops/{operation}: parse, derive the
-// resources, ask the authority, then fence and write in one transaction.
+// resources and check the tokens' signatures (prepareWrite, before the
+// gate), then ask the authority, fence and write in one transaction.
 func (g *Gateway) handleWrite(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	name := chi.URLParam(r, "operation")
-	scope := problemScope{Operation: name}
-	resp, err := g.write(r, &scope)
-	g.answer(w, r, name, start, resp, err, scope)
+	c := callOf(r.Context())
+	resp, err := g.write(r, c)
+	g.answer(w, r, c.scope.Operation, start, resp, err, c.scope)
 }
 
-func (g *Gateway) write(r *http.Request, scope *problemScope) (fence.Response, error) {
-	lone := new(loneWrite)
-	op, err := g.call(r, scope, lone, false)
+// prepareWrite reads a write of POST /v1/ops into its request.
+func (g *Gateway) prepareWrite(r *http.Request) *call {
+	c := &call{scope: problemScope{Operation: chi.URLParam(r, "operation")}}
+	c.req, c.err = g.writeRequest(r, c)
+	return c
+}
+
+func (g *Gateway) writeRequest(r *http.Request, c *call) (*fence.Request, error) {
+	op, err := g.readCall(r, &c.scope, &c.lone, false)
 	if err != nil {
-		return fence.Response{}, err
+		return nil, err
 	}
 	key, once, err := idempotencyKey(r)
 	if err != nil {
-		return fence.Response{}, err
+		return nil, err
 	}
 	deadline, err := notAfter(r)
 	if err != nil {
-		return fence.Response{}, err
+		return nil, err
 	}
-	wr := &lone.w[0]
+	wr := &c.lone.w[0]
 	var k *fence.IdempotencyKey
 	if once {
 		k = &fence.IdempotencyKey{Client: clientName(r.Context()), Scope: op.Name, Value: key, Fingerprint: op.Fingerprint(wr.Args), Retention: g.retention}
-		scope.Keyed = true
+		c.scope.Keyed = true
 	}
-	req, err := fence.NewRequest(lone.w[:], k)
+	req, err := fence.NewRequest(c.lone.w[:], k)
 	if err != nil {
-		return fence.Response{}, err
+		return nil, err
 	}
 	req.NotAfter = deadline
-	// From here on the write runs to completion or its own deadline, not
-	// the client's: a disconnect must not leave its outcome to chance.
-	g.writeDeadlines.Bind(&lone.ctx, r.Context())
-	return g.apply(&lone.ctx, req, scope)
+	return req, nil
 }
 
-// call reads a call of the operation r names into lone.w[0]: the
+func (g *Gateway) write(r *http.Request, c *call) (fence.Response, error) {
+	if c.err != nil && !c.settles() {
+		return fence.Response{}, c.err
+	}
+	// From here on the write runs to completion or its own deadline, not
+	// the client's: a disconnect must not leave its outcome to chance.
+	g.writeDeadlines.Bind(&c.lone.ctx, r.Context())
+	return g.apply(&c.lone.ctx, c)
+}
+
+// readCall reads a call of the operation r names into lone.w[0]: the
 // operation, the client's right to call it, its tokens and arguments, and
 // the resource of each of its roles. read says which kind of operation
 // the endpoint serves; the other kind is named as such.
-func (g *Gateway) call(r *http.Request, scope *problemScope, lone *loneWrite, read bool) (*policy.Operation, error) {
+func (g *Gateway) readCall(r *http.Request, scope *problemScope, lone *loneWrite, read bool) (*policy.Operation, error) {
 	op, ok := g.cfg.Policy.Operations[scope.Operation]
 	switch {
 	case !ok:
