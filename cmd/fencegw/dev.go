@@ -170,7 +170,7 @@ func installDemoGuard(ctx context.Context, cfg serveConfig) (string, error) {
 	for i, g := range pol.Guarded {
 		tables[i] = g.Table
 	}
-	return strings.Join(tables, ", ") + ": writes that bypass the gateway are refused (docs/operations.md, fencegw guard)", nil
+	return strings.Join(tables, ", ") + ": writes that bypass the gateway are refused (docs/operations/grants-and-guard.md)", nil
 }
 
 func cheatSheet(addr string, cfg serveConfig, dbNote, guarded string) string {

@@ -116,7 +116,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	defer cli.Close()
 	if on, known := auth.AuthEnabled(startCtx); known && !on && cfg.command != "dev" { // dev's etcd is its own, in process
-		log.Warn("etcd's auth is off: any client etcd lets in may read and write the gateway's keys and locks, and issue tokens; give the gateways a user limited to /fencegw/ and turn auth on (fencegw etcd-auth, docs/operations.md)")
+		log.Warn("etcd's auth is off: any client etcd lets in may read and write the gateway's keys and locks, and issue tokens; give the gateways a user limited to /fencegw/ and turn auth on (fencegw etcd-auth, docs/operations/tls-and-auth.md)")
 	}
 	if cfg.KEK.ReadClear {
 		auth.ReadClearKeys()
