@@ -53,7 +53,7 @@ DATABASE_URL is set), the demo's migrations, guard and policy; prints what
 to try. Nothing it starts outlives it. Flags as serve's, also from FENCEGW_
 variables; logs are text unless --log-format json.`,
 		Example: `  fencegw dev
-  fencegw dev --demo examples/refund --listen 127.0.0.1:9090`,
+  fencegw dev --demo examples/refund --listen 127.0.0.1:8081`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnv(cmd.Flags()); err != nil {
