@@ -292,8 +292,8 @@ func runBackground(ctx context.Context, loops ...func(context.Context)) (stop fu
 // take: when the gateway gives up on a write, the server stops waiting too,
 // instead of holding its place in the queue for a client that is gone.
 // defaultPoolSize is four connections per core the Go runtime uses: in
-// BENCHMARKS.md's sweep (16 and 64 clients, 2 cores) 8 connections beat
-// pgx's default of 4 on uniform load, where more sessions let PostgreSQL
+// the sweep of docs/benchmarks-history.md, more connections than pgx's
+// default beat it on uniform load, where more sessions let PostgreSQL
 // group their commits' flushes, and lost nothing on a hot resource.
 func defaultPoolSize() int32 { return int32(4 * runtime.GOMAXPROCS(0)) }
 
