@@ -16,7 +16,7 @@ func Dial(endpoints []string) (*clientv3.Client, error) {
 
 // StoreSize is etcd's database file size and the part of it in use, as
 // the last status read found them: compaction frees space inside the
-// file, defragmentation gives it back (docs/operations.md: etcd compaction).
+// file, defragmentation gives it back (docs/operations/compaction-and-pruning.md).
 type StoreSize struct{ Total, InUse int64 }
 
 // ReadStoreSize asks every endpoint for its status at once and keeps the

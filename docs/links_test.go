@@ -14,18 +14,30 @@ import (
 )
 
 // pages are the documentation's pages, relative to the repository's root:
-// the README, docs/, BENCHMARKS.md and the examples' README.
+// the README, docs/ and its folders, BENCHMARKS.md and the examples' README.
 func pages(t *testing.T) []string {
 	t.Helper()
-	docs, err := filepath.Glob("*.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs := docsPages(t)
 	out := []string{"README.md", "BENCHMARKS.md", "examples/README.md"}
 	for _, d := range docs {
 		out = append(out, "docs/"+d)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// docsPages are the pages of docs/ and of its folders (docs/operations/),
+// relative to docs/.
+func docsPages(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, pattern := range []string{"*.md", "*/*.md"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m...)
+	}
 	return out
 }
 

@@ -15,7 +15,7 @@ import (
 // its one transaction in flight before another starts beside it. One at a
 // time makes the largest groups: the most writes per flush and the least
 // CPU per write, which on a CPU-bound machine is what sets throughput
-// (BENCHMARKS.md: the sweep). But one write stuck on a row lock (an
+// (docs/benchmarks-history.md: the sweep). But one write stuck on a row lock (an
 // operator's open bypass transaction, say) would hold the whole line until
 // its --write-timeout; so when no transaction has ended for spillAfter,
 // another starts, up to the store's bound. It is far above a commit's

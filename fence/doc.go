@@ -1,8 +1,12 @@
 // Package fence is fencegw's fenced transaction: the only code that runs
 // statements on the gateway's schema (fencegw.*), and the one place where
 // a write becomes a PostgreSQL transaction. It knows SQL, not HTTP: it
-// returns typed errors and opaque responses, and the gateway decides what
-// they look like on the wire.
+// returns typed errors, and the gateway renders them (problem documents,
+// statuses). One part of the wire is this package's: an applied
+// request's answer, the API's JSON, rendered here (answer.go) because a
+// keyed request's answer is stored in the same transaction as its writes
+// and replayed byte for byte. A refusal stored as a key's outcome is the
+// gateway's rendering, kept here as an opaque Response.
 //
 // # Requests, writes and fences (request.go)
 //
@@ -17,6 +21,9 @@
 // # The write path (pipeline.go, store.go, prepared.go, sql/fence.sql)
 //
 // Every request has one shape: its fences, then each write's statements.
+// A request with a business deadline (NotAfter) calls fencegw.not_after
+// (sql/not_after.sql) after its fences, so PostgreSQL's clock decides it
+// (*DeadlineError).
 // A fence is ONE conditional statement, fencegw.fence (sql/fence.sql): an
 // upsert of the resource's fence row that succeeds only if the token is
 // not older than the fence (strictly newer on a strict resource) and
@@ -44,7 +51,7 @@
 //
 // Apply returns the request's answer (answer.go renders it, the API's
 // JSON, stored with a keyed request's writes and replayed byte for byte),
-// or an error: *StaleTokenError,
+// or an error: *StaleTokenError, *DeadlineError,
 // *PreconditionError, *ConstraintError, *KeyMismatchError, *SQLError,
 // ErrValue or ErrConflict (nothing written), ErrUnavailable (nothing
 // written), or ErrUnavailable with ErrOutcomeUnknown (the connection
@@ -115,12 +122,15 @@
 //
 // # The functions it calls (sql/, definitions.go)
 //
-// The SQL functions on fencegw.* that this package calls (fence,
-// stamp_unfenced, claim_key, settle_key, raise_fence_floor, prune_fences,
-// advance_fence, trim_rejections, trim_history, and expect_rows, which
-// the policy's statements call) are defined in sql/, one file each, as
-// they are now: Definitions hands them to package schema, which applies
-// them after the gateway's migrations whenever the database holds
+// The SQL functions on fencegw.* are defined in sql/, one file each, as
+// they are now: those this package calls for the write path, the keys
+// and the janitor (fence, stamp_unfenced, not_after, claim_key,
+// settle_key, raise_fence_floor, prune_fences, advance_fence,
+// trim_rejections, trim_history); expect_rows, which the policy's
+// compiled statements call; and the SQL front's (package sqlfront):
+// fence_session and refuse (frontsession.go), transaction_key and
+// transaction_committed. Definitions hands them to package schema, which
+// applies them after the gateway's migrations whenever the database holds
 // something else. The migrations change tables and privileges only.
 //
 // # The fence only moves forward, whoever connects

@@ -1,8 +1,9 @@
 // Package tokens defines fencing tokens as values, and what may be said
 // about them, without anything that issues or stores them: the policy
-// loader, the guard, the fault-run checker and clients use it without an
-// etcd client. The authority that issues tokens is package authority; the
-// resource side that enforces them is package fence.
+// loader, the fenced transaction (package fence) and the fault-run
+// checker use it without an etcd client. The authority that issues tokens
+// is package authority; the resource side that enforces them is package
+// fence.
 //
 // # Tokens and their order (token.go)
 //
@@ -53,6 +54,6 @@
 // settles an idempotency key; one of a forged token does not). An
 // authority found rolled back or replaced is halted (*HaltedError) until an
 // operator bumps the epoch; View is what etcd says of itself at one
-// moment, and Record what PostgreSQL remembers of it, which the guard
-// compares.
+// moment, and Record what PostgreSQL remembers of it, which the
+// authority's Watchdog (authority.Watchdog) compares.
 package tokens

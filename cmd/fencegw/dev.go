@@ -53,7 +53,7 @@ DATABASE_URL is set), the demo's migrations, guard and policy; prints what
 to try. Nothing it starts outlives it. Flags as serve's, also from FENCEGW_
 variables; logs are text unless --log-format json.`,
 		Example: `  fencegw dev
-  fencegw dev --demo examples/refund --listen 127.0.0.1:9090`,
+  fencegw dev --demo examples/refund --listen 127.0.0.1:8081`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnv(cmd.Flags()); err != nil {
@@ -170,7 +170,7 @@ func installDemoGuard(ctx context.Context, cfg serveConfig) (string, error) {
 	for i, g := range pol.Guarded {
 		tables[i] = g.Table
 	}
-	return strings.Join(tables, ", ") + ": writes that bypass the gateway are refused (docs/operations.md, fencegw guard)", nil
+	return strings.Join(tables, ", ") + ": writes that bypass the gateway are refused (docs/operations/grants-and-guard.md)", nil
 }
 
 func cheatSheet(addr string, cfg serveConfig, dbNote, guarded string) string {

@@ -14,14 +14,19 @@ import (
 	"github.com/fencegw/fencegw/internal/harness/markdown"
 )
 
-// docPages are the documentation's pages, from this package's folder.
+// docPages are the documentation's pages, from this package's folder:
+// docs/ and its folders (docs/operations/) among them.
 func docPages(t *testing.T) []string {
 	t.Helper()
-	docs, err := filepath.Glob("../../docs/*.md")
-	if err != nil {
-		t.Fatal(err)
+	out := []string{"../../README.md", "../../BENCHMARKS.md", "../../examples/README.md"}
+	for _, pattern := range []string{"../../docs/*.md", "../../docs/*/*.md"} {
+		docs, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, docs...)
 	}
-	return append([]string{"../../README.md", "../../BENCHMARKS.md", "../../examples/README.md"}, docs...)
+	return out
 }
 
 // example is a command line of the documentation: where it is, and the

@@ -27,7 +27,7 @@ func passwordFile(t *testing.T, pw string) string {
 // TestEtcdUser: with etcd's auth on, a command reaches etcd as
 // --etcd-user with the password in --etcd-password-file (its line break
 // trimmed), and serve becomes ready as a user whose role may read and
-// write /fencegw/ only, as docs/operations.md says, without warning that
+// write /fencegw/ only, as docs/operations/tls-and-auth.md says, without warning that
 // etcd's auth is off (it warns against an etcd without). A wrong password, no user,
 // and an unreadable or empty password file are refused, in words naming
 // the flags, never the password, and nothing reaches etcd.

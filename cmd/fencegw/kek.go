@@ -23,7 +23,7 @@ signing keys in etcd: give the same file to every gateway and to the keys
 command (--token-kek-file), and to nothing else. An existing FILE is never
 overwritten: --if-missing keeps it and succeeds (a one-shot service that
 runs on every start), else it is an error. A rotation appends a new KEK as
-the file's last line: fencegw kek new >> FILE (docs/operations.md).`,
+the file's last line: fencegw kek new >> FILE (docs/operations/keys.md).`,
 		Example: "  fencegw kek new /etc/fencegw/token.kek\n  fencegw kek new >> /etc/fencegw/token.kek   # a rotation's new KEK",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -25,7 +25,7 @@ type kekFlags struct {
 func (f *kekFlags) bind(cmd *cobra.Command, fs *pflag.FlagSet) {
 	fs.StringVar(&f.File, "token-kek-file", envOr("", "FENCEGW_TOKEN_KEK_FILE"), "the file of key-encryption keys that seal the signing keys in etcd, one a line, the last the newest; read again when it changes. `fencegw kek new FILE` makes one; every gateway and the keys command need the same (FENCEGW_TOKEN_KEK_FILE)")
 	showDefault(fs, "token-kek-file", "")
-	fs.BoolVar(&f.ReadClear, "read-clear-token-keys", false, "also use signing keys stored in clear by an earlier fencegw, while a deployment moves to sealed keys (fencegw keys rewrap seals them; docs/operations.md)")
+	fs.BoolVar(&f.ReadClear, "read-clear-token-keys", false, "also use signing keys stored in clear by an earlier fencegw, while a deployment moves to sealed keys (fencegw keys rewrap seals them; docs/operations/keys.md)")
 	completeFiles(cmd, "token-kek-file", "kek")
 }
 
@@ -34,7 +34,7 @@ func (f *kekFlags) bind(cmd *cobra.Command, fs *pflag.FlagSet) {
 // file="token-kek". Its errors name the file, never quote it.
 func (f *kekFlags) keks(log *slog.Logger, failures *prometheus.CounterVec) (*reload.Files[*kek.Ring], error) {
 	if f.File == "" {
-		return nil, fmt.Errorf("%w: no --token-kek-file (FENCEGW_TOKEN_KEK_FILE): the signing keys rest in etcd sealed under a key-encryption key that only the gateways and the keys command hold; `fencegw kek new FILE` makes one (docs/operations.md, Signing keys)", errUsage)
+		return nil, fmt.Errorf("%w: no --token-kek-file (FENCEGW_TOKEN_KEK_FILE): the signing keys rest in etcd sealed under a key-encryption key that only the gateways and the keys command hold; `fencegw kek new FILE` makes one (docs/operations/keys.md)", errUsage)
 	}
 	parse := func(contents [][]byte) (*kek.Ring, error) {
 		ring, err := kek.Parse(contents[0])

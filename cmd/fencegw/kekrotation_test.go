@@ -15,7 +15,7 @@ import (
 	"github.com/fencegw/fencegw/kek"
 )
 
-// TestKEKRotationRunbook walks docs/operations.md's KEK rotation with a
+// TestKEKRotationRunbook walks docs/operations/keys.md's KEK rotation with a
 // gateway serving: a new KEK appended to its file, keys rewrap (every key
 // sealed under it), the old line removed. The gateway picks each file up
 // as it changes, a token granted before the rotation writes after it,

@@ -60,7 +60,7 @@ fencegw, and a key sealed under an older KEK the file still holds. A key
 already under the newest is left alone, so it may run again; a key no KEK
 of the file opens is left as it was, named, and the command exits 1. The
 keys' bytes do not change: every token stays valid. Used to move a
-deployment to sealed keys and to rotate the KEK (docs/operations.md).`
+deployment to sealed keys and to rotate the KEK (docs/operations/keys.md).`
 	cmd := verbGroup("keys", "list, rotate or retire the keys that sign fencing tokens",
 		`The keys that sign fencing tokens live in etcd (a gateway creates the first
 when it first needs one); every gateway loads them from there. list shows

@@ -116,7 +116,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	defer cli.Close()
 	if on, known := auth.AuthEnabled(startCtx); known && !on && cfg.command != "dev" { // dev's etcd is its own, in process
-		log.Warn("etcd's auth is off: any client etcd lets in may read and write the gateway's keys and locks, and issue tokens; give the gateways a user limited to /fencegw/ and turn auth on (fencegw etcd-auth, docs/operations.md)")
+		log.Warn("etcd's auth is off: any client etcd lets in may read and write the gateway's keys and locks, and issue tokens; give the gateways a user limited to /fencegw/ and turn auth on (fencegw etcd-auth, docs/operations/tls-and-auth.md)")
 	}
 	if cfg.KEK.ReadClear {
 		auth.ReadClearKeys()
@@ -292,8 +292,8 @@ func runBackground(ctx context.Context, loops ...func(context.Context)) (stop fu
 // take: when the gateway gives up on a write, the server stops waiting too,
 // instead of holding its place in the queue for a client that is gone.
 // defaultPoolSize is four connections per core the Go runtime uses: in
-// BENCHMARKS.md's sweep (16 and 64 clients, 2 cores) 8 connections beat
-// pgx's default of 4 on uniform load, where more sessions let PostgreSQL
+// the sweep of docs/benchmarks-history.md, more connections than pgx's
+// default beat it on uniform load, where more sessions let PostgreSQL
 // group their commits' flushes, and lost nothing on a hot resource.
 func defaultPoolSize() int32 { return int32(4 * runtime.GOMAXPROCS(0)) }
 

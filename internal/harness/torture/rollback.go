@@ -26,8 +26,9 @@ const revisionBump = 1_000_000_000
 // restores every member from it, as an operator would after losing the
 // cluster: the cluster then issues again revisions it issued since the
 // snapshot. Without RollbackBump the gateways must halt; the nemesis
-// measures how long that took and runs what docs/operations.md tells an operator,
-// `fencegw epoch bump`. With RollbackBump the restore bumps the revision
+// measures how long that took and runs what
+// docs/operations/failover-and-epochs.md tells an operator, `fencegw
+// epoch bump`. With RollbackBump the restore bumps the revision
 // and marks it compacted, and no gateway should halt.
 func (n *nemesis) rollbacks(ctx context.Context) {
 	for i := 0; ; i++ {
@@ -101,7 +102,7 @@ func (n *nemesis) rollback(ctx context.Context, path string) {
 	n.haltAfter = append(n.haltAfter, time.Since(restored))
 	n.mu.Unlock()
 	n.log.Info("torture: gateways halted after the etcd restore", "after", time.Since(restored).Round(time.Millisecond).String())
-	// What docs/operations.md tells an operator to do.
+	// What docs/operations/failover-and-epochs.md tells an operator to do.
 	cmd := exec.CommandContext(ctx, n.bin, append([]string{"epoch", "bump", "--database-url", n.dbURL}, etcdFlags(n.etcd)...)...)
 	cmd.Env = ownEtcdEnv()
 	if out, err := cmd.CombinedOutput(); err != nil {
