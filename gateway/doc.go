@@ -35,9 +35,12 @@
 // # Admission
 //
 // At most MaxInFlight writes are past the admission gate at once. A
-// write's body is read first (gateWrites), its caller authenticated, and
-// then it waits for a turn (admitCalls) on a shallow stack, refused
-// unapplied after QueueTimeout. Turns are shared fairly between clients
+// write's body is read first (gateWrites), its caller authenticated, its
+// request decoded and every token's signature decided (admitCalls, with
+// the handler's prepare function: call.go), and then it waits for a turn
+// on a shallow stack, refused unapplied after QueueTimeout. A call refused
+// by then is answered without a turn, unless it is keyed (its refusal is
+// stored as its key's outcome). Turns are shared fairly between clients
 // (admission), and a write gives its turn back while its token waits on
 // etcd (turn): a flood of forged tokens slows its own client only.
 // Leases, health and metrics are never gated.
