@@ -55,15 +55,15 @@ func NewWatchdog(auth *Etcd, records RecordStore, log *slog.Logger) *Watchdog {
 // authority if etcd went backwards (lower epoch or revision, another
 // cluster), and otherwise records the newest revision and resumes it. An
 // unreachable etcd or PostgreSQL is reported, not a reason to halt.
-func (g *Watchdog) Check(ctx context.Context) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	a := g.auth
+func (w *Watchdog) Check(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a := w.auth
 	// Everything compared with etcd's view must be read before it: the view
 	// is linearizable, so it is at least as new as any revision seen
 	// earlier, here or by another replica that recorded it. Read after it,
 	// normal traffic would look like etcd going back in time.
-	rec, err := g.records.Load(ctx)
+	rec, err := w.records.Load(ctx)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (g *Watchdog) Check(ctx context.Context) error {
 	}
 	view, err := a.IdentifiedView(ctx)
 	if errors.Is(err, ErrForeignKey) {
-		return g.halt(&tokens.HaltedError{Reason: err.Error()})
+		return w.halt(&tokens.HaltedError{Reason: err.Error()})
 	}
 	if err != nil {
 		return err
@@ -81,13 +81,13 @@ func (g *Watchdog) Check(ctx context.Context) error {
 	next, err := tokens.Reconcile(view, rec, seen)
 	var halt *tokens.HaltedError
 	if errors.As(err, &halt) {
-		return g.halt(halt)
+		return w.halt(halt)
 	}
-	if err := g.records.Save(ctx, next); err != nil {
+	if err := w.records.Save(ctx, next); err != nil {
 		return err
 	}
 	if a.Halted() != nil || a.Epoch() != next.Epoch {
-		g.log.Info("token authority in service", "epoch", next.Epoch, "etcd_cluster", next.ClusterID, "etcd_identity", next.Identity, "revision", view.Revision)
+		w.log.Info("token authority in service", "epoch", next.Epoch, "etcd_cluster", next.ClusterID, "etcd_identity", next.Identity, "revision", view.Revision)
 	}
 	a.Resume(next.Epoch, view.Revision)
 	// A rotated signing key reaches this replica within a check: before
@@ -95,44 +95,44 @@ func (g *Watchdog) Check(ctx context.Context) error {
 	if _, err := a.ReloadKeys(ctx); err != nil {
 		return err
 	}
-	g.logUnusableKeys(a.UnusableKeys())
+	w.logUnusableKeys(a.UnusableKeys())
 	// The store's size is a metric: not reading it leaves the last value,
 	// and the authority, which has just been checked, in service.
 	if err := a.ReadStoreSize(ctx); err != nil {
-		g.log.Warn("reading etcd's store size failed; its metrics keep their last values", "error", err)
+		w.log.Warn("reading etcd's store size failed; its metrics keep their last values", "error", err)
 	}
 	return nil
 }
 
 // logUnusableKeys logs each signing key that does not open, once per
 // state of them: a key of a KEK this replica lacks, altered, or in clear.
-func (g *Watchdog) logUnusableKeys(keys []UnusableKey) {
+func (w *Watchdog) logUnusableKeys(keys []UnusableKey) {
 	var state strings.Builder
 	for _, k := range keys {
 		fmt.Fprintf(&state, "%s %t %v\n", k.ID, k.Retired, k.Err)
 	}
-	if state.String() == g.unusable {
+	if state.String() == w.unusable {
 		return
 	}
-	g.unusable = state.String()
+	w.unusable = state.String()
 	for _, k := range keys {
 		if k.Retired {
-			g.log.Error("a retired signing key in etcd does not open here: its tokens are refused as never issued rather than as retired", "key_id", k.ID, "error", k.Err.Error())
+			w.log.Error("a retired signing key in etcd does not open here: its tokens are refused as never issued rather than as retired", "key_id", k.ID, "error", k.Err.Error())
 			continue
 		}
-		g.log.Error("a signing key in etcd does not open here: a token no other key verifies is answered 503 while it is in service", "key_id", k.ID, "error", k.Err.Error())
+		w.log.Error("a signing key in etcd does not open here: a token no other key verifies is answered 503 while it is in service", "key_id", k.ID, "error", k.Err.Error())
 	}
 	if len(keys) == 0 {
-		g.log.Info("every signing key in etcd opens here")
+		w.log.Info("every signing key in etcd opens here")
 	}
 }
 
 // halt stops the authority for the reason given, saying so once.
-func (g *Watchdog) halt(reason *tokens.HaltedError) error {
-	if g.auth.Halted() == nil {
-		g.log.Error("token authority halted: writes and leases are refused", "reason", reason.Reason)
+func (w *Watchdog) halt(reason *tokens.HaltedError) error {
+	if w.auth.Halted() == nil {
+		w.log.Error("token authority halted: writes and leases are refused", "reason", reason.Reason)
 	}
-	g.auth.Halt(reason)
+	w.auth.Halt(reason)
 	return reason
 }
 
@@ -151,16 +151,16 @@ var monoOrigin = time.Now()
 // calls it on meeting a token of an epoch newer than it knows: a lease
 // taken right after a bump carries the new epoch before the watchdog's next
 // periodic check.
-func (g *Watchdog) Recheck(ctx context.Context) bool {
-	now, last := int64(time.Since(monoOrigin)), g.lastRecheck.Load()
-	if (last != 0 && now-last < int64(recheckEvery)) || !g.lastRecheck.CompareAndSwap(last, now) {
+func (w *Watchdog) Recheck(ctx context.Context) bool {
+	now, last := int64(time.Since(monoOrigin)), w.lastRecheck.Load()
+	if (last != 0 && now-last < int64(recheckEvery)) || !w.lastRecheck.CompareAndSwap(last, now) {
 		return false
 	}
-	return g.Check(ctx) == nil
+	return w.Check(ctx) == nil
 }
 
 // Run calls Check every interval until ctx ends.
-func (g *Watchdog) Run(ctx context.Context, every time.Duration) {
+func (w *Watchdog) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -170,8 +170,8 @@ func (g *Watchdog) Run(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		}
 		cctx, cancel := context.WithTimeout(ctx, every)
-		if err := g.Check(cctx); err != nil && ctx.Err() == nil && !errors.Is(err, tokens.ErrHalted) {
-			g.log.Warn("checking the token authority failed", "error", err)
+		if err := w.Check(cctx); err != nil && ctx.Err() == nil && !errors.Is(err, tokens.ErrHalted) {
+			w.log.Warn("checking the token authority failed", "error", err)
 		}
 		cancel()
 	}

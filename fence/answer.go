@@ -3,10 +3,14 @@ package fence
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"strconv"
 	"unicode/utf8"
 )
+
+// StatusApplied is the status of an applied request's answer, stored with
+// its key's answer and replayed with it: the gateway sends it as its HTTP
+// status, 200.
+const StatusApplied = 200
 
 // answer is an applied request's answer: one Result per write (the API's
 // shape, documented by gateway.Result and BatchResult), or for a request
@@ -40,7 +44,7 @@ func answer(req *Request, results []Result) Response {
 		}
 		b = append(b, "]}"...)
 	}
-	return Response{Status: http.StatusOK, Body: append(b, '\n')}
+	return Response{Status: StatusApplied, Body: append(b, '\n')}
 }
 
 // appendResult appends one write's Result.

@@ -172,8 +172,9 @@ type StatementResult struct {
 // Response is what a request is answered with: its rendered results, or a
 // refusal stored as its key's outcome.
 type Response struct {
-	// Status is opaque to this package: the code the caller rendered or
-	// stored with the body (the gateway stores HTTP statuses).
+	// Status is the code the body is answered with: StatusApplied for
+	// an applied request's answer (answer.go), otherwise the one the
+	// caller rendered and stored with it (the gateway's HTTP statuses).
 	Status int
 	Body   []byte
 	// Replayed: the answer of an earlier attempt with the request's key,

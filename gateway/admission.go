@@ -27,11 +27,12 @@ func defaultMaxInFlight(poolSize int32) int {
 
 // admission bounds how many writes are past the gate at once: waiting for a
 // connection, in PostgreSQL. A write waiting at the gate holds what net/http
-// allocated for its request, its body, and the background reader net/http
-// runs once a body is consumed, on a shallow stack the collector can
-// shrink. Past the gate a write holds its arguments and a pgx-deep stack. With 1,000 clients this is what lets a memory limit
-// work: under GOMEMLIMIT=40MiB the gateway ran at 5,100-5,800 writes/s in
-// 59 MiB, and without the gate at 3,100-3,800 in 65 MiB (BENCHMARKS.md).
+// allocated for its request, its body and decoded arguments, and the
+// background reader net/http runs once a body is consumed, on a shallow
+// stack the collector can shrink. Past the gate a write holds a pgx-deep
+// stack. With many clients this is what lets a memory limit work: without
+// the gate, a limit the waiting writes come near makes the collector run
+// nearly back to back (BENCHMARKS.md measured it).
 //
 // Turns are shared fairly between clients (the policy's names; every
 // caller is one client where it declares none): a turn given back goes to

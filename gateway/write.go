@@ -159,7 +159,7 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, name string, st
 	outcome := "ok"
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
-	if resp.Status != http.StatusOK {
+	if resp.Status != fence.StatusApplied {
 		h["Content-Type"] = problemContentType // a refusal stored as its key's outcome
 	}
 	if resp.Replayed {
