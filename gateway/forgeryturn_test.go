@@ -69,7 +69,9 @@ func TestAForgeryIsRefusedWithoutATurn(t *testing.T) {
 	default:
 	}
 	keyedForgery := make(chan response, 1)
-	go func() { keyedForgery <- one.do(http.MethodPost, "/v1/ops/credit", keyed(unverified, "k38"), debit(other, 3)) }()
+	go func() {
+		keyedForgery <- one.do(http.MethodPost, "/v1/ops/credit", keyed(unverified, "k38"), debit(other, 3))
+	}()
 	waitOrFail(t, "the keyed forgery to wait for a turn", func() bool {
 		return strings.Contains(metricsText(t, one.base), "fencegw_writes_waiting 1")
 	})
