@@ -28,7 +28,7 @@ func TestAForgeryIsRefusedWithoutATurn(t *testing.T) {
 		// flight holds the turn until it is unblocked.
 		c.QueueTimeout, c.WriteTimeout = time.Minute, time.Minute
 	})
-	const account, other = "acct-38", "acct-39"
+	const account, other = "acct-22", "acct-23"
 	l := h.mustAcquire("account/"+account, 60, 0)
 	if r := h.write("credit", l.Token, debit(account, 1)); r.Status != http.StatusOK { // the fence row exists from here on
 		t.Fatalf("credit: %d %s", r.Status, r.Body)
