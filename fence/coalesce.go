@@ -30,7 +30,7 @@ func newCoalescer(com *committer) *coalescer {
 }
 
 // apply applies a coalescable request: at once on the caller's goroutine,
-// bounded by ctx, if its resource is idle and a connection slot is free,
+// bounded by ctx, if its resource is idle and a lane is free,
 // exactly as without coalescing; else queued, behind the resource's unit
 // in flight or in the committer's line.
 func (c *coalescer) apply(ctx context.Context, req *Request) (Response, error) {

@@ -23,11 +23,12 @@ import (
 // delays the others no more than a slow flush would.
 const spillAfter = 20 * time.Millisecond
 
-// committer runs units on the store's connections, at most slots
+// committer runs units on the store's connections in lanes, a lane being
+// one connection's transactions one after another: at most lanes
 // transactions at once. A unit that may start (see mayStart) runs at once;
 // one that may not waits in line, and a runner that finishes a transaction
 // takes the units in line as its next transaction: with group commit, all
-// of them (up to maxGroup writes) under one COMMIT, each write in its own
+// of them (up to maxGroup requests) under one COMMIT, each request in its own
 // savepoint, so one commit makes many writes of many resources durable.
 // Nothing waits for a group to fill: a group is what queued while the
 // previous transaction was in flight.
@@ -38,7 +39,7 @@ type committer struct {
 	// (boundByConn).
 	deadlines     *timeout.Shared
 	onTransaction func(size int)
-	// steady is how many transactions start without waiting: all slots,
+	// steady is how many transactions start without waiting: all lanes,
 	// or with group commit one; past it, another starts only when the
 	// line has not moved for spillAfter.
 	steady int
@@ -47,45 +48,45 @@ type committer struct {
 	spillAfter time.Duration
 
 	mu       sync.Mutex
-	busy     []bool      // per slot: a runner holds it
-	started  []time.Time // per slot: when its transaction started; zero between
-	running  int         // slots held
+	busy     []bool      // per lane: a runner holds it
+	started  []time.Time // per lane: when its transaction started; zero between
+	running  int         // lanes held
 	progress time.Time   // when a transaction last started or ended
 	spill    *time.Timer
 	armed    bool // spill will look at the line
 	queue    []*unit
 }
 
-func newCommitter(s *Store, slots, steady int, ttl time.Duration, onBatch func(int)) *committer {
-	slots = max(slots, 1)
+func newCommitter(s *Store, lanes, steady int, ttl time.Duration, onTransaction func(int)) *committer {
+	lanes = max(lanes, 1)
 	return &committer{
-		store: s, deadlines: timeout.New(ttl), onTransaction: onBatch, steady: min(max(steady, 1), slots),
-		busy: make([]bool, slots), started: make([]time.Time, slots), spillAfter: spillAfter,
+		store: s, deadlines: timeout.New(ttl), onTransaction: onTransaction, steady: min(max(steady, 1), lanes),
+		busy: make([]bool, lanes), started: make([]time.Time, lanes), spillAfter: spillAfter,
 	}
 }
 
 // mayStart reports whether a transaction may start now: fewer than steady
-// are in flight, or a slot is free and no transaction started or ended
+// are in flight, or a lane is free and no transaction started or ended
 // for spillAfter. c.mu is held.
 func (c *committer) mayStart(now time.Time) bool {
 	return c.running < c.steady || (c.running < len(c.busy) && now.Sub(c.progress) >= c.spillAfter)
 }
 
-// hold takes a free slot for a transaction starting now. c.mu is held and
+// hold takes a free lane for a transaction starting now. c.mu is held and
 // mayStart was true.
 func (c *committer) hold(now time.Time) int {
-	slot := slices.Index(c.busy, false)
-	c.busy[slot], c.started[slot] = true, now
+	lane := slices.Index(c.busy, false)
+	c.busy[lane], c.started[lane] = true, now
 	c.running++
 	c.progress = now
-	return slot
+	return lane
 }
 
-// admit takes a slot for u if a transaction may start, else puts u in
+// admit takes a lane for u if a transaction may start, else puts u in
 // line; ok says which. Beyond steady, a unit never starts ahead of units
 // already in line: it joins the line, and if the line may spill, the
 // spill takes it from the head. c.mu is held.
-func (c *committer) admit(u *unit) (slot int, ok bool) {
+func (c *committer) admit(u *unit) (lane int, ok bool) {
 	now := time.Now()
 	if c.running < c.steady || (len(c.queue) == 0 && c.mayStart(now)) {
 		return c.hold(now), true
@@ -132,15 +133,15 @@ func (c *committer) spillLine() {
 	c.mu.Unlock()
 }
 
-// spillNow starts a runner for the head of the line in a slot of its own.
+// spillNow starts a runner for the head of the line in a lane of its own.
 // c.mu is held, the line is not empty and mayStart was true.
 func (c *committer) spillNow(now time.Time) {
-	slot := c.hold(now)
+	lane := c.hold(now)
 	units := c.take()
 	if len(c.queue) > 0 {
 		c.armSpill(now)
 	}
-	go c.loop(nil, slot, units)
+	go c.loop(nil, lane, units)
 }
 
 // runInline runs u on the caller's goroutine, bounded by ctx, if a
@@ -148,17 +149,17 @@ func (c *committer) spillNow(now time.Time) {
 // line and its requests are answered by a runner.
 func (c *committer) runInline(ctx context.Context, u *unit) bool {
 	c.mu.Lock()
-	slot, ok := c.admit(u)
+	lane, ok := c.admit(u)
 	c.mu.Unlock()
 	if !ok {
 		return false
 	}
 	var conn *pgxpool.Conn
-	// Whatever happens, a panic included, the slot and the connection
+	// Whatever happens, a panic included, the lane and the connection
 	// go on to the units in line.
 	defer func() {
-		if units := c.next(conn, slot); units != nil {
-			go c.loop(conn, slot, units)
+		if units := c.next(conn, lane); units != nil {
+			go c.loop(conn, lane, units)
 		}
 	}()
 	conn = c.run(ctx, nil, []*unit{u})
@@ -169,38 +170,38 @@ func (c *committer) runInline(ctx context.Context, u *unit) bool {
 // start, else puts it in line. It never runs u on the caller's goroutine.
 func (c *committer) enqueue(u *unit) {
 	c.mu.Lock()
-	slot, ok := c.admit(u)
+	lane, ok := c.admit(u)
 	c.mu.Unlock()
 	if ok {
-		go c.loop(nil, slot, []*unit{u})
+		go c.loop(nil, lane, []*unit{u})
 	}
 }
 
 // loop is a runner: it runs units on conn (or on a connection from the
-// pool), then whatever is in line, until next lets its slot go.
-func (c *committer) loop(conn *pgxpool.Conn, slot int, units []*unit) {
+// pool), then whatever is in line, until next lets its lane go.
+func (c *committer) loop(conn *pgxpool.Conn, lane int, units []*unit) {
 	for round := 1; units != nil; round++ {
 		if conn != nil && round%maxStickyRounds == 0 {
 			conn.Release() // to the back of the pool's queue, like everyone
 			conn = nil
 		}
 		conn = c.run(c.deadlines.Context(), conn, units)
-		units = c.next(conn, slot)
+		units = c.next(conn, lane)
 	}
 }
 
-// next is called when slot's transaction has ended: it takes the next
-// transaction's units from the line, or lets the slot go (and gives conn
-// back to the pool) when the line is empty, or when the slot is one past
+// next is called when lane's transaction has ended: it takes the next
+// transaction's units from the line, or lets the lane go (and gives conn
+// back to the pool) when the line is empty, or when the lane is one past
 // steady and no other transaction is stuck: the others move the line, in
 // fewer and larger groups.
-func (c *committer) next(conn *pgxpool.Conn, slot int) []*unit {
+func (c *committer) next(conn *pgxpool.Conn, lane int) []*unit {
 	c.mu.Lock()
 	now := time.Now()
 	c.progress = now
-	c.started[slot] = time.Time{}
+	c.started[lane] = time.Time{}
 	if len(c.queue) == 0 || (c.running > c.steady && !c.stuck(now)) {
-		c.busy[slot] = false
+		c.busy[lane] = false
 		c.running--
 		if len(c.queue) > 0 {
 			c.armSpill(now)
@@ -211,7 +212,7 @@ func (c *committer) next(conn *pgxpool.Conn, slot int) []*unit {
 		}
 		return nil
 	}
-	c.started[slot] = now
+	c.started[lane] = now
 	units := c.take()
 	c.mu.Unlock()
 	return units

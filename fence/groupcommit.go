@@ -7,13 +7,13 @@
 //     resource has at most one unit in flight.
 //   - A transaction takes the unit at the head of the committer's line
 //     and, with group commit on, every unit behind it up to maxGroup
-//     writes, stopping at the first unit whose resource says group_commit:
+//     requests, stopping at the first unit whose resource says group_commit:
 //     false (take). Nothing waits for a group to fill: a group is what
 //     queued while the previous transaction was in flight.
 //   - Its units run in canonical order (by resource), so fence rows are
 //     locked in one order by every transaction; a unit's writes keep their
 //     arrival order.
-//   - Every write runs in its own savepoint, once one has failed (tx.go);
+//   - Every request runs in its own savepoint, once one has failed (tx.go);
 //     no write is answered before the one COMMIT; a write that met another
 //     transaction in a deadlock or serialization failure, and those behind
 //     it on its resources, run again alone after it; a lost COMMIT has the
@@ -33,11 +33,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// maxGroup bounds the writes of one transaction, a group of units or one
-// hot resource's unit: every fence row in it stays locked until its
-// COMMIT, so a bigger group trades latency for throughput. It stays below
-// PostgreSQL's per-transaction cache of 64 subtransactions, beyond which
-// every snapshot on the server gets slower.
+// maxGroup bounds the requests of one transaction (a lone write or a
+// batch each), a group of units or one hot resource's unit: every fence
+// row in it stays locked until its COMMIT, so a bigger group trades
+// latency for throughput. Each request may need a savepoint of its own,
+// so it stays below PostgreSQL's per-transaction cache of 64
+// subtransactions, beyond which every snapshot on the server gets slower.
 const maxGroup = 32
 
 // maxStickyRounds bounds how many transactions in a row a runner keeps its
@@ -148,7 +149,7 @@ func giveUp(u *unit) bool {
 }
 
 // WaitingForConnection is how many requests wait in line for a
-// connection slot (each resource's first; those behind it are Queued).
+// lane (each resource's first; those behind it are Queued).
 func (s *Store) WaitingForConnection() int {
 	c := s.coal.com
 	c.mu.Lock()
@@ -161,7 +162,7 @@ func (s *Store) WaitingForConnection() int {
 }
 
 // take removes from the head of the line the units of one transaction:
-// one, or with group commit as many as fit in maxGroup writes, in
+// one, or with group commit as many as fit in maxGroup requests, in
 // canonical order. c.mu is held.
 func (c *committer) take() []*unit {
 	units, n := []*unit{c.queue[0]}, len(c.queue[0].requests)

@@ -546,7 +546,7 @@ func TestGroupCommitAStuckWriteFailsAlone(t *testing.T) {
 	for _, keyed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "unkeyed", true: "keyed"}[keyed], func(t *testing.T) {
 			d := newDB(t)
-			gs := &groupStore{Store: storeWithLockTimeout(t, d, 1, "4000", fence.Config{GroupCommit: true, BatchTimeout: 4 * time.Second})}
+			gs := &groupStore{Store: storeWithLockTimeout(t, d, 1, "4000", fence.Config{GroupCommit: true, WriteTimeout: 4 * time.Second})}
 			if _, err := gs.Apply(context.Background(), mustRequest(t, credit(d, "acct-81", 1))); err != nil { // the fence row exists from here on
 				t.Fatal(err)
 			}

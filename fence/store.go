@@ -17,11 +17,11 @@ import (
 // Config is what a Store needs; Pool is required.
 type Config struct {
 	Pool *pgxpool.Pool
-	// BatchTimeout bounds the PostgreSQL work of one coalesced batch: its
-	// requests' own deadlines no longer apply once they are queued. The
-	// batches that start together share one deadline (package timeout),
-	// so a batch may run up to a hundredth longer.
-	BatchTimeout time.Duration
+	// WriteTimeout bounds the PostgreSQL work of one transaction of
+	// queued requests: their own deadlines no longer apply once they are
+	// queued. The transactions that start together share one deadline
+	// (package timeout), so one may run up to a hundredth longer.
+	WriteTimeout time.Duration
 	// OnTransaction, if set, is told how many requests each transaction of
 	// coalesced or grouped writes carries.
 	OnTransaction func(size int)
@@ -80,12 +80,12 @@ func New(cfg Config) (*Store, error) {
 	if !hearsWarnings(cfg.Pool) {
 		return nil, errors.New("fence: the pool does not hear PostgreSQL's warnings, and could acknowledge a commit it warned about: configure it with fence.ConfigurePool")
 	}
-	if cfg.BatchTimeout <= 0 {
-		cfg.BatchTimeout = 10 * time.Second
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 10 * time.Second
 	}
 	// A group's lock wait: a quarter of its deadline, or the sessions' own
 	// lock_timeout if that is shorter (an operator's, in the URL).
-	groupLock := max(cfg.BatchTimeout/4, time.Millisecond)
+	groupLock := max(cfg.WriteTimeout/4, time.Millisecond)
 	if d, ok := parseLockTimeout(cfg.Pool.Config().ConnConfig.RuntimeParams["lock_timeout"]); ok && d > 0 {
 		groupLock = min(groupLock, d)
 	}
@@ -96,20 +96,20 @@ func New(cfg Config) (*Store, error) {
 	// At most as many transactions at once as the pool has connections:
 	// more would only wait in the pool's queue, where they could not be
 	// grouped.
-	slots := int(cfg.Pool.Config().MaxConns)
+	lanes := int(cfg.Pool.Config().MaxConns)
 	switch {
 	case cfg.MaxTransactions > 0:
-		slots = min(slots, cfg.MaxTransactions)
+		lanes = min(lanes, cfg.MaxTransactions)
 	case cfg.GroupCommit:
-		slots = min(slots, groupTransactions())
+		lanes = min(lanes, groupTransactions())
 	}
 	// With group commit one transaction at a time, more only while it is
 	// stuck: the largest groups (spillAfter).
-	steady := slots
+	steady := lanes
 	if cfg.GroupCommit {
 		steady = 1
 	}
-	s.coal = newCoalescer(newCommitter(s, slots, steady, cfg.BatchTimeout, cfg.OnTransaction))
+	s.coal = newCoalescer(newCommitter(s, lanes, steady, cfg.WriteTimeout, cfg.OnTransaction))
 	return s, nil
 }
 

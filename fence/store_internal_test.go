@@ -64,7 +64,7 @@ func TestGroupLockTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := New(Config{Pool: pool, BatchTimeout: 10 * time.Second})
+		s, err := New(Config{Pool: pool, WriteTimeout: 10 * time.Second})
 		pool.Close()
 		if err != nil || s.groupLockTimeout != want {
 			t.Errorf("%s: group lock_timeout %q (%v), want %q", url, s.groupLockTimeout, err, want)

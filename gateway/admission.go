@@ -10,7 +10,7 @@ import (
 )
 
 // minMaxInFlight is the floor of Config.MaxInFlight's default: enough for
-// a hot resource's coalesced batches to stay large (BENCHMARKS.md).
+// a hot resource's coalesced transactions to stay large (BENCHMARKS.md).
 const minMaxInFlight = 64
 
 // defaultBodyTimeout bounds how long an admitted write's body may take to

@@ -28,7 +28,7 @@ const tagPolicy = `
 
 // TestCoalescedDeferredConstraint: a deferred unique constraint fails at
 // COMMIT, outside every write's savepoint, so it would fail the whole
-// coalesced batch. The gateway then runs the batch's writes one by one:
+// coalesced transaction. The gateway then runs the batch's writes one by one:
 // only the duplicate is refused.
 func TestCoalescedDeferredConstraint(t *testing.T) {
 	pol := strings.Replace(demoPolicy(t, "monotonic"), "compare: monotonic", "compare: monotonic\n    coalesce: true", 1)

@@ -167,7 +167,7 @@ func TestQueuedReplayOnAFullPool(t *testing.T) {
 	}
 }
 
-// TestRetriedAloneAfterTheConnectionBroke: a coalesced batch refused at
+// TestRetriedAloneAfterTheConnectionBroke: a coalesced transaction refused at
 // COMMIT (a deferred unique constraint) is retried write by write; when the
 // connection breaks under the first of them, the rest get a new one and
 // are applied, instead of being reported "unknown" without ever leaving.

@@ -36,7 +36,7 @@ func TestConcurrentWritersOneResource(t *testing.T) {
 			if tc.coalesce {
 				sum, count := batchSizes(t, h)
 				if sum <= count {
-					t.Errorf("coalesced batches: %g writes in %g transactions; want some transactions with several writes", sum, count)
+					t.Errorf("coalesced transactions: %g writes in %g transactions; want some transactions with several writes", sum, count)
 				}
 				t.Logf("coalesced %g writes into %g transactions", sum, count)
 			}
@@ -144,7 +144,7 @@ func hammerOneResource(t *testing.T, h *harness, coalesce bool) {
 	t.Logf("%d writes accepted, %d refused as stale", total, refused)
 }
 
-// batchSizes reads fencegw_coalesced_batch_size's sum and count.
+// batchSizes reads fencegw_transaction_requests's sum and count.
 func batchSizes(t *testing.T, h *harness) (sum, count float64) {
 	t.Helper()
 	body := string(h.do(http.MethodGet, "/metrics", nil, "").Body)
@@ -155,9 +155,9 @@ func batchSizes(t *testing.T, h *harness) (sum, count float64) {
 		}
 		v, _ := strconv.ParseFloat(value, 64)
 		switch name {
-		case "fencegw_coalesced_batch_size_sum":
+		case "fencegw_transaction_requests_sum":
 			sum = v
-		case "fencegw_coalesced_batch_size_count":
+		case "fencegw_transaction_requests_count":
 			count = v
 		}
 	}

@@ -225,10 +225,10 @@ func New(cfg Config) (*Gateway, error) {
 		Help: "Writes past the admission gate (see MaxInFlight).",
 	}, func() float64 { return float64(g.admit.inFlight()) }))
 	store, err := fence.New(fence.Config{
-		Pool: cfg.Pool, BatchTimeout: g.writeTTL, UnsafeNoFence: cfg.UnsafeNoFence, GroupCommit: !cfg.NoGroupCommit,
+		Pool: cfg.Pool, WriteTimeout: g.writeTTL, UnsafeNoFence: cfg.UnsafeNoFence, GroupCommit: !cfg.NoGroupCommit,
 		UnsafeIgnoreCommitWarnings: cfg.UnsafeIgnoreCommitWarnings,
 		MaxTransactions:            cfg.MaxWriteTransactions,
-		OnTransaction:              func(n int) { g.metrics.batchSize.Observe(float64(n)) },
+		OnTransaction:              g.metrics.observeTransaction,
 	})
 	if err != nil {
 		return nil, err

@@ -20,11 +20,12 @@ type metrics struct {
 	clientGone   prometheus.Counter     // requests whose client hung up before the answer
 	latency      *prometheus.HistogramVec
 	leases       *prometheus.CounterVec
-	batchSize    prometheus.Histogram
-	waiting      prometheus.Gauge
-	waited       prometheus.Histogram
-	leaseWait    prometheus.Histogram
-	ops          map[string]opMetrics // per policy operation, resolved once
+	// transactionRequests and its deprecated name, observed together.
+	transactionRequests, deprecatedBatchSize prometheus.Histogram
+	waiting                                  prometheus.Gauge
+	waited                                   prometheus.Histogram
+	leaseWait                                prometheus.Histogram
+	ops                                      map[string]opMetrics // per policy operation, resolved once
 
 	// Client connections on the API listener, when LimitConnections
 	// bounds it (connlimit.go).
@@ -88,9 +89,14 @@ func newMetrics(revision, epoch, reaped func() float64) *metrics {
 		}, []string{"operation"}),
 		leases: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fencegw_leases_total", Help: leasesHelp}, []string{"event"}),
 	}
-	m.batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "fencegw_coalesced_batch_size",
-		Help:    "Writes per transaction of coalescing resources: a lone write, a hot resource's batch, or a group of resources' writes (group commit).",
+	requestsHelp := "Requests (a write of POST /v1/ops or a batch of POST /v1/batch each) per transaction of coalescing resources: one alone, a hot resource's queued requests, or several resources' (group commit)."
+	m.transactionRequests = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "fencegw_transaction_requests", Help: requestsHelp, Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+	})
+	// The former name, whose "batch" meant three things: kept, with the
+	// same observations, until 0.3.0 (CHANGELOG.md).
+	m.deprecatedBatchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "fencegw_coalesced_batch_size", Help: "Deprecated: fencegw_transaction_requests, under its former name until 0.3.0. " + requestsHelp,
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 	})
 	m.waiting = prometheus.NewGauge(prometheus.GaugeOpts{
@@ -119,7 +125,7 @@ func newMetrics(revision, epoch, reaped func() float64) *metrics {
 		Name: "fencegw_client_connections_refused_total",
 		Help: "Client connections refused at --max-connections: answered 503 and closed (plain HTTP), or closed before the handshake (TLS).",
 	})
-	m.registry.MustRegister(m.writes, m.reads, m.readLatency, m.rejections, m.problems, m.unrouted, m.clientGone, m.latency, leaseEvents{m.leases, reaped}, m.batchSize, m.waiting, m.waited, m.leaseWait,
+	m.registry.MustRegister(m.writes, m.reads, m.readLatency, m.rejections, m.problems, m.unrouted, m.clientGone, m.latency, leaseEvents{m.leases, reaped}, m.transactionRequests, m.deprecatedBatchSize, m.waiting, m.waited, m.leaseWait,
 		m.connsOpen, m.connsMax, m.connsRefused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegw_etcd_revision",
@@ -196,4 +202,11 @@ func buildInfoGauge() prometheus.Collector {
 	})
 	g.Set(1)
 	return g
+}
+
+// observeTransaction counts the requests of one transaction of coalescing
+// resources, under fencegw_transaction_requests and its former name.
+func (m *metrics) observeTransaction(requests int) {
+	m.transactionRequests.Observe(float64(requests))
+	m.deprecatedBatchSize.Observe(float64(requests))
 }

@@ -65,7 +65,7 @@ func (e *env) runGateway(ctx context.Context, t *target, hc *http.Client, n int,
 
 // gatewayCounters are the series of one gateway's /metrics the bench reads.
 type gatewayCounters struct {
-	batchSum, batchCount float64 // fencegw_coalesced_batch_size
+	batchSum, batchCount float64 // fencegw_transaction_requests
 	writes               float64 // the operation's acknowledged writes
 }
 
@@ -106,9 +106,9 @@ func scrape(ctx context.Context, hc *http.Client, base, op string) (gatewayCount
 		}
 		v, _ := strconv.ParseFloat(value, 64)
 		switch name {
-		case "fencegw_coalesced_batch_size_sum":
+		case "fencegw_transaction_requests_sum":
 			c.batchSum = v
-		case "fencegw_coalesced_batch_size_count":
+		case "fencegw_transaction_requests_count":
 			c.batchCount = v
 		case written:
 			c.writes = v

@@ -22,7 +22,7 @@ type Row struct {
 	Worker   int    `json:"worker"`
 	Delta    int64  `json:"delta,omitempty"` // what the write added to its resource's balance
 	// Txn is the PostgreSQL transaction that applied it (0: not
-	// recorded): rows of one write, of a coalesced batch or of a group
+	// recorded): rows of one write, of a coalesced transaction or of a group
 	// commit share it.
 	Txn int64 `json:"txn,omitempty"`
 }

@@ -8,7 +8,7 @@ import (
 
 // KindWrongToken is a row that carries a token its write was not sent
 // with: the gateway bound one write's statements to another token (a
-// coalesced batch or a group commit that mixed up its writes' tokens, a
+// coalesced transaction or a group commit that mixed up its writes' tokens, a
 // role's token on the other role's row). Every other check takes the
 // row's token as the write's; this one holds the row to the worker's
 // record of what it sent.

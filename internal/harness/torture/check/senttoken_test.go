@@ -6,7 +6,7 @@ import (
 )
 
 // TestWrongToken: a row must carry a token its intent was sent with. A
-// coalesced batch that bound one write's statements to its neighbour's
+// coalesced transaction that bound one write's statements to its neighbour's
 // token, or a transfer whose roles' tokens were swapped, passed every
 // other check when the tokens happened to be in order; this one finds
 // them. A retry sent with either token, and an intent whose history has
