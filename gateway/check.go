@@ -56,12 +56,12 @@ func (g *Gateway) checkRequest(r *http.Request, scope *problemScope) (*fence.Req
 	if err != nil {
 		return nil, err
 	}
-	op, keys, err := g.checkOperation(roles)
+	op, resources, err := g.checkOperation(roles)
 	if err != nil {
 		return nil, err
 	}
 	if !op.Named() {
-		scope.Resource = keys[0]
+		scope.Resource = resources[0]
 	}
 	field, sent, err := readTokenField(r)
 	switch {
@@ -74,13 +74,13 @@ func (g *Gateway) checkRequest(r *http.Request, scope *problemScope) (*fence.Req
 	if err != nil {
 		return nil, err
 	}
-	if err := checkedResources(g.cfg.Policy, op, keys, toks); err != nil {
+	if err := checkedResources(g.cfg.Policy, op, resources, toks); err != nil {
 		return nil, err
 	}
 	if !op.Named() {
 		scope.Presented = toks[0].Unsigned()
 	}
-	return fence.NewRequest([]fence.Write{{Operation: op, Resources: keys, Tokens: toks}}, nil)
+	return fence.NewRequest([]fence.Write{{Operation: op, Resources: resources, Tokens: toks}}, nil)
 }
 
 func (g *Gateway) check(r *http.Request, c *call) (CheckResult, error) {
@@ -89,7 +89,7 @@ func (g *Gateway) check(r *http.Request, c *call) (CheckResult, error) {
 	}
 	req := c.req
 	w := &req.Writes[0]
-	op, keys, toks := w.Operation, w.Resources, w.Tokens
+	op, resources, toks := w.Operation, w.Resources, w.Tokens
 	ctx, cancel := context.WithTimeout(r.Context(), g.writeTTL)
 	defer cancel()
 	if err := g.validateAll(ctx, req, &c.scope); err != nil {
@@ -101,8 +101,8 @@ func (g *Gateway) check(r *http.Request, c *call) (CheckResult, error) {
 	}
 	out := CheckResult{Fences: make([]ReadFence, len(op.Roles))}
 	for i, role := range op.Roles {
-		f, _ := res.Fence(keys[i])
-		out.Fences[i] = ReadFence{Role: role.Name, Resource: keys[i], Token: toks[i].Unsigned(), Fence: f}
+		f, _ := res.Fence(resources[i])
+		out.Fences[i] = ReadFence{Role: role.Name, Resource: resources[i], Token: toks[i].Unsigned(), Fence: f}
 	}
 	return out, nil
 }
@@ -112,14 +112,14 @@ func (g *Gateway) check(r *http.Request, c *call) (CheckResult, error) {
 // and validation are a write's. roles are sorted, as an operation's are.
 func (g *Gateway) checkOperation(roles []checkRole) (*policy.Operation, []string, error) {
 	op := &policy.Operation{Name: checkOperation, Read: true}
-	keys := make([]string, len(roles))
+	resources := make([]string, len(roles))
 	for i, cr := range roles {
 		kind := g.cfg.Policy.KindOf(cr.resource)
 		if kind == nil {
 			return nil, nil, badRequest("check: no resource of the policy is named like %q", clip.String(cr.resource, 128))
 		}
 		op.Roles = append(op.Roles, policy.Role{Name: cr.role, Kind: kind})
-		keys[i] = cr.resource
+		resources[i] = cr.resource
 	}
-	return op, keys, nil
+	return op, resources, nil
 }

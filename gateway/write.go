@@ -106,7 +106,7 @@ func (g *Gateway) readCall(r *http.Request, scope *problemScope, lone *loneWrite
 	if err != nil {
 		return nil, err
 	}
-	lone.w[0], err = decodeWrite(op, body, toks, lone.keys[:0])
+	lone.w[0], err = decodeWrite(op, body, toks, lone.resources[:0])
 	if err != nil {
 		return nil, err
 	}
@@ -120,27 +120,27 @@ func (g *Gateway) readCall(r *http.Request, scope *problemScope, lone *loneWrite
 // in one allocation: this runs on every write.
 type loneWrite struct {
 	w    [1]fence.Write
-	keys [1]string
+	resources [1]string
 	toks [1]tokens.Token
 	ctx  timeout.Context // the write's: the request's values, the write's deadline
 }
 
 // decodeWrite decodes op's arguments from body and derives the resource
-// of each of its roles (a semaphore's: its permit slot's), into keys'
+// of each of its roles (a semaphore's: its permit slot's), into resources'
 // storage when it has room.
-func decodeWrite(op *policy.Operation, body []byte, toks []tokens.Token, keys []string) (fence.Write, error) {
+func decodeWrite(op *policy.Operation, body []byte, toks []tokens.Token, resources []string) (fence.Write, error) {
 	args, err := op.DecodeArgs(body)
 	if err != nil {
 		return fence.Write{}, err
 	}
-	keys, err = op.Resources(keys, args)
+	resources, err = op.Resources(resources, args)
 	if err != nil {
 		return fence.Write{}, err
 	}
-	if err := permitResources(op, keys, toks); err != nil {
+	if err := permitResources(op, resources, toks); err != nil {
 		return fence.Write{}, err
 	}
-	return fence.Write{Operation: op, Args: args, Resources: keys, Tokens: toks}, nil
+	return fence.Write{Operation: op, Args: args, Resources: resources, Tokens: toks}, nil
 }
 
 // answer sends a write's (or a batch's) response or problem, and counts
