@@ -119,10 +119,10 @@ func (g *Gateway) readCall(r *http.Request, scope *problemScope, lone *loneWrite
 // loneWrite holds what a write of POST /v1/ops needs beyond its arguments,
 // in one allocation: this runs on every write.
 type loneWrite struct {
-	w    [1]fence.Write
+	w         [1]fence.Write
 	resources [1]string
-	toks [1]tokens.Token
-	ctx  timeout.Context // the write's: the request's values, the write's deadline
+	toks      [1]tokens.Token
+	ctx       timeout.Context // the write's: the request's values, the write's deadline
 }
 
 // decodeWrite decodes op's arguments from body and derives the resource
