@@ -42,9 +42,11 @@
 //
 // # Validation
 //
-// Validate is the authority's word on a token: in fence mode, that it was
-// issued (its signature, the current epoch); in holder mode, also that it
-// is the live holder of the resource now. In every mode a token from the
+// Validate (validate.go, the signed-token check) is the authority's word
+// on a token: in fence mode, that it was issued (its signature, by
+// checkSigned, and the current epoch); in holder mode, also that it is the
+// live holder of the resource now. CheckSignature is its first part alone,
+// which the gateway asks before a write takes a turn at its gate. In every mode a token from the
 // future (a revision above the newest etcd has issued, an epoch above
 // etcd's) is refused as never issued, at the cost of one shared etcd read
 // for such tokens only (future.go). It is already old when the write

@@ -28,7 +28,9 @@
 // dictionary of one token per role), its body decoded strictly by the
 // operation's declaration, and its resources derived from the arguments:
 // the client never names a resource. Every token is then validated by the
-// authority, and the request applied by fence.Store in one transaction.
+// authority (its signature before the admission gate, the rest after:
+// authority/validate.go), and the request applied by fence.Store in one
+// transaction.
 // Once parsed, a write runs to completion or its own deadline, not the
 // client's: a disconnect must not leave its outcome to chance.
 //
