@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"testing"
 
 	"github.com/fencegw/fencegw/internal/harness/tsclient"
@@ -216,11 +215,8 @@ func asJSON(v any) string {
 func buildGoRunner(t *testing.T) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "gorunner")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
-	cmd := exec.Command(goBin, "build", "-o", out, "./gorunner")
+	// go test puts its own Go first on the PATH of what it runs.
+	cmd := exec.Command("go", "build", "-o", out, "./gorunner")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./gorunner: %v\n%s", err, b)
 	}

@@ -292,7 +292,7 @@ type endpoints []string
 
 func (e *endpoints) Set(s string) error {
 	if *e = splitList(s); len(*e) == 0 {
-		return fmt.Errorf("no endpoint in %q: want host:port,...", s)
+		return fmt.Errorf("no endpoint in %q: want host:port[,host:port]", s)
 	}
 	return nil
 }
