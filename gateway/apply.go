@@ -18,7 +18,7 @@ func (g *Gateway) apply(ctx context.Context, req *fence.Request, scope *problemS
 		// Settling is PostgreSQL's work: with a turn, given back by a
 		// wait during validation or not.
 		if t := turnOf(ctx); t != nil {
-			if terr := t.retake(ctx); terr != nil {
+			if terr := t.Take(ctx); terr != nil {
 				return fence.Response{}, fmt.Errorf("%w (%w)", terr, fence.ErrKeyInFlight)
 			}
 		}
@@ -60,11 +60,11 @@ func (g *Gateway) validate(ctx context.Context, resource, client string, tok tok
 	if t == nil || !g.cfg.Authority.Waits(resource, client, tok, mode) {
 		return g.validateNow(ctx, resource, client, tok, mode)
 	}
-	t.release()
+	t.Release()
 	if err := g.validateNow(ctx, resource, client, tok, mode); err != nil {
 		return err
 	}
-	return t.retake(ctx)
+	return t.Take(ctx)
 }
 
 // validateNow is validate, its turn left as it is.

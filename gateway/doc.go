@@ -38,8 +38,8 @@
 // write's body is read first (gateWrites), its caller authenticated, and
 // then it waits for a turn (admitCalls) on a shallow stack, refused
 // unapplied after QueueTimeout. Turns are shared fairly between clients
-// (admission), and a write gives its turn back while its token waits on
-// etcd (turn): a flood of forged tokens slows its own client only.
+// (internal/admission), and a write gives its turn back while its token
+// waits on etcd (turn.go): a flood of forged tokens slows its own client only.
 // Leases, health and metrics are never gated.
 //
 // # Idempotency and refusals

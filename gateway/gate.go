@@ -36,7 +36,7 @@ func (g *Gateway) gateWrites(next http.Handler) http.Handler {
 }
 
 // admitCalls makes a gated call wait for a turn at the admission gate,
-// its client's (fair between clients: admission), right after
+// its client's (fair between clients: package admission), right after
 // authentication: on a shallow stack, so the collector can shrink the
 // stacks of the goroutines waiting there (BENCHMARKS.md measured a gate
 // inside the write handler: the waiting stacks kept their grown size).
@@ -46,12 +46,12 @@ func (g *Gateway) admitCalls(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op, _ := gatedCall(r.URL.Path)
 		client := clientName(r.Context())
-		if err := g.admit.enter(r.Context(), client); err != nil {
+		t := g.admit.Turn(client)
+		if err := t.Take(r.Context()); err != nil {
 			g.refuseAtTheGate(w, r, op, err)
 			return
 		}
-		t := &turn{admit: g.admit, client: client, held: true}
-		defer t.release()
+		defer t.Release()
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), turnKey{}, t)))
 	})
 }
