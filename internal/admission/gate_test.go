@@ -83,11 +83,11 @@ func TestTurns(t *testing.T) {
 	}
 }
 
-// TestFairBetweenClients: a client alone may take every turn; once
+// TestAdmissionIsFairBetweenClients: a client alone may take every turn; once
 // another client waits, each turn given back goes to the client that
 // holds the fewest, however many the first has waiting, and in arrival
 // order within a client.
-func TestFairBetweenClients(t *testing.T) {
+func TestAdmissionIsFairBetweenClients(t *testing.T) {
 	g, waiting, _ := newGate(3, time.Minute)
 	ctx := context.Background()
 	fill(t, g, "flood", 3)
