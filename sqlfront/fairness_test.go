@@ -32,6 +32,20 @@ func (f *front) turnsAre(want map[string]string) {
 	}
 }
 
+// holdTurn opens a transaction as client, which holds a turn until it
+// ends.
+func (f *front) holdTurn(client string) pgx.Tx {
+	f.t.Helper()
+	tx, err := f.connect(client).Begin(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := tx.Exec(context.Background(), "SELECT 1"); err != nil {
+		f.t.Fatal(err)
+	}
+	return tx
+}
+
 // TestOneClientCannotStarveAnother: with two turns, billing's two open
 // transactions hold both and four more of its sessions wait for one;
 // then a session of ledger's waits too. The next turn given back goes to
@@ -48,17 +62,7 @@ func TestOneClientCannotStarveAnother(t *testing.T) {
 	l := f.lease(ledger, resource, 300, 0)
 	before := f.state(account)
 
-	var open []pgx.Tx
-	for range 2 {
-		tx, err := f.connect(billing).Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, "SELECT 1"); err != nil {
-			t.Fatal(err)
-		}
-		open = append(open, tx)
-	}
+	open := []pgx.Tx{f.holdTurn(billing), f.holdTurn(billing)}
 	f.turnsAre(map[string]string{billing: "2/0", ledger: "0/0"})
 	queued := make(chan error, 4)
 	for range 4 {
@@ -110,4 +114,25 @@ func TestOneClientCannotStarveAnother(t *testing.T) {
 		}
 	}
 	f.turnsAre(map[string]string{billing: "0/0", ledger: "0/0"})
+}
+
+// TestCloseEndsWaitingSessions: a session waiting for a turn when the
+// front shuts down is told so at once (57P01), and the write it waited
+// to send is not written.
+func TestCloseEndsWaitingSessions(t *testing.T) {
+	f := newFront(t, func(c *sqlfront.Config) { c.MaxTransactions, c.QueueTimeout = 1, 5*time.Minute })
+	const account, resource = "acct-63", "account/acct-63"
+	l := f.lease(ledger, resource, 300, 0)
+	before := f.state(account)
+	f.holdTurn(billing)
+	waiter := f.dial()
+	waiter.loginWith(ledger, "BEGIN; SET LOCAL fencegw.tokens = '"+resource+"="+l.Token+"'; "+strings.Replace(debit, "%s", account, 1)+"; COMMIT")
+	f.turnsAre(map[string]string{billing: "1/0", ledger: "0/1"})
+	f.srv.Close()
+	if code := waiter.closedWith(); code != "57P01" {
+		t.Fatalf("a session waiting for a turn at shutdown: closed with %q, want 57P01", code)
+	}
+	if after := f.state(account); after != before {
+		t.Fatalf("%s, was %s: the waiting write was written", after, before)
+	}
 }

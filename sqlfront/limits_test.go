@@ -78,17 +78,11 @@ func (r *rawClient) refusedWith(client, sql string) (code, message string) {
 	}
 }
 
-// TestTimeouts: a fenced write waiting past the statement timeout is
-// cancelled (57014), and its transaction, then idle past the idle
-// timeout, ended (25P03); a session idle in a fenced transaction past
-// the idle timeout is ended (25P03) and its transaction rolled back; one
-// idle outside a transaction past the idle-session timeout is ended
-// (57P05). Nothing is written, the fence row free again, every backend
-// gone.
-func TestTimeouts(t *testing.T) {
-	f := newFront(t, func(c *sqlfront.Config) {
-		c.IdleInTransactionTimeout, c.IdleTimeout, c.StatementTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
-	})
+// TestStatementTimeout: a fenced write waiting past the statement
+// timeout is cancelled (57014) and fails its transaction, whose COMMIT
+// rolls back: nothing written.
+func TestStatementTimeout(t *testing.T) {
+	f := newFront(t, func(c *sqlfront.Config) { c.StatementTimeout = 3 * time.Second })
 	ctx := context.Background()
 	const account, resource = "acct-51", "account/acct-51"
 	l := f.lease(billing, resource, 60, 0)
@@ -101,29 +95,49 @@ func TestTimeouts(t *testing.T) {
 	if _, err := lock.Exec(ctx, "SELECT pg_advisory_xact_lock(51)"); err != nil {
 		t.Fatal(err)
 	}
-	fenced := "BEGIN; SET LOCAL fencegw.tokens = '" + resource + "=" + l.Token + "'; " + strings.Replace(debit, "%s", account, 1)
-	// Each session's query goes with its password, so that it is never
-	// idle before it: only the waits the test means are.
-	slow := f.dial()
-	slow.loginWith(billing, fenced+"; SELECT pg_advisory_xact_lock(51)")
-	if errs := slow.until(ready); len(errs) != 1 || errs[0].Code != "57014" {
+	r := f.login(billing)
+	if errs := r.query("BEGIN; SET LOCAL fencegw.tokens = '" + resource + "=" + l.Token + "'; " + strings.Replace(debit, "%s", account, 1) +
+		"; SELECT pg_advisory_xact_lock(51)"); len(errs) != 1 || errs[0].Code != "57014" {
 		t.Fatalf("a statement past the statement timeout: %+v, want 57014", errs)
 	}
-	if code := slow.closedWith(); code != "25P03" {
-		t.Fatalf("a session idle in its cancelled transaction: closed with %q, want 25P03", code)
+	r.send(&pgproto3.Query{String: "COMMIT"})
+	if m := r.receive(); !isTag(m, "ROLLBACK") {
+		t.Fatalf("COMMIT of the cancelled transaction: %#v, want ROLLBACK", m)
 	}
+	r.until(ready)
+	if after := f.state(account); after != before {
+		t.Fatalf("%s, was %s: the cancelled transaction committed", after, before)
+	}
+}
+
+func isTag(m pgproto3.BackendMessage, tag string) bool {
+	c, ok := m.(*pgproto3.CommandComplete)
+	return ok && string(c.CommandTag) == tag
+}
+
+// TestIdleTimeouts: a session idle in a fenced transaction past the
+// idle-in-transaction timeout is ended (25P03) and its transaction
+// rolled back: nothing written; one idle outside a transaction past the
+// idle-session timeout is ended (57P05). Their backends go with them.
+func TestIdleTimeouts(t *testing.T) {
+	f := newFront(t, func(c *sqlfront.Config) { c.IdleInTransactionTimeout, c.IdleTimeout = 2*time.Second, 2*time.Second })
+	const account, resource = "acct-53", "account/acct-53"
+	l := f.lease(billing, resource, 60, 0)
+	before := f.state(account)
+	// Each session's query goes with its password, so that it is never
+	// idle before it: only the waits the test means are.
 	idle := f.dial()
-	idle.loginWith(billing, fenced)
+	idle.loginWith(billing, "BEGIN; SET LOCAL fencegw.tokens = '"+resource+"="+l.Token+"'; "+strings.Replace(debit, "%s", account, 1))
 	if errs := idle.until(ready); len(errs) != 0 {
 		t.Fatalf("the fenced write: %+v", errs)
-	}
-	if code := idle.closedWith(); code != "25P03" {
-		t.Fatalf("a session idle in its transaction: closed with %q, want 25P03", code)
 	}
 	outside := f.dial()
 	outside.loginWith(billing, "SELECT 1")
 	if errs := outside.until(ready); len(errs) != 0 {
 		t.Fatalf("SELECT 1: %+v", errs)
+	}
+	if code := idle.closedWith(); code != "25P03" {
+		t.Fatalf("a session idle in its transaction: closed with %q, want 25P03", code)
 	}
 	if code := outside.closedWith(); code != "57P05" {
 		t.Fatalf("a session idle outside a transaction: closed with %q, want 57P05", code)
@@ -132,7 +146,7 @@ func TestTimeouts(t *testing.T) {
 		t.Fatal("the ended sessions' backends outlived them")
 	}
 	if after := f.state(account); after != before {
-		t.Fatalf("%s, was %s: a transaction the timeouts ended committed", after, before)
+		t.Fatalf("%s, was %s: the idle session's transaction committed", after, before)
 	}
 }
 
@@ -148,13 +162,7 @@ func TestNoTurnWritesNothing(t *testing.T) {
 	const account, resource = "acct-62", "account/acct-62"
 	l := f.lease(ledger, resource, 300, 0)
 	before := f.state(account)
-	holder, err := f.connect(billing).Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := holder.Exec(ctx, "SELECT 1"); err != nil {
-		t.Fatal(err)
-	}
+	holder := f.holdTurn(billing)
 	f.turnsAre(map[string]string{billing: "1/0"})
 
 	write := "BEGIN; SET LOCAL fencegw.tokens = '" + resource + "=" + l.Token + "'; " + strings.Replace(debit, "%s", account, 1) + "; COMMIT"
