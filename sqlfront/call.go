@@ -95,8 +95,8 @@ func (s *session) cancelBackend() {
 
 // cancel handles a client's CancelRequest: the session whose key it
 // names, and only that one, has its wait for a turn or its backend's
-// work cancelled. A key
-// that names none is ignored, as PostgreSQL ignores it.
+// work cancelled. A key that names none is ignored, as PostgreSQL
+// ignores it.
 func (s *Server) cancel(req pgproto3.CancelRequest) {
 	if len(req.SecretKey) != 4 {
 		return

@@ -49,10 +49,10 @@ func (s *session) takeTurn(f frame) (refused bool, err error) {
 	if err == nil {
 		return false, nil
 	}
-	switch context.Cause(ctx) {
-	case errShuttingDown:
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errShuttingDown):
 		return true, fatal(codeShutdown, "terminating connection: the SQL front is shutting down")
-	case errCancelRequest:
+	case errors.Is(cause, errCancelRequest):
 		return true, s.refuseUnsent(f, refusal(codeCancelled, "canceling statement due to user request: it waited for a turn, and nothing of it was sent to PostgreSQL", ""))
 	}
 	s.log.Info("no turn for a statement in time", "error", err.Error())
