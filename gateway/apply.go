@@ -22,7 +22,7 @@ func (g *Gateway) apply(ctx context.Context, c *call) (fence.Response, error) {
 	if err != nil && req.IdempotencyKey != nil {
 		// Settling is PostgreSQL's work: with a turn, given back by a
 		// wait during validation or not.
-		if terr := c.turn.retake(ctx); terr != nil {
+		if terr := c.turn.Take(ctx); terr != nil {
 			return fence.Response{}, fmt.Errorf("%w (%w)", terr, fence.ErrKeyInFlight)
 		}
 		return g.settle(ctx, req.IdempotencyKey, err, c.scope)
@@ -80,11 +80,11 @@ func (g *Gateway) validate(ctx context.Context, resource, client string, tok tok
 	if t == nil || !g.cfg.Authority.Waits(resource, client, tok, mode) {
 		return g.validateNow(ctx, resource, client, tok, mode)
 	}
-	t.release()
+	t.Release()
 	if err := g.validateNow(ctx, resource, client, tok, mode); err != nil {
 		return err
 	}
-	return t.retake(ctx)
+	return t.Take(ctx)
 }
 
 // validateNow is validate, its turn left as it is.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/internal/admission"
 )
 
 // call is a gated call (a write, a batch, a read or a check) as read
@@ -14,7 +15,7 @@ type call struct {
 	scope problemScope
 	req   *fence.Request // nil when refused before one was made
 	err   error          // why it is refused
-	turn  turn
+	turn  *admission.Turn
 	lone  loneWrite // a lone write's or read's storage
 }
 

@@ -43,8 +43,8 @@
 // on a shallow stack, refused unapplied after QueueTimeout. A call refused
 // by then is answered without a turn, unless it is keyed (its refusal is
 // stored as its key's outcome). Turns are shared fairly between clients
-// (admission), and a write gives its turn back while its token waits on
-// etcd (turn): a flood of forged tokens slows its own client only.
+// (internal/admission), and a write gives its turn back while its token
+// waits on etcd (turn.go): a flood of forged tokens slows its own client only.
 // Leases, health and metrics are never gated.
 //
 // # Idempotency and refusals

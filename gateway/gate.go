@@ -38,7 +38,7 @@ func (g *Gateway) gateWrites(next http.Handler) http.Handler {
 // admitCalls reads a gated call with prepare (its body decoded, its
 // resources derived) and decides its tokens' signatures, then makes it
 // wait for a turn at the admission gate, its client's (fair between
-// clients: admission): a call refused by then is answered without a turn,
+// clients: package admission): a call refused by then is answered without a turn,
 // unless it is keyed and its key's outcome must be read or settled
 // (call.settles), and a forged token never holds one, even while it waits
 // for a reload of the signing keys (issue 34). The wait is on a shallow
@@ -54,14 +54,14 @@ func (g *Gateway) admitCalls(prepare func(*http.Request) *call) func(http.Handle
 			if c.err == nil {
 				c.err = g.checkSignatures(r.Context(), c.req, &c.scope)
 			}
-			c.turn = turn{admit: g.admit, client: clientName(r.Context())}
+			c.turn = g.admit.Turn(clientName(r.Context()))
 			if c.err == nil || c.settles() {
-				if err := c.turn.retake(r.Context()); err != nil {
+				if err := c.turn.Take(r.Context()); err != nil {
 					op, _ := gatedCall(r.URL.Path)
 					g.refuseAtTheGate(w, r, op, err)
 					return
 				}
-				defer c.turn.release()
+				defer c.turn.Release()
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
 		})

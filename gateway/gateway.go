@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/internal/admission"
 	"github.com/fencegw/fencegw/internal/buildinfo"
 	"github.com/fencegw/fencegw/internal/timeout"
 	"log/slog"
@@ -147,7 +148,7 @@ type Gateway struct {
 	status     statusBoard // GET /status and /v1/status
 	leaseCalls *callLimit
 	watchCalls *callLimit // watch.go
-	admit      *admission
+	admit      *admission.Gate
 	metrics    *metrics
 	requestIDs *requestIDs
 	openapi    func() ([]byte, error) // GET /v1/openapi.json
@@ -219,11 +220,12 @@ func New(cfg Config) (*Gateway, error) {
 		}, func() float64 { _, unusable := cfg.Authority.KeyCounts(); return float64(unusable) }),
 	)
 	limit := cmp.Or(cfg.MaxInFlight, defaultMaxInFlight(cfg.Pool.Config().MaxConns))
-	g.admit = newAdmission(limit, cmp.Or(cfg.QueueTimeout, g.writeTTL), g.metrics.waiting, g.metrics.waited)
+	g.admit = admission.New(admission.Config{Limit: limit, Wait: cmp.Or(cfg.QueueTimeout, g.writeTTL), Refused: ErrOverloaded, What: "writes",
+		Waiting: g.metrics.waiting, Waited: g.metrics.waited})
 	g.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fencegw_writes_in_flight",
 		Help: "Writes past the admission gate (see MaxInFlight).",
-	}, func() float64 { return float64(g.admit.inFlight()) }))
+	}, func() float64 { return float64(g.admit.InFlight()) }))
 	store, err := fence.New(fence.Config{
 		Pool: cfg.Pool, WriteTimeout: g.writeTTL, UnsafeNoFence: cfg.UnsafeNoFence, GroupCommit: !cfg.NoGroupCommit,
 		UnsafeIgnoreCommitWarnings: cfg.UnsafeIgnoreCommitWarnings,

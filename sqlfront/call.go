@@ -94,8 +94,9 @@ func (s *session) cancelBackend() {
 }
 
 // cancel handles a client's CancelRequest: the session whose key it
-// names, and only that one, has its backend's work cancelled. A key
-// that names none is ignored, as PostgreSQL ignores it.
+// names, and only that one, has its wait for a turn or its backend's
+// work cancelled. A key that names none is ignored, as PostgreSQL
+// ignores it.
 func (s *Server) cancel(req pgproto3.CancelRequest) {
 	if len(req.SecretKey) != 4 {
 		return
@@ -104,7 +105,7 @@ func (s *Server) cancel(req pgproto3.CancelRequest) {
 	s.mu.Lock()
 	sess := s.byKey[k]
 	s.mu.Unlock()
-	if sess != nil {
+	if sess != nil && !sess.cancelWait(errCancelRequest) {
 		sess.cancelBackend()
 	}
 }

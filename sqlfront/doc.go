@@ -16,6 +16,20 @@
 // (fence.CheckFrontRole refuses one that could). Connections are
 // limited in all and per client (server.go).
 //
+// # Limits and fairness
+//
+// A session has a turn at the front's gate while it has work in
+// PostgreSQL, from the first message it sends there while idle until it
+// is idle again: a transaction and its waits, or a statement outside
+// one. At most MaxTransactions are taken; more wait, and a turn given
+// back goes to a waiting session of the client that holds the fewest,
+// as the HTTP path's writes share theirs (package internal/admission):
+// one client's many busy connections cannot starve another client's
+// transaction. A statement that waits past QueueTimeout is refused
+// (53000), nothing of it sent (turn.go). Idle sessions, in a transaction
+// or not, and statements that run too long are ended or cancelled by
+// the loop's timers (loop.go).
+//
 // # Fencing a transaction
 //
 // Inside a transaction block the client names its fences:

@@ -27,6 +27,8 @@ const (
 	codeIdleInTx    = "25P03" // idle_in_transaction_session_timeout
 	codeShutdown    = "57P01" // admin_shutdown
 	codeTooLarge    = "54000" // program_limit_exceeded
+	codeNoTurn      = "53000" // insufficient_resources: no turn in time, nothing sent
+	codeCancelled   = "57014" // query_canceled
 )
 
 // sqlError is an answer of the front's own: an ErrorResponse it sends,

@@ -48,6 +48,9 @@ func (s *session) step(client bool) error {
 	if err := s.flushBackend(); err != nil {
 		return err
 	}
+	if client {
+		s.releaseTurn()
+	}
 	idle, stmt, stop := s.timers(client)
 	defer stop()
 	select {

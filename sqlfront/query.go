@@ -9,6 +9,16 @@ func (s *session) onClient(f frame) error {
 	if s.failed && f.typ != 'S' && f.typ != 'X' {
 		return nil // PostgreSQL skips to the Sync after an error: so does the front
 	}
+	if f.typ == 'X' {
+		return errTerminated
+	}
+	if s.failed && !s.turn.Held() {
+		s.syncUnsent()
+		return nil
+	}
+	if refused, err := s.takeTurn(f); refused || err != nil {
+		return err
+	}
 	msg, err := decodeClient(f)
 	if err != nil {
 		return err
@@ -30,8 +40,6 @@ func (s *session) onClient(f frame) error {
 		return s.forward(f, &entry{kind: eSync, commits: s.tx == 'I'})
 	case *pgproto3.Flush:
 		return s.forward(f, nil)
-	case *pgproto3.Terminate:
-		return errTerminated
 	case *pgproto3.FunctionCall:
 		return s.refuseSimple(refusal(codeUnsupported, "the SQL front does not relay fast-path function calls", "call the function with SELECT"))
 	}

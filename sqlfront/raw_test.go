@@ -18,6 +18,10 @@ type rawClient struct {
 	front *front
 	conn  net.Conn
 	fe    *pgproto3.Frontend
+	// pid and secret are the key the front gave the session, to cancel
+	// it with.
+	pid    uint32
+	secret []byte
 }
 
 func (f *front) dial() *rawClient {
@@ -74,6 +78,9 @@ func (r *rawClient) receive() pgproto3.BackendMessage {
 	m, err := r.fe.Receive()
 	if err != nil {
 		r.t.Fatalf("receive: %v", err)
+	}
+	if k, ok := m.(*pgproto3.BackendKeyData); ok {
+		r.pid, r.secret = k.ProcessID, append([]byte(nil), k.SecretKey...)
 	}
 	return m
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/internal/admission"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -56,6 +57,13 @@ type Config struct {
 	// every other client's place. 0: DefaultMaxConnections and a quarter
 	// of MaxConnections.
 	MaxConnections, MaxClientConnections int
+	// MaxTransactions bounds the sessions with work in PostgreSQL at
+	// once: a transaction open, or a statement outside one. More wait
+	// for a turn, shared fairly between clients (turn.go), at most
+	// QueueTimeout; then the statement is refused, nothing of it sent.
+	// 0: half of MaxConnections, and DefaultQueueTimeout.
+	MaxTransactions int
+	QueueTimeout    time.Duration
 	// IdleInTransactionTimeout ends a session that has waited this long
 	// for its client in a transaction, which holds its fence rows and
 	// keeps the next holder waiting; IdleTimeout, one that has waited
@@ -71,6 +79,7 @@ type Config struct {
 const (
 	DefaultMaxConnections  = 100
 	DefaultMaxMessageBytes = 64 << 20
+	DefaultQueueTimeout    = 30 * time.Second
 	startupTimeout         = 15 * time.Second
 )
 
@@ -88,6 +97,7 @@ type Server struct {
 	perClient map[string]int         // sessions per client
 	byKey     map[cancelKey]*session // for CancelRequest, by the key each session was given
 	sessions  sync.WaitGroup
+	gate      *admission.Gate // turns for transactions (turn.go)
 }
 
 // New returns a Server for cfg.
@@ -101,6 +111,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxClientConnections <= 0 {
 		cfg.MaxClientConnections = max(1, cfg.MaxConnections/4)
 	}
+	if cfg.MaxTransactions <= 0 {
+		cfg.MaxTransactions = max(1, cfg.MaxConnections/2)
+	}
+	if cfg.QueueTimeout <= 0 {
+		cfg.QueueTimeout = DefaultQueueTimeout
+	}
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
@@ -109,7 +125,8 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Server{cfg: cfg, log: log.With("front", "sql"), listeners: map[net.Listener]bool{}, conns: map[net.Conn]bool{},
-		perClient: map[string]int{}, byKey: map[cancelKey]*session{}}, nil
+		perClient: map[string]int{}, byKey: map[cancelKey]*session{},
+		gate: admission.New(admission.Config{Limit: cfg.MaxTransactions, Wait: cfg.QueueTimeout, Refused: errNoTurn, What: "transactions"})}, nil
 }
 
 // ErrServerClosed is returned by Serve after Close.
@@ -228,3 +245,7 @@ func (s *Server) Sessions() map[string]int {
 	}
 	return out
 }
+
+// Turns counts the turns taken for transactions and the sessions
+// waiting for one, per client.
+func (s *Server) Turns() (held, waiting map[string]int) { return s.gate.Counts() }

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/internal/admission"
 	"github.com/fencegw/fencegw/policy"
 )
 
@@ -54,6 +55,8 @@ type session struct {
 	stopping    bool          // shutdown heard: no more of the client's, then the end
 	stopOnce    sync.Once
 	ended       sync.Once
+	turn        *admission.Turn                         // at the front's gate (turn.go)
+	waitCancel  atomic.Pointer[context.CancelCauseFunc] // ends a wait for the turn
 
 	relay             // what PostgreSQL owes answers for (relay.go)
 	statements        // the client's prepared statements and portals (extended.go)
@@ -90,6 +93,7 @@ func (s *Server) newSession(conn net.Conn, in *bufio.Reader, client *policy.Clie
 		// A few frames ahead: a client's are bounded by MaxMessageBytes each.
 		fromClient: make(chan clientEvent, 4), fromBackend: make(chan backendEvent, 64), toBackend: make(chan []byte, 4),
 		done: make(chan struct{}), stop: make(chan struct{}),
+		turn:  s.gate.Turn(client.Name),
 		relay: relay{tx: 'I'}, statements: newStatements(), fenced: map[string]fenced{},
 		standard: be.params["standard_conforming_strings"] != "off", utf8: be.params["client_encoding"] == "UTF8",
 	}
@@ -136,6 +140,7 @@ var errTerminated = errors.New("sqlfront: the client terminated the session")
 func (s *session) end() {
 	s.ended.Do(func() {
 		close(s.done)
+		s.turn.Release()
 		s.be.conn.Close()
 		s.conn.Close()
 		s.srv.mu.Lock()
@@ -150,7 +155,10 @@ func (s *session) end() {
 }
 
 // shutdown asks the loop to end the session: the front is closing.
-func (s *session) shutdown() { s.stopOnce.Do(func() { close(s.stop) }) }
+func (s *session) shutdown() {
+	s.stopOnce.Do(func() { close(s.stop) })
+	s.cancelWait(errShuttingDown)
+}
 
 // send queues m, a message of the front's own, for the client.
 func (s *session) send(m pgproto3.BackendMessage) {

@@ -27,6 +27,8 @@ import (
 type sqlFrontFlags struct {
 	Listen                    string
 	MaxConnections, PerClient int
+	MaxTransactions           int
+	QueueTimeout              time.Duration
 	IdleInTxTimeout           time.Duration
 	IdleTimeout, StmtTimeout  time.Duration
 	MaxMessage                int
@@ -37,6 +39,8 @@ func (f *sqlFrontFlags) bind(cmd *cobra.Command) {
 	fs.StringVar(&f.Listen, "pg-listen", "", "serve the SQL front, PostgreSQL's wire protocol, on this address (e.g. 127.0.0.1:6432); off by default")
 	fs.IntVar(&f.MaxConnections, "pg-max-connections", sqlfront.DefaultMaxConnections, "sessions the SQL front serves at once, each a PostgreSQL connection of its own")
 	fs.IntVar(&f.PerClient, "pg-max-connections-per-client", 0, "sessions one client may have on the SQL front (0: a quarter of --pg-max-connections)")
+	fs.IntVar(&f.MaxTransactions, "pg-max-transactions", 0, "sessions of the SQL front with work in PostgreSQL at once (a transaction, or a statement outside one); more wait for a turn, shared fairly between clients (0: half of --pg-max-connections)")
+	fs.DurationVar(&f.QueueTimeout, "pg-queue-timeout", sqlfront.DefaultQueueTimeout, "how long a statement of the SQL front waits for a turn before it is refused (53000), nothing of it sent")
 	fs.DurationVar(&f.IdleInTxTimeout, "pg-idle-in-transaction-timeout", time.Minute, "end a session of the SQL front that waits this long for its client in a transaction, whose fence rows keep the next holder waiting (0: never)")
 	fs.DurationVar(&f.IdleTimeout, "pg-idle-timeout", 0, "end a session of the SQL front that waits this long for its client outside a transaction (0: never)")
 	fs.DurationVar(&f.StmtTimeout, "pg-statement-timeout", 0, "cancel a statement of the SQL front that runs this long (0: never; PostgreSQL's statement_timeout applies too)")
@@ -44,7 +48,7 @@ func (f *sqlFrontFlags) bind(cmd *cobra.Command) {
 }
 
 func (f *sqlFrontFlags) check() error {
-	if f.MaxConnections < 0 || f.PerClient < 0 || f.IdleInTxTimeout < 0 || f.IdleTimeout < 0 || f.StmtTimeout < 0 || f.MaxMessage < 0 {
+	if f.MaxConnections < 0 || f.PerClient < 0 || f.MaxTransactions < 0 || f.QueueTimeout < 0 || f.IdleInTxTimeout < 0 || f.IdleTimeout < 0 || f.StmtTimeout < 0 || f.MaxMessage < 0 {
 		return fmt.Errorf("%w: the --pg-* limits must not be negative", errUsage)
 	}
 	return nil
@@ -65,6 +69,7 @@ func serveSQLFront(f sqlFrontFlags, databaseURL string, pool *pgxpool.Pool, auth
 	cfg := sqlfront.Config{
 		Policy: pol, Authority: auth, Pool: pool, Backend: backend, Password: passfileLookup(backend, log),
 		Audit: nd.Audit, Logger: log, MaxConnections: f.MaxConnections, MaxClientConnections: f.PerClient,
+		MaxTransactions: f.MaxTransactions, QueueTimeout: f.QueueTimeout,
 		IdleInTransactionTimeout: f.IdleInTxTimeout, IdleTimeout: f.IdleTimeout, StatementTimeout: f.StmtTimeout, MaxMessageBytes: f.MaxMessage,
 	}
 	if creds.tls != nil {
