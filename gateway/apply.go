@@ -71,10 +71,11 @@ func eachToken(ctx context.Context, req *fence.Request, scope *problemScope, che
 }
 
 // validate asks the authority about one token presented by client. Where
-// the answer may wait on etcd (Authority.Waits), the call's admission turn
-// is given back for the wait and taken again for what follows: a forged
-// token, whose signature only a reload of the keys can judge, waits
-// without keeping another write out, and is refused without a turn.
+// the answer may wait on etcd (Authority.Waits: a token above the newest
+// revision this replica has seen, an epoch not its own, a key reloaded
+// since the gate checked the signature), the call's admission turn is
+// given back for the wait and taken again for what follows: a wait of its
+// own keeps no other write out.
 func (g *Gateway) validate(ctx context.Context, resource, client string, tok tokens.Token, mode tokens.Validation) error {
 	t := turnOf(ctx)
 	if t == nil || !g.cfg.Authority.Waits(resource, client, tok, mode) {
