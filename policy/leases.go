@@ -163,7 +163,7 @@ func (p *Policy) leaseNamed(c *Client, name string) (LeaseKind, error) {
 		return LeaseKind{}, fmt.Errorf("%w: client %s may not lease %q: it is %s, and none of the operations the client may call writes one, nor does its leases: list it",
 			ErrLeaseNotAllowed, c.Name, shown, strings.Join(kinds, " or "))
 	}
-	return LeaseKind{}, fmt.Errorf("%w: %q is not a name the policy's keys produce (%s) from values their operations accept; a lock that fences no write needs an entry in the policy's leases",
+	return LeaseKind{}, fmt.Errorf("%w: %q is not a name the policy's keys produce (%s) from values their operations accept; a lock that fences no write needs an entry under \"leases:\" in the policy",
 		ErrUnknownLease, shown, p.leaseKeys())
 }
 
