@@ -246,7 +246,7 @@ func prepareDatabase(ctx context.Context, dbURL string, resources int) error {
 	if _, err = conn.Exec(ctx, roleSQL); err != nil {
 		return err
 	}
-	if _, err = conn.Exec(ctx, balancesSQL, resources, initialBalance); err != nil {
+	if _, err = conn.Exec(ctx, balancesSQL, resources, initialBalance, []string{"res", "strict"}); err != nil {
 		return err
 	}
 	if _, err = conn.Exec(ctx, semBalancesSQL, resources, initialBalance, semPermits, "sem/"+wentBackResource); err != nil {

@@ -135,13 +135,14 @@ func (w *worker) round(deadline time.Time, n int) {
 		w.transferRound(ctx, n)
 		return
 	}
-	family, op, permits := "res", "append", 0
+	family, permits := "res", 0
 	switch roll := w.rnd.IntN(100); {
 	case roll < w.strict:
-		family, op = "strict", "append_strict"
+		family = "strict"
 	case roll < w.strict+w.semaphores:
-		family, op, permits = "sem", "append_sem", semPermits
+		family, permits = "sem", semPermits
 	}
+	op := appendOp(family)
 	r := fmt.Sprintf("r%d", w.rnd.IntN(w.resources))
 	lag := w.lag()
 	lease, err := w.pick().Acquire(ctx, family+"/"+r, client.AcquireOptions{TTL: w.ttl, Wait: 3 * w.ttl, Permits: permits})

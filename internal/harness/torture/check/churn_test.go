@@ -49,10 +49,7 @@ func TestChurn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Check(Input{History: history, Rows: tt.rows, Churn: isChurn})
-			kinds := summarize(slices.DeleteFunc(got.Violations, func(v Violation) bool {
-				return v.Kind != KindStaleWrite && v.Kind != KindTokenReused
-			}))
-			if !slices.Equal(kinds, tt.want) {
+			if kinds := summarizeKinds(got.Violations, KindStaleWrite, KindTokenReused); !slices.Equal(kinds, tt.want) {
 				t.Fatalf("violations %+v, want %+v", kinds, tt.want)
 			}
 		})
