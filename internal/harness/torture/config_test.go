@@ -116,4 +116,14 @@ func TestFaultsMissingKinds(t *testing.T) {
 	if got := c.FaultsMissing(none, nil); len(got) != 0 {
 		t.Fatalf("kinds not asked for: missing %q", got)
 	}
+	// Lease-churn workers, alone: paused, and a late holder of their
+	// resources once at least.
+	c.Workers, c.LeaseChurn = 0, 2
+	if got, want := c.FaultsMissing(none, nil), "fault kinds that never happened: late-churn-holder"; len(got) != 1 || got[0] != want {
+		t.Fatalf("lease churn without a late churn holder: missing %q, want %q", got, want)
+	}
+	none["late-churn-holder"] = 1
+	if got := c.FaultsMissing(none, nil); len(got) != 0 {
+		t.Fatalf("lease churn with a late churn holder: missing %q", got)
+	}
 }

@@ -153,6 +153,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		latePermit.family, latePermit.slot = "sem", "sem/"+wentBackResource
 		histories++
 	}
+	var churnHolder *twoHolders
+	if cfg.LeaseChurn > 0 {
+		// The successor of the lease-churn workers the nemesis stops:
+		// their control fails however the pauses fall.
+		if churnHolder, err = newTwoHolders(urls, historyPath(dir, histories), histories, clientOpts...); err != nil {
+			return check.Report{}, err
+		}
+		defer churnHolder.close()
+		churnHolder.family = "churn"
+		if churnHolder.grants, err = newGrantLog(grantsPath(dir, histories), histories); err != nil {
+			return check.Report{}, err
+		}
+		histories++
+	}
 	start := time.Now()
 	until, bound := start.Add(cfg.Duration), start.Add(cfg.Duration)
 	if len(cfg.FaultsMissing(nil, skipped)) > 0 {
@@ -172,7 +186,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	}
 	n := &nemesis{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), log: log, workers: workers,
 		gateways: gateways, pg: db.pg, replicated: db.replicated, etcd: etcd, links: allLinks, faults: map[string]int{}, paused: map[int]bool{},
-		bin: bin, dir: dir, dbURL: db.url(), late: late, latePermit: latePermit, clocks: clocks, clockBusy: make([]atomic.Bool, procs), gatewayClocks: gatewayClocks, cpu: cpu, skipped: skipped}
+		bin: bin, dir: dir, dbURL: db.url(), late: late, latePermit: latePermit, churnHolder: churnHolder, clocks: clocks, clockBusy: make([]atomic.Bool, procs), gatewayClocks: gatewayClocks, cpu: cpu, skipped: skipped}
 	if db.replicated != nil {
 		db.replicated.promoted = n.fencesAfterFailover
 	}

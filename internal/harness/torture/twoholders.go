@@ -33,10 +33,11 @@ const wentBackResource = "nemesis"
 //
 // It records what it does in a history of its own, as a worker does.
 type twoHolders struct {
-	// family is res, or sem for a late holder of a permit
-	// (latepermit.go).
+	// family is res, sem for a late holder of a permit (latepermit.go),
+	// or churn for the successor of lease-churn holders
+	// (nemesis_churn.go).
 	family   string
-	slot     string // the resource written: res/nemesis, or a permit slot's
+	slot     string // the resource written: res/nemesis, a permit slot's, or a churn resource
 	gateways []string
 	c        []*client.Client
 	id       int // its worker number in the histories
@@ -51,6 +52,9 @@ type twoHolders struct {
 	// front, so that the control of the front fails whatever the
 	// workers' pauses did.
 	front *wireWriter
+	// grants, of the successor of lease-churn holders, logs the leases
+	// it takes (nil: none kept).
+	grants *grantLog
 }
 
 func newTwoHolders(gateways []string, historyPath string, id int, opts ...client.Option) (*twoHolders, error) {
@@ -81,7 +85,10 @@ const (
 	probeWait = 2*probeTTL + time.Second
 )
 
-func (s *twoHolders) close() { s.file.Close() }
+func (s *twoHolders) close() {
+	s.file.Close()
+	s.grants.close()
+}
 
 // beforeLoss takes T0 and lets it go, then takes T1 and writes with it
 // until a write is acknowledged. Each attempt is a write of its own
@@ -111,7 +118,7 @@ func (s *twoHolders) beforeLoss(ctx context.Context) {
 func (s *twoHolders) acquire(ctx context.Context, resource string, opts client.AcquireOptions) *client.Lease {
 	for i := 0; i < attempts && ctx.Err() == nil; i++ {
 		actx, cancel := context.WithTimeout(ctx, opts.Wait+5*time.Second)
-		l, err := s.c[i%len(s.c)].Acquire(actx, resource, opts)
+		l, err := s.grants.acquire(actx, s.c[i%len(s.c)], resource, opts, check.GrantEndRelease)
 		cancel()
 		if err == nil {
 			return l
@@ -231,10 +238,26 @@ func keyArg(resource string) string {
 }
 
 // intents prefixes the intents of its writes: the late holder of a
-// permit writes beside the late holder of a lock, each intent once.
+// permit writes beside the late holder of a lock, and the successor of
+// lease-churn holders beside both, each intent once.
 func (s *twoHolders) intents() string {
 	if s.family == "res" {
 		return "nemesis"
 	}
 	return "nemesis-" + s.family
+}
+
+// succeed takes the lease on the lease-churn resource after its holder,
+// which the nemesis has stopped (it is granted once that holder's lease
+// expired), and writes with it until a write is acknowledged; it reports
+// whether one was.
+func (s *twoHolders) succeed(ctx context.Context, resource string) bool {
+	s.round++
+	s.slot = resource
+	l := s.acquire(ctx, resource, client.AcquireOptions{TTL: probeTTL, Wait: churnWait})
+	if l == nil {
+		return false
+	}
+	defer s.release(ctx, l)
+	return s.writeUntilOK(ctx, l.Token(), "successor")
 }
