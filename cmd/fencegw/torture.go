@@ -44,7 +44,10 @@ applied on one side only, every balance is its start plus what its
 applied writes moved, every fence (read at the end, and after each
 failover) is at or above the tokens applied and acknowledged on its
 resource, and no worker's client called a lease valid past
-its deadline on either clock. With --failover,
+its deadline on either clock. With --lease-churn, lease-churn workers
+take many short leases on churn/r0.., one write each, and the checker
+holds each such resource's grants and applied writes to strictly
+increasing tokens. With --failover,
 PostgreSQL is a primary and a streaming standby behind one multi-host URL,
 and the nemesis kills the primary (SIGKILL) and promotes the standby every
 --failover-every instead of restarting it. Exit status 0 when the verdict
