@@ -5,16 +5,19 @@ import (
 	"slices"
 )
 
-// KindTokenReused: two writes applied to one lease-churn resource with
-// one token, each another lease's (another intent): every lease there
-// writes once, so one token in two writes is two holders with one token,
-// which the fence cannot tell apart. A token lower than one applied
-// before it is a stale write (checkStale), on these resources as on any.
+// KindTokenReused: two holders' writes applied to one lease-churn
+// resource with one token. A token is one lease's, and a lease one
+// holder's: one token written by two workers is two holders given one
+// token, which the fence cannot tell apart. (One holder may write twice
+// with its token: the nemesis's successor retries without a key.) A
+// token lower than one applied before it is a stale write (checkStale),
+// on these resources as on any.
 const KindTokenReused = "token-reused"
 
 // checkChurn holds the lease-churn resources' rows, in commit order, to
-// strictly increasing tokens: a token lower than the highest before it is
-// checkStale's, one equal to it of another intent is reported here. It
+// strictly increasing tokens from one holder to the next: a token lower
+// than the highest before it is checkStale's, one equal to it of another
+// worker is reported here. It
 // returns what the churn did (Report.Churn), nil when no resource is a
 // churn one.
 func (c *checker) checkChurn(churn func(resource string) bool, grants []Grant) map[string]int {
@@ -32,9 +35,9 @@ func (c *checker) checkChurn(churn func(resource string) bool, grants []Grant) m
 		for i, high := 1, rows[0]; i < len(rows); i++ {
 			switch r := rows[i]; compareTokens(r, high) {
 			case 0:
-				if r.Intent != high.Intent {
+				if r.Worker != high.Worker {
 					c.report(KindTokenReused, res, []Row{high, r}, []string{high.Intent, r.Intent},
-						"row %d (intent %s, worker %d) wrote token %s, which row %d (intent %s, worker %d) had written: two leases' writes with one token",
+						"row %d (intent %s, worker %d) wrote token %s, which row %d (intent %s, worker %d) had written: two holders with one token",
 						r.ID, r.Intent, r.Worker, r.token(), high.ID, high.Intent, high.Worker)
 				}
 			case 1:

@@ -20,10 +20,11 @@ func grant(sec, worker int, res string, rev int64, end string) Grant {
 }
 
 // TestChurn: leases on churn resources, one write each. In commit order
-// their tokens must strictly increase: a lower one is a stale write (the
-// fence let an older holder in after a newer one), an equal one of
-// another lease is a token reused; on any other resource an equal token
-// is a lease's next write.
+// their tokens must strictly increase from holder to holder: a lower one
+// is a stale write (the fence let an older holder in after a newer one),
+// an equal one of another worker is a token reused; one holder may write
+// twice with its token, and on any other resource an equal token is a
+// lease's next write.
 func TestChurn(t *testing.T) {
 	history := concat(
 		write(0, 1, TypeOK, "a", "churn/r0", "1:10"),
@@ -45,6 +46,7 @@ func TestChurn(t *testing.T) {
 			[]found{{KindStaleWrite, "churn/r0", "2,3"}}},
 		{"two leases with one token", []Row{row(1, "churn/r0", 1, 10, "a", 1), row(2, "churn/r0", 1, 20, "b", 2), row(3, "churn/r0", 1, 20, "d", 3)},
 			[]found{{KindTokenReused, "churn/r0", "2,3"}}},
+		{"one holder's two writes with its token", []Row{row(1, "churn/r0", 1, 10, "a", 1), row(2, "churn/r0", 1, 20, "b", 2), row(3, "churn/r0", 1, 20, "d", 2)}, []found{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
