@@ -128,16 +128,16 @@ type worker struct {
 	resources  int
 	clients    []*client.Client
 	burst      int
-	transfers  int           // percentage of rounds that are transfers
-	strict     int           // percentage of rounds on strict resources
-	semaphores int           // percentage of rounds on a semaphore's permit
-	db         *pgxpool.Pool // reads only: every write goes through a gateway
-	clock      client.Clock  // the leases' clock: pageClock under clock faults
-	page       *clockPage    // nil: no clock faults
-	front      *wireWriter   // nil: every write over HTTP
-	churn      int           // a lease-churn worker's resources churn/r0..; 0: not one
-	grants     *grantLog     // a lease-churn worker's; nil: none kept
-	keepalives *keepaliveDrop
+	transfers  int            // percentage of rounds that are transfers
+	strict     int            // percentage of rounds on strict resources
+	semaphores int            // percentage of rounds on a semaphore's permit
+	db         *pgxpool.Pool  // reads only: every write goes through a gateway
+	clock      client.Clock   // the leases' clock: pageClock under clock faults
+	page       *clockPage     // nil: no clock faults
+	front      *wireWriter    // nil: every write over HTTP
+	churn      int            // a lease-churn worker's resources churn/r0..; 0: not one
+	grants     *grantLog      // a lease-churn worker's; nil: none kept
+	keepalives *keepaliveDrop // its clients' transport: drops the keepalives of leases it abandons
 
 	mu      sync.Mutex // guards history across a burst
 	history *json.Encoder
