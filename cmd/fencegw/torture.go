@@ -44,7 +44,10 @@ applied on one side only, every balance is its start plus what its
 applied writes moved, every fence (read at the end, and after each
 failover) is at or above the tokens applied and acknowledged on its
 resource, and no worker's client called a lease valid past
-its deadline on either clock. With --failover,
+its deadline on either clock. With --lease-churn, lease-churn workers
+take many short leases on churn/r0.., one write each, and the checker
+holds each such resource's grants and applied writes to strictly
+increasing tokens. With --failover,
 PostgreSQL is a primary and a streaming standby behind one multi-host URL,
 and the nemesis kills the primary (SIGKILL) and promotes the standby every
 --failover-every instead of restarting it. Exit status 0 when the verdict
@@ -65,7 +68,7 @@ exits 1 too: its PASS covers fewer faults than asked.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "worker processes")
+	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "worker processes (0 with --lease-churn: lease-churn workers only)")
 	fs.IntVar(&cfg.Resources, "resources", cfg.Resources, "resources they contend for")
 	fs.IntVar(&cfg.Gateways, "gateways", cfg.Gateways, "gateway processes")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the workers and the nemesis run")
@@ -91,6 +94,8 @@ exits 1 too: its PASS covers fewer faults than asked.`,
 	fs.BoolVar(&cfg.Coalesce, "coalesce", false, "run the resources with coalesce: true (hot-key write batching)")
 	fs.BoolVar(&cfg.GroupCommit, "group-commit", false, "run the resources with group_commit: true (with --coalesce): writes of several resources share transactions")
 	fs.IntVar(&cfg.Transfers, "transfers", cfg.Transfers, "percentage of rounds that take two leases and move money between their resources with one write fenced on both")
+	fs.IntVar(&cfg.LeaseChurn, "lease-churn", 0, "lease-churn workers to add: each loops over short leases (2-3 s) on --churn-resources resources churn/r0.., one write each, released, left to expire or paused past it; the checker holds each resource's grants and writes to strictly increasing tokens, and the nemesis is a late holder of their resources (late-churn-holder)")
+	fs.IntVar(&cfg.ChurnResources, "churn-resources", cfg.ChurnResources, "with --lease-churn: the resources churn/r0.. its workers take leases on")
 	fs.BoolVar(&cfg.Failover, "failover", false, "a primary with a synchronous streaming standby; the nemesis kills the primary and promotes the standby")
 	fs.BoolVar(&cfg.AsyncStandby, "async-standby", false, "with --failover: an asynchronous standby whose WAL is held back, the control run that must lose acknowledged writes")
 	fs.DurationVar(&cfg.FailoverEvery, "failover-every", cfg.FailoverEvery, "with --failover: time between failovers")
@@ -166,7 +171,8 @@ func checkFaultsDone(cfg torture.Config, faults map[string]int, skipped map[stri
 
 // printReport writes the report as text: the verdict, then what the run
 // did — faults by kind, those skipped and why, how writes shared
-// transactions, what the workers' clients said of their leases.
+// transactions, what the workers' clients said of their leases, what the
+// lease-churn workers did.
 func printReport(w io.Writer, r check.Report) {
 	fmt.Fprintln(w, r.Verdict)
 	fmt.Fprintf(w, "faults: %s\n", counts(r.Faults))
@@ -184,6 +190,9 @@ func printReport(w io.Writer, r check.Report) {
 	}
 	if r.FenceReads != "" {
 		fmt.Fprintf(w, "fences read: %s\n", r.FenceReads)
+	}
+	if r.Churn != nil {
+		fmt.Fprintf(w, "lease churn: %s\n", counts(r.Churn))
 	}
 	for i, v := range r.Violations {
 		if i == maxViolationsPrinted {

@@ -25,7 +25,8 @@ import (
 // stops itself). Words 2 and 3 count the worker's recorded views of a
 // lease past its deadline on one clock alone (viewPastOnWallOnly,
 // viewPastOnMonotonicOnly): how the nemesis learns that a clock fault
-// reached a write, not only a stopped process.
+// reached a write, not only a stopped process. Word 4 (heldWord) is the
+// churn resource a lease-churn worker holds.
 type clockPage struct {
 	mem []byte
 }
@@ -98,6 +99,22 @@ func (p *clockPage) countView(w int) { atomic.AddInt64(p.word(w), 1) }
 
 // views returns how many views of kind w the worker has recorded.
 func (p *clockPage) views(w int) int64 { return atomic.LoadInt64(p.word(w)) }
+
+// heldWord is 1 + the index of the churn resource a lease-churn worker
+// holds a lease on as it comes to its suspendIfAsked: the nemesis, having
+// stopped it there, knows whose lease to take after it
+// (nemesis_churn.go). 0: none yet.
+const heldWord = 4
+
+// setHeld is the worker's side: it holds a lease on churn/r{k}.
+func (p *clockPage) setHeld(k int) { atomic.StoreInt64(p.word(heldWord), int64(k)+1) }
+
+// held returns k of the churn/r{k} the worker last said it holds a lease
+// on; false if it never did.
+func (p *clockPage) held() (int, bool) {
+	v := atomic.LoadInt64(p.word(heldWord))
+	return int(v - 1), v > 0
+}
 
 // suspendDone clears a request the worker took, once it was resumed.
 func (p *clockPage) suspendDone() { atomic.StoreInt64(p.word(1), suspendNone) }

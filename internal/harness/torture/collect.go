@@ -2,7 +2,10 @@ package torture
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -11,26 +14,20 @@ import (
 	"github.com/fencegw/fencegw/internal/harness/torture/check"
 )
 
-// collect reads every history and, in one snapshot of the database, the
-// log table, the balances and the fences, and checks them with the
-// fences read during the run (readings).
+// collect reads every history and log of grants and, in one snapshot of
+// the database, the log table, the balances and the fences, and checks
+// them with the fences read during the run (readings).
 func collect(ctx context.Context, dir, dbURL string, workers int, faults map[string]int, skipped map[string]string, readings []check.FenceReading) (check.Report, error) {
-	var history []check.Event
-	for i := range workers {
-		f, err := os.Open(historyPath(dir, i))
-		if err != nil {
-			return check.Report{}, err
-		}
-		evs, err := check.ReadHistory(f)
-		f.Close()
-		if err != nil {
-			return check.Report{}, fmt.Errorf("torture: worker %d: %w", i, err)
-		}
-		history = append(history, evs...)
+	history, err := readLogs(dir, workers, historyPath, check.ReadHistory, false)
+	if err != nil {
+		return check.Report{}, fmt.Errorf("torture: history: %w", err)
 	}
 	in := check.Input{History: history, Ledger: &check.Ledger{Initial: initialBalance, Balances: map[string]int64{}},
-		Faults: faults, Skipped: skipped, Strict: strictResource, Permits: semaphoreOf}
-	err := inSnapshot(ctx, dbURL, func(tx pgx.Tx, at time.Time) error {
+		Faults: faults, Skipped: skipped, Strict: strictResource, Permits: semaphoreOf, Churn: churnResource}
+	if in.Grants, err = readLogs(dir, workers, grantsPath, check.ReadGrants, true); err != nil {
+		return check.Report{}, fmt.Errorf("torture: grants: %w", err)
+	}
+	err = inSnapshot(ctx, dbURL, func(tx pgx.Tx, at time.Time) error {
 		rows, err := tx.Query(ctx, "SELECT id, resource, epoch, revision, intent, worker, delta, txn FROM torture.log ORDER BY id")
 		if err != nil {
 			return err
@@ -62,6 +59,29 @@ func collect(ctx context.Context, dir, dbURL string, workers int, faults map[str
 		return check.Report{}, err
 	}
 	return check.Check(in), nil
+}
+
+// readLogs reads the logs at path(dir, i) of holders 0 to n-1, each with
+// read, one after the other: only the end of one can be torn. Where
+// optional, a holder that keeps no such log has no file.
+func readLogs[T any](dir string, n int, path func(string, int) string, read func(io.Reader) ([]T, error), optional bool) ([]T, error) {
+	var all []T
+	for i := range n {
+		f, err := os.Open(path(dir, i))
+		if optional && errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		got, err := read(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path(dir, i), err)
+		}
+		all = append(all, got...)
+	}
+	return all, nil
 }
 
 // countRevocations adds to faults the leases the gateways revoked on

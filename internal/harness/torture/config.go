@@ -109,9 +109,18 @@ type Config struct {
 	// Transfers is the percentage of rounds that take two resources'
 	// leases and move money between them with one write fenced on both.
 	Transfers int
-	Dir       string // run folder (histories, logs); "" = a temp dir, removed unless Keep
-	Keep      bool
-	Binary    string // the fencegw binary for child processes; "" = this one
+	// LeaseChurn adds that many lease-churn workers (churn.go): each
+	// loops over short leases on ChurnResources resources churn/r0..,
+	// one write with each lease's token, and lets each go (released,
+	// left to expire, or paused past it before the write); the nemesis
+	// pauses them as it does the other workers, and is a late holder of
+	// their resources (late-churn-holder). The checker holds their
+	// grants and writes to strictly increasing tokens per resource.
+	LeaseChurn     int
+	ChurnResources int
+	Dir            string // run folder (histories, logs); "" = a temp dir, removed unless Keep
+	Keep           bool
+	Binary         string // the fencegw binary for child processes; "" = this one
 }
 
 // Defaults are the CI profile: half a minute on two cores, with a pause of
@@ -121,14 +130,16 @@ func Defaults() Config {
 		Workers: 6, Resources: 4, Gateways: 2, Duration: 30 * time.Second, TTL: time.Second, Seed: 1,
 		FaultEvery: 600 * time.Millisecond, KillGateways: true, RestartPostgres: true, EtcdFaults: true, SlowNetwork: true, Burst: 3,
 		Partitions: true, PauseGateways: true, QuorumLoss: true, ClockFaults: true, Throttle: true, BackendFaults: true, Strict: 20,
-		Transfers: 25, FailoverEvery: 6 * time.Second, RollbackEvery: 12 * time.Second,
+		Transfers: 25, FailoverEvery: 6 * time.Second, RollbackEvery: 12 * time.Second, ChurnResources: 16,
 	}
 }
 
 func (c Config) Check() error {
 	switch {
-	case c.Workers < 1 || c.Workers > 64, c.Resources < 1 || c.Resources > 64, c.Gateways < 1 || c.Gateways > 8:
-		return errors.New("torture: want 1-64 workers, 1-64 resources, 1-8 gateways")
+	case c.Workers < 0 || c.Workers > 64, c.Resources < 1 || c.Resources > 64, c.Gateways < 1 || c.Gateways > 8:
+		return errors.New("torture: want 0-64 workers, 1-64 resources, 1-8 gateways")
+	case c.LeaseChurn < 0 || c.LeaseChurn > 64 || c.Workers+c.LeaseChurn < 1 || c.ChurnResources < 1 || c.ChurnResources > 64:
+		return errors.New("torture: want 0-64 lease-churn workers on 1-64 churn resources, and at least one worker of either kind")
 	case c.Duration < 5*time.Second || c.Duration > time.Hour:
 		return errors.New("torture: duration must be 5s to 1h")
 	case c.TTL < time.Second || c.TTL > 30*time.Second:
@@ -169,3 +180,12 @@ func (c Config) Check() error {
 // acknowledged commits, where the nemesis writes across each failover
 // (twoholders.go) instead of acting as a late holder.
 func (c Config) lossControl() bool { return c.AsyncStandby || c.UnsafeIgnoreCommitWarnings }
+
+// workerProcs is how many worker processes a run has: the workers, then
+// the lease-churn workers.
+func (c Config) workerProcs() int { return c.Workers + c.LeaseChurn }
+
+// workerPages reports whether the workers have clock pages: for the
+// clock faults, and for the nemesis's requests that a lease-churn worker
+// stop itself (clockpage.go).
+func (c Config) workerPages() bool { return c.ClockFaults || c.LeaseChurn > 0 }

@@ -24,6 +24,9 @@ func TestCheckMinimumFaults(t *testing.T) {
 		{"semaphores", func(c *Config) { c.Semaphores = 50 }, true},
 		{"negative semaphores", func(c *Config) { c.Semaphores = -1 }, false},
 		{"semaphores and strict over 100", func(c *Config) { c.Strict, c.Semaphores = 50, 51 }, false},
+		{"lease-churn workers only", func(c *Config) { c.Workers, c.LeaseChurn = 0, 4 }, true},
+		{"no worker of either kind", func(c *Config) { c.Workers = 0 }, false},
+		{"lease churn on no resource", func(c *Config) { c.LeaseChurn, c.ChurnResources = 4, 0 }, false},
 		{"commit warnings ignored with failovers", func(c *Config) { c.Failover, c.UnsafeIgnoreCommitWarnings = true, true }, true},
 		{"commit warnings ignored without failovers", func(c *Config) { c.UnsafeIgnoreCommitWarnings = true }, false},
 		{"commit warnings ignored without backend faults", func(c *Config) { c.Failover, c.UnsafeIgnoreCommitWarnings, c.BackendFaults = true, true, false }, false},
@@ -112,5 +115,15 @@ func TestFaultsMissingKinds(t *testing.T) {
 	}
 	if got := c.FaultsMissing(none, nil); len(got) != 0 {
 		t.Fatalf("kinds not asked for: missing %q", got)
+	}
+	// Lease-churn workers, alone: paused, and a late holder of their
+	// resources once at least.
+	c.Workers, c.LeaseChurn = 0, 2
+	if got, want := c.FaultsMissing(none, nil), "fault kinds that never happened: late-churn-holder"; len(got) != 1 || got[0] != want {
+		t.Fatalf("lease churn without a late churn holder: missing %q, want %q", got, want)
+	}
+	none["late-churn-holder"] = 1
+	if got := c.FaultsMissing(none, nil); len(got) != 0 {
+		t.Fatalf("lease churn with a late churn holder: missing %q", got)
 	}
 }

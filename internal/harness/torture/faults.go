@@ -19,7 +19,8 @@ type faultKind struct {
 }
 
 var faultKinds = []faultKind{
-	{name: "pause-worker", weight: 30, enabled: func(c Config) bool { return c.Workers > 0 }},
+	{name: "pause-worker", weight: 30, enabled: func(c Config) bool { return c.workerProcs() > 0 }},
+	{name: "late-churn-holder", weight: 6, enabled: func(c Config) bool { return c.LeaseChurn > 0 }},
 	{name: "kill-gateway", weight: 9, enabled: func(c Config) bool { return c.KillGateways }},
 	{name: "kill-etcd-leader", weight: 4, enabled: func(c Config) bool { return c.EtcdFaults }},
 	{name: "kill-etcd-member", weight: 2, enabled: func(c Config) bool { return c.EtcdFaults }},

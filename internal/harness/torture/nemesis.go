@@ -62,6 +62,10 @@ type nemesis struct {
 	// latePermit, with semaphores, is a late holder of a permit slot of
 	// sem/nemesis.
 	latePermit *twoHolders
+	// churnHolder, with lease-churn workers, takes the lease after one
+	// the nemesis stopped (nemesis_churn.go), one at a time (churnBusy).
+	churnHolder *twoHolders
+	churnBusy   atomic.Bool
 
 	mu     sync.Mutex
 	faults map[string]int
@@ -193,6 +197,8 @@ func (n *nemesis) inject(ctx context.Context, name string) bool {
 		return n.signalBackend(ctx, name)
 	case "statement-timeout", "idle-in-transaction-timeout":
 		return n.roleTimeout(ctx, name)
+	case "late-churn-holder":
+		return n.lateChurnHolder(ctx)
 	}
 	return false
 }

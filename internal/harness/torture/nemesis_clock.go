@@ -78,19 +78,43 @@ func (n *nemesis) stepWallClock(ctx context.Context, forward bool) bool {
 }
 
 // stopInWorker asks worker i to stop itself in its next critical section
-// (suspendIfAsked), and once every thread of it has stopped calls
-// stopped, keeps it stopped for d, calls resuming and resumes it; it
-// counts name once the worker has recorded a write with a view of its
-// lease of the kind the fault is for (view: a clock page word), and then,
-// stopped or not, calls after (if not nil). The worker stops itself
-// because only it knows where its critical section is: a fault there is
-// the one that outlives a lease. Counting the write, not the stop, keeps
-// a run going until its clock faults reached the client's checks (at the
-// run's end the stop is cut short and the clocks set back at once, which
-// would leave nothing for either check to see). False if the worker is
-// the nemesis's already; a worker that reaches no critical section before
-// the run ends is not stopped, and not counted.
+// (whileStopped), calls stopped, keeps it stopped for d, calls resuming
+// and resumes it; it counts name once the worker has recorded a write
+// with a view of its lease of the kind the fault is for (view: a clock
+// page word), and then, stopped or not, calls after (if not nil).
+// Counting the write, not the stop, keeps a run going until its clock
+// faults reached the client's checks (at the run's end the stop is cut
+// short and the clocks set back at once, which would leave nothing for
+// either check to see).
 func (n *nemesis) stopInWorker(ctx context.Context, i int, name string, view int, d time.Duration, stopped, resuming func(*clockPage), after func()) bool {
+	var seen int64
+	return n.whileStopped(ctx, i, 4*n.cfg.TTL+5*time.Second,
+		func(page *clockPage) {
+			seen = page.views(view)
+			stopped(page)
+			sleep(ctx, d)
+			resuming(page)
+		},
+		func(page *clockPage) {
+			// The worker checks its lease at once on resuming; a loaded
+			// machine may take a while to run it, never this long.
+			if waitViews(context.WithoutCancel(ctx), page, view, seen, 4*n.cfg.TTL+5*time.Second) {
+				n.count(name)
+			} else {
+				n.log.Info("a clock fault reached no write", "fault", name, "pid", n.workers[i].Process.Pid)
+			}
+		}, after)
+}
+
+// whileStopped asks worker i to stop itself in its next critical section
+// (suspendIfAsked), waiting up to reach for it to get there, and once
+// every thread of it has stopped calls held, resumes it and calls
+// resumed; then, stopped or not, after (if not nil). The worker stops
+// itself because only it knows where its critical section is: a fault
+// there is the one that outlives a lease. False if the worker is the
+// nemesis's already; a worker that reaches no critical section before
+// the run ends is not stopped.
+func (n *nemesis) whileStopped(ctx context.Context, i int, reach time.Duration, held, resumed func(*clockPage), after func()) bool {
 	if !n.hold(i) {
 		return false
 	}
@@ -106,7 +130,7 @@ func (n *nemesis) stopInWorker(ctx context.Context, i int, name string, view int
 				after()
 			}
 		}()
-		if !waitStopped(ctx, pid, 4*n.cfg.TTL+5*time.Second) && page.withdrawSuspend() {
+		if !waitStopped(ctx, pid, reach) && page.withdrawSuspend() {
 			return
 		}
 		if !waitStopped(context.WithoutCancel(ctx), pid, 30*time.Second) {
@@ -114,19 +138,10 @@ func (n *nemesis) stopInWorker(ctx context.Context, i int, name string, view int
 			page.suspendDone()
 			return
 		}
-		seen := page.views(view)
-		stopped(page)
-		sleep(ctx, d)
-		resuming(page)
+		held(page)
 		page.suspendDone()
 		_ = pause.Resume(pid)
-		// The worker checks its lease at once on resuming; a loaded
-		// machine may take a while to run it, never this long.
-		if waitViews(context.WithoutCancel(ctx), page, view, seen, 4*n.cfg.TTL+5*time.Second) {
-			n.count(name)
-		} else {
-			n.log.Info("a clock fault reached no write", "fault", name, "pid", pid)
-		}
+		resumed(page)
 	})
 	return true
 }

@@ -22,7 +22,8 @@ import (
 
 // Run starts the topology — a 3-member etcd cluster of processes, a
 // restartable PostgreSQL,
-// cfg.Gateways gateway processes and cfg.Workers worker processes — lets
+// cfg.Gateways gateway processes, cfg.Workers worker processes and
+// cfg.LeaseChurn lease-churn worker processes — lets
 // the nemesis loose for cfg.Duration, then checks the workers' histories
 // against the database. Progress goes to log; the report is also written
 // to report.json in the run folder.
@@ -60,7 +61,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		return check.Report{}, err
 	}
 	defer db.stop()
-	if err := prepareDatabase(setupCtx, db.url(), cfg.Resources); err != nil {
+	if err := prepareDatabase(setupCtx, db.url(), cfg.Resources, cfg.ChurnResources); err != nil {
 		return check.Report{}, err
 	}
 	policyText := policy(cfg)
@@ -118,13 +119,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 			fronts = append(fronts, g.front)
 		}
 	}
-	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence,
+	log.Info("torture: topology up", "gateways", urls, "workers", cfg.Workers, "lease_churn", cfg.LeaseChurn, "dir", dir, "unsafe_no_fence", cfg.UnsafeNoFence,
 		"coalesce", cfg.Coalesce, "group_commit", cfg.GroupCommit, "failover", cfg.Failover, "async_standby", cfg.AsyncStandby,
 		"unsafe_ignore_commit_warnings", cfg.UnsafeIgnoreCommitWarnings)
 
 	// The nemesis's own writes: across the failovers of an asynchronous
 	// standby, else as a late holder all through the run.
-	holders, err := newTwoHolders(urls, historyPath(dir, cfg.Workers), cfg.Workers, clientOpts...)
+	procs := cfg.workerProcs()
+	holders, err := newTwoHolders(urls, historyPath(dir, procs), procs, clientOpts...)
 	if err != nil {
 		return check.Report{}, err
 	}
@@ -134,7 +136,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 			return check.Report{}, err
 		}
 	}
-	histories := cfg.Workers + 1
+	histories := procs + 1
 	var late, latePermit *twoHolders
 	if cfg.lossControl() {
 		db.replicated.stale = holders
@@ -151,6 +153,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		latePermit.family, latePermit.slot = "sem", "sem/"+wentBackResource
 		histories++
 	}
+	var churnHolder *twoHolders
+	if cfg.LeaseChurn > 0 {
+		// The successor of the lease-churn workers the nemesis stops:
+		// their control fails however the pauses fall.
+		if churnHolder, err = newTwoHolders(urls, historyPath(dir, histories), histories, clientOpts...); err != nil {
+			return check.Report{}, err
+		}
+		defer churnHolder.close()
+		churnHolder.family = "churn"
+		if churnHolder.grants, err = newGrantLog(grantsPath(dir, histories), histories); err != nil {
+			return check.Report{}, err
+		}
+		histories++
+	}
 	start := time.Now()
 	until, bound := start.Add(cfg.Duration), start.Add(cfg.Duration)
 	if len(cfg.FaultsMissing(nil, skipped)) > 0 {
@@ -158,8 +174,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	}
 	stopFile := filepath.Join(dir, "stop")
 	var clocks []*clockPage
-	if cfg.ClockFaults {
-		if clocks, err = mapClockPages(dir, "clock", cfg.Workers); err != nil {
+	if cfg.workerPages() {
+		if clocks, err = mapClockPages(dir, "clock", procs); err != nil {
 			return check.Report{}, err
 		}
 		defer closePages(clocks)
@@ -170,7 +186,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 	}
 	n := &nemesis{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), log: log, workers: workers,
 		gateways: gateways, pg: db.pg, replicated: db.replicated, etcd: etcd, links: allLinks, faults: map[string]int{}, paused: map[int]bool{},
-		bin: bin, dir: dir, dbURL: db.url(), late: late, latePermit: latePermit, clocks: clocks, clockBusy: make([]atomic.Bool, cfg.Workers), gatewayClocks: gatewayClocks, cpu: cpu, skipped: skipped}
+		bin: bin, dir: dir, dbURL: db.url(), late: late, latePermit: latePermit, churnHolder: churnHolder, clocks: clocks, clockBusy: make([]atomic.Bool, procs), gatewayClocks: gatewayClocks, cpu: cpu, skipped: skipped}
 	if db.replicated != nil {
 		db.replicated.promoted = n.fencesAfterFailover
 	}
@@ -231,7 +247,7 @@ func runDir(cfg Config) (string, func(), error) {
 	}, nil
 }
 
-func prepareDatabase(ctx context.Context, dbURL string, resources int) error {
+func prepareDatabase(ctx context.Context, dbURL string, resources, churnResources int) error {
 	if err := schema.Up(dbURL, schema.Gateway()); err != nil {
 		return err
 	}
@@ -246,7 +262,10 @@ func prepareDatabase(ctx context.Context, dbURL string, resources int) error {
 	if _, err = conn.Exec(ctx, roleSQL); err != nil {
 		return err
 	}
-	if _, err = conn.Exec(ctx, balancesSQL, resources, initialBalance); err != nil {
+	if _, err = conn.Exec(ctx, balancesSQL, resources, initialBalance, []string{"res", "strict"}); err != nil {
+		return err
+	}
+	if _, err = conn.Exec(ctx, balancesSQL, churnResources, initialBalance, []string{"churn"}); err != nil {
 		return err
 	}
 	if _, err = conn.Exec(ctx, semBalancesSQL, resources, initialBalance, semPermits, "sem/"+wentBackResource); err != nil {

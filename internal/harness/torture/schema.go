@@ -54,17 +54,20 @@ END $$`
 // initialBalance is every resource's balance at the start of a run.
 const initialBalance = 1000
 
-// balancesSQL gives resources res/r0 .. res/r($1-1), and strict/r0 ..
-// strict/r($1-1), their initial balance.
-const balancesSQL = "INSERT INTO torture.balances (resource, cents) SELECT f || '/r' || i, $2 FROM generate_series(0, $1 - 1) AS i, unnest(ARRAY['res', 'strict']) AS f"
+// balancesSQL gives resources F/r0 .. F/r($1-1) of every family F in $3
+// their initial balance.
+const balancesSQL = "INSERT INTO torture.balances (resource, cents) SELECT f || '/r' || i, $2 FROM generate_series(0, $1 - 1) AS i, unnest($3::text[]) AS f"
 
-// policyYAML: appends to the log under res/{r}'s fence (monotonic: a
-// lease's writes all land), under strict/{r}'s (strict: a token writes
-// once) and under the permit slot's of sem/{r}, a semaphore of
-// semPermits (a row's resource is the slot's, sem/r0#2), and transfers
-// between two res resources; the first two arguments are the coalesce
-// and group_commit settings, the same for every family, the third
-// semPermits, the fourth more settings of res (policy).
+// policyYAML's resources: every family's writes append to the log under
+// its resource's fence — res/{r} (monotonic: a lease's writes all land),
+// strict/{r} (strict: a token writes once), the permit slot's of sem/{r},
+// a semaphore of semPermits (a row's resource is the slot's, sem/r0#2),
+// churn/{r} (the lease-churn workers': every lease writes once) — and
+// transfers move money between two res resources; the first two
+// arguments are the coalesce and group_commit settings, the same for
+// every family, the third semPermits, the fourth more settings of res
+// (policy). The operations follow: appendYAML for each family, then
+// transferYAML.
 const policyYAML = `
 resources:
   res:
@@ -81,9 +84,30 @@ resources:
     permits: %[3]d
     coalesce: %[1]s
     group_commit: %[2]s
+  churn:
+    key: "churn/{r}"
+    coalesce: %[1]s
+    group_commit: %[2]s
 operations:
-  append:
-    resource: res
+`
+
+// families are the resource families a write appends to, each with its
+// operation (appendOp).
+var families = []string{"res", "strict", "sem", "churn"}
+
+// appendOp names the operation that appends to the log under a
+// resource of family: append for res, append_FAMILY for the others.
+func appendOp(family string) string {
+	if family == "res" {
+		return "append"
+	}
+	return "append_" + family
+}
+
+// appendYAML is the operation (%[1]s) that adds 1 to the balance of a
+// resource of family %[2]s and logs the write.
+const appendYAML = `  %[1]s:
+    resource: %[2]s
     args:
       r: {type: string, max_length: 32}
       intent: {type: string, max_length: 64}
@@ -94,31 +118,10 @@ operations:
       - sql: |
           INSERT INTO torture.log (resource, epoch, revision, intent, worker, delta)
           VALUES (:_resource, :_epoch, :_revision, :intent, :worker, 1)
-  append_strict:
-    resource: strict
-    args:
-      r: {type: string, max_length: 32}
-      intent: {type: string, max_length: 64}
-      worker: {type: integer, min: 0, max: 10000}
-    statements:
-      - sql: UPDATE torture.balances SET cents = cents + 1 WHERE resource = :_resource
-        expect_rows: 1
-      - sql: |
-          INSERT INTO torture.log (resource, epoch, revision, intent, worker, delta)
-          VALUES (:_resource, :_epoch, :_revision, :intent, :worker, 1)
-  append_sem:
-    resource: sem
-    args:
-      r: {type: string, max_length: 32}
-      intent: {type: string, max_length: 64}
-      worker: {type: integer, min: 0, max: 10000}
-    statements:
-      - sql: UPDATE torture.balances SET cents = cents + 1 WHERE resource = :_resource
-        expect_rows: 1
-      - sql: |
-          INSERT INTO torture.log (resource, epoch, revision, intent, worker, delta)
-          VALUES (:_resource, :_epoch, :_revision, :intent, :worker, 1)
-  transfer:
+`
+
+// transferYAML moves an amount between two res resources, fenced on both.
+const transferYAML = `  transfer:
     resources:
       from: "res/{from}"
       to: "res/{to}"
@@ -160,6 +163,9 @@ func semaphoreOf(resource string) (string, int) {
 // strictResource reports whether resource is of the strict family.
 func strictResource(resource string) bool { return strings.HasPrefix(resource, "strict/") }
 
+// churnResource reports whether resource is of the lease-churn family.
+func churnResource(resource string) bool { return strings.HasPrefix(resource, "churn/") }
+
 // policy is the run's policy file: policyYAML with cfg's settings. Under
 // clock faults res has a max_hold the gateways' clocks are stepped past
 // (gatewayMaxHold), which no holder's honest hold reaches.
@@ -168,5 +174,11 @@ func policy(cfg Config) string {
 	if cfg.ClockFaults {
 		res = fmt.Sprintf("\n    max_hold: %s", gatewayMaxHold(cfg.TTL))
 	}
-	return fmt.Sprintf(policyYAML, strconv.FormatBool(cfg.Coalesce), strconv.FormatBool(cfg.GroupCommit), semPermits, res)
+	var b strings.Builder
+	fmt.Fprintf(&b, policyYAML, strconv.FormatBool(cfg.Coalesce), strconv.FormatBool(cfg.GroupCommit), semPermits, res)
+	for _, f := range families {
+		fmt.Fprintf(&b, appendYAML, appendOp(f), f)
+	}
+	b.WriteString(transferYAML)
+	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,10 +33,11 @@ const wentBackResource = "nemesis"
 //
 // It records what it does in a history of its own, as a worker does.
 type twoHolders struct {
-	// family is res, or sem for a late holder of a permit
-	// (latepermit.go).
+	// family is res, sem for a late holder of a permit (latepermit.go),
+	// or churn for the successor of lease-churn holders
+	// (nemesis_churn.go).
 	family   string
-	slot     string // the resource written: res/nemesis, or a permit slot's
+	slot     string // the resource written: res/nemesis, a permit slot's, or a churn resource
 	gateways []string
 	c        []*client.Client
 	id       int // its worker number in the histories
@@ -50,6 +52,9 @@ type twoHolders struct {
 	// front, so that the control of the front fails whatever the
 	// workers' pauses did.
 	front *wireWriter
+	// grants, of the successor of lease-churn holders, logs the leases
+	// it takes (nil: none kept).
+	grants *grantLog
 }
 
 func newTwoHolders(gateways []string, historyPath string, id int, opts ...client.Option) (*twoHolders, error) {
@@ -80,7 +85,10 @@ const (
 	probeWait = 2*probeTTL + time.Second
 )
 
-func (s *twoHolders) close() { s.file.Close() }
+func (s *twoHolders) close() {
+	s.file.Close()
+	s.grants.close()
+}
 
 // beforeLoss takes T0 and lets it go, then takes T1 and writes with it
 // until a write is acknowledged. Each attempt is a write of its own
@@ -89,31 +97,54 @@ func (s *twoHolders) beforeLoss(ctx context.Context) {
 	s.round++
 	s.old = ""
 	opts := client.AcquireOptions{TTL: probeTTL, Wait: probeWait}
-	var first, second *client.Lease
-	for i := 0; i < attempts && second == nil; i++ {
-		c := s.c[i%len(s.c)]
-		actx, cancel := context.WithTimeout(ctx, probeWait+5*time.Second)
-		var err error
-		if first == nil {
-			if first, err = c.Acquire(actx, "res/"+wentBackResource, opts); err == nil {
-				_ = first.Release(actx)
-			}
-		}
-		if first != nil {
-			second, _ = c.Acquire(actx, "res/"+wentBackResource, opts)
-		}
-		cancel()
+	first := s.acquire(ctx, "res/"+wentBackResource, opts)
+	if first == nil {
+		return
 	}
+	s.release(ctx, first)
+	second := s.acquire(ctx, "res/"+wentBackResource, opts)
 	if second == nil {
 		return
 	}
-	defer second.Release(context.WithoutCancel(ctx))
-	for i := 0; i < attempts; i++ {
-		if s.write(ctx, i, second.Token(), fmt.Sprintf("%s-%d-new-%d", s.intents(), s.round, i)) == check.TypeOK {
-			s.old = first.Token()
-			return
+	defer s.release(ctx, second)
+	if s.writeUntilOK(ctx, second.Token(), "new") {
+		s.old = first.Token()
+	}
+}
+
+// acquire takes a lease on resource, through one gateway after another
+// while the faults refuse it, at most attempts times; nil if none was
+// granted.
+func (s *twoHolders) acquire(ctx context.Context, resource string, opts client.AcquireOptions) *client.Lease {
+	for i := 0; i < attempts && ctx.Err() == nil; i++ {
+		actx, cancel := context.WithTimeout(ctx, opts.Wait+5*time.Second)
+		l, err := s.grants.acquire(actx, s.c[i%len(s.c)], resource, opts, check.GrantEndRelease)
+		cancel()
+		if err == nil {
+			return l
 		}
 	}
+	return nil
+}
+
+// release lets l go, also once ctx has ended.
+func (s *twoHolders) release(ctx context.Context, l *client.Lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeWait)
+	defer cancel()
+	_ = l.Release(rctx)
+}
+
+// writeUntilOK writes with token through one gateway after another until
+// a write is acknowledged, at most attempts times, each a write of its
+// own (intent: the round's, what, the attempt); it reports whether one
+// was.
+func (s *twoHolders) writeUntilOK(ctx context.Context, token, what string) bool {
+	for i := 0; i < attempts && ctx.Err() == nil; i++ {
+		if s.write(ctx, i, token, fmt.Sprintf("%s-%d-%s-%d", s.intents(), s.round, what, i)) == check.TypeOK {
+			return true
+		}
+	}
+	return false
 }
 
 // afterLoss writes with T0, the token the write with T1 made stale, once
@@ -178,15 +209,12 @@ func (s *twoHolders) write(ctx context.Context, i int, token, intent string) str
 	s.record(ev, check.TypeInvoke, "")
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	op := "append"
-	if s.family == "sem" {
-		op = "append_sem"
-	}
+	op := appendOp(s.family)
 	var typ, detail string
 	if s.front != nil && s.family == "res" {
 		typ, detail = s.front.write(wctx, s.front.urls[i%len(s.front.urls)], token, s.slot, intent, s.id)
 	} else {
-		_, err := s.c[i%len(s.c)].Write(wctx, token, op, map[string]any{"r": wentBackResource, "intent": intent, "worker": s.id}, client.WithIdempotencyKey(intent))
+		_, err := s.c[i%len(s.c)].Write(wctx, token, op, map[string]any{"r": keyArg(s.slot), "intent": intent, "worker": s.id}, client.WithIdempotencyKey(intent))
 		typ, detail = outcome(err)
 	}
 	s.lastUnavailable = typ == check.TypeFail && detail == "unavailable"
@@ -201,11 +229,35 @@ func (s *twoHolders) record(ev check.Event, typ, detail string) {
 	_ = s.history.Encode(ev)
 }
 
+// keyArg is the {r} of resource's key: r3 of churn/r3, nemesis of
+// res/nemesis and of sem/nemesis#2.
+func keyArg(resource string) string {
+	_, r, _ := strings.Cut(resource, "/")
+	r, _, _ = strings.Cut(r, "#")
+	return r
+}
+
 // intents prefixes the intents of its writes: the late holder of a
-// permit writes beside the late holder of a lock, each intent once.
+// permit writes beside the late holder of a lock, and the successor of
+// lease-churn holders beside both, each intent once.
 func (s *twoHolders) intents() string {
-	if s.family == "sem" {
-		return "nemesis-sem"
+	if s.family == "res" {
+		return "nemesis"
 	}
-	return "nemesis"
+	return "nemesis-" + s.family
+}
+
+// succeed takes the lease on the lease-churn resource after its holder,
+// which the nemesis has stopped (it is granted once that holder's lease
+// expired), and writes with it until a write is acknowledged; it reports
+// whether one was.
+func (s *twoHolders) succeed(ctx context.Context, resource string) bool {
+	s.round++
+	s.slot = resource
+	l := s.acquire(ctx, resource, client.AcquireOptions{TTL: probeTTL, Wait: churnWait})
+	if l == nil {
+		return false
+	}
+	defer s.release(ctx, l)
+	return s.writeUntilOK(ctx, l.Token(), "successor")
 }

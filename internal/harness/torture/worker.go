@@ -47,6 +47,8 @@ func WorkerMain(args []string) int {
 	frontDB := fs.String("front-db", "", "the database the SQL fronts serve")
 	bearerFile := fs.String("bearer-file", "", "the file holding the client's bearer key, for HTTP and the SQL front")
 	unfenced := fs.Bool("unfenced", false, "the control: write through the SQL front without naming the fence")
+	churn := fs.Int("churn", 0, "a lease-churn worker over churn/r0..r(N-1) (churn.go); 0: a worker of res, strict and sem")
+	grants := fs.String("grants", "", "with --churn: the log of the leases granted (JSON lines)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -64,7 +66,14 @@ func WorkerMain(args []string) int {
 	w := &worker{
 		id: *workerID, rnd: rand.New(rand.NewPCG(uint64(*seed), uint64(*workerID))), ttl: *ttl,
 		resources: *resources, history: json.NewEncoder(f), burst: max(*burst, 1), transfers: *transfers, strict: *strict, semaphores: *semaphores,
-		clock: client.SystemClock,
+		clock: client.SystemClock, churn: *churn,
+	}
+	if *grants != "" {
+		if w.grants, err = newGrantLog(*grants, *workerID); err != nil {
+			fmt.Fprintln(os.Stderr, "torture-worker:", err)
+			return 1
+		}
+		defer w.grants.close()
 	}
 	if *clockPath != "" {
 		if err := clockskew.Check(); err != nil {
@@ -80,7 +89,8 @@ func WorkerMain(args []string) int {
 	}
 	// Every client's answers pass the recording transport: a key's
 	// answers are held to agree byte for byte.
-	hc := &http.Client{Transport: recordingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}}
+	w.keepalives = &keepaliveDrop{base: http.DefaultTransport.(*http.Transport).Clone(), ids: map[string]bool{}}
+	hc := &http.Client{Transport: recordingTransport{base: w.keepalives}}
 	opts := []client.Option{client.WithClock(w.clock), client.WithHTTPClient(hc)}
 	if *bearerFile != "" {
 		opts = append(opts, client.WithBearerFile(*bearerFile))
@@ -101,8 +111,12 @@ func WorkerMain(args []string) int {
 		}
 		defer w.db.Close()
 	}
+	round := w.round
+	if w.churn > 0 {
+		round = w.churnRound
+	}
 	for n := 0; time.Now().Before(deadline) && !exists(*stopFile); n++ {
-		w.round(deadline, n)
+		round(deadline, n)
 	}
 	return 0
 }
@@ -114,13 +128,16 @@ type worker struct {
 	resources  int
 	clients    []*client.Client
 	burst      int
-	transfers  int           // percentage of rounds that are transfers
-	strict     int           // percentage of rounds on strict resources
-	semaphores int           // percentage of rounds on a semaphore's permit
-	db         *pgxpool.Pool // reads only: every write goes through a gateway
-	clock      client.Clock  // the leases' clock: pageClock under clock faults
-	page       *clockPage    // nil: no clock faults
-	front      *wireWriter   // nil: every write over HTTP
+	transfers  int            // percentage of rounds that are transfers
+	strict     int            // percentage of rounds on strict resources
+	semaphores int            // percentage of rounds on a semaphore's permit
+	db         *pgxpool.Pool  // reads only: every write goes through a gateway
+	clock      client.Clock   // the leases' clock: pageClock under clock faults
+	page       *clockPage     // nil: no clock faults
+	front      *wireWriter    // nil: every write over HTTP
+	churn      int            // a lease-churn worker's resources churn/r0..; 0: not one
+	grants     *grantLog      // a lease-churn worker's; nil: none kept
+	keepalives *keepaliveDrop // its clients' transport: drops the keepalives of leases it abandons
 
 	mu      sync.Mutex // guards history across a burst
 	history *json.Encoder
@@ -135,13 +152,14 @@ func (w *worker) round(deadline time.Time, n int) {
 		w.transferRound(ctx, n)
 		return
 	}
-	family, op, permits := "res", "append", 0
+	family, permits := "res", 0
 	switch roll := w.rnd.IntN(100); {
 	case roll < w.strict:
-		family, op = "strict", "append_strict"
+		family = "strict"
 	case roll < w.strict+w.semaphores:
-		family, op, permits = "sem", "append_sem", semPermits
+		family, permits = "sem", semPermits
 	}
+	op := appendOp(family)
 	r := fmt.Sprintf("r%d", w.rnd.IntN(w.resources))
 	lag := w.lag()
 	lease, err := w.pick().Acquire(ctx, family+"/"+r, client.AcquireOptions{TTL: w.ttl, Wait: 3 * w.ttl, Permits: permits})

@@ -17,7 +17,7 @@ const MaxOverrun = 4
 
 func startWorkers(bin, dir string, cfg Config, urls []string, dbURL string, until time.Time, stopFile string, front *wire, fronts []string) ([]*exec.Cmd, error) {
 	var cmds []*exec.Cmd
-	for i := range cfg.Workers {
+	for i := range cfg.workerProcs() {
 		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%d.log", i)))
 		if err != nil {
 			return cmds, err
@@ -27,8 +27,11 @@ func startWorkers(bin, dir string, cfg Config, urls []string, dbURL string, unti
 			"--until", until.Format(time.RFC3339Nano), "--stop-file", stopFile, "--history", historyPath(dir, i),
 			"--worker", strconv.Itoa(i), "--seed", strconv.FormatInt(cfg.Seed, 10), "--burst", strconv.Itoa(cfg.Burst), "--database-url", dbURL,
 			"--transfers", strconv.Itoa(cfg.Transfers), "--strict", strconv.Itoa(cfg.Strict), "--semaphores", strconv.Itoa(cfg.Semaphores))
-		if cfg.ClockFaults {
+		if cfg.workerPages() {
 			cmd.Args = append(cmd.Args, "--clock", clockPath(dir, "clock", i))
+		}
+		if i >= cfg.Workers {
+			cmd.Args = append(cmd.Args, "--churn", strconv.Itoa(cfg.ChurnResources), "--grants", grantsPath(dir, i))
 		}
 		if front != nil {
 			cmd.Args = append(cmd.Args, "--wire", strconv.Itoa(cfg.Wire), "--fronts", strings.Join(fronts, ","), "--front-db", front.db,

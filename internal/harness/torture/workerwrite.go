@@ -60,7 +60,7 @@ func (w *worker) transferRound(ctx context.Context, n int) {
 	})
 }
 
-// write sends one op ("append", "append_strict" or "append_sem") to
+// write sends one op (an appendOp) to
 // family/r with token, whatever view says of its lease, under its key
 // (intent) with the attempts p plans.
 func (w *worker) write(p retryPlan, op, token, resource, r, intent string, view check.LeaseView) {

@@ -50,6 +50,12 @@ type Input struct {
 	// Fences are fencegw.fences as read at the end of the run and, in
 	// failover runs, after each promotion (checkFences).
 	Fences []FenceReading
+	// Grants are the leases the holders that keep a log of grants were
+	// granted (checkGrants).
+	Grants []Grant
+	// Churn reports whether a resource is a lease-churn one, where every
+	// lease writes once (checkChurn); nil: none is.
+	Churn func(resource string) bool
 }
 
 // token is the row's fencing token in its text form "E:R".
@@ -74,6 +80,8 @@ func Check(in Input) Report {
 	c.checkWentBack()
 	c.checkTransfers()
 	c.checkFences(in.Fences)
+	c.checkGrants(in.Grants)
+	churn := c.checkChurn(in.Churn, in.Grants)
 	leases := c.checkLeaseViews()
 	if in.Ledger != nil {
 		c.checkLedger(*in.Ledger)
@@ -103,6 +111,7 @@ func Check(in Input) Report {
 		FenceReads:   fenceReads(in.Fences),
 		Leases:       leases,
 		Retries:      retries,
+		Churn:        churn,
 		Violations:   c.violations,
 		Linearizable: linearizable,
 		Verdict:      verdict(acked, c.violations, linearizable),

@@ -47,6 +47,11 @@ func summarize(vs []Violation) []found {
 	return out
 }
 
+// summarizeKinds is summarize of the violations of kinds only.
+func summarizeKinds(vs []Violation, kinds ...string) []found {
+	return summarize(slices.DeleteFunc(slices.Clone(vs), func(v Violation) bool { return !slices.Contains(kinds, v.Kind) }))
+}
+
 func TestCheck(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -53,20 +53,25 @@ var ErrMalformed = errors.New("check: malformed history")
 // malformed line is an error that names its line number and wraps
 // ErrMalformed. Read each worker's file separately: only the end of a file
 // can be torn, so a torn line in the middle of concatenated files is an error.
-func ReadHistory(r io.Reader) ([]Event, error) {
+func ReadHistory(r io.Reader) ([]Event, error) { return readLines(r, parseEvent) }
+
+// readLines reads JSON lines, each decoded by parse, as ReadHistory says:
+// blank lines skipped, a torn final line ignored, any other malformed
+// line an error wrapping ErrMalformed.
+func readLines[T any](r io.Reader, parse func([]byte) (T, error)) ([]T, error) {
 	br := bufio.NewReader(r)
-	var events []Event
+	var out []T
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("check: read history line %d: %w", n, err)
+			return nil, fmt.Errorf("check: read line %d: %w", n, err)
 		}
 		final := err != nil
 		if len(bytes.TrimSpace(line)) > 0 {
-			ev, err := parseEvent(line)
+			v, err := parse(line)
 			switch {
 			case err == nil:
-				events = append(events, ev)
+				out = append(out, v)
 			case final && errors.Is(err, io.ErrUnexpectedEOF):
 				// Dropping a torn outcome turns an "ok" into an unknown
 				// outcome, which the checks treat more leniently, never
@@ -76,7 +81,7 @@ func ReadHistory(r io.Reader) ([]Event, error) {
 			}
 		}
 		if final {
-			return events, nil
+			return out, nil
 		}
 	}
 }
@@ -84,14 +89,9 @@ func ReadHistory(r io.Reader) ([]Event, error) {
 // parseEvent decodes one line strictly, so that a history written by a
 // different version of the worker fails loudly instead of losing fields.
 func parseEvent(line []byte) (Event, error) {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	var ev Event
-	if err := dec.Decode(&ev); err != nil {
+	ev, err := decodeStrict[Event](line)
+	if err != nil {
 		return Event{}, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Event{}, errors.New("trailing data after the event")
 	}
 	switch ev.Type {
 	case TypeInvoke, TypeOK, TypeFail, TypeInfo:
@@ -102,4 +102,19 @@ func parseEvent(line []byte) (Event, error) {
 		return Event{}, errors.New("event without an intent")
 	}
 	return ev, nil
+}
+
+// decodeStrict decodes one JSON value that is all of line, with no field
+// T lacks.
+func decodeStrict[T any](line []byte) (T, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	var v T
+	if err := dec.Decode(&v); err != nil {
+		return v, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return v, errors.New("trailing data after the value")
+	}
+	return v, nil
 }

@@ -17,13 +17,14 @@ const (
 	KindRefusedButApplied = "refused-but-applied"
 	KindUnknownIntent     = "unknown-intent"
 	// KindNotLinearizable is in linearizable.go, KindTooManyHolders in
-	// permits.go.
+	// permits.go, KindGrantNotNewer in grants.go, KindTokenReused in
+	// churn.go.
 )
 
 // Violation is one way the run was unsafe, with the rows and history that
 // show it.
 type Violation struct {
-	Kind     string  `json:"kind"` // "stale-write", "fence-went-back", "fence-below-applied", "fence-below-acknowledged", "answers-disagree", "replay-differs", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent", "wrong-token", "expiry-unnoticed", "not-linearizable", "torn-transfer", "not-conserved", "too-many-holders"
+	Kind     string  `json:"kind"` // "stale-write", "fence-went-back", "fence-below-applied", "fence-below-acknowledged", "answers-disagree", "replay-differs", "lost-write", "duplicate-intent", "refused-but-applied", "unknown-intent", "wrong-token", "expiry-unnoticed", "not-linearizable", "torn-transfer", "not-conserved", "too-many-holders", "grant-not-newer", "token-reused"
 	Resource string  `json:"resource,omitempty"`
 	Message  string  `json:"message"`
 	Rows     []Row   `json:"rows,omitempty"`     // the rows involved
@@ -53,7 +54,11 @@ type Report struct {
 	FenceReads string `json:"fence_reads,omitempty"`
 	// Leases counts what the workers' clients said of their leases as
 	// writes were sent (checkLeaseViews); nil when none was recorded.
-	Leases     map[string]int `json:"leases,omitempty"`
+	Leases map[string]int `json:"leases,omitempty"`
+	// Churn counts what the lease-churn holders did (checkChurn): grants,
+	// by how each holder meant to let its lease go, writes applied and
+	// refused as stale, resources written; nil without churn.
+	Churn      map[string]int `json:"churn,omitempty"`
 	Violations []Violation    `json:"violations"` // never nil in JSON: [] when none
 	// Linearizable is porcupine's verdict on the fenced writes, per
 	// resource: "ok", "violated", or "unknown" when its search timed out.

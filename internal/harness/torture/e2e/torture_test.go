@@ -311,3 +311,46 @@ func TestTortureWireFront(t *testing.T) {
 		t.Fatalf("without the fence, the late holder's write through the front (res/nemesis) is not among the violations: %+v", control.Violations)
 	}
 }
+
+// TestTortureLeaseChurn: lease-churn workers alone — many short leases on
+// many resources, one write each, released, left to expire or paused past
+// them — while the nemesis kills gateways and etcd leaders and followers,
+// freezes etcd members, pauses the holders, and stops a holder at the end
+// of its critical section until it has taken the next lease on its
+// resource and written with it (late-churn-holder). With fencing the
+// checker finds nothing: per churn resource, the grants' tokens grow in
+// grant order, the applied tokens strictly in commit order (no write of
+// an older lease after a newer one's, no token written by two leases).
+// With fencing off and the holders paused only, it must find a stale
+// write on a churn resource: the late churn holder's, which every run
+// makes, not by luck.
+func TestTortureLeaseChurn(t *testing.T) {
+	bin := buildFencegw(t)
+	churn := []string{"--seed", "1", "--workers", "0", "--lease-churn", "6", "--churn-resources", "12"}
+	// The control's faults, and gateway kills and etcd's faults.
+	faults := slices.DeleteFunc(slices.Clone(controlOnly), func(f string) bool { return f == "--kill-gateways=false" || f == "--etcd-faults=false" })
+	fenced, logs, err := torture(t, bin, nil, append(append(churn, "--duration", "20s"), faults...)...)
+	t.Logf("fenced: %s faults %v churn %v events %v", fenced.Verdict, fenced.Faults, fenced.Churn, fenced.Events)
+	if err != nil || !fenced.OK() {
+		t.Fatalf("lease churn with fencing: %v, %s\n%+v\n%s", err, fenced.Verdict, fenced.Violations, logs)
+	}
+	c, f := fenced.Churn, fenced.Faults
+	if c["grants"] < 20 || c["writes-applied"] < 10 || c["resources-written"] < 4 || c["leases-left-to-expire"]+c["holders-paused-past-ttl"] < 1 {
+		t.Errorf("the churn did too little to prove anything: %v", c)
+	}
+	if f["late-churn-holder"] < 1 || f["pause-worker"] < 3 || f["kill-gateway"] < 1 || f["kill-etcd-leader"] < 1 {
+		t.Errorf("the nemesis did too little to prove anything: %v", f)
+	}
+
+	control, logs, err := torture(t, bin, nil, append(append(churn, "--duration", "10s", "--unsafe-no-fence"), controlOnly...)...)
+	t.Logf("control: %s faults %v churn %v", control.Verdict, control.Faults, control.Churn)
+	if err != nil || control.OK() {
+		t.Fatalf("lease churn with fencing off: %v, %s; want violations found\n%s", err, control.Verdict, logs)
+	}
+	stale := slices.ContainsFunc(control.Violations, func(v check.Violation) bool {
+		return v.Kind == check.KindStaleWrite && strings.HasPrefix(v.Resource, "churn/")
+	})
+	if !stale {
+		t.Fatalf("with fencing off no stale write on a churn resource (the late churn holder's) is among the violations: %+v", control.Violations)
+	}
+}
