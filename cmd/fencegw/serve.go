@@ -145,6 +145,8 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		OpsListener: cfg.TLS.OpsListen != "",
 	}
 	creds.configure(&gwConfig)
+	frontMetrics := cfg.SQLFront.metrics()
+	gwConfig.Collectors = append(gwConfig.Collectors, frontMetrics.Collectors()...)
 	gw, err := gateway.New(gwConfig)
 	if err != nil {
 		return err
@@ -190,7 +192,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	defer stopOps() // after the API: probes see /readyz fail while it drains
-	frontAddr, stopFront, err := serveSQLFront(cfg.SQLFront, cfg.DatabaseURL, pool, auth, pol, nd, creds, log)
+	frontAddr, stopFront, err := serveSQLFront(cfg.SQLFront, frontMetrics, cfg.DatabaseURL, pool, auth, pol, nd, creds, log)
 	if err != nil {
 		_ = srv.Close()
 		return fmt.Errorf("%s: %w", cmd, err)
