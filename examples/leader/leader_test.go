@@ -95,11 +95,8 @@ func TestFrozenLeader(t *testing.T) {
 	if held.Pid != old.pid() {
 		t.Fatalf("process %d is at the hold point, want the leader %s (%d)", held.Pid, old.name, old.pid())
 	}
-	if err := syscall.Kill(old.pid(), syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	if !testenv.WaitFor(10*time.Second, func() bool { return pause.Stopped(old.pid()) }) {
-		t.Fatalf("%s did not stop", old.name)
+	if err := pause.Stop(old.pid()); err != nil {
+		t.Fatalf("%s: %v", old.name, err)
 	}
 	// Let go while frozen: the write goes out the moment it runs again.
 	if err := held.Release(); err != nil {
@@ -116,7 +113,7 @@ func TestFrozenLeader(t *testing.T) {
 	// Frozen, the old leader prints nothing: its next line is the fate of
 	// the write it prepared.
 	mark := old.out.Len()
-	if err := syscall.Kill(old.pid(), syscall.SIGCONT); err != nil {
+	if err := pause.Resume(old.pid()); err != nil {
 		t.Fatal(err)
 	}
 	want := " with token " + holder.Token + " refused, the fence is at " + next.Token
