@@ -196,9 +196,26 @@ Transfer between two accounts, each under its own lease (a token per role):
   curl -s -X POST {base}/v1/ops/transfer -H 'Fencing-Token: from="1:NN:SIG", to="1:MM:SIG"' \
        -d '{"from": "acct-1", "to": "acct-2", "amount_cents": 50}'
 
+Read the balance under the lease's token: the answer holds the account's fence,
+and a superseded token reads nothing (409 stale-token):
+  curl -s -X POST {base}/v1/reads/balance -H 'Fencing-Token: 1:NN:SIG' -d '{"account": "acct-1"}'
+
 Keep the lease alive, release it:
   curl -s -X POST {base}/v1/leases/LEASE_ID/keepalive
   curl -s -X DELETE {base}/v1/leases/LEASE_ID
+
+A semaphore: export/NAME grants two permits at once (a third waits or is refused),
+each a slot with a token and a fence of its own (the token reads 1:NN#1:SIG):
+  curl -s -X POST {base}/v1/leases -H 'Content-Type: application/json' -d '{"resource": "export/daily", "ttl": 30}'
+  curl -s -X POST {base}/v1/ops/export_batch -H 'Fencing-Token: 1:NN#1:SIG' -d '{"batch": "daily"}'
+
+A bounded hold: a lease on settlement/DAY ends 10 s after its grant, however often
+it is renewed (max_hold; its keepalive then answers 404); ops settle_day {"day"}:
+  curl -s -X POST {base}/v1/leases -H 'Content-Type: application/json' -d '{"resource": "settlement/2026-10-18", "ttl": 5}'
+
+A lock delay: once a lease on payout/ACCOUNT EXPIRES (not when released), nobody
+gets it for 10 s (lock_delay; a request meanwhile answers 409 locked); ops pay_out {"account"}:
+  curl -s -X POST {base}/v1/leases -H 'Content-Type: application/json' -d '{"resource": "payout/acct-1", "ttl": 1}'
 
 Health and metrics: {base}/readyz  {base}/metrics
 
