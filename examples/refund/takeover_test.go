@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/fencegw/fencegw/client"
 	"github.com/fencegw/fencegw/examples/internal/psp"
+	"github.com/fencegw/fencegw/examples/internal/storytest"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
@@ -24,18 +24,8 @@ import (
 // nothing of it written.
 func TestTakeover(t *testing.T) {
 	gw := startGateway(t)
-	fake, pspURL := startPSP(t)
-	arrived := make(chan struct{}) // A's refund request reached the provider
-	answer := make(chan struct{})  // closed: the provider may answer A
-	fake.Stall = func(ctx context.Context, n int) {
-		if n == 1 {
-			close(arrived)
-			select {
-			case <-answer:
-			case <-ctx.Done():
-			}
-		}
-	}
+	fake, pspURL := storytest.Provider(t)
+	held := storytest.HoldFirst(t, fake) // A's refund request
 
 	// fencegw's client renews A's lease in the background, so a slow
 	// provider alone would not cost A its lock as it did the chapter's
@@ -57,17 +47,17 @@ func TestTakeover(t *testing.T) {
 	doneA, exitedA := make(chan result, 1), make(chan struct{})
 	go func() {
 		defer close(exitedA)
-		rep, err := refundOnce(t.Context(), cfgA, clientA, psp.NewClient(pspURL, eventTimeout))
+		rep, err := refundOnce(t.Context(), cfgA, clientA, psp.NewClient(pspURL, storytest.EventTimeout))
 		doneA <- result{rep, err}
 	}()
 	var wake sync.Once
-	wakeA := func() { wake.Do(func() { pause.thaw(); close(answer) }) }
-	t.Cleanup(func() { wakeA(); await(t, exitedA, "worker A to end") })
+	wakeA := func() { wake.Do(func() { pause.thaw(); held.Answer() }) }
+	t.Cleanup(func() { wakeA(); storytest.Await(t, exitedA, "worker A to end") })
 
-	await(t, arrived, "A's refund request at the provider")
+	storytest.Await(t, held.Arrived(), "A's refund request at the provider")
 	pause.freeze()
 	observer := client.New(gw.URL)
-	expired := testenv.WaitFor(eventTimeout, func() bool {
+	expired := testenv.WaitFor(storytest.EventTimeout, func() bool {
 		st, err := observer.Observe(t.Context(), "refund/8842")
 		return err == nil && st.Holder == nil
 	})
@@ -77,7 +67,7 @@ func TestTakeover(t *testing.T) {
 
 	cfgB := testConfig(t, gw.URL, pspURL)
 	cfgB.Log = func(format string, args ...any) { t.Logf("B: "+format, args...) }
-	repB, err := refundOnce(t.Context(), cfgB, client.New(gw.URL), psp.NewClient(pspURL, eventTimeout))
+	repB, err := refundOnce(t.Context(), cfgB, client.New(gw.URL), psp.NewClient(pspURL, storytest.EventTimeout))
 	if err != nil {
 		t.Fatalf("B: %v", err)
 	}
@@ -91,7 +81,7 @@ func TestTakeover(t *testing.T) {
 	checkRecorded(t, before, repB.PSPRef, repB.Token)
 
 	wakeA()
-	a := await(t, doneA, "worker A's record")
+	a := storytest.Await(t, doneA, "worker A's record")
 	var stale *client.StaleTokenError
 	if !errors.Is(a.err, client.ErrStaleToken) || !errors.As(a.err, &stale) {
 		t.Fatalf("A: %+v, %v; want its record refused as stale", a.rep, a.err)
@@ -152,17 +142,4 @@ func (f *freezer) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return f.base.RoundTrip(req)
-}
-
-// await returns the next value of ch, or fails the test after eventTimeout.
-func await[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(eventTimeout):
-	}
-	t.Fatalf("waited %s for %s", eventTimeout, what)
-	var zero T
-	return zero
 }
