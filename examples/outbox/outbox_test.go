@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
 // deliveries one of outbox/{queue}.
 func startGateway(t *testing.T) *testgw.Gateway {
 	t.Helper()
-	return storytest.Gateway(t, "outbox_schema_migrations")
+	return storytest.Gateway(t, "outbox_schema_migrations", nil)
 }
 
 // requestRefunds requests a 2500-cent refund of each intent on queue.

@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
 // nothing but a fenced write of refund/{intent} can touch an intent's rows.
 func startGateway(t *testing.T) *testgw.Gateway {
 	t.Helper()
-	return storytest.Gateway(t, "refund_schema_migrations")
+	return storytest.Gateway(t, "refund_schema_migrations", nil)
 }
 
 // testConfig is a run on intent 8842 at the test's timings.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/examples/internal/psp"
+	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testgw"
 )
 
@@ -22,10 +23,11 @@ const EventTimeout = 30 * time.Second
 // Gateway serves the example's policy.yaml (the test runs in the
 // example's folder) on a fresh database with its migrations/, recorded in
 // table, and its guard installed: only fenced writes touch its tables.
-func Gateway(t *testing.T, table string) *testgw.Gateway {
+// config, if set, changes the gateway's (a control turns the fence off).
+func Gateway(t *testing.T, table string, config func(*gateway.Config)) *testgw.Gateway {
 	t.Helper()
 	return testgw.Start(t, testgw.Options{
-		Policy: "policy.yaml", Migrations: "migrations", MigrationsTable: table, Guard: true,
+		Policy: "policy.yaml", Migrations: "migrations", MigrationsTable: table, Guard: true, Config: config,
 	})
 }
 
