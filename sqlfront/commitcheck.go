@@ -21,9 +21,17 @@ import (
 // transaction back if a newer holder does (FG409, as the fence would
 // answer the holder's next write), or, for a resource whose validation
 // is "holder", if the token is no longer the live holder's (FG403).
-// This costs one etcd read per fenced resource per COMMIT; safety does
-// not rest on it (the row locks order the two holders' writes), only
-// the promise that a stale holder's transaction does not commit.
+// Safety does not rest on this check (the row locks order the two
+// holders' writes: a successor's write waits for this transaction, and
+// the fence refuses this holder once the successor has written), only
+// the promise that a stale holder's transaction does not commit. So a
+// resource of validation "fence" is looked up in the watched view of
+// the holders (Config.Holders), which answers only when it has seen
+// every change this replica knows of: a successor granted through this
+// replica is always in it, one granted through another replica once
+// the watch delivers it. Where the view cannot say, and for validation
+// "holder", which promises the live holder's token, etcd is read: one
+// read per such resource per COMMIT.
 
 // fenced is a fence the transaction in progress advanced.
 type fenced struct {
@@ -36,9 +44,7 @@ type fenced struct {
 func (s *session) checkCommit() *sqlError {
 	for _, r := range slices.Sorted(maps.Keys(s.fenced)) {
 		f := s.fenced[r]
-		ctx, cancel := context.WithTimeout(context.Background(), validateTimeout)
-		holder, ok, err := s.srv.cfg.Authority.Holder(ctx, r)
-		cancel()
+		holder, ok, err := s.holderAtCommit(r, f)
 		switch {
 		case err != nil:
 			s.log.Warn("the holder of a fenced resource could not be read at COMMIT", "resource", r, "error", err.Error())
@@ -57,6 +63,20 @@ func (s *session) checkCommit() *sqlError {
 		}
 	}
 	return nil
+}
+
+// holderAtCommit is resource's holder for the COMMIT check of fence f:
+// from the view of the holders when it knows and f is of validation
+// "fence", else from etcd.
+func (s *session) holderAtCommit(resource string, f fenced) (tokens.Token, bool, error) {
+	if v := s.srv.cfg.Holders; v != nil && !f.holder {
+		if tok, held, known := v.Holder(resource); known {
+			return tok, held, nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), validateTimeout)
+	defer cancel()
+	return s.srv.cfg.Authority.Holder(ctx, resource)
 }
 
 // rollback rolls the session's transaction back, as the front's own

@@ -88,8 +88,11 @@ clients:
 		t.Fatal(err)
 	}
 	f.db = backend.Database
+	// As serve runs the front: a COMMIT looks its holders up in the view.
+	holders := f.auth.ViewHolders()
+	t.Cleanup(holders.Stop)
 	cfg := sqlfront.Config{Policy: f.gw.Policy, Authority: f.auth, Pool: f.gw.Pool, Backend: backend, Audit: f.gw.Node.Audit,
-		Logger: slog.New(slog.NewTextHandler(f.log, nil))}
+		Logger: slog.New(slog.NewTextHandler(f.log, nil)), Holders: holders}
 	for _, a := range adjust {
 		a(&cfg)
 	}

@@ -30,6 +30,13 @@ type Authority interface {
 	Holder(ctx context.Context, resource string) (tokens.Token, bool, error)
 }
 
+// Holders is a watched view of every lock's holder (package authority's
+// HolderView): Holder answers from memory, known false when the view
+// cannot say and etcd must be asked.
+type Holders interface {
+	Holder(resource string) (tok tokens.Token, held, known bool)
+}
+
 // Config says how the front serves.
 type Config struct {
 	Policy    *policy.Policy
@@ -76,6 +83,10 @@ type Config struct {
 	// Metrics, if set, report the front's gate (NewMetrics); one front
 	// reports to them.
 	Metrics *Metrics
+	// Holders, if set, is where a COMMIT's check of a resource of
+	// validation "fence" looks first (commitcheck.go); nil: it reads
+	// etcd.
+	Holders Holders
 }
 
 // Defaults of Config.

@@ -82,6 +82,10 @@ func serveSQLFront(f sqlFrontFlags, metrics *sqlfront.Metrics, databaseURL strin
 		IdleInTransactionTimeout: f.IdleInTxTimeout, IdleTimeout: f.IdleTimeout, StatementTimeout: f.StmtTimeout, MaxMessageBytes: f.MaxMessage,
 		Metrics: metrics,
 	}
+	// A COMMIT looks its holders up here, not in etcd (sqlfront's
+	// commitcheck.go says when it may).
+	holders := auth.ViewHolders()
+	cfg.Holders = holders
 	if creds.tls != nil {
 		cfg.TLS = creds.tls.Config()
 		if creds.clientCA {
@@ -92,10 +96,12 @@ func serveSQLFront(f sqlFrontFlags, metrics *sqlfront.Metrics, databaseURL strin
 	}
 	srv, err := sqlfront.New(cfg)
 	if err != nil {
+		holders.Stop()
 		return "", nil, err
 	}
 	ln, err := net.Listen("tcp", f.Listen)
 	if err != nil {
+		holders.Stop()
 		return "", nil, fmt.Errorf("--pg-listen: %w", err)
 	}
 	served := make(chan struct{})
@@ -106,7 +112,7 @@ func serveSQLFront(f sqlFrontFlags, metrics *sqlfront.Metrics, databaseURL strin
 		}
 	}()
 	log.Info("fencegw serving the SQL front", "addr", ln.Addr().String(), "max_connections", f.MaxConnections)
-	return ln.Addr().String(), sync.OnceFunc(func() { srv.Close(); <-served }), nil
+	return ln.Addr().String(), sync.OnceFunc(func() { srv.Close(); <-served; holders.Stop() }), nil
 }
 
 // passfileLookup is how a session of the front gets the password of its
