@@ -2,7 +2,6 @@ package fence
 
 import (
 	"strings"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -170,12 +169,6 @@ func readStatement(br batchResults, kind policy.StatementKind, out *StatementRes
 	return err
 }
 
-// batchPool recycles the batches of lone requests with the QueuedQuery
-// structs pgx would otherwise allocate anew for every statement. pgx
-// (v5.12) lets go of a batch when its results are closed; a BatchTracer
-// that kept it past TraceBatchEnd would break this.
-var batchPool = sync.Pool{New: func() any { return new(pgx.Batch) }}
-
 // queue is pgx's Batch.Queue, reusing a QueuedQuery left in b's backing
 // array by recycle.
 func queue(b *pgx.Batch, sql string, args ...any) {
@@ -188,15 +181,4 @@ func queue(b *pgx.Batch, sql string, args ...any) {
 		}
 	}
 	b.QueuedQueries = append(b.QueuedQueries, &pgx.QueuedQuery{SQL: sql, Arguments: args})
-}
-
-// recycle returns a batch whose results are closed to batchPool, cleared
-// of everything that belonged to its request (arguments, pgx's statement
-// descriptions), keeping the structs for queue.
-func recycle(b *pgx.Batch) {
-	for _, qq := range b.QueuedQueries {
-		*qq = pgx.QueuedQuery{}
-	}
-	b.QueuedQueries = b.QueuedQueries[:0]
-	batchPool.Put(b)
 }

@@ -149,45 +149,6 @@ func (s *Store) applyOn(ctx context.Context, conn *pgxpool.Conn, req *Request) (
 	return p.resp, p.err
 }
 
-// applyImplicit applies an unkeyed request in one round trip: the fences
-// and statements pipelined as one batch ending in a single Sync, which
-// PostgreSQL runs as one implicit transaction. A stale token or a failed
-// row expectation raises inside the database and rolls all of it back, so
-// nothing is acknowledged that did not commit and nothing commits that was
-// refused. A prepared statement gone stale (a migration changed what it
-// returns) failed the batch before anything committed: it runs once more,
-// prepared anew.
-func (s *Store) applyImplicit(ctx context.Context, conn *pgxpool.Conn, req *Request) (Response, error) {
-	if !usable(conn) {
-		return Response{}, errNotUsable
-	}
-	b := batchPool.Get().(*pgx.Batch)
-	defer recycle(b)
-	s.queueRequest(b, req)
-	results, at, err := s.roundTrip(ctx, conn, b, req)
-	if staleStatement(err) && usable(conn) {
-		results, at, err = s.roundTrip(ctx, conn, b, req)
-	}
-	if err != nil {
-		return Response{}, classify(err, true, req, at)
-	}
-	return answer(req, results), nil
-}
-
-// roundTrip sends b, req's pipeline, and reads its results.
-func (s *Store) roundTrip(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, req *Request) ([]Result, failedAt, error) {
-	pc := conn.Conn().PgConn()
-	sent := heard(pc)
-	br := s.sendBatch(ctx, conn, b)
-	results, at, err := readRequest(br, req)
-	// Closing reports the outcome of the commit itself: only a nil here
-	// means the request is durable and may be acknowledged.
-	if cerr := s.closeCommit(pc, br, sent); err == nil {
-		err, at = cerr, nowhere
-	}
-	return results, at, err
-}
-
 // acquire takes a connection from the pool.
 func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	conn, err := s.pool.Acquire(ctx)
