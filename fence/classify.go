@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
@@ -190,15 +189,3 @@ func opName(req *Request, at failedAt) string {
 	}
 	return req.Writes[0].Operation.Name
 }
-
-// usable reports whether conn can carry a new request: open, not in the
-// middle of another exchange, and outside any transaction (inside one, an
-// implicit transaction's Sync would commit nothing).
-func usable(conn *pgxpool.Conn) bool {
-	pc := conn.Conn().PgConn()
-	return !pc.IsClosed() && !pc.IsBusy() && pc.TxStatus() == 'I'
-}
-
-// errNotUsable refuses a request on a connection usable rejects; callers
-// check first, so it is a last line of defence.
-var errNotUsable = fmt.Errorf("%w: the PostgreSQL session was not idle, nothing was written", ErrUnavailable)

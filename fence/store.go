@@ -200,3 +200,15 @@ func parseLockTimeout(v string) (d time.Duration, ok bool) {
 	}
 	return time.Duration(n) * u, true
 }
+
+// usable reports whether conn can carry a new request: open, not in the
+// middle of another exchange, and outside any transaction (inside one, an
+// implicit transaction's Sync would commit nothing).
+func usable(conn *pgxpool.Conn) bool {
+	pc := conn.Conn().PgConn()
+	return !pc.IsClosed() && !pc.IsBusy() && pc.TxStatus() == 'I'
+}
+
+// errNotUsable refuses a request on a connection usable rejects; callers
+// check first, so it is a last line of defence.
+var errNotUsable = fmt.Errorf("%w: the PostgreSQL session was not idle, nothing was written", ErrUnavailable)
