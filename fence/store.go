@@ -170,17 +170,6 @@ func (s *Store) readyConn(ctx context.Context, conn *pgxpool.Conn) (*pgxpool.Con
 	return s.acquire(ctx)
 }
 
-// rollback ends a failed explicit transaction. If it cannot, the pool
-// discards the connection on release, which rolls back too.
-func rollback(conn *pgxpool.Conn) {
-	if conn.Conn().PgConn().TxStatus() == 'I' {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, _ = conn.Exec(ctx, "ROLLBACK")
-}
-
 // parseLockTimeout reads a lock_timeout as PostgreSQL takes it from a
 // connection string: whole milliseconds, or a number with a unit (ms, s,
 // min, h, d). 0 turns the timeout off. ok is false for anything else,

@@ -574,3 +574,14 @@ func (s *Store) replayOn(ctx context.Context, conn *pgxpool.Conn, k *Idempotency
 }
 
 func savepoint(i int) string { return "fencegw_w" + strconv.Itoa(i) }
+
+// rollback ends a failed explicit transaction. If it cannot, the pool
+// discards the connection on release, which rolls back too.
+func rollback(conn *pgxpool.Conn) {
+	if conn.Conn().PgConn().TxStatus() == 'I' {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = conn.Exec(ctx, "ROLLBACK")
+}
