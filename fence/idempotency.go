@@ -10,14 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// DB is what the functions that run a statement or two need: a pool, a
-// pooled connection or a single connection.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // storedResponse reads the answer stored for a completed key, on conn, and
 // replays it only once it is as durable as an acknowledged commit. The
 // key's commit may have been answered with a warning (its wait for the
