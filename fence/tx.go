@@ -3,7 +3,6 @@ package fence
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -38,14 +37,6 @@ type pending struct {
 	// unit is added to it when made.
 	answered sync.WaitGroup
 }
-
-// claimSQL reserves a request's idempotency key for the transaction, or
-// raises FG208 (completed: replay it) or FG422 (another request's key);
-// see sql/claim_key.sql.
-const claimSQL = "SELECT fencegw.claim_key($1, $2, $3, $4, $5)"
-
-// storeSQL stores a keyed request's answer, in its transaction.
-const storeSQL = "UPDATE fencegw.idempotency_keys SET status = $4, response = $5 WHERE (client, operation, key) = ($1, $2, $3)"
 
 // runTx applies batch in one explicit transaction and gives every request
 // in it an answer (resp, err or replay). With several requests, each runs
@@ -543,34 +534,6 @@ func settleFailed(p *pending, err error, at failedAt) {
 		}
 	}
 	p.resp, p.err = Response{}, classify(err, false, p.req, at)
-}
-
-// answerReplays answers the requests whose key completed earlier with the
-// stored response. It reads on conn when it can: with the pool exhausted,
-// waiting for a second connection would stall every other request.
-func (s *Store) answerReplays(ctx context.Context, conn *pgxpool.Conn, batch []*pending) {
-	for _, p := range batch {
-		if !p.replay {
-			continue
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		p.resp, p.err = s.replayOn(rctx, conn, p.req.IdempotencyKey)
-		cancel()
-	}
-}
-
-// replayOn is storedResponse on conn if it is usable, else on a
-// connection of the pool's.
-func (s *Store) replayOn(ctx context.Context, conn *pgxpool.Conn, k *IdempotencyKey) (Response, error) {
-	if conn == nil || !usable(conn) {
-		c, err := s.acquire(ctx)
-		if err != nil {
-			return Response{}, fmt.Errorf("%w (%w): reading the stored response of key %q: %w", ErrUnavailable, ErrOutcomeUnknown, k.Value, err)
-		}
-		defer c.Release()
-		conn = c
-	}
-	return s.storedResponse(ctx, conn, k)
 }
 
 func savepoint(i int) string { return "fencegw_w" + strconv.Itoa(i) }
