@@ -189,3 +189,48 @@ func opName(req *Request, at failedAt) string {
 	}
 	return req.Writes[0].Operation.Name
 }
+
+// settleOrRetry answers a request whose part of a transaction raised, or,
+// in a transaction of several, marks it for a retry alone when it met
+// another transaction in a deadlock or serialization failure, or one of
+// pgx's prepared statements gone stale (a migration changed what it
+// returns): pgx forgets the statements of a batch that failed, and the
+// retry prepares them anew.
+func settleOrRetry(p *pending, err error, at failedAt, several bool) {
+	if several && (contended(err) || staleStatement(err)) {
+		p.retry = true
+		return
+	}
+	settleFailed(p, err, at)
+}
+
+// contended reports whether err is PostgreSQL breaking a deadlock or a
+// serialization failure: a meeting with another transaction, which a
+// retry may not meet again.
+func contended(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == pgerrcode.DeadlockDetected || pgErr.Code == pgerrcode.SerializationFailure)
+}
+
+// settleFailed answers a request whose part of the pipeline raised.
+func settleFailed(p *pending, err error, at failedAt) {
+	var pgErr *pgconn.PgError
+	if p.req.IdempotencyKey != nil && errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case sqlstateReplay:
+			p.replay = true
+			return
+		case sqlstateMismatch:
+			p.err = &KeyMismatchError{Key: p.req.IdempotencyKey.Value}
+			return
+		}
+	}
+	p.resp, p.err = Response{}, classify(err, false, p.req, at)
+}
+
+// lockTimedOut reports whether err is lock_timeout ending a wait for a row
+// another transaction holds.
+func lockTimedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable
+}

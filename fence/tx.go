@@ -2,15 +2,12 @@ package fence
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/outcome"
@@ -177,13 +174,6 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 	return s.commit(ctx, conn, batch, savepoints)
 }
 
-// lockTimedOut reports whether err is lock_timeout ending a wait for a row
-// another transaction holds.
-func lockTimedOut(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable
-}
-
 // reset clears p's answer for another attempt. Only the answer: its caller
 // may be waiting on answered, which a rewrite of the whole struct would
 // reset under it.
@@ -258,20 +248,6 @@ func failAll(batch []*pending, err error) {
 	}
 }
 
-// settleOrRetry answers a request whose part of a transaction raised, or,
-// in a transaction of several, marks it for a retry alone when it met
-// another transaction in a deadlock or serialization failure, or one of
-// pgx's prepared statements gone stale (a migration changed what it
-// returns): pgx forgets the statements of a batch that failed, and the
-// retry prepares them anew.
-func settleOrRetry(p *pending, err error, at failedAt, several bool) {
-	if several && (contended(err) || staleStatement(err)) {
-		p.retry = true
-		return
-	}
-	settleFailed(p, err, at)
-}
-
 // queueInTx queues one request of a transaction: in its savepoint when
 // there are several, its key claimed first when it has one.
 func (s *Store) queueInTx(b *pgx.Batch, req *Request, savepoints bool, i int) {
@@ -331,30 +307,6 @@ func (s *Store) readRound(br pgx.BatchResults, preamble int, batch []*pending, n
 		return -1, nil, nowhere, err
 	}
 	return -1, nil, nowhere, nil
-}
-
-// contended reports whether err is PostgreSQL breaking a deadlock or a
-// serialization failure: a meeting with another transaction, which a
-// retry may not meet again.
-func contended(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == pgerrcode.DeadlockDetected || pgErr.Code == pgerrcode.SerializationFailure)
-}
-
-// settleFailed answers a request whose part of the pipeline raised.
-func settleFailed(p *pending, err error, at failedAt) {
-	var pgErr *pgconn.PgError
-	if p.req.IdempotencyKey != nil && errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case sqlstateReplay:
-			p.replay = true
-			return
-		case sqlstateMismatch:
-			p.err = &KeyMismatchError{Key: p.req.IdempotencyKey.Value}
-			return
-		}
-	}
-	p.resp, p.err = Response{}, classify(err, false, p.req, at)
 }
 
 func savepoint(i int) string { return "fencegw_w" + strconv.Itoa(i) }
