@@ -248,67 +248,6 @@ func failAll(batch []*pending, err error) {
 	}
 }
 
-// queueInTx queues one request of a transaction: in its savepoint when
-// there are several, its key claimed first when it has one.
-func (s *Store) queueInTx(b *pgx.Batch, req *Request, savepoints bool, i int) {
-	if savepoints {
-		b.Queue("SAVEPOINT " + savepoint(i))
-	}
-	if k := req.IdempotencyKey; k != nil {
-		b.Queue(claimSQL, k.Client, k.Scope, k.Value, k.Fingerprint[:], k.Retention)
-	}
-	s.queueRequest(b, req)
-	if savepoints {
-		b.Queue("RELEASE SAVEPOINT " + savepoint(i))
-	}
-}
-
-// readRound reads one round's results and renders the answers of the
-// requests that ran. It returns the index of the first request that failed
-// with a PostgreSQL error, that error and where it arose (failed -1 if
-// none), or sessionErr if the session itself failed.
-func (s *Store) readRound(br pgx.BatchResults, preamble int, batch []*pending, next int, savepoints bool) (failed int, werr error, at failedAt, sessionErr error) {
-	defer br.Close()
-	for range preamble { // BEGIN, and a group's lock_timeout
-		if _, err := br.Exec(); err != nil {
-			return -1, nil, nowhere, err
-		}
-	}
-	for i := next; i < len(batch); i++ {
-		p := batch[i]
-		if p.unsent {
-			continue
-		}
-		var err error
-		if savepoints {
-			_, err = br.Exec()
-		}
-		if err == nil && p.req.IdempotencyKey != nil {
-			_, err = br.Exec()
-		}
-		var results []Result
-		at := nowhere
-		if err == nil {
-			results, at, err = readRequest(br, p.req)
-		}
-		if err == nil && savepoints {
-			_, err = br.Exec()
-		}
-		switch {
-		case err == nil:
-			p.resp, p.err = answer(p.req, results), nil
-		case sessionLost(err):
-			return -1, nil, nowhere, err
-		default:
-			return i, err, at, nil
-		}
-	}
-	if err := br.Close(); err != nil {
-		return -1, nil, nowhere, err
-	}
-	return -1, nil, nowhere, nil
-}
-
 func savepoint(i int) string { return "fencegw_w" + strconv.Itoa(i) }
 
 // rollback ends a failed explicit transaction. If it cannot, the pool
