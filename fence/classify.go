@@ -1,3 +1,11 @@
+// Classification of the answer: what the error of a round trip means for
+// its request. sessionLost is the one answer to whether the session ended,
+// lost the one rule for what a lost session means (unknown if the round
+// trip carried the commit, not applied otherwise); classify turns
+// PostgreSQL's errors into this package's; settleFailed and settleOrRetry
+// answer a request of a transaction from its error, or send it to a retry
+// alone.
+
 package fence
 
 import (

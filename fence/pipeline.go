@@ -1,3 +1,11 @@
+// A request's pipeline, the one shape of a fenced write on the wire, and
+// how its results are read back: queueRequest queues the request's fences
+// in canonical order (fencegw.fence, sql/fence.sql), its deadline, then
+// each write's statements; readRequest reads them and says where one
+// failed. Inside an explicit transaction a request is wrapped in its
+// savepoint and preceded by its key's claim (queueInTx), and a round of
+// such requests is read by readRound.
+
 package fence
 
 import (

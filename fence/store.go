@@ -1,3 +1,9 @@
+// The Store, and the entry of every write: Apply hands a request of one
+// coalescing resource to the coalescer (coalesce.go), and runs any other
+// on a connection of its own: unkeyed, a lone write (lone.go); keyed, an
+// explicit transaction (tx.go). Here too is the connection a request runs
+// on (acquire, readyConn, usable), which every stage asks for.
+
 package fence
 
 import (
@@ -171,6 +177,18 @@ func (s *Store) readyConn(ctx context.Context, conn *pgxpool.Conn) (*pgxpool.Con
 	return s.acquire(ctx)
 }
 
+// usable reports whether conn can carry a new request: open, not in the
+// middle of another exchange, and outside any transaction (inside one, an
+// implicit transaction's Sync would commit nothing).
+func usable(conn *pgxpool.Conn) bool {
+	pc := conn.Conn().PgConn()
+	return !pc.IsClosed() && !pc.IsBusy() && pc.TxStatus() == 'I'
+}
+
+// errNotUsable refuses a request on a connection usable rejects; callers
+// check first, so it is a last line of defence.
+var errNotUsable = fmt.Errorf("%w: the PostgreSQL session was not idle, nothing was written", ErrUnavailable)
+
 // parseLockTimeout reads a lock_timeout as PostgreSQL takes it from a
 // connection string: whole milliseconds, or a number with a unit (ms, s,
 // min, h, d). 0 turns the timeout off. ok is false for anything else,
@@ -190,18 +208,6 @@ func parseLockTimeout(v string) (d time.Duration, ok bool) {
 	}
 	return time.Duration(n) * u, true
 }
-
-// usable reports whether conn can carry a new request: open, not in the
-// middle of another exchange, and outside any transaction (inside one, an
-// implicit transaction's Sync would commit nothing).
-func usable(conn *pgxpool.Conn) bool {
-	pc := conn.Conn().PgConn()
-	return !pc.IsClosed() && !pc.IsBusy() && pc.TxStatus() == 'I'
-}
-
-// errNotUsable refuses a request on a connection usable rejects; callers
-// check first, so it is a last line of defence.
-var errNotUsable = fmt.Errorf("%w: the PostgreSQL session was not idle, nothing was written", ErrUnavailable)
 
 // DB is what the functions that run a statement or two need: a pool, a
 // pooled connection or a single connection.

@@ -1,3 +1,12 @@
+// An explicit transaction: BEGIN, each request (its key claimed first, and
+// in a savepoint of its own when there are several: pipeline.go), and the
+// COMMIT, which stores the keyed requests' answers (idempotency.go). runTx
+// is the transaction and its fallback: requests that cannot share it run
+// again alone, each a lone write (lone.go) or a transaction of one. tryTx
+// runs its rounds: a request that fails is answered or marked for a retry
+// (classify.go), and among several its savepoint is rolled back and the
+// requests after it are sent again (several.go).
+
 package fence
 
 import (
