@@ -1,3 +1,7 @@
+// The answer of an applied request, the API's JSON: rendered here, not by
+// the gateway, because a keyed request's answer is stored with its writes
+// and replayed byte for byte (idempotency.go).
+
 package fence
 
 import (

@@ -1,3 +1,11 @@
+// Classification of the answer: what the error of a round trip means for
+// its request. sessionLost is the one answer to whether the session ended,
+// lost the one rule for what a lost session means (unknown if the round
+// trip carried the commit, not applied otherwise); classify turns
+// PostgreSQL's errors into this package's; settleFailed and settleOrRetry
+// answer a request of a transaction from its error, or send it to a retry
+// alone.
+
 package fence
 
 import (
@@ -10,7 +18,6 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
@@ -191,14 +198,47 @@ func opName(req *Request, at failedAt) string {
 	return req.Writes[0].Operation.Name
 }
 
-// usable reports whether conn can carry a new request: open, not in the
-// middle of another exchange, and outside any transaction (inside one, an
-// implicit transaction's Sync would commit nothing).
-func usable(conn *pgxpool.Conn) bool {
-	pc := conn.Conn().PgConn()
-	return !pc.IsClosed() && !pc.IsBusy() && pc.TxStatus() == 'I'
+// settleOrRetry answers a request whose part of a transaction raised, or,
+// in a transaction of several, marks it for a retry alone when it met
+// another transaction in a deadlock or serialization failure, or one of
+// pgx's prepared statements gone stale (a migration changed what it
+// returns): pgx forgets the statements of a batch that failed, and the
+// retry prepares them anew.
+func settleOrRetry(p *pending, err error, at failedAt, several bool) {
+	if several && (contended(err) || staleStatement(err)) {
+		p.retry = true
+		return
+	}
+	settleFailed(p, err, at)
 }
 
-// errNotUsable refuses a request on a connection usable rejects; callers
-// check first, so it is a last line of defence.
-var errNotUsable = fmt.Errorf("%w: the PostgreSQL session was not idle, nothing was written", ErrUnavailable)
+// contended reports whether err is PostgreSQL breaking a deadlock or a
+// serialization failure: a meeting with another transaction, which a
+// retry may not meet again.
+func contended(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == pgerrcode.DeadlockDetected || pgErr.Code == pgerrcode.SerializationFailure)
+}
+
+// settleFailed answers a request whose part of the pipeline raised.
+func settleFailed(p *pending, err error, at failedAt) {
+	var pgErr *pgconn.PgError
+	if p.req.IdempotencyKey != nil && errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case sqlstateReplay:
+			p.replay = true
+			return
+		case sqlstateMismatch:
+			p.err = &KeyMismatchError{Key: p.req.IdempotencyKey.Value}
+			return
+		}
+	}
+	p.resp, p.err = Response{}, classify(err, false, p.req, at)
+}
+
+// lockTimedOut reports whether err is lock_timeout ending a wait for a row
+// another transaction holds.
+func lockTimedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable
+}

@@ -1,3 +1,9 @@
+// Coalescing, where a write of a coalescing resource goes first: a request
+// that finds its resource idle is a unit of its own; one that finds a unit
+// of its resource in flight waits behind it, and what waited becomes the
+// resource's next unit once that one is answered. The committer runs the
+// units (committer.go).
+
 package fence
 
 import (

@@ -1,3 +1,8 @@
+// The committer's lanes: at most so many transactions in flight. A unit
+// that finds a lane free runs at once, on its caller's goroutine or a
+// runner's; the others wait in line, and the runner that finishes a
+// transaction takes the line as its next (groupcommit.go: take, run).
+
 package fence
 
 import (

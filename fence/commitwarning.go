@@ -1,19 +1,6 @@
-package fence
-
-import (
-	"context"
-	"errors"
-	"fmt"
-	"strings"
-
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/fencegw/fencegw/outcome"
-)
-
-// A COMMIT can succeed and still not have done what the server's
-// configuration promises. A wait for synchronous replication that is
+// The commit's warnings, heard by every round trip that commits: a COMMIT
+// can succeed and still not have done what the server's configuration
+// promises. A wait for synchronous replication that is
 // cancelled (pg_cancel_backend by an operator, a job that cancels long
 // queries) ends with a WARNING, "canceling wait for synchronous replication
 // due to user request … committed locally, but might not have been
@@ -36,6 +23,20 @@ import (
 // ConfigurePool asks for warnings in the startup packet, which wins over a
 // role's or a database's setting. The policy's statements must not change
 // client_min_messages themselves.
+
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegw/fencegw/outcome"
+)
 
 // ConfigurePool readies pc for a Store: its connections record the
 // warnings PostgreSQL sends them, and are sent every warning. A

@@ -1,3 +1,7 @@
+// The errors a write can end in, each declaring what it means for the
+// request (package outcome): applied, refused, not applied or unknown, and
+// whether a refusal settles its idempotency key.
+
 package fence
 
 import (

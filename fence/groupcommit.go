@@ -13,13 +13,13 @@
 //   - Its units run in canonical order (by resource), so fence rows are
 //     locked in one order by every transaction; a unit's writes keep their
 //     arrival order.
-//   - Every request runs in its own savepoint, once one has failed (tx.go);
-//     no write is answered before the one COMMIT; a write that met another
-//     transaction in a deadlock or serialization failure, and those behind
-//     it on its resources, run again alone after it; a lost COMMIT has the
-//     refusals decided inside it decided again alone; work deferred to the
-//     COMMIT is judged under no write's fence, and a guarded row it writes
-//     sends every write to run alone.
+//   - Every request runs in its own savepoint, once one has failed
+//     (several.go); no write is answered before the one COMMIT; a write
+//     that met another transaction in a deadlock or serialization failure,
+//     and those behind it on its resources, run again alone after it; a
+//     lost COMMIT has the refusals decided inside it decided again alone;
+//     work deferred to the COMMIT is judged under no write's fence, and a
+//     guarded row it writes sends every write to run alone.
 
 package fence
 

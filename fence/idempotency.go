@@ -1,21 +1,59 @@
+// Keyed claim and settle: an idempotency key is applied at most once, and
+// its first final answer is every attempt's answer. A keyed request claims
+// its key inside its transaction (claimSQL, queued before its pipeline), a
+// key that completed is answered with its stored response once the
+// transaction is over (answerReplays), an applied request's answer is
+// stored with the COMMIT (storeSQL), and a refusal decided outside the
+// transaction becomes the key's outcome only after any attempt in flight
+// with it has ended (Settle).
+
 package fence
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// DB is what the functions that run a statement or two need: a pool, a
-// pooled connection or a single connection.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+// claimSQL reserves a request's idempotency key for the transaction, or
+// raises FG208 (completed: replay it) or FG422 (another request's key);
+// see sql/claim_key.sql.
+const claimSQL = "SELECT fencegw.claim_key($1, $2, $3, $4, $5)"
+
+// storeSQL stores a keyed request's answer, in its transaction.
+const storeSQL = "UPDATE fencegw.idempotency_keys SET status = $4, response = $5 WHERE (client, operation, key) = ($1, $2, $3)"
+
+// answerReplays answers the requests whose key completed earlier with the
+// stored response. It reads on conn when it can: with the pool exhausted,
+// waiting for a second connection would stall every other request.
+func (s *Store) answerReplays(ctx context.Context, conn *pgxpool.Conn, batch []*pending) {
+	for _, p := range batch {
+		if !p.replay {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		p.resp, p.err = s.replayOn(rctx, conn, p.req.IdempotencyKey)
+		cancel()
+	}
+}
+
+// replayOn is storedResponse on conn if it is usable, else on a
+// connection of the pool's.
+func (s *Store) replayOn(ctx context.Context, conn *pgxpool.Conn, k *IdempotencyKey) (Response, error) {
+	if conn == nil || !usable(conn) {
+		c, err := s.acquire(ctx)
+		if err != nil {
+			return Response{}, fmt.Errorf("%w (%w): reading the stored response of key %q: %w", ErrUnavailable, ErrOutcomeUnknown, k.Value, err)
+		}
+		defer c.Release()
+		conn = c
+	}
+	return s.storedResponse(ctx, conn, k)
 }
 
 // storedResponse reads the answer stored for a completed key, on conn, and

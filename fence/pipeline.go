@@ -1,8 +1,15 @@
+// A request's pipeline, the one shape of a fenced write on the wire, and
+// how its results are read back: queueRequest queues the request's fences
+// in canonical order (fencegw.fence, sql/fence.sql), its deadline, then
+// each write's statements; readRequest reads them and says where one
+// failed. Inside an explicit transaction a request is wrapped in its
+// savepoint and preceded by its key's claim (queueInTx), and a round of
+// such requests is read by readRound.
+
 package fence
 
 import (
 	"strings"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -170,12 +177,6 @@ func readStatement(br batchResults, kind policy.StatementKind, out *StatementRes
 	return err
 }
 
-// batchPool recycles the batches of lone requests with the QueuedQuery
-// structs pgx would otherwise allocate anew for every statement. pgx
-// (v5.12) lets go of a batch when its results are closed; a BatchTracer
-// that kept it past TraceBatchEnd would break this.
-var batchPool = sync.Pool{New: func() any { return new(pgx.Batch) }}
-
 // queue is pgx's Batch.Queue, reusing a QueuedQuery left in b's backing
 // array by recycle.
 func queue(b *pgx.Batch, sql string, args ...any) {
@@ -190,13 +191,63 @@ func queue(b *pgx.Batch, sql string, args ...any) {
 	b.QueuedQueries = append(b.QueuedQueries, &pgx.QueuedQuery{SQL: sql, Arguments: args})
 }
 
-// recycle returns a batch whose results are closed to batchPool, cleared
-// of everything that belonged to its request (arguments, pgx's statement
-// descriptions), keeping the structs for queue.
-func recycle(b *pgx.Batch) {
-	for _, qq := range b.QueuedQueries {
-		*qq = pgx.QueuedQuery{}
+// queueInTx queues one request of a transaction: in its savepoint when
+// there are several, its key claimed first when it has one.
+func (s *Store) queueInTx(b *pgx.Batch, req *Request, savepoints bool, i int) {
+	if savepoints {
+		b.Queue("SAVEPOINT " + savepoint(i))
 	}
-	b.QueuedQueries = b.QueuedQueries[:0]
-	batchPool.Put(b)
+	if k := req.IdempotencyKey; k != nil {
+		b.Queue(claimSQL, k.Client, k.Scope, k.Value, k.Fingerprint[:], k.Retention)
+	}
+	s.queueRequest(b, req)
+	if savepoints {
+		b.Queue("RELEASE SAVEPOINT " + savepoint(i))
+	}
+}
+
+// readRound reads one round's results and renders the answers of the
+// requests that ran. It returns the index of the first request that failed
+// with a PostgreSQL error, that error and where it arose (failed -1 if
+// none), or sessionErr if the session itself failed.
+func (s *Store) readRound(br pgx.BatchResults, preamble int, batch []*pending, next int, savepoints bool) (failed int, werr error, at failedAt, sessionErr error) {
+	defer br.Close()
+	for range preamble { // BEGIN, and a group's lock_timeout
+		if _, err := br.Exec(); err != nil {
+			return -1, nil, nowhere, err
+		}
+	}
+	for i := next; i < len(batch); i++ {
+		p := batch[i]
+		if p.unsent {
+			continue
+		}
+		var err error
+		if savepoints {
+			_, err = br.Exec()
+		}
+		if err == nil && p.req.IdempotencyKey != nil {
+			_, err = br.Exec()
+		}
+		var results []Result
+		at := nowhere
+		if err == nil {
+			results, at, err = readRequest(br, p.req)
+		}
+		if err == nil && savepoints {
+			_, err = br.Exec()
+		}
+		switch {
+		case err == nil:
+			p.resp, p.err = answer(p.req, results), nil
+		case sessionLost(err):
+			return -1, nil, nowhere, err
+		default:
+			return i, err, at, nil
+		}
+	}
+	if err := br.Close(); err != nil {
+		return -1, nil, nowhere, err
+	}
+	return -1, nil, nowhere, nil
 }

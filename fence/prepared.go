@@ -1,3 +1,19 @@
+// An implicit transaction's pipeline (a lone write, or a group of unkeyed
+// writes) is sent as pgconn's batch of statements prepared by name on the
+// connection, rather than through pgx's SendBatch: pgx's pipeline keeps
+// lists of every message it sent and every answer it awaits, a handful of
+// allocations per statement on every write, where pgconn's batch is one
+// buffer sent whole and read back in order. The statements and their
+// arguments' encoding are pgx's own (Conn.Prepare, the extended query
+// builder), so a write is the same bytes on the wire either way.
+//
+// A statement prepared on a connection can go stale: a migration that
+// changes what it returns ("cached plan must not change result type"), or
+// a session whose statements were dropped (DISCARD ALL). Its batch fails
+// before anything commits; the connection then forgets the batch's
+// statements (forgetStatements) and applyImplicit runs the request once
+// more, prepared anew (tryImplicit a group's).
+
 package fence
 
 import (
@@ -18,22 +34,6 @@ import (
 
 	"github.com/fencegw/fencegw/internal/timeout"
 )
-
-// An implicit transaction's pipeline (a lone write, or a group of unkeyed
-// writes) is sent as pgconn's batch of statements prepared by name on the
-// connection, rather than through pgx's SendBatch: pgx's pipeline keeps
-// lists of every message it sent and every answer it awaits, a handful of
-// allocations per statement on every write, where pgconn's batch is one
-// buffer sent whole and read back in order. The statements and their
-// arguments' encoding are pgx's own (Conn.Prepare, the extended query
-// builder), so a write is the same bytes on the wire either way.
-//
-// A statement prepared on a connection can go stale: a migration that
-// changes what it returns ("cached plan must not change result type"), or
-// a session whose statements were dropped (DISCARD ALL). Its batch fails
-// before anything commits; the connection then forgets the batch's
-// statements (forgetStatements) and applyImplicit runs the request once
-// more, prepared anew (tryImplicit a group's).
 
 // batchResults is what reading a request's pipeline needs of pgx's
 // BatchResults, which preparedResults also is.

@@ -1,3 +1,6 @@
+// Requests, writes and fences: what a client call asks for, checked and
+// put in canonical order before any of it reaches PostgreSQL.
+
 package fence
 
 import (

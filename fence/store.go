@@ -1,3 +1,9 @@
+// The Store, and the entry of every write: Apply hands a request of one
+// coalescing resource to the coalescer (coalesce.go), and runs any other
+// on a connection of its own: unkeyed, a lone write (lone.go); keyed, an
+// explicit transaction (tx.go). Here too is the connection a request runs
+// on (acquire, readyConn, usable), which every stage asks for.
+
 package fence
 
 import (
@@ -11,6 +17,7 @@ import (
 	"unicode"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -149,45 +156,6 @@ func (s *Store) applyOn(ctx context.Context, conn *pgxpool.Conn, req *Request) (
 	return p.resp, p.err
 }
 
-// applyImplicit applies an unkeyed request in one round trip: the fences
-// and statements pipelined as one batch ending in a single Sync, which
-// PostgreSQL runs as one implicit transaction. A stale token or a failed
-// row expectation raises inside the database and rolls all of it back, so
-// nothing is acknowledged that did not commit and nothing commits that was
-// refused. A prepared statement gone stale (a migration changed what it
-// returns) failed the batch before anything committed: it runs once more,
-// prepared anew.
-func (s *Store) applyImplicit(ctx context.Context, conn *pgxpool.Conn, req *Request) (Response, error) {
-	if !usable(conn) {
-		return Response{}, errNotUsable
-	}
-	b := batchPool.Get().(*pgx.Batch)
-	defer recycle(b)
-	s.queueRequest(b, req)
-	results, at, err := s.roundTrip(ctx, conn, b, req)
-	if staleStatement(err) && usable(conn) {
-		results, at, err = s.roundTrip(ctx, conn, b, req)
-	}
-	if err != nil {
-		return Response{}, classify(err, true, req, at)
-	}
-	return answer(req, results), nil
-}
-
-// roundTrip sends b, req's pipeline, and reads its results.
-func (s *Store) roundTrip(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, req *Request) ([]Result, failedAt, error) {
-	pc := conn.Conn().PgConn()
-	sent := heard(pc)
-	br := s.sendBatch(ctx, conn, b)
-	results, at, err := readRequest(br, req)
-	// Closing reports the outcome of the commit itself: only a nil here
-	// means the request is durable and may be acknowledged.
-	if cerr := s.closeCommit(pc, br, sent); err == nil {
-		err, at = cerr, nowhere
-	}
-	return results, at, err
-}
-
 // acquire takes a connection from the pool.
 func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	conn, err := s.pool.Acquire(ctx)
@@ -209,16 +177,17 @@ func (s *Store) readyConn(ctx context.Context, conn *pgxpool.Conn) (*pgxpool.Con
 	return s.acquire(ctx)
 }
 
-// rollback ends a failed explicit transaction. If it cannot, the pool
-// discards the connection on release, which rolls back too.
-func rollback(conn *pgxpool.Conn) {
-	if conn.Conn().PgConn().TxStatus() == 'I' {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, _ = conn.Exec(ctx, "ROLLBACK")
+// usable reports whether conn can carry a new request: open, not in the
+// middle of another exchange, and outside any transaction (inside one, an
+// implicit transaction's Sync would commit nothing).
+func usable(conn *pgxpool.Conn) bool {
+	pc := conn.Conn().PgConn()
+	return !pc.IsClosed() && !pc.IsBusy() && pc.TxStatus() == 'I'
 }
+
+// errNotUsable refuses a request on a connection usable rejects; callers
+// check first, so it is a last line of defence.
+var errNotUsable = fmt.Errorf("%w: the PostgreSQL session was not idle, nothing was written", ErrUnavailable)
 
 // parseLockTimeout reads a lock_timeout as PostgreSQL takes it from a
 // connection string: whole milliseconds, or a number with a unit (ms, s,
@@ -238,4 +207,12 @@ func parseLockTimeout(v string) (d time.Duration, ok bool) {
 		return 0, false
 	}
 	return time.Duration(n) * u, true
+}
+
+// DB is what the functions that run a statement or two need: a pool, a
+// pooled connection or a single connection.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }

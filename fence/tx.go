@@ -1,17 +1,22 @@
+// An explicit transaction: BEGIN, each request (its key claimed first, and
+// in a savepoint of its own when there are several: pipeline.go), and the
+// COMMIT, which stores the keyed requests' answers (idempotency.go). runTx
+// is the transaction and its fallback: requests that cannot share it run
+// again alone, each a lone write (lone.go) or a transaction of one. tryTx
+// runs its rounds: a request that fails is answered or marked for a retry
+// (classify.go), and among several its savepoint is rolled back and the
+// requests after it are sent again (several.go).
+
 package fence
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/outcome"
@@ -38,14 +43,6 @@ type pending struct {
 	// unit is added to it when made.
 	answered sync.WaitGroup
 }
-
-// claimSQL reserves a request's idempotency key for the transaction, or
-// raises FG208 (completed: replay it) or FG422 (another request's key);
-// see sql/claim_key.sql.
-const claimSQL = "SELECT fencegw.claim_key($1, $2, $3, $4, $5)"
-
-// storeSQL stores a keyed request's answer, in its transaction.
-const storeSQL = "UPDATE fencegw.idempotency_keys SET status = $4, response = $5 WHERE (client, operation, key) = ($1, $2, $3)"
 
 // runTx applies batch in one explicit transaction and gives every request
 // in it an answer (resp, err or replay). With several requests, each runs
@@ -186,163 +183,11 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 	return s.commit(ctx, conn, batch, savepoints)
 }
 
-// tryWhole runs several requests in one transaction without savepoints.
-// settled: every request is answered (committed, or the transaction
-// failed for good). alone: the transaction failed as a whole, rolled
-// back, and its requests must be retried alone. Otherwise one request
-// failed: the transaction is rolled back, and rest holds all of them,
-// unanswered, to be run again in savepoints.
-func (s *Store) tryWhole(ctx context.Context, conn *pgxpool.Conn, batch []*pending) (rest []*pending, settled, alone bool) {
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(groupLockSQL, s.groupLockTimeout)
-	for i, p := range batch {
-		if !p.unsent { // as readRound reads
-			s.queueInTx(b, p.req, false, i)
-		}
-	}
-	failed, werr, at, sessionErr := s.readRound(conn.SendBatch(ctx, b), 2, batch, 0, false)
-	switch {
-	case sessionErr != nil:
-		rollback(conn)
-		return nil, false, true
-	case failed < 0:
-		return nil, true, s.commit(ctx, conn, batch, true)
-	}
-	rollback(conn)
-	return againWithout(batch, failed, werr, at)
-}
-
-// groupLockSQL sets a transaction of several requests' lock_timeout,
-// shorter than the session's (--write-timeout, which is also the whole
-// transaction's deadline): a request whose fence row another transaction
-// holds (an operator's open bypass transaction, say) fails alone, not
-// found out only when the deadline ends the transaction for all of them.
-const groupLockSQL = "SELECT set_config('lock_timeout', $1, true)"
-
-// lockTimedOut reports whether err is lock_timeout ending a wait for a row
-// another transaction holds.
-func lockTimedOut(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable
-}
-
-// againWithout is again, except after a lock timeout: another transaction
-// holds batch[failed]'s row, which no retry in this transaction would
-// change, so it is answered (unavailable, not applied), and so are the
-// later requests of its resources (failBehind), which would wait for the
-// same row; the others run again. settled: none is left to run.
-func againWithout(batch []*pending, failed int, err error, at failedAt) (rest []*pending, settled, alone bool) {
-	if failed < 0 || !lockTimedOut(err) {
-		return again(batch), false, false
-	}
-	for _, p := range batch {
-		p.reset()
-	}
-	settleFailed(batch[failed], err, at)
-	failBehind(batch, failed, err)
-	for i, p := range batch {
-		if i != failed && !p.unsent {
-			rest = append(rest, p)
-		}
-	}
-	return rest, len(rest) == 0, false
-}
-
-// again readies every request of a first try that one request failed to
-// run again, each in its savepoint. The failed request runs again too:
-// its failure may have come from what the requests before it did, which
-// was rolled back and is done anew, so only an answer from the
-// transaction that commits is one some serial order explains.
-func again(batch []*pending) []*pending {
-	for _, p := range batch {
-		p.reset()
-	}
-	return batch
-}
-
 // reset clears p's answer for another attempt. Only the answer: its caller
 // may be waiting on answered, which a rewrite of the whole struct would
 // reset under it.
 func (p *pending) reset() {
 	p.resp, p.err, p.replay, p.retry, p.unsent = Response{}, nil, false, false, false
-}
-
-// tryImplicit runs several unkeyed requests as one implicit transaction:
-// their pipelines in one batch ending in a single Sync, one round trip and
-// one commit, as a lone write is. Its results are tryWhole's; a session
-// lost once the batch was sent leaves every request's outcome unknown, as
-// it does a lone write's. A prepared statement gone stale failed the
-// batch before anything committed: it runs once more, prepared anew, as a
-// lone write does (applyImplicit), rather than in savepoints through
-// pgx's own statements, which may be as stale.
-func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pending) (rest []*pending, settled, alone bool) {
-	b := &pgx.Batch{}
-	b.Queue(groupLockSQL, s.groupLockTimeout)
-	for _, p := range batch {
-		s.queueRequest(b, p.req)
-	}
-	b.Queue(unscopeSQL) // read by Close, with the commit
-	failed, at, err := s.implicitRound(ctx, conn, b, batch)
-	if staleStatement(err) && usable(conn) {
-		failed, at, err = s.implicitRound(ctx, conn, b, batch)
-	}
-	if _, _, ok := unencodable(err); ok {
-		// One request's argument does not fit its column, and pgx sent
-		// no Sync: nothing committed. Which request it was is not known
-		// here, and the others must not share its refusal: each runs
-		// alone.
-		for _, p := range batch {
-			p.resp = Response{}
-		}
-		return nil, false, true
-	}
-	switch {
-	case err == nil:
-		return nil, true, false
-	case sessionLost(err), commitWarned(err):
-		for _, p := range batch {
-			p.resp = Response{}
-		}
-		failAll(batch, classify(err, true, batch[0].req, nowhere))
-		return nil, true, false
-	case failed < 0:
-		// Refused at the commit (a deferred constraint): nothing committed.
-		for _, p := range batch {
-			p.resp = Response{}
-		}
-		return nil, false, true
-	}
-	return againWithout(batch, failed, err, at)
-}
-
-// implicitRound sends b, the implicit transaction of batch's requests,
-// and reads their answers. It returns the index of the request that
-// failed (-1 if none did) and where, and the round's first error: nil
-// only if the transaction committed.
-func (s *Store) implicitRound(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, batch []*pending) (failed int, at failedAt, err error) {
-	pc := conn.Conn().PgConn()
-	sent := heard(pc)
-	br := s.sendBatch(ctx, conn, b)
-	failed, at = -1, nowhere
-	_, err = br.Exec()
-	for i, p := range batch {
-		if err != nil {
-			break
-		}
-		var results []Result
-		if results, at, err = readRequest(br, p.req); err != nil {
-			failed = i
-			break
-		}
-		p.resp = answer(p.req, results)
-	}
-	// Closing reports the outcome of the commit itself: only a nil here
-	// means the requests are durable and may be acknowledged.
-	if cerr := s.closeCommit(pc, br, sent); err == nil {
-		err = cerr
-	}
-	return failed, at, err
 }
 
 // commit stores the answers of the keyed requests that applied, with the
@@ -412,165 +257,15 @@ func failAll(batch []*pending, err error) {
 	}
 }
 
-// deferBehind marks for a retry alone, after the commit, the requests
-// behind batch[i], which will be retried alone: they must be applied after
-// it. runTx runs the retries in batch order.
-func deferBehind(batch []*pending, i int) {
-	for _, p := range behind(batch, i) {
-		p.retry, p.unsent = true, true
-	}
-}
+func savepoint(i int) string { return "fencegw_w" + strconv.Itoa(i) }
 
-// failBehind answers the requests behind batch[i], whose wait for a row
-// lock ran out (err), as it was: they would wait for the same row, and
-// must not be applied before it.
-func failBehind(batch []*pending, i int, err error) {
-	for _, p := range behind(batch, i) {
-		p.resp, p.err, p.unsent = Response{}, classify(err, false, p.req, nowhere), true
-	}
-}
-
-// behind lists the requests after batch[i], not sent yet, that share a
-// resource with it or with a request listed before them: they arrived
-// after it on that resource (a resource's requests are in arrival order
-// in batch).
-func behind(batch []*pending, i int) []*pending {
-	held := batch[i].req.Resources()
-	var out []*pending
-	for _, p := range batch[i+1:] {
-		if !p.unsent && slices.ContainsFunc(p.req.fences, func(f fence) bool { return slices.Contains(held, f.resource) }) {
-			out = append(out, p)
-			held = append(held, p.req.Resources()...)
-		}
-	}
-	return out
-}
-
-// settleOrRetry answers a request whose part of a transaction raised, or,
-// in a transaction of several, marks it for a retry alone when it met
-// another transaction in a deadlock or serialization failure, or one of
-// pgx's prepared statements gone stale (a migration changed what it
-// returns): pgx forgets the statements of a batch that failed, and the
-// retry prepares them anew.
-func settleOrRetry(p *pending, err error, at failedAt, several bool) {
-	if several && (contended(err) || staleStatement(err)) {
-		p.retry = true
+// rollback ends a failed explicit transaction. If it cannot, the pool
+// discards the connection on release, which rolls back too.
+func rollback(conn *pgxpool.Conn) {
+	if conn.Conn().PgConn().TxStatus() == 'I' {
 		return
 	}
-	settleFailed(p, err, at)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = conn.Exec(ctx, "ROLLBACK")
 }
-
-// queueInTx queues one request of a transaction: in its savepoint when
-// there are several, its key claimed first when it has one.
-func (s *Store) queueInTx(b *pgx.Batch, req *Request, savepoints bool, i int) {
-	if savepoints {
-		b.Queue("SAVEPOINT " + savepoint(i))
-	}
-	if k := req.IdempotencyKey; k != nil {
-		b.Queue(claimSQL, k.Client, k.Scope, k.Value, k.Fingerprint[:], k.Retention)
-	}
-	s.queueRequest(b, req)
-	if savepoints {
-		b.Queue("RELEASE SAVEPOINT " + savepoint(i))
-	}
-}
-
-// readRound reads one round's results and renders the answers of the
-// requests that ran. It returns the index of the first request that failed
-// with a PostgreSQL error, that error and where it arose (failed -1 if
-// none), or sessionErr if the session itself failed.
-func (s *Store) readRound(br pgx.BatchResults, preamble int, batch []*pending, next int, savepoints bool) (failed int, werr error, at failedAt, sessionErr error) {
-	defer br.Close()
-	for range preamble { // BEGIN, and a group's lock_timeout
-		if _, err := br.Exec(); err != nil {
-			return -1, nil, nowhere, err
-		}
-	}
-	for i := next; i < len(batch); i++ {
-		p := batch[i]
-		if p.unsent {
-			continue
-		}
-		var err error
-		if savepoints {
-			_, err = br.Exec()
-		}
-		if err == nil && p.req.IdempotencyKey != nil {
-			_, err = br.Exec()
-		}
-		var results []Result
-		at := nowhere
-		if err == nil {
-			results, at, err = readRequest(br, p.req)
-		}
-		if err == nil && savepoints {
-			_, err = br.Exec()
-		}
-		switch {
-		case err == nil:
-			p.resp, p.err = answer(p.req, results), nil
-		case sessionLost(err):
-			return -1, nil, nowhere, err
-		default:
-			return i, err, at, nil
-		}
-	}
-	if err := br.Close(); err != nil {
-		return -1, nil, nowhere, err
-	}
-	return -1, nil, nowhere, nil
-}
-
-// contended reports whether err is PostgreSQL breaking a deadlock or a
-// serialization failure: a meeting with another transaction, which a
-// retry may not meet again.
-func contended(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == pgerrcode.DeadlockDetected || pgErr.Code == pgerrcode.SerializationFailure)
-}
-
-// settleFailed answers a request whose part of the pipeline raised.
-func settleFailed(p *pending, err error, at failedAt) {
-	var pgErr *pgconn.PgError
-	if p.req.IdempotencyKey != nil && errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case sqlstateReplay:
-			p.replay = true
-			return
-		case sqlstateMismatch:
-			p.err = &KeyMismatchError{Key: p.req.IdempotencyKey.Value}
-			return
-		}
-	}
-	p.resp, p.err = Response{}, classify(err, false, p.req, at)
-}
-
-// answerReplays answers the requests whose key completed earlier with the
-// stored response. It reads on conn when it can: with the pool exhausted,
-// waiting for a second connection would stall every other request.
-func (s *Store) answerReplays(ctx context.Context, conn *pgxpool.Conn, batch []*pending) {
-	for _, p := range batch {
-		if !p.replay {
-			continue
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		p.resp, p.err = s.replayOn(rctx, conn, p.req.IdempotencyKey)
-		cancel()
-	}
-}
-
-// replayOn is storedResponse on conn if it is usable, else on a
-// connection of the pool's.
-func (s *Store) replayOn(ctx context.Context, conn *pgxpool.Conn, k *IdempotencyKey) (Response, error) {
-	if conn == nil || !usable(conn) {
-		c, err := s.acquire(ctx)
-		if err != nil {
-			return Response{}, fmt.Errorf("%w (%w): reading the stored response of key %q: %w", ErrUnavailable, ErrOutcomeUnknown, k.Value, err)
-		}
-		defer c.Release()
-		conn = c
-	}
-	return s.storedResponse(ctx, conn, k)
-}
-
-func savepoint(i int) string { return "fencegw_w" + strconv.Itoa(i) }
