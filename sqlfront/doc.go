@@ -46,9 +46,9 @@
 // (package fence, frontsession.go): the session's own role cannot
 // imitate it. The application's statements then run as written; the
 // guard triggers admit only rows of the fenced resources. Before a COMMIT
-// of a fenced transaction the front asks the authority whether a newer
-// holder has taken its locks meanwhile, and rolls it back if so
-// (commitcheck.go).
+// of a fenced transaction the front asks whether a newer holder has
+// taken its locks meanwhile (a watched view of the holders, or etcd),
+// and rolls it back if so (commitcheck.go).
 //
 // # Answers
 //
