@@ -213,7 +213,7 @@ func compileLeases(ps *problems, p *Policy, entries map[string]string) {
 			continue
 		}
 		if r := p.shapeOf(t); r != nil {
-			ps.add(entry, "%q has the shape of resource %s's key: its names are fenced resources, leased by the clients that may call the operations writing them", t, r.Name)
+			ps.add(entry, "%q has the shape of kind %s's template: its names are fenced resources, leased by the clients that may call the operations writing them", t, r.Name)
 			continue
 		}
 		p.lockOnly = append(p.lockOnly, lockOnly{name: name, key: t, matcher: placeholderMatcher(t)})

@@ -12,9 +12,9 @@ import (
 // value, each its own problem, named by line and in the policy's words
 // (the keys allowed where it stands, a near miss), never in Go's.
 func TestFileMistakesInThePolicysTerms(t *testing.T) {
-	src := `resources:
+	src := `kinds:
   account:
-    key: "account/{account}"
+    template: "account/{account}"
     coalesce: maybe
     lock_dely: 1s
 operations:
@@ -33,7 +33,7 @@ operations:
 	}
 	want := []string{
 		"line 4: want true or false, got `maybe`",
-		`line 5: unknown key "lock_dely" in a resource (did you mean "lock_delay"?); allowed: key, compare, validation, lock_delay, max_hold, coalesce, group_commit, permits`,
+		`line 5: unknown key "lock_dely" in a kind (did you mean "lock_delay"?); allowed: template, compare, validation, lock_delay, max_hold, coalesce, group_commit, permits`,
 		"line 10: want a whole number, got `lots`",
 		`line 13: unknown key "expect_row" in a statement (did you mean "expect_rows"?); allowed: sql, expect_rows`,
 	}
