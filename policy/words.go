@@ -53,7 +53,7 @@ func settleWords(ps *problems, doc *fileDoc) (spelling, []string) {
 	case doc.Resources != nil:
 		doc.Kinds, doc.Resources = doc.Resources, nil
 		sp.kinds = "resources"
-		note("resources", "kinds", "resources")
+		note("resources", "kinds", "") // at the top: the word is its entry
 	}
 	for _, name := range sortedKeys(doc.Kinds) {
 		k, entry := doc.Kinds[name], sp.kinds+"."+name
@@ -83,11 +83,13 @@ func settleWords(ps *problems, doc *fileDoc) (spelling, []string) {
 	}
 	msgs := make([]string, len(used))
 	for i, w := range used {
-		where := w.first
-		if w.more > 0 {
-			where = fmt.Sprintf("%s and %d more", w.first, w.more)
+		msgs[i] = fmt.Sprintf("%s: is deprecated and goes in 0.3.0: write %s: instead", w.old, w.now)
+		switch {
+		case w.more > 0:
+			msgs[i] += fmt.Sprintf(" (%s and %d more)", w.first, w.more)
+		case w.first != "":
+			msgs[i] += " (" + w.first + ")"
 		}
-		msgs[i] = fmt.Sprintf("%s: is deprecated and goes in 0.3.0: write %s: instead (%s)", w.old, w.now, where)
 	}
 	return sp, msgs
 }

@@ -84,7 +84,7 @@ func TestFormerWordsDeprecatedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"resources: is deprecated and goes in 0.3.0: write kinds: instead (resources)",
+		"resources: is deprecated and goes in 0.3.0: write kinds: instead",
 		"key: is deprecated and goes in 0.3.0: write template: instead (resources.account.key and 1 more)",
 		"kind: is deprecated and goes in 0.3.0: write access: instead (operations.audit.kind and 1 more)",
 	}
