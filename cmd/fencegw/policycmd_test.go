@@ -118,14 +118,7 @@ func TestPolicyOpenAPI(t *testing.T) {
 // as the same policy in the current ones, and each former word it uses is
 // named once on standard error; a policy in current words has no warning.
 func TestPolicyCheckNamesFormerWords(t *testing.T) {
-	demo, err := os.ReadFile("../../testdata/demo/policy.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	former := strings.NewReplacer("\nkinds:\n", "\nresources:\n", "    template: ", "    key: ").Replace(string(demo))
-	if former == string(demo) {
-		t.Fatal("the demo policy has no kinds: with a template: to spell the former way")
-	}
+	demo, former := formerDemo(t)
 	check := func(src string) (out, stderr string) {
 		path := filepath.Join(t.TempDir(), "policy.yaml")
 		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
@@ -140,7 +133,7 @@ func TestPolicyCheckNamesFormerWords(t *testing.T) {
 		}
 		return strings.ReplaceAll(o.String(), path, "FILE"), e.String()
 	}
-	nowOut, nowErr := check(string(demo))
+	nowOut, nowErr := check(demo)
 	oldOut, oldErr := check(former)
 	if nowErr != "" {
 		t.Errorf("policy check of current words warned: %q", nowErr)
@@ -153,4 +146,20 @@ func TestPolicyCheckNamesFormerWords(t *testing.T) {
 			t.Errorf("policy check of former words: stderr %q names %q %d times, want once", oldErr, word, n)
 		}
 	}
+}
+
+// formerDemo returns the demo policy, and the same spelled in the former
+// words (policy/words.go).
+func formerDemo(t *testing.T) (demo, former string) {
+	t.Helper()
+	data, err := os.ReadFile("../../testdata/demo/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo = string(data)
+	former = strings.NewReplacer("\nkinds:\n", "\nresources:\n", "    template: ", "    key: ").Replace(demo)
+	if former == demo {
+		t.Fatal("the demo policy has no kinds: with a template: to spell the former way")
+	}
+	return demo, former
 }
