@@ -133,7 +133,7 @@ func (p *Policy) slotOf(name string) (semaphore string, permit int) {
 	return sem, permit
 }
 
-// leaseNamed is Lease of a name the policy's keys produce as it is, no
+// leaseNamed is Lease of a name the policy's templates produce as it is, no
 // permit slot.
 func (p *Policy) leaseNamed(c *Client, name string) (LeaseKind, error) {
 	var kinds []string
@@ -163,11 +163,11 @@ func (p *Policy) leaseNamed(c *Client, name string) (LeaseKind, error) {
 		return LeaseKind{}, fmt.Errorf("%w: client %s may not lease %q: it is %s, and none of the operations the client may call writes one, nor does its leases: list it",
 			ErrLeaseNotAllowed, c.Name, shown, strings.Join(kinds, " or "))
 	}
-	return LeaseKind{}, fmt.Errorf("%w: %q is not a name the policy's keys produce (%s) from values their operations accept; a lock that fences no write needs an entry under \"leases:\" in the policy",
+	return LeaseKind{}, fmt.Errorf("%w: %q is not a name the policy's templates produce (%s) from values their operations accept; a lock that fences no write needs an entry under \"leases:\" in the policy",
 		ErrUnknownLease, shown, p.leaseKeys())
 }
 
-// leaseKeys lists the keys lease names come from, for messages.
+// leaseKeys lists the templates lease names come from, for messages.
 func (p *Policy) leaseKeys() string {
 	var keys []string
 	for _, w := range p.writers {
