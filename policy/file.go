@@ -47,7 +47,7 @@ type fileOperation struct {
 	// Kind is the former name of Access, deprecated (words.go).
 	Kind       string             `yaml:"kind" deprecated:"access"`
 	Resource   string             `yaml:"resource"`
-	Resources  map[string]string  `yaml:"resources" deprecated:"kinds"` // role -> key template over the arguments
+	Resources  map[string]string  `yaml:"resources"` // role -> template over the arguments
 	Args       map[string]fileArg `yaml:"args"`
 	Statements []fileStatement    `yaml:"statements"`
 }
