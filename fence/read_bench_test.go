@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkRead measures what the fence adds to a read, one at a time on a
-// real database: the balance read of readOperations run by Store.Read (a
+// real database: the demo's balance read run by Store.Read (a
 // read-only transaction, its fence read, the SELECT, one round trip), and
 // the same SELECT as the policy compiles it, sent alone through the pool
 // (BENCHMARKS.md holds the figures).

@@ -11,17 +11,9 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// readOperations are reads over the demo's accounts: one account's balance,
+// readOperations are reads over the demo's accounts besides its balance:
 // both of a pair's, and one that calls a function the test defines.
-const readOperations = `  balance:
-    kind: read
-    resource: account
-    args:
-      account: {type: string, max_length: 64, pattern: "acct-[0-9]+"}
-    statements:
-      - sql: SELECT id, balance_cents FROM demo.accounts WHERE id = :account
-        expect_rows: 1
-  pair:
+const readOperations = `  pair:
     kind: read
     resources:
       from: "account/{from}"

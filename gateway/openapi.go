@@ -280,11 +280,11 @@ func observePath(pol *policy.Policy) obj {
 		"summary":     "The holder of a resource's lock and its waiters in grant order (leader observation); of a semaphore, its held slots and its line.",
 		"security":    security(pol),
 		"parameters": []any{obj{"name": "resource", "in": "query", "required": true, "schema": obj{"type": "string", "minLength": 1, "maxLength": tokens.MaxResourceLen},
-			"description": "A lock's name; or a semaphore's (the policy's permits), answered with a SemaphoreState. A semaphore's slot (<semaphore>#<permit>) is the lock it is."}},
+			"description": "A lock's name; or a semaphore's (the policy's permits), answered with a SemaphoreState. A semaphore's slot (<semaphore>#<permit>) is the lock it is. The caller's, as for POST /v1/leases and the watch, else 403."}},
 		"responses": withProblems(obj{
 			"200": obj{"description": "The lock's state, or the semaphore's.", "content": obj{"application/json": obj{"schema": obj{"anyOf": []any{
 				obj{"$ref": "#/components/schemas/LockState"}, obj{"$ref": "#/components/schemas/SemaphoreState"}}}}}},
-		}, authProblems(pol, "bad-request", "unavailable", "internal")...),
+		}, watchProblems(pol)...),
 	}
 }
 

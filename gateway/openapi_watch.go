@@ -27,6 +27,8 @@ func watchPath(pol *policy.Policy) obj {
 	}
 }
 
+// watchProblems are the refusals of following or observing a lock: a
+// name outside the caller's scope is forbidden.
 func watchProblems(pol *policy.Policy) []string {
 	kinds := authProblems(pol, "bad-request", "unavailable", "internal")
 	if pol.AuthRequired() {

@@ -104,7 +104,7 @@ func (p *Policy) Lease(c *Client, name string) (LeaseKind, error) {
 		// No resource: its slot suffixes are not worth reading.
 		return LeaseKind{}, tokens.CheckResource(name)
 	}
-	if sem, permit := p.slotOf(name); permit != 0 {
+	if sem, permit, _ := p.slotOf(name); permit != 0 {
 		// A permit slot is its semaphore's, to watch or observe; the
 		// caller of Lease refuses to lease it (SlotError).
 		k, err := p.leaseNamed(c, sem)
@@ -112,25 +112,6 @@ func (p *Policy) Lease(c *Client, name string) (LeaseKind, error) {
 		return k, err
 	}
 	return p.leaseNamed(c, name)
-}
-
-// slotOf returns the semaphore whose permit slot name is, the name its
-// key produces, and the permit; permit 0 if name is no slot. A slot's
-// name with a slot suffix (pool/p1#2#1) is a slot of the same semaphore,
-// the last suffix's. Each suffix is read once: the clients' names, of
-// many suffixes, cost time linear in them.
-func (p *Policy) slotOf(name string) (semaphore string, permit int) {
-	sem, permit, ok := tokens.SplitPermitResource(name)
-	if !ok {
-		return "", 0
-	}
-	if inner, k := p.slotOf(sem); k != 0 {
-		return inner, permit
-	}
-	if k, err := p.leaseNamed(nil, sem); err != nil || k.Permits() == 0 {
-		return "", 0
-	}
-	return sem, permit
 }
 
 // leaseNamed is Lease of a name the policy's templates produce as it is, no

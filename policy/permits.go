@@ -41,6 +41,30 @@ func compilePermits(ps *problems, entry string, fr fileKind, r *ResourceKind) bo
 	return true
 }
 
+// slotOf returns the semaphore whose permit slot name is, the permit and
+// the semaphore's kind; permit 0 and no kind if name is no slot. A name
+// S#P is permit P's slot of S when S is of a semaphore's kind of P
+// permits or more (a slot past the permits is a name like any other).
+// A slot's name with a slot suffix (pool/p1#2#1) is a slot of the same
+// semaphore, the last suffix's. Each suffix is read once: the clients'
+// names, of many suffixes, cost time linear in them.
+func (p *Policy) slotOf(name string) (semaphore string, permit int, kind *ResourceKind) {
+	sem, permit, ok := tokens.SplitPermitResource(name)
+	if !ok {
+		return "", 0, nil
+	}
+	semaphore = sem
+	if inner, _, k := p.slotOf(sem); k != nil {
+		semaphore, kind = inner, k
+	} else {
+		kind = p.templateKind(sem)
+	}
+	if kind == nil || permit > kind.Permits {
+		return "", 0, nil
+	}
+	return semaphore, permit, kind
+}
+
 // permitsText describes a kind's permits for Describe.
 func permitsText(n int) string {
 	if n == 0 {

@@ -159,3 +159,38 @@ func TestLeaseOfNestedSlotNames(t *testing.T) {
 		t.Fatalf("Lease of a name past %d bytes = %v, want ErrBadResource", tokens.MaxResourceLen, err)
 	}
 }
+
+// TestLeaseAndKindOfAgreeOnSlots: Lease and KindOf read a permit slot by
+// one rule: S#P is a slot of S when P is within S's permits, and a
+// slot's name with a slot suffix is a slot of the same semaphore. A
+// suffix past the permits is part of a name like any other (Lease took
+// any #P for a slot, KindOf only those within the permits).
+func TestLeaseAndKindOfAgreeOnSlots(t *testing.T) {
+	p := mustParse(t, semaphorePolicy)
+	pool := p.Resources["pool"]
+	for _, tt := range []struct {
+		name     string
+		wantSlot int
+		wantKind *ResourceKind
+	}{
+		{"pool/p1", 0, pool},
+		{"pool/p1#3", 3, pool},
+		{"beyond the permits: pool/p1#4", 0, pool},
+		{"beyond every semaphore's: pool/p1#1000", 0, pool},
+		{"nested: pool/p1#2#1", 1, pool},
+		{"nested beyond the permits: pool/p1#2#4", 0, pool},
+		{"a slot of a name past the permits: pool/p1#4#2", 2, pool},
+		{"no permit: pool/p1#0", 0, pool},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			name := tt.name[strings.LastIndex(tt.name, " ")+1:]
+			if got := p.KindOf(name); got != tt.wantKind {
+				t.Errorf("KindOf(%q) = %v, want %v", name, got, tt.wantKind)
+			}
+			k, err := p.Lease(nil, name)
+			if err != nil || k.Slot != tt.wantSlot || k.ResourceKind != tt.wantKind {
+				t.Errorf("Lease(%q) = slot %d of %v, %v; want slot %d of %v", name, k.Slot, k.ResourceKind, err, tt.wantSlot, tt.wantKind)
+			}
+		})
+	}
+}

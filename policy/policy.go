@@ -198,11 +198,14 @@ func (p *Policy) OperationNames() []string { return sortedKeys(p.Operations) }
 // of a semaphore ("pool/p1#2") is of its semaphore's kind, whatever its
 // name happens to match.
 func (p *Policy) KindOf(key string) *ResourceKind {
-	if sem, permit, ok := tokens.SplitPermitResource(key); ok {
-		if r := p.KindOf(sem); r != nil && permit <= r.Permits {
-			return r
-		}
+	if _, _, r := p.slotOf(key); r != nil {
+		return r
 	}
+	return p.templateKind(key)
+}
+
+// templateKind is KindOf of a name read as it is, no permit slot.
+func (p *Policy) templateKind(key string) *ResourceKind {
 	for _, name := range sortedKeys(p.Resources) {
 		if r := p.Resources[name]; r.Template.match(key) {
 			return r

@@ -3,7 +3,6 @@ package sqlfront
 import (
 	"bufio"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -119,7 +118,7 @@ func (s *Server) tlsConfig() *tls.Config {
 // refuse tells the client why its connection ends, if err says, and logs
 // it; a client that went away, or a cancel handled, needs neither.
 func (s *Server) refuse(conn net.Conn, err error) {
-	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+	if err == nil || clientWentAway(err) {
 		return
 	}
 	se, ok := asSQLError(err)

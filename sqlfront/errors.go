@@ -2,6 +2,8 @@ package sqlfront
 
 import (
 	"errors"
+	"io"
+	"net"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -57,6 +59,12 @@ func fatal(code, message string) *sqlError {
 // refusal is an ERROR sqlError: the statement, and its transaction, fail.
 func refusal(code, message, hint string) *sqlError {
 	return &sqlError{Code: code, Message: message, Hint: hint}
+}
+
+// clientWentAway says err is the client's connection ending (closed,
+// cut mid-frame, or closed by the front): nothing to tell it.
+func clientWentAway(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
 }
 
 // asSQLError returns err as an sqlError if it is one.

@@ -1,16 +1,13 @@
 package sqlfront
 
-import (
-	"errors"
-	"io"
-	"net"
-	"time"
-)
+import "time"
 
 // The loop: one event at a time, frames already read first, writes only
 // when it would otherwise wait (session.go).
 
-// loop handles events until the session ends.
+// loop handles events until the session ends, and returns why: never
+// nil, for a session ends only by an error, the client's goodbye
+// (errTerminated) and its going away included.
 func (s *session) loop() error {
 	for {
 		if err := s.step(true); err != nil {
@@ -116,7 +113,7 @@ func (s *session) clientGone(err error) error {
 	if _, ok := asSQLError(err); ok {
 		return err
 	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+	if clientWentAway(err) {
 		return err
 	}
 	return fatal(codeProtocol, "invalid message from the client: "+err.Error())

@@ -73,6 +73,9 @@ type Config struct {
 	// MaxMessageBytes bounds one message from a client; a larger one
 	// ends the session. 0: DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// Metrics, if set, report the front's gate (NewMetrics); one front
+	// reports to them.
+	Metrics *Metrics
 }
 
 // Defaults of Config.
@@ -124,9 +127,10 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	gate := admission.New(cfg.Metrics.gateConfig(admission.Config{Limit: cfg.MaxTransactions, Wait: cfg.QueueTimeout, Refused: errNoTurn, What: "transactions"}))
+	cfg.Metrics.served(gate)
 	return &Server{cfg: cfg, log: log.With("front", "sql"), listeners: map[net.Listener]bool{}, conns: map[net.Conn]bool{},
-		perClient: map[string]int{}, byKey: map[cancelKey]*session{},
-		gate: admission.New(admission.Config{Limit: cfg.MaxTransactions, Wait: cfg.QueueTimeout, Refused: errNoTurn, What: "transactions"})}, nil
+		perClient: map[string]int{}, byKey: map[cancelKey]*session{}, gate: gate}, nil
 }
 
 // ErrServerClosed is returned by Serve after Close.

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -127,7 +126,7 @@ func (s *session) run() {
 		_ = s.flush()
 		return
 	}
-	if err != nil && !errors.Is(err, errTerminated) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+	if !errors.Is(err, errTerminated) && !clientWentAway(err) {
 		s.log.Info("session ended", "error", err.Error())
 	}
 }

@@ -56,6 +56,7 @@ func (s *session) takeTurn(f frame) (refused bool, err error) {
 		return true, s.refuseUnsent(f, refusal(codeCancelled, "canceling statement due to user request: it waited for a turn, and nothing of it was sent to PostgreSQL", ""))
 	}
 	s.log.Info("no turn for a statement in time", "error", err.Error())
+	s.srv.cfg.Metrics.noTurn()
 	return true, s.refuseUnsent(f, refusal(codeNoTurn,
 		fmt.Sprintf("the SQL front has its limit of %d transactions in flight, and this statement waited %v for a turn: nothing of it was sent to PostgreSQL",
 			s.srv.cfg.MaxTransactions, s.srv.cfg.QueueTimeout),

@@ -74,7 +74,8 @@ func newEnv(t *testing.T) *env {
 // conformancePolicy is the demo policy (accounts acct-1 to acct-100 at
 // 1000 cents, debit, credit, transfer, open_account, job/ leases) with
 // what the scenarios need besides: pool/{pool}, a semaphore of 2 permits
-// whose work op logs under the permit's slot, and balance, a fenced read.
+// whose work op logs under the permit's slot. Its balance is the fenced
+// read the scenarios use.
 func conformancePolicy(t testing.TB) string {
 	t.Helper()
 	src, err := os.ReadFile("../../testdata/demo/policy.yaml")
@@ -94,14 +95,6 @@ operations:
       - sql: |
           INSERT INTO demo.write_log (resource, epoch, revision, operation, account, amount_cents)
           VALUES (:_resource, :_epoch, :_revision, 'work', :pool, 0)
-
-  balance:
-    kind: read
-    resource: account
-    args:
-      account: {type: string, max_length: 64, pattern: "acct-[0-9]+"}
-    statements:
-      - sql: SELECT id, balance_cents FROM demo.accounts WHERE id = :account
 
 `, 1)
 }

@@ -109,6 +109,14 @@ func (c *serveConfig) bind(cmd *cobra.Command, d flagDefaults) {
 	completeWords(cmd, "log-level", "debug", "info", "warn", "error")
 }
 
+// bindUnsafe registers the flags that switch a safety property off, for
+// the control runs that must show it failing: torture's, and the
+// examples' stories told without the fence on dev.
+func (c *serveConfig) bindUnsafe(fs *pflag.FlagSet) {
+	fs.BoolVar(&c.UnsafeNoFence, "unsafe-no-fence", false, "DANGER, for control runs only (fencegw torture, the examples' stories without the fence): accept every token, stale or not")
+	fs.BoolVar(&c.UnsafeIgnoreCommitWarnings, "unsafe-ignore-commit-warnings", false, "DANGER, for the control runs of fencegw torture only: answer 200 for a COMMIT PostgreSQL warned about (a cancelled wait for synchronous replication), which a failover can lose")
+}
+
 // completeWords makes the shell complete flag's value from words.
 func completeWords(cmd *cobra.Command, flag string, words ...string) {
 	_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(words, cobra.ShellCompDirectiveNoFileComp))

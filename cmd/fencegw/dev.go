@@ -49,11 +49,14 @@ func devCommand() *cobra.Command {
 		Short: "run the gateway on embedded defaults: in-process etcd, a throwaway PostgreSQL, the demo",
 		Long: `Runs the whole stack in one process for trying fencegw out: an in-process
 etcd, a throwaway PostgreSQL from the installed server binaries (unless
-DATABASE_URL is set), the demo's migrations, guard and policy; prints what
+--database-url or DATABASE_URL names a server), the demo's migrations, guard and policy; prints what
 to try. Nothing it starts outlives it. Flags as serve's, also from FENCEGW_
-variables; logs are text unless --log-format json.`,
+variables, but for --etcd and its access flags (dev's etcd is its own) and
+--policy (--demo's is served); logs are text unless --log-format json.
+--unsafe-no-fence tells an example's story without the fence: its control.`,
 		Example: `  fencegw dev
-  fencegw dev --demo examples/refund --listen 127.0.0.1:8081`,
+  fencegw dev --demo examples/refund --listen 127.0.0.1:8081
+  fencegw dev --demo examples/recon --unsafe-no-fence      # the control: stale writes land`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnv(cmd.Flags()); err != nil {
@@ -63,6 +66,8 @@ variables; logs are text unless --log-format json.`,
 		},
 	}
 	cfg.bind(cmd, devDefaults)
+	bindDatabaseURL(cmd.Flags(), &cfg.DatabaseURL)
+	cfg.bindUnsafe(cmd.Flags())
 	cfg.hurry = secondSignal
 	cfg.command = "dev"
 	cmd.Flags().StringVar(&demo, "demo", defaultDemo, "folder with the demo's policy.yaml and migrations/ (e.g. examples/refund)")
@@ -105,8 +110,7 @@ func runDev(ctx context.Context, cfg serveConfig, demo string, adopt bool, out i
 	defer etcd.Close()
 	cfg.EtcdEndpoints = etcd.Endpoints()
 
-	cfg.DatabaseURL = envOr("", "FENCEGW_DATABASE_URL", "DATABASE_URL")
-	dbNote := "from FENCEGW_DATABASE_URL or DATABASE_URL"
+	dbNote := "from --database-url, FENCEGW_DATABASE_URL or DATABASE_URL"
 	if cfg.DatabaseURL == "" {
 		pg, err := pgcluster.Start(startCtx, pgcluster.Options{})
 		if err != nil {
@@ -142,6 +146,11 @@ func runDev(ctx context.Context, cfg serveConfig, demo string, adopt bool, out i
 		}
 		if frontAddr != "" {
 			sheet = frontSheet(sheet, frontAddr, key, cfg.DatabaseURL, filepath.Clean(demo) == defaultDemo)
+		}
+		if cfg.UnsafeNoFence {
+			// Said where the person looks, besides serve's log line: a
+			// control run must not be mistaken for the demo.
+			sheet = "\nFENCING IS OFF (--unsafe-no-fence): every token is accepted, stale writes land. A control run, never the real thing.\n" + sheet
 		}
 		fmt.Fprint(out, sheet)
 	})
@@ -196,9 +205,26 @@ Transfer between two accounts, each under its own lease (a token per role):
   curl -s -X POST {base}/v1/ops/transfer -H 'Fencing-Token: from="1:NN:SIG", to="1:MM:SIG"' \
        -d '{"from": "acct-1", "to": "acct-2", "amount_cents": 50}'
 
+Read the balance under the lease's token: the answer holds the account's fence,
+and a superseded token reads nothing (409 stale-token):
+  curl -s -X POST {base}/v1/reads/balance -H 'Fencing-Token: 1:NN:SIG' -d '{"account": "acct-1"}'
+
 Keep the lease alive, release it:
   curl -s -X POST {base}/v1/leases/LEASE_ID/keepalive
   curl -s -X DELETE {base}/v1/leases/LEASE_ID
+
+A semaphore: export/NAME grants two permits at once (a third waits or is refused),
+each a slot with a token and a fence of its own (the token reads 1:NN#1:SIG):
+  curl -s -X POST {base}/v1/leases -H 'Content-Type: application/json' -d '{"resource": "export/daily", "ttl": 30}'
+  curl -s -X POST {base}/v1/ops/export_batch -H 'Fencing-Token: 1:NN#1:SIG' -d '{"batch": "daily"}'
+
+A bounded hold: a lease on settlement/DAY ends 10 s after its grant, however often
+it is renewed (max_hold; its keepalive then answers 404); ops settle_day {"day"}:
+  curl -s -X POST {base}/v1/leases -H 'Content-Type: application/json' -d '{"resource": "settlement/2026-10-18", "ttl": 5}'
+
+A lock delay: once a lease on payout/ACCOUNT EXPIRES (not when released), nobody
+gets it for 10 s (lock_delay; a request meanwhile answers 409 locked); ops pay_out {"account"}:
+  curl -s -X POST {base}/v1/leases -H 'Content-Type: application/json' -d '{"resource": "payout/acct-1", "ttl": 1}'
 
 Health and metrics: {base}/readyz  {base}/metrics
 

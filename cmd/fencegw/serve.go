@@ -63,8 +63,7 @@ variable.`,
 	cfg.bind(cmd, serveDefaults)
 	cfg.bindBackends(cmd, fs, allBackends)
 	cfg.hurry = secondSignal
-	fs.BoolVar(&cfg.UnsafeNoFence, "unsafe-no-fence", false, "DANGER, for the control runs of fencegw torture only: accept every token, stale or not")
-	fs.BoolVar(&cfg.UnsafeIgnoreCommitWarnings, "unsafe-ignore-commit-warnings", false, "DANGER, for the control runs of fencegw torture only: answer 200 for a COMMIT PostgreSQL warned about (a cancelled wait for synchronous replication), which a failover can lose")
+	cfg.bindUnsafe(fs)
 	return cmd
 }
 
@@ -79,7 +78,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return err
 	}
 	if cfg.UnsafeNoFence {
-		log.Error("--unsafe-no-fence: FENCING IS OFF, stale writes will land; this mode exists only for torture control runs")
+		log.Error("--unsafe-no-fence: FENCING IS OFF, stale writes will land; this mode exists only for control runs (fencegw torture, the examples told without the fence)")
 	}
 	if cfg.UnsafeIgnoreCommitWarnings {
 		log.Error("--unsafe-ignore-commit-warnings: a COMMIT PostgreSQL warned about is answered 200, and a failover can lose it; this mode exists only for torture control runs")
@@ -148,6 +147,8 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		OpsListener: cfg.TLS.OpsListen != "",
 	}
 	creds.configure(&gwConfig)
+	frontMetrics := cfg.SQLFront.metrics()
+	gwConfig.Collectors = append(gwConfig.Collectors, frontMetrics.Collectors()...)
 	gw, err := gateway.New(gwConfig)
 	if err != nil {
 		return err
@@ -193,7 +194,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	defer stopOps() // after the API: probes see /readyz fail while it drains
-	frontAddr, stopFront, err := serveSQLFront(cfg.SQLFront, cfg.DatabaseURL, pool, auth, pol, nd, creds, log)
+	frontAddr, stopFront, err := serveSQLFront(cfg.SQLFront, frontMetrics, cfg.DatabaseURL, pool, auth, pol, nd, creds, log)
 	if err != nil {
 		_ = srv.Close()
 		return fmt.Errorf("%s: %w", cmd, err)

@@ -54,10 +54,19 @@ func (f *sqlFrontFlags) check() error {
 	return nil
 }
 
+// metrics are the front's metrics, served on /metrics beside the
+// gateway's; nil, none, when the front is off.
+func (f *sqlFrontFlags) metrics() *sqlfront.Metrics {
+	if f.Listen == "" {
+		return nil
+	}
+	return sqlfront.NewMetrics()
+}
+
 // serveSQLFront serves the SQL front on f.Listen, if set, until stop is
 // called, which ends every session (PostgreSQL rolls back what each had
 // open). onBound, if set, gets the address it serves.
-func serveSQLFront(f sqlFrontFlags, databaseURL string, pool *pgxpool.Pool, auth *authority.Etcd, pol *policy.Policy, nd *node.Node,
+func serveSQLFront(f sqlFrontFlags, metrics *sqlfront.Metrics, databaseURL string, pool *pgxpool.Pool, auth *authority.Etcd, pol *policy.Policy, nd *node.Node,
 	creds *serveCredentials, log *slog.Logger) (addr string, stop func(), err error) {
 	if f.Listen == "" {
 		return "", func() {}, nil
@@ -71,6 +80,7 @@ func serveSQLFront(f sqlFrontFlags, databaseURL string, pool *pgxpool.Pool, auth
 		Audit: nd.Audit, Logger: log, MaxConnections: f.MaxConnections, MaxClientConnections: f.PerClient,
 		MaxTransactions: f.MaxTransactions, QueueTimeout: f.QueueTimeout,
 		IdleInTransactionTimeout: f.IdleInTxTimeout, IdleTimeout: f.IdleTimeout, StatementTimeout: f.StmtTimeout, MaxMessageBytes: f.MaxMessage,
+		Metrics: metrics,
 	}
 	if creds.tls != nil {
 		cfg.TLS = creds.tls.Config()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/internal/harness/testgw"
 	"github.com/fencegw/fencegw/tokens"
@@ -12,9 +13,11 @@ import (
 
 // startGateway serves the example's policy on a fresh database, with the
 // guard on leader.decisions: nothing but a fenced lead writes there.
-func startGateway(t *testing.T) *testgw.Gateway {
+// config, if set, changes the gateway's (the control turns the fence off).
+func startGateway(t *testing.T, config func(*gateway.Config)) *testgw.Gateway {
 	return testgw.Start(t, testgw.Options{
 		Policy: "policy.yaml", Migrations: "migrations", MigrationsTable: "leader_schema_migrations", Guard: true,
+		Config: config,
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencegw/fencegw/client"
 	"github.com/fencegw/fencegw/examples/internal/holdpoint"
+	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/pause"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
 // token.
 func TestObservation(t *testing.T) {
 	t.Parallel()
-	gw := startGateway(t)
+	gw := startGateway(t, nil)
 	e := election{bin: buildLeader(t), gateway: gw.URL, group: "g1"}
 	a, b, c := e.start(t, "a"), e.start(t, "b"), e.start(t, "c")
 	// The watcher follows by watch, not by polling: asked to look again
@@ -61,15 +62,26 @@ func TestObservation(t *testing.T) {
 // lease and sending its write; its lease expires, another candidate leads
 // and writes with a newer token; then the old leader resumes and sends the
 // write it prepared. The fence refuses it, and the old leader steps down
-// and follows the new one.
+// and follows the new one. The control tells the same story against a
+// gateway with the fence off: the late write lands behind the new
+// leader's, and the history check the story passes fails.
 func TestFrozenLeader(t *testing.T) {
 	t.Parallel()
-	gw := startGateway(t)
+	bin := buildLeader(t)
+	t.Run("RefusedByTheFence", func(t *testing.T) { frozenLeader(t, bin, "g2", true) })
+	t.Run("WithoutTheFenceItsWriteLands", func(t *testing.T) { frozenLeader(t, bin, "g3", false) })
+}
+
+// frozenLeader tells the frozen leader's story in group (unique to the
+// test: the lock is in the test binary's shared etcd), against a gateway
+// with the fence on or off.
+func frozenLeader(t *testing.T, bin, group string, fenced bool) {
+	gw := startGateway(t, func(c *gateway.Config) { c.UnsafeNoFence = !fenced })
 	// The hold point does nothing while its folder is missing (it cannot
 	// write its file there), so the candidates run free until the test
 	// makes it.
 	hold := filepath.Join(t.TempDir(), "hold")
-	e := election{bin: buildLeader(t), gateway: gw.URL, group: "g2", holdDir: hold}
+	e := election{bin: bin, gateway: gw.URL, group: group, holdDir: hold}
 	a, b, c := e.start(t, "a"), e.start(t, "b"), e.start(t, "c")
 	gc := client.New(gw.URL)
 
@@ -95,11 +107,8 @@ func TestFrozenLeader(t *testing.T) {
 	if held.Pid != old.pid() {
 		t.Fatalf("process %d is at the hold point, want the leader %s (%d)", held.Pid, old.name, old.pid())
 	}
-	if err := syscall.Kill(old.pid(), syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	if !testenv.WaitFor(10*time.Second, func() bool { return pause.Stopped(old.pid()) }) {
-		t.Fatalf("%s did not stop", old.name)
+	if err := pause.Stop(old.pid()); err != nil {
+		t.Fatalf("%s: %v", old.name, err)
 	}
 	// Let go while frozen: the write goes out the moment it runs again.
 	if err := held.Release(); err != nil {
@@ -116,11 +125,25 @@ func TestFrozenLeader(t *testing.T) {
 	// Frozen, the old leader prints nothing: its next line is the fate of
 	// the write it prepared.
 	mark := old.out.Len()
-	if err := syscall.Kill(old.pid(), syscall.SIGCONT); err != nil {
+	if err := pause.Resume(old.pid()); err != nil {
 		t.Fatal(err)
 	}
+	line := old.lineAfter(t, mark)
+	if !fenced {
+		if !strings.Contains(line, "wrote ") || !strings.Contains(line, " with token "+holder.Token) {
+			t.Fatalf("%s resumed and printed %q, want its prepared write applied: the fence is off", old.name, line)
+		}
+		late := false
+		for _, d := range decisions(t, gw, e.group) {
+			late = late || d.token == token && d.id > firstNew.id
+		}
+		if !late {
+			t.Fatalf("without the fence, no write of %s with token %s committed after %s's first with %s", old.name, holder.Token, successor.name, next.Token)
+		}
+		return
+	}
 	want := " with token " + holder.Token + " refused, the fence is at " + next.Token
-	if line := old.lineAfter(t, mark); !strings.Contains(line, "stale: write ") || !strings.Contains(line, want) {
+	if !strings.Contains(line, "stale: write ") || !strings.Contains(line, want) {
 		t.Fatalf("%s resumed and printed %q, want its prepared write refused as stale%s", old.name, line, want)
 	}
 	old.await(t, "stepped down", "campaigning", "following "+successor.name)

@@ -8,7 +8,9 @@
 //
 // It needs a gateway serving examples/leader/policy.yaml, and prints one
 // event a line: following X, leading with token T, wrote n, stale: stepped
-// down. --observe only follows.
+// down. --observe only follows. With FENCEGW_HOLD_DIR set, the leader
+// waits before each write until told to go on, so that it can be frozen
+// exactly between its lease check and its write (examples/README.md).
 //
 // Election is not a lock. A leader that lost its lease can still be
 // running, with its connections open and its timers firing, and write;

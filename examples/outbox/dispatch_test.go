@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencegw/fencegw/client"
 	"github.com/fencegw/fencegw/examples/internal/psp"
+	"github.com/fencegw/fencegw/examples/internal/storytest"
 )
 
 // TestDispatch: the queue's leader has the provider refund each intent
@@ -16,11 +17,11 @@ import (
 // not call the provider.
 func TestDispatch(t *testing.T) {
 	gw := startGateway(t)
-	fake, pspURL := startPSP(t)
+	fake, pspURL := storytest.Provider(t)
 	intents := []string{"8842", "8843", "8844"}
 	requestRefunds(t, gw.URL, "refunds", intents...)
 	l := takeQueue(t, gw.URL, "refunds")
-	p := psp.NewClient(pspURL, eventTimeout)
+	p := psp.NewClient(pspURL, storytest.EventTimeout)
 
 	rep, err := dispatch(t.Context(), l, p, true)
 	if err != nil || rep != (dispatchReport{Delivered: 3}) {
@@ -53,8 +54,8 @@ func TestDispatch(t *testing.T) {
 // call the provider, and nothing is written.
 func TestStaleLeaderDoesNothing(t *testing.T) {
 	gw := startGateway(t)
-	fake, pspURL := startPSP(t)
-	p := psp.NewClient(pspURL, eventTimeout)
+	fake, pspURL := storytest.Provider(t)
+	p := psp.NewClient(pspURL, storytest.EventTimeout)
 	requestRefunds(t, gw.URL, "refunds", "8842")
 
 	// A's lease ends before B's begins; B delivers 8842, so the queue's

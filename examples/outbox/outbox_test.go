@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -12,40 +11,26 @@ import (
 
 	"github.com/fencegw/fencegw/client"
 	"github.com/fencegw/fencegw/examples/internal/psp"
+	"github.com/fencegw/fencegw/examples/internal/storytest"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/internal/harness/testgw"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
 
-// eventTimeout bounds every wait for an event; none is expected to take
-// more than a few seconds.
-const eventTimeout = 30 * time.Second
-
 // startGateway serves this example's policy on a fresh database, guarded:
 // an intent's rows take a fenced write of refund/{intent}, a queue's
 // deliveries one of outbox/{queue}.
 func startGateway(t *testing.T) *testgw.Gateway {
 	t.Helper()
-	return testgw.Start(t, testgw.Options{
-		Policy: "policy.yaml", Migrations: "migrations", MigrationsTable: "outbox_schema_migrations", Guard: true,
-	})
-}
-
-// startPSP serves a fake provider for the test and returns it and its URL.
-func startPSP(t *testing.T) (*psp.Fake, string) {
-	t.Helper()
-	fake := psp.NewFake()
-	srv := httptest.NewServer(fake.Handler())
-	t.Cleanup(srv.Close)
-	return fake, srv.URL
+	return storytest.Gateway(t, "outbox_schema_migrations", nil)
 }
 
 // requestRefunds requests a 2500-cent refund of each intent on queue.
 func requestRefunds(t *testing.T, gatewayURL, queue string, intents ...string) {
 	t.Helper()
 	for _, id := range intents {
-		r := requestConfig{Intent: id, AmountCents: 2500, Queue: queue, TTL: 10 * time.Second, Wait: eventTimeout}
+		r := requestConfig{Intent: id, AmountCents: 2500, Queue: queue, TTL: 10 * time.Second, Wait: storytest.EventTimeout}
 		if _, err := request(t.Context(), client.New(gatewayURL), r); err != nil {
 			t.Fatalf("requesting %s: %v", id, err)
 		}
@@ -57,7 +42,7 @@ func requestRefunds(t *testing.T, gatewayURL, queue string, intents ...string) {
 func takeQueue(t *testing.T, gatewayURL, queue string) leader {
 	t.Helper()
 	c := client.New(gatewayURL)
-	lease, err := c.Acquire(t.Context(), "outbox/"+queue, client.AcquireOptions{TTL: 10 * time.Second, Wait: eventTimeout})
+	lease, err := c.Acquire(t.Context(), "outbox/"+queue, client.AcquireOptions{TTL: 10 * time.Second, Wait: storytest.EventTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/examples/internal/holdpoint"
+	"github.com/fencegw/fencegw/examples/internal/storytest"
 	"github.com/fencegw/fencegw/internal/harness/pause"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
@@ -107,7 +108,7 @@ func (d *dispatcher) wait(t *testing.T) int {
 func (d *dispatcher) job(t *testing.T) int {
 	t.Helper()
 	var kids []int
-	if !testenv.WaitFor(eventTimeout, func() bool { kids = pause.Children(d.cmd.Process.Pid); return len(kids) == 1 }) {
+	if !testenv.WaitFor(storytest.EventTimeout, func() bool { kids = pause.Children(d.cmd.Process.Pid); return len(kids) == 1 }) {
 		t.Fatalf("%s: `fencegw lock` has children %v, want its one job", d.name, kids)
 	}
 	return kids[0]

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/client"
+	"github.com/fencegw/fencegw/examples/internal/storytest"
 )
 
 // TestRequest: the intent and its outbox row land in one write; the same
@@ -15,7 +16,7 @@ import (
 func TestRequest(t *testing.T) {
 	gw := startGateway(t)
 	c := client.New(gw.URL)
-	first, err := request(t.Context(), c, requestConfig{Intent: "8842", AmountCents: 2500, Queue: "refunds", TTL: 10 * time.Second, Wait: eventTimeout})
+	first, err := request(t.Context(), c, requestConfig{Intent: "8842", AmountCents: 2500, Queue: "refunds", TTL: 10 * time.Second, Wait: storytest.EventTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestRequest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := snapshot(t, gw.Pool)
-			got, err := request(t.Context(), c, requestConfig{Intent: "8842", AmountCents: tc.amount, Queue: tc.queue, TTL: 10 * time.Second, Wait: eventTimeout})
+			got, err := request(t.Context(), c, requestConfig{Intent: "8842", AmountCents: tc.amount, Queue: tc.queue, TTL: 10 * time.Second, Wait: storytest.EventTimeout})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("request: %+v, %v; want %v", got, err, tc.want)
 			}

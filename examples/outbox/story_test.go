@@ -4,15 +4,14 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fencegw/fencegw/examples/internal/holdpoint"
 	"github.com/fencegw/fencegw/examples/internal/psp"
+	"github.com/fencegw/fencegw/examples/internal/storytest"
 	"github.com/fencegw/fencegw/internal/harness/pause"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
@@ -31,24 +30,12 @@ type story struct {
 // lock` exits 3, and the database holds one delivery per intent, B's.
 func takeover(t *testing.T, bin binaries, pp pausePoint, queue string, noKey bool) *story {
 	gw := startGateway(t)
-	fake, pspURL := startPSP(t)
+	fake, pspURL := storytest.Provider(t)
 	requestRefunds(t, gw.URL, queue, intents...)
 	run := dispatcherRun{gateway: gw.URL, psp: pspURL, queue: queue, ttl: "2s", noKey: noKey}
-	arrived, answer := make(chan struct{}), make(chan struct{})
-	var answerOnce sync.Once
-	letAnswer := func() { answerOnce.Do(func() { close(answer) }) }
+	var held *storytest.Held // the provider's answer to A, when that is where A is frozen
 	if pp.hold == "" {
-		fake.Stall = func(ctx context.Context, n int) {
-			if n == 1 {
-				close(arrived)
-				select {
-				case <-answer:
-				case <-ctx.Done():
-				}
-			}
-		}
-		// Before the provider's server closes, which waits for its handlers.
-		t.Cleanup(letAnswer)
+		held = storytest.HoldFirst(t, fake)
 	} else {
 		run.holdDir = t.TempDir()
 	}
@@ -66,8 +53,8 @@ func takeover(t *testing.T, bin binaries, pp pausePoint, queue string, noKey boo
 		}
 	} else {
 		select {
-		case <-arrived:
-		case <-time.After(eventTimeout):
+		case <-held.Arrived():
+		case <-time.After(storytest.EventTimeout):
 			t.Fatalf("A's refund request never reached the provider:\n%s", a.out)
 		}
 		jobA = a.job(t)
@@ -86,9 +73,11 @@ func takeover(t *testing.T, bin binaries, pp pausePoint, queue string, noKey boo
 	// A wakes: the provider's answer, if held; its job, which goes on
 	// with what it had in hand; its `fencegw lock` once the job has
 	// ended, so that the fence, not the lock's SIGTERM, is what stops it.
-	letAnswer()
+	if held != nil {
+		held.Answer()
+	}
 	resume(t, jobA)
-	if !testenv.WaitFor(eventTimeout, func() bool { return pause.Ended(jobA) }) {
+	if !testenv.WaitFor(storytest.EventTimeout, func() bool { return pause.Ended(jobA) }) {
 		t.Fatalf("A's job did not end once resumed:\n%s", a.out)
 	}
 	resume(t, lockA)
@@ -105,7 +94,7 @@ func takeover(t *testing.T, bin binaries, pp pausePoint, queue string, noKey boo
 	}
 	// The gateway records a refusal after answering it: wait for the row.
 	var refused int
-	testenv.WaitFor(eventTimeout, func() bool {
+	testenv.WaitFor(storytest.EventTimeout, func() bool {
 		err := gw.Pool.QueryRow(t.Context(), `SELECT count(*) FROM fencegw.rejections
 			WHERE resource = $1 AND operation = 'mark_delivered' AND reason = 'stale-token' AND presented = $2`,
 			"outbox/"+queue, s.tokenA).Scan(&refused)
@@ -167,7 +156,7 @@ func catch(t *testing.T, dir, name string) holdpoint.Held {
 	select {
 	case h := <-caught:
 		return h
-	case <-time.After(eventTimeout):
+	case <-time.After(storytest.EventTimeout):
 	}
 	t.Fatalf("no dispatcher reached hold point %s", name)
 	return holdpoint.Held{}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fencegw/fencegw/client"
 	"github.com/fencegw/fencegw/examples/internal/psp"
+	"github.com/fencegw/fencegw/examples/internal/storytest"
 )
 
 // TestSweep: the sweeper settles the queue's intents pending for longer
@@ -19,8 +20,8 @@ import (
 // 8846 pending, refused by the provider: one refund per intent in all.
 func TestSweep(t *testing.T) {
 	gw := startGateway(t)
-	fake, pspURL := startPSP(t)
-	p := psp.NewClient(pspURL, eventTimeout)
+	fake, pspURL := storytest.Provider(t)
+	p := psp.NewClient(pspURL, storytest.EventTimeout)
 	requestRefunds(t, gw.URL, "refunds", "8842")
 	l := takeQueue(t, gw.URL, "refunds")
 	if _, err := dispatch(t.Context(), l, p, true); err != nil {

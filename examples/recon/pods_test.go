@@ -85,11 +85,3 @@ func (p *pod) kill() {
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.done
 }
-
-// send sends sig to the process pid, or fails the test.
-func send(t *testing.T, pid int, sig syscall.Signal) {
-	t.Helper()
-	if err := syscall.Kill(pid, sig); err != nil {
-		t.Fatalf("kill -%v %d: %v", sig, pid, err)
-	}
-}

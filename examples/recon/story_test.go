@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -67,8 +66,9 @@ func tell(t *testing.T, bin binaries, gw *testgw.Gateway) *story {
 	// stops between two writes. A stopped process cannot complete the
 	// system call that would see the go-ahead written next: it goes on
 	// with its next chunk once resumed.
-	send(t, a.Ppid, syscall.SIGSTOP)
-	send(t, a.Pid, syscall.SIGSTOP)
+	if err := pause.Stop(a.Ppid, a.Pid); err != nil {
+		t.Fatal(err)
+	}
 	if err := a.Release(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +92,15 @@ func tell(t *testing.T, bin binaries, gw *testgw.Gateway) *story {
 	// its `fencegw lock` notices the lost lease and stops it (resuming
 	// both at once would race the two, and the fence is what must stop
 	// it). Then its `fencegw lock`, once the job has ended.
-	send(t, a.Pid, syscall.SIGCONT)
+	if err := pause.Resume(a.Pid); err != nil {
+		t.Fatal(err)
+	}
 	if !testenv.WaitFor(20*time.Second, func() bool { return pause.Ended(a.Pid) }) {
 		t.Fatalf("A's job did not end once resumed:\n%s", s.pods[s.frozen].out)
 	}
-	send(t, a.Ppid, syscall.SIGCONT)
+	if err := pause.Resume(a.Ppid); err != nil {
+		t.Fatal(err)
+	}
 	if !testenv.WaitFor(60*time.Second, func() bool { return !slices.ContainsFunc(s.pods, func(p *pod) bool { return !p.exited() }) }) {
 		t.Fatalf("not every pod exited:\n%s", s.outputs())
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/fencegw/fencegw/client"
 	"github.com/fencegw/fencegw/examples/internal/psp"
+	"github.com/fencegw/fencegw/examples/internal/storytest"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/internal/harness/tsclient"
 )
@@ -68,18 +68,8 @@ type workerReport struct {
 
 func takeover(t *testing.T, argv []string, dir string, env []string) {
 	gw := startGateway(t)
-	fake, pspURL := startPSP(t)
-	arrived := make(chan struct{}) // A's refund request reached the provider
-	answer := make(chan struct{})  // closed: the provider may answer A
-	fake.Stall = func(ctx context.Context, n int) {
-		if n == 1 {
-			close(arrived)
-			select {
-			case <-answer:
-			case <-ctx.Done():
-			}
-		}
-	}
+	fake, pspURL := storytest.Provider(t)
+	held := storytest.HoldFirst(t, fake) // A's refund request
 	flags := func(ttl string) []string {
 		return append(append([]string(nil), argv...), "--gateway", gw.URL, "--psp", pspURL, "--intent", "8842", "--amount", "2500",
 			"--ttl", ttl, "--wait", "10", "--psp-timeout", "60", "--json")
@@ -93,17 +83,14 @@ func takeover(t *testing.T, argv []string, dir string, env []string) {
 	}
 	exitedA, waited := make(chan error, 1), make(chan struct{})
 	go func() { exitedA <- a.Wait(); close(waited) }()
-	var answered bool
 	t.Cleanup(func() {
 		_ = syscall.Kill(a.Process.Pid, syscall.SIGCONT)
-		if !answered {
-			close(answer)
-		}
+		held.Answer()
 		_ = a.Process.Kill() // nothing if it has exited
 		<-waited
 	})
 	select {
-	case <-arrived:
+	case <-held.Arrived():
 	case err := <-exitedA:
 		t.Fatalf("A exited (%v) before asking the provider:\n%s%s", err, outA.String(), errA.String())
 	}
@@ -113,7 +100,7 @@ func takeover(t *testing.T, argv []string, dir string, env []string) {
 		t.Fatal(err)
 	}
 	observer := client.New(gw.URL)
-	if !testenv.WaitFor(eventTimeout, func() bool {
+	if !testenv.WaitFor(storytest.EventTimeout, func() bool {
 		st, err := observer.Observe(t.Context(), "refund/8842")
 		return err == nil && st.Holder == nil
 	}) {
@@ -140,9 +127,8 @@ func takeover(t *testing.T, argv []string, dir string, env []string) {
 	if err := syscall.Kill(a.Process.Pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	answered = true
-	close(answer)
-	errExit := await(t, exitedA, "A to exit")
+	held.Answer()
+	errExit := storytest.Await(t, exitedA, "A to exit")
 	t.Logf("A: %s%s", errA.String(), outA.String())
 	var repA workerReport
 	if err := json.Unmarshal([]byte(outA.String()), &repA); err != nil {

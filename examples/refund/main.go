@@ -42,7 +42,10 @@ type config struct {
 	TTL, Wait   time.Duration
 	PSP         string        // the payment provider's base URL
 	PSPTimeout  time.Duration // for one provider request
-	Log         func(format string, args ...any)
+	// NoIdempotencyKey is the control: the provider hears no key, so a
+	// worker that took over has it refund again.
+	NoIdempotencyKey bool
+	Log              func(format string, args ...any)
 }
 
 func (cfg config) logf(format string, args ...any) {
@@ -73,6 +76,7 @@ func main() {
 	flag.DurationVar(&cfg.PSPTimeout, "psp-timeout", time.Minute, "how long to wait for one provider answer before asking it what it did")
 	pspListen := flag.String("psp-listen", "", "serve the fake payment provider on this address instead of running a worker")
 	pspSlow := flag.Duration("psp-slow", 0, "with --psp-listen: how long the provider takes to answer its first refund request")
+	flag.BoolVar(&cfg.NoIdempotencyKey, "no-idempotency-key", false, "the control: send the provider no idempotency key (a worker that takes over has it refund again: two charges)")
 	asJSON := flag.Bool("json", false, "print the report as one JSON document")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -65,7 +65,11 @@ func refundOnce(ctx context.Context, cfg config, c *client.Client, p *psp.Client
 	// runs under ctx, not lease.Context(): abandoning it when the lease
 	// ends would not undo a refund the provider may already have made.
 	cfg.logf("%s: claimed (%s); asking the provider to refund %d cents", resource, in.Status, in.AmountCents)
-	ref, queried, err := p.Refund(ctx, psp.Request{IdempotencyKey: cfg.Intent, Reference: cfg.Intent, AmountCents: in.AmountCents})
+	key := cfg.Intent
+	if cfg.NoIdempotencyKey {
+		key = ""
+	}
+	ref, queried, err := p.Refund(ctx, psp.Request{IdempotencyKey: key, Reference: cfg.Intent, AmountCents: in.AmountCents})
 	rep.Queried = queried
 	if err != nil {
 		return rep, err

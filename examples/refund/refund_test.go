@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
@@ -11,32 +10,18 @@ import (
 
 	"github.com/fencegw/fencegw/client"
 	"github.com/fencegw/fencegw/examples/internal/psp"
+	"github.com/fencegw/fencegw/examples/internal/storytest"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/internal/harness/testgw"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
 
-// eventTimeout bounds every wait for an event; none is expected to take
-// more than a few seconds.
-const eventTimeout = 30 * time.Second
-
 // startGateway serves this example's policy on a fresh database, guarded:
 // nothing but a fenced write of refund/{intent} can touch an intent's rows.
 func startGateway(t *testing.T) *testgw.Gateway {
 	t.Helper()
-	return testgw.Start(t, testgw.Options{
-		Policy: "policy.yaml", Migrations: "migrations", MigrationsTable: "refund_schema_migrations", Guard: true,
-	})
-}
-
-// startPSP serves a fake provider for the test and returns it and its URL.
-func startPSP(t *testing.T) (*psp.Fake, string) {
-	t.Helper()
-	fake := psp.NewFake()
-	srv := httptest.NewServer(fake.Handler())
-	t.Cleanup(srv.Close)
-	return fake, srv.URL
+	return storytest.Gateway(t, "refund_schema_migrations", nil)
 }
 
 // testConfig is a run on intent 8842 at the test's timings.
@@ -91,7 +76,7 @@ func checkRecorded(t *testing.T, s intentState, pspRef, token string) {
 // TestRefund: one worker claims, has the provider refund once, records.
 func TestRefund(t *testing.T) {
 	gw := startGateway(t)
-	fake, pspURL := startPSP(t)
+	fake, pspURL := storytest.Provider(t)
 	cfg := testConfig(t, gw.URL, pspURL)
 	rep, err := refundOnce(t.Context(), cfg, client.New(gw.URL), psp.NewClient(pspURL, cfg.PSPTimeout))
 	if err != nil {
@@ -110,7 +95,7 @@ func TestRefund(t *testing.T) {
 // and returns the recorded reference without asking the provider.
 func TestAlreadyDone(t *testing.T) {
 	gw := startGateway(t)
-	fake, pspURL := startPSP(t)
+	fake, pspURL := storytest.Provider(t)
 	cfg := testConfig(t, gw.URL, pspURL)
 	c, p := client.New(gw.URL), psp.NewClient(pspURL, cfg.PSPTimeout)
 	first, err := refundOnce(t.Context(), cfg, c, p)
@@ -135,7 +120,7 @@ func TestAlreadyDone(t *testing.T) {
 // refund again, and records that.
 func TestProviderTimeoutQueries(t *testing.T) {
 	gw := startGateway(t)
-	fake, pspURL := startPSP(t)
+	fake, pspURL := storytest.Provider(t)
 	fake.Stall = func(ctx context.Context, n int) {
 		if n == 1 { // answer only once the worker has given up
 			select {

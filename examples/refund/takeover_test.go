@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"sync"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/fencegw/fencegw/client"
 	"github.com/fencegw/fencegw/examples/internal/psp"
+	"github.com/fencegw/fencegw/examples/internal/storytest"
+	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
@@ -22,20 +23,34 @@ import (
 // (the same refund, no second charge) and records it. Then A wakes up, gets
 // its answer and sends the record it prepared: refused as stale, with
 // nothing of it written.
+//
+// And the two controls. Without the idempotency key, B's provider call is
+// a second refund: 8842 is charged twice, though the fence still refuses
+// A's record. Without the fence, A's record is refused all the same, by
+// the record's own condition (pending -> done only, 409
+// precondition-failed): in this story the state of the intent is a second
+// guard, so the fence-off control cannot fail it.
 func TestTakeover(t *testing.T) {
-	gw := startGateway(t)
-	fake, pspURL := startPSP(t)
-	arrived := make(chan struct{}) // A's refund request reached the provider
-	answer := make(chan struct{})  // closed: the provider may answer A
-	fake.Stall = func(ctx context.Context, n int) {
-		if n == 1 {
-			close(arrived)
-			select {
-			case <-answer:
-			case <-ctx.Done():
-			}
-		}
+	tests := []struct {
+		name             string
+		noIdempotencyKey bool
+		noFence          bool
+	}{
+		{"OneRefundOneRecord", false, false},
+		{"WithoutIdempotencyKeyChargesTwice", true, false},
+		{"WithoutTheFenceTheIntentsStateRefuses", false, true},
 	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { goTakeover(t, tt.noIdempotencyKey, tt.noFence) })
+	}
+}
+
+// goTakeover tells the story with two workers in this process, the fence
+// or the idempotency key left out for the controls.
+func goTakeover(t *testing.T, noIdempotencyKey, noFence bool) {
+	gw := storytest.Gateway(t, "refund_schema_migrations", func(c *gateway.Config) { c.UnsafeNoFence = noFence })
+	fake, pspURL := storytest.Provider(t)
+	held := storytest.HoldFirst(t, fake) // A's refund request
 
 	// fencegw's client renews A's lease in the background, so a slow
 	// provider alone would not cost A its lock as it did the chapter's
@@ -49,6 +64,7 @@ func TestTakeover(t *testing.T) {
 	clientA := client.New(gw.URL, client.WithHTTPClient(&http.Client{Transport: pause}))
 	cfgA := testConfig(t, gw.URL, pspURL)
 	cfgA.TTL = 2 * time.Second
+	cfgA.NoIdempotencyKey = noIdempotencyKey
 	cfgA.Log = func(format string, args ...any) { t.Logf("A: "+format, args...) }
 	type result struct {
 		rep report
@@ -57,17 +73,17 @@ func TestTakeover(t *testing.T) {
 	doneA, exitedA := make(chan result, 1), make(chan struct{})
 	go func() {
 		defer close(exitedA)
-		rep, err := refundOnce(t.Context(), cfgA, clientA, psp.NewClient(pspURL, eventTimeout))
+		rep, err := refundOnce(t.Context(), cfgA, clientA, psp.NewClient(pspURL, storytest.EventTimeout))
 		doneA <- result{rep, err}
 	}()
 	var wake sync.Once
-	wakeA := func() { wake.Do(func() { pause.thaw(); close(answer) }) }
-	t.Cleanup(func() { wakeA(); await(t, exitedA, "worker A to end") })
+	wakeA := func() { wake.Do(func() { pause.thaw(); held.Answer() }) }
+	t.Cleanup(func() { wakeA(); storytest.Await(t, exitedA, "worker A to end") })
 
-	await(t, arrived, "A's refund request at the provider")
+	storytest.Await(t, held.Arrived(), "A's refund request at the provider")
 	pause.freeze()
 	observer := client.New(gw.URL)
-	expired := testenv.WaitFor(eventTimeout, func() bool {
+	expired := testenv.WaitFor(storytest.EventTimeout, func() bool {
 		st, err := observer.Observe(t.Context(), "refund/8842")
 		return err == nil && st.Holder == nil
 	})
@@ -77,33 +93,42 @@ func TestTakeover(t *testing.T) {
 
 	cfgB := testConfig(t, gw.URL, pspURL)
 	cfgB.Log = func(format string, args ...any) { t.Logf("B: "+format, args...) }
-	repB, err := refundOnce(t.Context(), cfgB, client.New(gw.URL), psp.NewClient(pspURL, eventTimeout))
+	cfgB.NoIdempotencyKey = noIdempotencyKey
+	repB, err := refundOnce(t.Context(), cfgB, client.New(gw.URL), psp.NewClient(pspURL, storytest.EventTimeout))
 	if err != nil {
 		t.Fatalf("B: %v", err)
 	}
 	if repB.Outcome != outcomeRefunded {
 		t.Fatalf("B: %+v, want refunded", repB)
 	}
-	if got, want := fake.Stats(), (psp.Stats{Charges: 1, Posts: 2}); got != want {
-		t.Errorf("provider after B: %+v, want %+v: B asked for A's refund, not a new one", got, want)
+	charges := 1
+	if noIdempotencyKey {
+		charges = 2 // the control's failure: money left twice
+	}
+	if got, want := fake.Stats(), (psp.Stats{Charges: charges, Posts: 2}); got != want {
+		t.Errorf("provider after B: %+v, want %+v", got, want)
 	}
 	before := readState(t, gw.Pool)
 	checkRecorded(t, before, repB.PSPRef, repB.Token)
 
 	wakeA()
-	a := await(t, doneA, "worker A's record")
+	a := storytest.Await(t, doneA, "worker A's record")
 	var stale *client.StaleTokenError
-	if !errors.Is(a.err, client.ErrStaleToken) || !errors.As(a.err, &stale) {
+	switch {
+	case noFence:
+		if !errors.Is(a.err, client.ErrPreconditionFailed) {
+			t.Fatalf("A without the fence: %+v, %v; want its record refused by pending -> done", a.rep, a.err)
+		}
+	case !errors.Is(a.err, client.ErrStaleToken) || !errors.As(a.err, &stale):
 		t.Fatalf("A: %+v, %v; want its record refused as stale", a.rep, a.err)
-	}
-	if stale.Resource != "refund/8842" || stale.Presented != a.rep.Token || stale.Current != repB.Token {
+	case stale.Resource != "refund/8842" || stale.Presented != a.rep.Token || stale.Current != repB.Token:
 		t.Errorf("refusal: %s presented %s, fence at %s; want refund/8842, %s, %s",
 			stale.Resource, stale.Presented, stale.Current, a.rep.Token, repB.Token)
 	}
-	if a.rep.PSPRef != repB.PSPRef {
-		t.Errorf("A got provider refund %q, B %q: want one refund", a.rep.PSPRef, repB.PSPRef)
+	if oneRefund := a.rep.PSPRef == repB.PSPRef; oneRefund == noIdempotencyKey {
+		t.Errorf("A got provider refund %q, B %q: want one refund unless the key is left out", a.rep.PSPRef, repB.PSPRef)
 	}
-	if got, want := fake.Stats(), (psp.Stats{Charges: 1, Posts: 2}); got != want {
+	if got, want := fake.Stats(), (psp.Stats{Charges: charges, Posts: 2}); got != want {
 		t.Errorf("provider after A: %+v, want %+v", got, want)
 	}
 	if after := readState(t, gw.Pool); after != before {
@@ -152,17 +177,4 @@ func (f *freezer) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return f.base.RoundTrip(req)
-}
-
-// await returns the next value of ch, or fails the test after eventTimeout.
-func await[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(eventTimeout):
-	}
-	t.Fatalf("waited %s for %s", eventTimeout, what)
-	var zero T
-	return zero
 }

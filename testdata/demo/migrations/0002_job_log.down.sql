@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS demo.job_log;
