@@ -26,7 +26,7 @@ type ReadFence struct {
 	Fence    string `json:"fence"`
 }
 
-// Read runs a read operation of the policy (kind: read) with args, fenced
+// Read runs a read operation of the policy (access: read) with args, fenced
 // by the lease's token: the rows come back only while no newer token has
 // written the resource; otherwise the error is a *StaleTokenError, and the
 // lease's holder knows it was superseded before it decides anything on

@@ -8,7 +8,7 @@ import (
 )
 
 // TestLeaseNamesWithinThePolicy: POST /v1/leases takes only names the
-// policy's keys produce (an operation's key from values it accepts, or a
+// policy's templates produce (an operation's template from values it accepts, or a
 // lock-only entry of leases:), each within its client's scope: the names
 // the client's operations write and the entries its own leases: lists.
 // A refused lease takes nothing: no lock key, no waiter, no row.

@@ -253,7 +253,7 @@ func acquirePath(pol *policy.Policy) obj {
 		"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": obj{
 			"type": "object", "required": []string{"resource"}, "additionalProperties": false,
 			"properties": obj{
-				"resource": obj{"type": "string", "minLength": 1, "maxLength": tokens.MaxResourceLen, "description": "At most " + strconv.Itoa(tokens.MaxResourceLen) + " bytes of UTF-8, no control characters, no space at either end; a name the policy's keys produce (an operation's key from values it accepts, or a lock-only entry of leases:), else 400; and the caller's (its operations write it, or its leases: lists the entry), else 403."},
+				"resource": obj{"type": "string", "minLength": 1, "maxLength": tokens.MaxResourceLen, "description": "At most " + strconv.Itoa(tokens.MaxResourceLen) + " bytes of UTF-8, no control characters, no space at either end; a name the policy's templates produce (an operation's template from values it accepts, or a lock-only entry of leases:), else 400; and the caller's (its operations write it, or its leases: lists the entry), else 403."},
 				"ttl":      obj{"type": "integer", "minimum": int64(authority.MinTTL.Seconds()), "maximum": int64(authority.MaxTTL.Seconds()), "default": 10, "description": "Seconds; count them from when the request was sent."},
 				"wait":     obj{"type": "number", "minimum": 0, "maximum": authority.MaxWait.Seconds(), "default": 0, "description": "Seconds to wait for earlier holders."},
 				"value":    obj{"type": "string", "maxLength": 4096, "description": "Shown to observers (leader election)."},

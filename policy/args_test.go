@@ -103,8 +103,8 @@ func TestResourceKeyAndBind(t *testing.T) {
 
 func TestResourceKeyRefusesBadKeys(t *testing.T) {
 	p := mustParse(t, `
-resources:
-  doc: {key: "doc/{id}"}
+kinds:
+  doc: {template: "doc/{id}"}
 operations:
   touch:
     resource: doc

@@ -33,8 +33,10 @@ func validName(s string) bool { return len(s) <= maxNameLength && nameRE.MatchSt
 func compile(file string, doc *fileDoc) (*Policy, error) {
 	var ps problems
 	p := &Policy{Source: file, Resources: map[string]*ResourceKind{}, Operations: map[string]*Operation{}}
-	for _, name := range sortedKeys(doc.Resources) {
-		if r := compileResource(&ps, name, doc.Resources[name]); r != nil {
+	sp, deprecated := settleWords(&ps, doc)
+	p.deprecated = deprecated
+	for _, name := range sortedKeys(doc.Kinds) {
+		if r := compileKind(&ps, sp.kinds+"."+name, sp.template[name], name, doc.Kinds[name]); r != nil {
 			p.Resources[name] = r
 		}
 	}
@@ -42,7 +44,7 @@ func compile(file string, doc *fileDoc) (*Policy, error) {
 		ps.add("operations", "no operations: a policy declares at least one")
 	}
 	for _, name := range sortedKeys(doc.Operations) {
-		if op := compileOperation(&ps, p, name, doc.Operations[name]); op != nil {
+		if op := compileOperation(&ps, p, sp.access[name], name, doc.Operations[name]); op != nil {
 			p.Operations[name] = op
 		}
 	}
@@ -56,12 +58,13 @@ func compile(file string, doc *fileDoc) (*Policy, error) {
 	return p, nil
 }
 
-func compileResource(ps *problems, name string, fr fileResource) *ResourceKind {
-	entry := "resources." + name
+// compileKind compiles the kind name declared at entry, whose template
+// the file spells templateWord (words.go).
+func compileKind(ps *problems, entry, templateWord, name string, fr fileKind) *ResourceKind {
 	r := &ResourceKind{Name: name}
 	ok := true
 	if !validName(name) {
-		ps.add(entry, "resource names are lower-case letters, digits and '_', starting with a letter")
+		ps.add(entry, "kind names are lower-case letters, digits and '_', starting with a letter")
 		ok = false
 	}
 	switch fr.Compare {
@@ -108,9 +111,9 @@ func compileResource(ps *problems, name string, fr fileResource) *ResourceKind {
 	if !compilePermits(ps, entry, fr, r) {
 		ok = false
 	}
-	t, err := parseTemplate(fr.Key)
+	t, err := parseTemplate(fr.Template)
 	if err != nil {
-		ps.add(entry+".key", "%v", err)
+		ps.add(entry+"."+templateWord, "%v", err)
 		ok = false
 	}
 	r.Template = t
@@ -120,7 +123,9 @@ func compileResource(ps *problems, name string, fr fileResource) *ResourceKind {
 	return r
 }
 
-func compileOperation(ps *problems, p *Policy, name string, fo fileOperation) *Operation {
+// compileOperation compiles the operation name, whose access the file
+// spells accessWord (words.go).
+func compileOperation(ps *problems, p *Policy, accessWord, name string, fo fileOperation) *Operation {
 	entry := "operations." + name
 	before := len(*ps)
 	if !validName(name) {
@@ -130,12 +135,12 @@ func compileOperation(ps *problems, p *Policy, name string, fo fileOperation) *O
 		ps.add(entry, "%q is reserved: it names POST /v1/batch in metrics and idempotency keys", BatchName)
 	}
 	op := &Operation{Name: name, argIndex: map[string]int{}}
-	switch fo.Kind {
+	switch fo.Access {
 	case "", "write":
 	case "read":
 		op.Read = true
 	default:
-		ps.add(entry+".kind", "%q: want write (the default) or read", fo.Kind)
+		ps.add(entry+"."+accessWord, "%q: want write (the default) or read", fo.Access)
 	}
 	for _, an := range sortedKeys(fo.Args) {
 		a, ok := compileArg(ps, entry+".args."+an, an, fo.Args[an])
@@ -151,7 +156,7 @@ func compileOperation(ps *problems, p *Policy, name string, fo fileOperation) *O
 			i, ok := op.argIndex[an]
 			switch {
 			case !ok:
-				ps.add(entry+".args", "the key %q needs argument %q", role.Template, an)
+				ps.add(entry+".args", "the template %q needs argument %q", role.Template, an)
 			case op.Args[i].Type == Boolean:
 				ps.add(entry+".args."+an, "a boolean cannot be part of a resource key")
 			}
@@ -190,7 +195,7 @@ func compileRoles(ps *problems, p *Policy, entry string, op *Operation, fo fileO
 	case fo.Resource != "":
 		r := p.Resources[fo.Resource]
 		if r == nil {
-			ps.add(entry+".resource", "unknown resource %q", fo.Resource)
+			ps.add(entry+".resource", "unknown kind %q: declare it under kinds:", fo.Resource)
 			return
 		}
 		op.Roles = []Role{{Kind: r, Template: r.Template}}
@@ -238,12 +243,12 @@ func (p *Policy) kindOf(ps *problems, entry string, t *Template) *ResourceKind {
 	}
 	switch len(found) {
 	case 0:
-		ps.add(entry, "%q has the shape of no resource's key: write it like one (e.g. %q), with this operation's arguments", t, exampleKey(p))
+		ps.add(entry, "%q has the shape of no kind's template: write it like one (e.g. %q), with this operation's arguments", t, exampleKey(p))
 		return nil
 	case 1:
 		return found[0]
 	}
-	ps.add(entry, "%q has the shape of the keys of resources %s and %s: give those resources keys that differ in their literal text", t, found[0].Name, found[1].Name)
+	ps.add(entry, "%q has the shape of the templates of kinds %s and %s: give those kinds templates that differ in their literal text", t, found[0].Name, found[1].Name)
 	return nil
 }
 
@@ -404,14 +409,14 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 // Describe renders the compiled policy for `fencegw policy check`.
 func (p *Policy) Describe() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "policy %s: %d resource(s), %d operation(s)\n", p.Source, len(p.Resources), len(p.Operations))
+	fmt.Fprintf(&b, "policy %s: %d kind(s), %d operation(s)\n", p.Source, len(p.Resources), len(p.Operations))
 	for _, name := range sortedKeys(p.Resources) {
 		r := p.Resources[name]
 		group := "the gateway's setting"
 		if r.GroupCommit != nil {
 			group = fmt.Sprint(*r.GroupCommit)
 		}
-		fmt.Fprintf(&b, "\nresource %s: key %q, compare %s, validation %s, lock-delay %s, max hold %s, coalesce %t, group commit %s%s\n", r.Name, r.Template, r.Compare, r.Validation, r.LockDelay, maxHoldText(r.MaxHold), r.Coalesce, group, permitsText(r.Permits))
+		fmt.Fprintf(&b, "\nkind %s: template %q, compare %s, validation %s, lock-delay %s, max hold %s, coalesce %t, group commit %s%s\n", r.Name, r.Template, r.Compare, r.Validation, r.LockDelay, maxHoldText(r.MaxHold), r.Coalesce, group, permitsText(r.Permits))
 	}
 	for _, name := range sortedKeys(p.Operations) {
 		op := p.Operations[name]

@@ -1,11 +1,11 @@
 // Package policy reads the policy file, the one place that says what
-// clients may ask of the database: which resources exist and how their
-// fences compare tokens, which operations may be called with which typed
+// clients may ask of the database: which kinds of resource exist and how
+// their fences compare tokens, which operations may be called with which typed
 // arguments and which SQL, who the clients are, and which tables the guard
 // protects. It compiles the file into the immutable *Policy the gateway
 // executes, and knows neither HTTP nor PostgreSQL's wire.
 //
-// # Loading (file.go, compile.go, errors.go, yamlerrors.go)
+// # Loading (file.go, compile.go, words.go, errors.go, yamlerrors.go)
 //
 // Load and Parse read YAML strictly (unknown keys, two documents and
 // duplicate keys are errors) and compile every section; every problem is
@@ -13,13 +13,16 @@
 // in an *Error. The file's JSON Schema (policy.schema.json, JSONSchema)
 // serves editors and Check (`fencegw policy check`), which reports the
 // same problems with the schema's words; a test holds the schema to the
-// file's Go structs.
+// file's Go structs. The file's words name one thing each (words.go):
+// until 0.3.0 the former ones (resources: for kinds:, key: for template:,
+// an operation's kind: for access:) are read too, each named once in
+// Deprecations, and a file spelling one thing both ways is refused.
 //
-// # Resource kinds and their templates (policy.go, template.go)
+// # Kinds and their templates (policy.go, template.go)
 //
 // A resource is one lockable thing, named by a string (account/acct-1); a
-// ResourceKind is a kind of them, declared under the file's resources:
-// a Template ("account/{account}") over an operation's arguments, a
+// ResourceKind is a kind of them, declared under the file's kinds: a
+// Template ("account/{account}") over an operation's arguments, a
 // Compare mode (Monotonic: token >= fence; Strict: token > fence), a token
 // Validation, a lock-delay, and whether its writes coalesce and
 // group-commit, and its permits: a kind with permits: N is a semaphore,
@@ -37,7 +40,7 @@
 // compiled to $n and wrapped so that
 // expect_rows is checked inside the database (a check in Go would come
 // after an implicit commit). A write's statements run in the transaction
-// that advances its fences; a read's (kind: read) are SELECTs only, checked
+// that advances its fences; a read's (access: read) are SELECTs only, checked
 // here. DecodeArgs reads a request body as strictly as the file (each
 // argument once, typed, bounded); Resources derives a call's resources
 // from its arguments; Bind lays out a statement's parameters:

@@ -17,7 +17,9 @@ const MaxFileSize = 1 << 20
 // The YAML shape of a policy file. Unknown keys are errors, so a typo such
 // as "expect_row" cannot silently drop a safety check.
 type fileDoc struct {
-	Resources  map[string]fileResource  `yaml:"resources"`
+	Kinds map[string]fileKind `yaml:"kinds"`
+	// Resources is the former name of Kinds, deprecated (words.go).
+	Resources  map[string]fileKind      `yaml:"resources" deprecated:"kinds"`
 	Operations map[string]fileOperation `yaml:"operations"`
 	Clients    map[string]fileClient    `yaml:"clients"`
 	Guarded    map[string]fileGuarded   `yaml:"guarded_tables"`
@@ -25,8 +27,10 @@ type fileDoc struct {
 	Leases     map[string]string        `yaml:"leases"` // lock-only lease names: entry -> key template
 }
 
-type fileResource struct {
-	Key        string `yaml:"key"`
+type fileKind struct {
+	Template string `yaml:"template"`
+	// Key is the former name of Template, deprecated (words.go).
+	Key        string `yaml:"key" deprecated:"template"`
 	Compare    string `yaml:"compare"`
 	Validation string `yaml:"validation"`
 	LockDelay  string `yaml:"lock_delay"`
@@ -39,9 +43,11 @@ type fileResource struct {
 }
 
 type fileOperation struct {
-	Kind       string             `yaml:"kind"` // "write" (the default) or "read"
+	Access string `yaml:"access"` // "write" (the default) or "read"
+	// Kind is the former name of Access, deprecated (words.go).
+	Kind       string             `yaml:"kind" deprecated:"access"`
 	Resource   string             `yaml:"resource"`
-	Resources  map[string]string  `yaml:"resources"` // role -> key template over the arguments
+	Resources  map[string]string  `yaml:"resources"` // role -> template over the arguments
 	Args       map[string]fileArg `yaml:"args"`
 	Statements []fileStatement    `yaml:"statements"`
 }

@@ -19,7 +19,11 @@ func FuzzParse(f *testing.F) {
 	if demo, err := os.ReadFile("../testdata/demo/policy.yaml"); err == nil {
 		f.Add(demo)
 	}
-	f.Add([]byte("resources: {a: {key: 'a/{x}'}}\noperations: {o: {resource: a, args: {x: {type: string}}, statements: [{sql: 'SELECT :x'}]}}"))
+	f.Add([]byte("kinds: {a: {template: 'a/{x}'}}\noperations: {o: {resource: a, access: read, args: {x: {type: string}}, statements: [{sql: 'SELECT :x'}]}}"))
+	// The former words (words.go), alone and beside the current ones.
+	f.Add([]byte("resources: {a: {key: 'a/{x}'}}\noperations: {o: {resource: a, kind: read, args: {x: {type: string}}, statements: [{sql: 'SELECT :x'}]}}"))
+	f.Add([]byte("kinds: {a: {template: 'a/{x}', key: 'a/{x}'}}\nresources: {}\noperations: {o: {resource: a, access: read, kind: write, args: {x: {type: string}}, statements: [{sql: 'SELECT :x'}]}}"))
+	f.Add([]byte(strings.NewReplacer("kinds:", "resources:", "template:", "key:").Replace(goodPolicy)))
 	f.Add([]byte("operations: [1, 2]"))
 	f.Add([]byte("&a [*a]"))
 	f.Add([]byte(goodPolicy + identityClients))
@@ -151,13 +155,21 @@ func FuzzSchemaCheck(f *testing.F) {
 	for _, seed := range []string{
 		goodPolicy, schemaBase, "operations: [1, 2]", "&a [*a]", "~",
 		strings.Replace(schemaBase, "expect_rows: 1", "expect_rows: 1.5", 1),
-		strings.Replace(schemaBase, `key: "account/{account}"`, "key: account/{account}\n    lock_delay: -0s\n    coalesce: on\n    compare: ~", 1),
+		strings.Replace(schemaBase, `template: "account/{account}"`, "template: account/{account}\n    lock_delay: -0s\n    coalesce: on\n    compare: ~", 1),
 		strings.Replace(schemaBase, "    resource: account", "    resource: ''\n    resources: {from: 'account/{account}'}", 1),
 		strings.Replace(schemaBase, "amount: {type: integer, min: 1}", "amount: &a {type: integer, min: 1}\n      n: {<<: *a}", 1),
 		strings.Replace(schemaBase, "P0001:", "23514:", 1),
-		strings.Replace(schemaBase, `key: "account/{account}"`, "key: !!binary /w==", 1), // not UTF-8
+		strings.Replace(schemaBase, `template: "account/{account}"`, "template: !!binary /w==", 1), // not UTF-8
 		schemaBase + "leases: {election: 'election/{group}', n: 1, bad: 'x/{'}\n",
 		schemaBase + identityClients,
+		strings.NewReplacer("kinds:", "resources:", "template:", "key:").Replace(schemaBase),
+		strings.Replace(schemaBase, "kinds:", "resources: {}\nkinds:", 1),
+		strings.Replace(schemaBase, "kinds:", "resources: ~\nkinds:", 1),
+		strings.Replace(schemaBase, "kinds:", "kinds: ~\nresources:", 1),
+		strings.Replace(schemaBase, `template: "account/{account}"`, `template: "account/{account}"`+"\n    key: ''", 1),
+		strings.Replace(schemaBase, `template: "account/{account}"`, `template: ~`+"\n    key: 'account/{account}'", 1),
+		strings.Replace(schemaBase, "    resource: account", "    resource: account\n    access: read\n    kind: write", 1),
+		strings.Replace(schemaBase, "    resource: account", "    resource: account\n    kind: read", 1),
 		schemaBase + "clients:\n  a: {certificate: {uri: \"x:\\f\"}, operations: [debit]}\n  b: {certificate: {cn: ~, dns: ''}, token_sha256: ~, operations: [debit]}\n",
 		schemaBase + "clients:\n  a: {jwt: {subject: ''}, operations: [debit]}\n  b: {jwt: ~, certificate: {cn: b}, operations: [debit]}\n  c: {jwt: {subject: 7}, operations: [debit]}\n",
 	} {

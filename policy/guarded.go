@@ -66,7 +66,7 @@ func compileGuarded(ps *problems, p *Policy, tables map[string]fileGuarded) {
 		}
 		r := p.Resources[fg.Resource]
 		if r == nil {
-			ps.add(entry+".resource", "%q is not a declared resource", fg.Resource)
+			ps.add(entry+".resource", "%q is not a declared kind", fg.Resource)
 			continue
 		}
 		if r.Permits > 0 {
@@ -78,7 +78,7 @@ func compileGuarded(ps *problems, p *Policy, tables map[string]fileGuarded) {
 			col, found := fg.Columns[arg]
 			switch {
 			case !found:
-				ps.add(entry+".columns", "no column for {%s} of %s's key %q", arg, r.Name, r.Template)
+				ps.add(entry+".columns", "no column for {%s} of %s's template %q", arg, r.Name, r.Template)
 				ok = false
 			case !columnRE.MatchString(col):
 				ps.add(entry+".columns."+arg, "%q: want a column name in lower-case letters, digits and '_'", col)
@@ -87,7 +87,7 @@ func compileGuarded(ps *problems, p *Policy, tables map[string]fileGuarded) {
 		}
 		for _, arg := range sortedKeys(fg.Columns) {
 			if !slices.Contains(args, arg) {
-				ps.add(entry+".columns."+arg, "%s's key %q has no {%s}", r.Name, r.Template, arg)
+				ps.add(entry+".columns."+arg, "%s's template %q has no {%s}", r.Name, r.Template, arg)
 				ok = false
 			}
 		}

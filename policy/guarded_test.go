@@ -34,7 +34,7 @@ func TestGuardedTablesErrorsNameTheEntry(t *testing.T) {
 		{"no schema", "  accounts: {resource: account, columns: {account: id}}\n", "guarded_tables.accounts", "schema.table"},
 		{"quoted name", "  'app.\"Accounts\"': {resource: account, columns: {account: id}}\n", `guarded_tables.app."Accounts"`, "lower-case"},
 		{"fencegw's own table", "  fencegw.bypass_log: {resource: account, columns: {account: why}}\n", "guarded_tables.fencegw.bypass_log", "not an application's"},
-		{"unknown resource", "  app.accounts: {resource: acct, columns: {account: id}}\n", "guarded_tables.app.accounts.resource", "not a declared resource"},
+		{"unknown kind", "  app.accounts: {resource: acct, columns: {account: id}}\n", "guarded_tables.app.accounts.resource", "not a declared kind"},
 		{"key argument without a column", "  app.jobs: {resource: job, columns: {day: d}}\n", "guarded_tables.app.jobs.columns", "no column for {n}"},
 		{"column for no argument", "  app.accounts: {resource: account, columns: {account: id, other: x}}\n", "guarded_tables.app.accounts.columns.other", "has no {other}"},
 		{"bad column name", "  app.accounts: {resource: account, columns: {account: 'id; DROP TABLE x'}}\n", "guarded_tables.app.accounts.columns.account", "column name"},

@@ -36,7 +36,7 @@ func (p *Policy) LeasePrefix(c *Client, prefix string) error {
 	shown := clip.String(prefix, 64)
 	switch {
 	case !found:
-		return fmt.Errorf("%w: no name the policy's keys produce (%s) starts with %q", ErrUnknownLease, p.leaseKeys(), shown)
+		return fmt.Errorf("%w: no name the policy's templates produce (%s) starts with %q", ErrUnknownLease, p.leaseKeys(), shown)
 	case len(denied) > 0:
 		return fmt.Errorf("%w: client %s may not follow the prefix %q: names starting with it may be %s, which it may not lease",
 			ErrLeaseNotAllowed, c.Name, shown, strings.Join(denied, " or "))

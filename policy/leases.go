@@ -114,7 +114,7 @@ func (p *Policy) Lease(c *Client, name string) (LeaseKind, error) {
 	return p.leaseNamed(c, name)
 }
 
-// leaseNamed is Lease of a name the policy's keys produce as it is, no
+// leaseNamed is Lease of a name the policy's templates produce as it is, no
 // permit slot.
 func (p *Policy) leaseNamed(c *Client, name string) (LeaseKind, error) {
 	var kinds []string
@@ -144,11 +144,11 @@ func (p *Policy) leaseNamed(c *Client, name string) (LeaseKind, error) {
 		return LeaseKind{}, fmt.Errorf("%w: client %s may not lease %q: it is %s, and none of the operations the client may call writes one, nor does its leases: list it",
 			ErrLeaseNotAllowed, c.Name, shown, strings.Join(kinds, " or "))
 	}
-	return LeaseKind{}, fmt.Errorf("%w: %q is not a name the policy's keys produce (%s) from values their operations accept; a lock that fences no write needs an entry under \"leases:\" in the policy",
+	return LeaseKind{}, fmt.Errorf("%w: %q is not a name the policy's templates produce (%s) from values their operations accept; a lock that fences no write needs an entry under \"leases:\" in the policy",
 		ErrUnknownLease, shown, p.leaseKeys())
 }
 
-// leaseKeys lists the keys lease names come from, for messages.
+// leaseKeys lists the templates lease names come from, for messages.
 func (p *Policy) leaseKeys() string {
 	var keys []string
 	for _, w := range p.writers {
@@ -194,7 +194,7 @@ func compileLeases(ps *problems, p *Policy, entries map[string]string) {
 			continue
 		}
 		if r := p.shapeOf(t); r != nil {
-			ps.add(entry, "%q has the shape of resource %s's key: its names are fenced resources, leased by the clients that may call the operations writing them", t, r.Name)
+			ps.add(entry, "%q has the shape of kind %s's template: its names are fenced resources, leased by the clients that may call the operations writing them", t, r.Name)
 			continue
 		}
 		p.lockOnly = append(p.lockOnly, lockOnly{name: name, key: t, matcher: placeholderMatcher(t)})

@@ -13,7 +13,7 @@ import (
 // leasePolicy has keys of one argument with a pattern, two arguments one
 // an integer, two arguments side by side, and a lock-only entry; and
 // clients of each scope.
-var leasePolicy = strings.Replace(goodPolicy, "resources:\n", "resources:\n  pair:\n    key: \"pair/{a}{b}\"\n    lock_delay: 2s\n", 1) + `
+var leasePolicy = strings.Replace(goodPolicy, "kinds:\n", "kinds:\n  pair:\n    template: \"pair/{a}{b}\"\n    lock_delay: 2s\n", 1) + `
   pair:
     resource: pair
     args:

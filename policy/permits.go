@@ -21,7 +21,7 @@ import (
 //     under their slot's, which no row names.
 
 // compilePermits reads fr's permits into r; false if it is refused.
-func compilePermits(ps *problems, entry string, fr fileResource, r *ResourceKind) bool {
+func compilePermits(ps *problems, entry string, fr fileKind, r *ResourceKind) bool {
 	if fr.Permits == nil {
 		return true
 	}

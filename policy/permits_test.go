@@ -12,11 +12,11 @@ import (
 // semaphorePolicy is goodPolicy with a semaphore: a pool of workers, at
 // most three at once per pool.
 const semaphorePolicy = `
-resources:
+kinds:
   account:
-    key: "account/{account}"
+    template: "account/{account}"
   pool:
-    key: "pool/{pool}"
+    template: "pool/{pool}"
     permits: 3
 operations:
   debit:
@@ -72,20 +72,20 @@ func TestPermits(t *testing.T) {
 func TestPermitsRefused(t *testing.T) {
 	base := strings.Replace(semaphorePolicy, "    permits: 3\n", "", 1)
 	withPool := func(extra string) string {
-		return strings.Replace(base, `    key: "pool/{pool}"`+"\n", `    key: "pool/{pool}"`+"\n"+extra, 1)
+		return strings.Replace(base, `    template: "pool/{pool}"`+"\n", `    template: "pool/{pool}"`+"\n"+extra, 1)
 	}
 	for _, tt := range []struct {
 		name, src, entry, msg string
 	}{
-		{"zero", withPool("    permits: 0\n"), "resources.pool.permits", "0: want 1 to 1000 holders at once"},
-		{"negative", withPool("    permits: -2\n"), "resources.pool.permits", "-2: want 1 to 1000"},
-		{"absurd", withPool("    permits: 1001\n"), "resources.pool.permits", "1001: want 1 to 1000"},
-		{"huge", withPool("    permits: 99999999999\n"), "resources.pool.permits", "want 1 to 1000"},
+		{"zero", withPool("    permits: 0\n"), "kinds.pool.permits", "0: want 1 to 1000 holders at once"},
+		{"negative", withPool("    permits: -2\n"), "kinds.pool.permits", "-2: want 1 to 1000"},
+		{"absurd", withPool("    permits: 1001\n"), "kinds.pool.permits", "1001: want 1 to 1000"},
+		{"huge", withPool("    permits: 99999999999\n"), "kinds.pool.permits", "want 1 to 1000"},
 		{"not a number", withPool("    permits: three\n"), "", "line 7: want a whole number, got `three`"},
-		{"a fraction", withPool("    permits: 2.5\n"), "resources.pool.permits", "2.5 is not a whole number"},
+		{"a fraction", withPool("    permits: 2.5\n"), "kinds.pool.permits", "2.5 is not a whole number"},
 		{"a fraction elsewhere", strings.Replace(withPool("    permits: 3\n"), "max_length: 32}", "max_length: 32.7}", 1), "operations.work.args.pool.max_length", "32.7 is not a whole number"},
-		{"with lock_delay", withPool("    permits: 3\n    lock_delay: 5s\n"), "resources.pool.permits", "a semaphore has no lock_delay"},
-		{"with revision validation", withPool("    permits: 3\n    validation: revision\n"), "resources.pool.permits", "validation fence or holder"},
+		{"with lock_delay", withPool("    permits: 3\n    lock_delay: 5s\n"), "kinds.pool.permits", "a semaphore has no lock_delay"},
+		{"with revision validation", withPool("    permits: 3\n    validation: revision\n"), "kinds.pool.permits", "validation fence or holder"},
 		{"guarded", withPool("    permits: 3\n") + "guarded_tables:\n  app.pools: {resource: pool, columns: {pool: id}}\n", "guarded_tables.app.pools.resource", "pool is a semaphore (permits: 3)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,9 +109,9 @@ func TestPermitsRefused(t *testing.T) {
 // ("jobs/q1/run#2") does not match; a slot past the permits is none.
 func TestKindOfAPermitSlot(t *testing.T) {
 	p := mustParse(t, `
-resources:
+kinds:
   run:
-    key: "jobs/{queue}/run"
+    template: "jobs/{queue}/run"
     permits: 2
     compare: strict
 operations:

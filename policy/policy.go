@@ -39,6 +39,7 @@ type Policy struct {
 	writers    []writer        // what lease names operations write (leases.go)
 	lockOnly   []lockOnly      // leases:, sorted by name
 	sqlErrors  map[string]SQLErrorMapping
+	deprecated []string // the former words the file uses (words.go)
 	digest     [32]byte // SHA-256 of the file
 }
 

@@ -9,11 +9,11 @@ import (
 )
 
 const goodPolicy = `
-resources:
+kinds:
   account:
-    key: "account/{account}"
+    template: "account/{account}"
   job:
-    key: "job/{day}/{n}"
+    template: "job/{day}/{n}"
     compare: strict
 operations:
   debit:
@@ -46,7 +46,7 @@ func mustParse(t *testing.T, src string) *Policy {
 
 func TestReadOperation(t *testing.T) {
 	p := mustParse(t, goodPolicy+`  balance:
-    kind: read
+    access: read
     resource: account
     args:
       account: {type: string, max_length: 8}
@@ -90,18 +90,18 @@ func TestDemoPolicyCompiles(t *testing.T) {
 
 func TestParseErrorsNameTheEntry(t *testing.T) {
 	op := func(body string) string {
-		return "resources:\n  account:\n    key: \"account/{account}\"\noperations:\n  debit:\n" + body
+		return "kinds:\n  account:\n    template: \"account/{account}\"\noperations:\n  debit:\n" + body
 	}
 	tests := []struct {
 		name, src, entry, msg string
 	}{
 		{"empty file", "", "", "empty"},
-		{"not yaml", "resources: [", "", "not valid YAML: line 1"},
+		{"not yaml", "kinds: [", "", "not valid YAML: line 1"},
 		{"unknown key", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account', expect_row: 1}]\n"), "", "expect_row"},
-		{"no operations", "resources: {}\n", "operations", "no operations"},
-		{"bad compare", "resources:\n  a:\n    key: a\n    compare: fuzzy\noperations: {}\n", "resources.a.compare", "fuzzy"},
-		{"bad template", "resources:\n  a:\n    key: \"a/{b\"\noperations: {}\n", "resources.a.key", "without '}'"},
-		{"unknown resource", op("    resource: acct\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n"), "operations.debit.resource", "unknown resource"},
+		{"no operations", "kinds: {}\n", "operations", "no operations"},
+		{"bad compare", "kinds:\n  a:\n    template: a\n    compare: fuzzy\noperations: {}\n", "kinds.a.compare", "fuzzy"},
+		{"bad template", "kinds:\n  a:\n    template: \"a/{b\"\noperations: {}\n", "kinds.a.template", "without '}'"},
+		{"unknown resource", op("    resource: acct\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n"), "operations.debit.resource", "unknown kind"},
 		{"missing key arg", op("    resource: account\n    args: {id: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :id'}]\n"), "operations.debit.args", "needs argument \"account\""},
 		{"undeclared param", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :acount'}]\n"), "operations.debit.statements[0].sql", ":acount is not a declared"},
 		{"unused arg", op("    resource: account\n    args: {account: {type: string}, extra: {type: integer}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n"), "operations.debit.args.extra", "never used"},
@@ -112,9 +112,9 @@ func TestParseErrorsNameTheEntry(t *testing.T) {
 		{"two statements in one", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account; DROP TABLE t'}]\n"), "operations.debit.statements[0].sql", "one SQL statement"},
 		{"not a write", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'TRUNCATE t, :account'}]\n"), "operations.debit.statements[0].sql", "start with INSERT"},
 		{"negative expect", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account', expect_rows: -1}]\n"), "operations.debit.statements[0].expect_rows", "want 0"},
-		{"bad op name", "resources:\n  account:\n    key: \"account/{account}\"\noperations:\n  Debit-Now:\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n", "operations.Debit-Now", "lower-case"},
-		{"coalesce not a boolean", "resources:\n  a:\n    key: a\n    coalesce: sometimes\noperations: {}\n", "", "sometimes"},
-		{"a read that writes", op("    kind: read\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'SELECT 1 FROM t WHERE id = :account'}, {sql: 'UPDATE t SET n = 1 WHERE id = :account'}]\n"), "operations.debit.statements[1].sql", "a read's statements are SELECTs, not UPDATE"},
+		{"bad op name", "kinds:\n  account:\n    template: \"account/{account}\"\noperations:\n  Debit-Now:\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n", "operations.Debit-Now", "lower-case"},
+		{"coalesce not a boolean", "kinds:\n  a:\n    template: a\n    coalesce: sometimes\noperations: {}\n", "", "sometimes"},
+		{"a read that writes", op("    access: read\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'SELECT 1 FROM t WHERE id = :account'}, {sql: 'UPDATE t SET n = 1 WHERE id = :account'}]\n"), "operations.debit.statements[1].sql", "a read's statements are SELECTs, not UPDATE"},
 		{"bad kind", op("    kind: delete\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n"), "operations.debit.kind", "want write (the default) or read"},
 		{"two documents", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n---\nx: 1\n"), "", "more than one YAML document"},
 	}
@@ -214,7 +214,7 @@ clients:
 }
 
 func TestKindOfAndLockDelay(t *testing.T) {
-	p := mustParse(t, strings.Replace(goodPolicy, `key: "account/{account}"`, "key: \"account/{account}\"\n    lock_delay: 3s", 1))
+	p := mustParse(t, strings.Replace(goodPolicy, `template: "account/{account}"`, "template: \"account/{account}\"\n    lock_delay: 3s", 1))
 	tests := []struct{ key, want string }{
 		{"account/acct-1", "account"},
 		{"job/2026-10-18/7", "job"},
@@ -234,8 +234,8 @@ func TestKindOfAndLockDelay(t *testing.T) {
 	if d := p.Resources["account"].LockDelay; d != 3*time.Second {
 		t.Errorf("lock_delay = %s, want 3s", d)
 	}
-	_, err := Parse("x.yaml", []byte(strings.Replace(goodPolicy, `key: "account/{account}"`, "key: \"account/{account}\"\n    lock_delay: soon", 1)))
-	if err == nil || !strings.Contains(err.Error(), "resources.account.lock_delay") {
+	_, err := Parse("x.yaml", []byte(strings.Replace(goodPolicy, `template: "account/{account}"`, "template: \"account/{account}\"\n    lock_delay: soon", 1)))
+	if err == nil || !strings.Contains(err.Error(), "kinds.account.lock_delay") {
 		t.Errorf("bad lock_delay: %v", err)
 	}
 }

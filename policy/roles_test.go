@@ -10,11 +10,11 @@ import (
 )
 
 const transferPolicy = `
-resources:
+kinds:
   account:
-    key: "account/{account}"
+    template: "account/{account}"
   job:
-    key: "job/{day}"
+    template: "job/{day}"
     compare: strict
 operations:
   transfer:
@@ -70,15 +70,15 @@ func TestRolesCompile(t *testing.T) {
 }
 
 func TestRoleErrorsNameTheEntry(t *testing.T) {
-	const head = "resources:\n  account: {key: \"account/{account}\"}\n  acct: {key: \"acct/{id}\"}\n  ledger: {key: \"x/{a}\"}\n  journal: {key: \"x/{b}\"}\noperations:\n  t:\n"
+	const head = "kinds:\n  account: {template: \"account/{account}\"}\n  acct: {template: \"acct/{id}\"}\n  ledger: {template: \"x/{a}\"}\n  journal: {template: \"x/{b}\"}\noperations:\n  t:\n"
 	const args = "    args: {from: {type: string}, to: {type: string}}\n"
 	stmt := func(sql string) string { return "    statements: [{sql: '" + sql + "'}]\n" }
 	const uses = "UPDATE a SET n = 1 WHERE id IN (:from, :to)"
 	tests := []struct{ name, body, entry, msg string }{
 		{"both forms", "    resource: account\n    resources: {from: \"account/{from}\"}\n" + args + stmt(uses), "operations.t", "both resource and resources"},
 		{"neither", args + stmt(uses), "operations.t.resource", "missing"},
-		{"no such shape", "    resources: {from: \"accounts/{from}\", to: \"account/{to}\"}\n" + args + stmt(uses), "operations.t.resources.from", "shape of no resource"},
-		{"ambiguous shape", "    resources: {from: \"x/{from}\", to: \"account/{to}\"}\n" + args + stmt(uses), "operations.t.resources.from", "resources journal and ledger"},
+		{"no such shape", "    resources: {from: \"accounts/{from}\", to: \"account/{to}\"}\n" + args + stmt(uses), "operations.t.resources.from", "shape of no kind's template"},
+		{"ambiguous shape", "    resources: {from: \"x/{from}\", to: \"account/{to}\"}\n" + args + stmt(uses), "operations.t.resources.from", "kinds journal and ledger"},
 		{"same key twice", "    resources: {from: \"account/{from}\", to: \"account/{from}\"}\n" + args + stmt(uses), "operations.t.resources.to", "the same key as role from"},
 		{"bad role name", "    resources: {From: \"account/{from}\", to: \"account/{to}\"}\n" + args + stmt(uses), "operations.t.resources.From", "role names"},
 		{"undeclared key arg", "    resources: {from: \"account/{src}\", to: \"account/{to}\"}\n" + args + stmt(uses), "operations.t.args", `needs argument "src"`},

@@ -77,12 +77,15 @@ func bounds(s map[string]any, minKey, maxKey, noun string) string {
 	return out
 }
 
-// propertyNames lists the keys a schema object allows, sorted.
+// propertyNames lists the keys a schema object allows, sorted, less
+// its former words: read, but offered no more.
 func propertyNames(s map[string]any) []string {
 	props, _ := s["properties"].(map[string]any)
 	names := make([]string, 0, len(props))
-	for name := range props {
-		names = append(names, name)
+	for name, prop := range props {
+		if p, _ := prop.(map[string]any); p["deprecated"] != true { // a former word (words.go)
+			names = append(names, name)
+		}
 	}
 	slices.Sort(names)
 	return names

@@ -7,9 +7,9 @@ import (
 )
 
 // schemaBase is a valid policy the cases below break one edit at a time.
-const schemaBase = `resources:
+const schemaBase = `kinds:
   account:
-    key: "account/{account}"
+    template: "account/{account}"
 operations:
   debit:
     resource: account
@@ -32,8 +32,8 @@ func TestSchemaProblems(t *testing.T) {
 	}{
 		{"unknown key", "expect_rows: 1", "expect_row: 1",
 			"operations.debit.statements[0]", `unknown key "expect_row" (did you mean "expect_rows"?); allowed: expect_rows, sql (line 12)`, true},
-		{"wrong enum value", `key: "account/{account}"`, `key: "account/{account}"` + "\n    compare: strictest",
-			"resources.account.compare", `"strictest" is not one of monotonic, strict`, false},
+		{"wrong enum value", `template: "account/{account}"`, `template: "account/{account}"` + "\n    compare: strictest",
+			"kinds.account.compare", `"strictest" is not one of monotonic, strict`, false},
 		{"wrong type", "expect_rows: 1", "expect_rows: one",
 			"operations.debit.statements[0].expect_rows", `want a whole number, got "one"`, true},
 		{"a list for a mapping", "args:\n      account: {type: string}\n      amount: {type: integer, min: 1}", "args: [account, amount]",
@@ -50,12 +50,18 @@ func TestSchemaProblems(t *testing.T) {
 			"sql_errors.P0001.status", "503: want 400 to 499", false},
 		{"bad problem type", "type: over-reserved", "type: Over_Reserved",
 			"sql_errors.P0001.type", `"Over_Reserved": want lower-case letters, digits and '-'`, false},
-		{"bad lock delay", `key: "account/{account}"`, `key: "account/{account}"` + "\n    lock_delay: 5 seconds",
-			"resources.account.lock_delay", `"5 seconds": want a duration from 0s to 5m`, false},
-		{"bad key template", `key: "account/{account}"`, `key: "account/{Account}"`,
-			"resources.account.key", "want a key template", false},
-		{"missing key", `    key: "account/{account}"`, `    compare: strict`,
-			"resources.account.key", "missing (line 2)", false},
+		{"bad lock delay", `template: "account/{account}"`, `template: "account/{account}"` + "\n    lock_delay: 5 seconds",
+			"kinds.account.lock_delay", `"5 seconds": want a duration from 0s to 5m`, false},
+		{"bad template", `template: "account/{account}"`, `template: "account/{Account}"`,
+			"kinds.account.template", "want a template", false},
+		{"missing template", `    template: "account/{account}"`, `    compare: strict`,
+			"kinds.account", "missing template: the names of the kind's resources, e.g. template: account/{account} (line 2)", false},
+		{"template and key", `    template: "account/{account}"`, `    template: "account/{account}"` + "\n    key: \"account/{account}\"",
+			"kinds.account", "the template is given twice", false},
+		{"kinds and resources", "operations:", "resources: {}\noperations:",
+			"", "the kinds are declared twice", false},
+		{"access and kind", "    resource: account", "    resource: account\n    access: read\n    kind: read",
+			"operations.debit", "the access is given twice", false},
 		{"resource and resources", "    resource: account", "    resource: account\n    resources: {from: \"account/{account}\"}",
 			"operations.debit", "name the resource the operation writes under", false},
 		{"neither resource nor resources", "    resource: account\n", "",
@@ -68,8 +74,8 @@ func TestSchemaProblems(t *testing.T) {
 			"operations.debit.args.amount.max_length", "max_length and pattern apply to strings only", false},
 		{"bad argument type", "{type: integer, min: 1}", "{type: int}",
 			"operations.debit.args.amount.type", `"int" is not one of string, integer, boolean`, false},
-		{"group commit without coalesce", `key: "account/{account}"`, `key: "account/{account}"` + "\n    coalesce: false\n    group_commit: true",
-			"resources.account.group_commit", "group commit needs coalesce", false},
+		{"group commit without coalesce", `template: "account/{account}"`, `template: "account/{account}"` + "\n    coalesce: false\n    group_commit: true",
+			"kinds.account.group_commit", "group commit needs coalesce", false},
 		{"bad token", "sql_errors:", "clients:\n  billing: {token_sha256: abc, operations: [debit]}\nsql_errors:",
 			"clients.billing.token_sha256", `"abc": want the 64 hex digits`, false},
 		{"catalog table", "sql_errors:", "guarded_tables:\n  pg_catalog.pg_class: {resource: account}\nsql_errors:",
@@ -101,9 +107,9 @@ func TestSchemaProblems(t *testing.T) {
 // schema problems, however YAML types them.
 func TestSchemaReadsAsTheLoaderDoes(t *testing.T) {
 	tests := []struct{ name, old, new string }{
-		{"an unquoted number as text", `key: "account/{account}"`, `key: "account/{account}"` + "\n    lock_delay: 0"},
-		{"YAML 1.1 booleans", `key: "account/{account}"`, `key: "account/{account}"` + "\n    coalesce: yes\n    group_commit: off"},
-		{"null as absent", `key: "account/{account}"`, `key: "account/{account}"` + "\n    compare: ~\n    validation:"},
+		{"an unquoted number as text", `template: "account/{account}"`, `template: "account/{account}"` + "\n    lock_delay: 0"},
+		{"YAML 1.1 booleans", `template: "account/{account}"`, `template: "account/{account}"` + "\n    coalesce: yes\n    group_commit: off"},
+		{"null as absent", `template: "account/{account}"`, `template: "account/{account}"` + "\n    compare: ~\n    validation:"},
 		{"empty text as absent", "    resource: account", "    resource: \"\"\n    resources: {from: \"account/{account}\"}"},
 		{"a fraction where a whole number goes", "expect_rows: 1", "expect_rows: 1.0"},
 		{"an unquoted SQLSTATE", "P0001:", "23514:"},
@@ -151,7 +157,7 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name: "not YAML",
-			src:  "resources: [",
+			src:  "kinds: [",
 			want: []string{"not valid YAML"},
 		},
 	}

@@ -99,9 +99,9 @@ func compileSQLAccess(ps *problems, p *Policy, c *Client, fc fileClient, entry s
 		k := p.Resources[name]
 		switch {
 		case name == "*":
-			ps.add(entry+".sql_resources", `"*" stands alone: every resource of the policy`)
+			ps.add(entry+".sql_resources", `"*" stands alone: every kind of the policy`)
 		case k == nil:
-			ps.add(entry+".sql_resources", "unknown resource %q", name)
+			ps.add(entry+".sql_resources", "unknown kind %q", name)
 		case k.Permits > 0:
 			ps.add(entry+".sql_resources", "%s is a semaphore: the SQL front fences exclusive locks only", name)
 		default:

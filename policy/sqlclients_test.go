@@ -69,7 +69,7 @@ func TestSQLClientMistakes(t *testing.T) {
 		{"a quoted-only role name", "{" + tok + ", sql_role: Billing}", "clients.c.sql_role: want a PostgreSQL role name"},
 		{"a role of PostgreSQL's", "{" + tok + ", sql_role: pg_write_all_data}", "is not an application's role"},
 		{"the gateway's role", "{" + tok + ", sql_role: fencegw_gateway}", "is not an application's role"},
-		{"an unknown resource", "{" + tok + ", sql_role: app, sql_resources: [ledger]}", `unknown resource "ledger"`},
+		{"an unknown kind", "{" + tok + ", sql_role: app, sql_resources: [ledger]}", `unknown kind "ledger"`},
 		{"neither operations nor a role", "{" + tok + "}", "missing: list the operations"},
 	} {
 		_, err := Parse("test.yaml", []byte(goodPolicy+"clients:\n  c: "+tc.client+"\n"))

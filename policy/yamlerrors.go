@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -18,7 +19,7 @@ var fileShapes = map[string]struct {
 	t    reflect.Type
 }{
 	"fileDoc":         {"the top level", reflect.TypeFor[fileDoc]()},
-	"fileResource":    {"a resource", reflect.TypeFor[fileResource]()},
+	"fileKind":        {"a kind", reflect.TypeFor[fileKind]()},
 	"fileOperation":   {"an operation", reflect.TypeFor[fileOperation]()},
 	"fileArg":         {"an argument", reflect.TypeFor[fileArg]()},
 	"fileStatement":   {"a statement", reflect.TypeFor[fileStatement]()},
@@ -55,7 +56,7 @@ func yamlMessage(msg string) string {
 		if !ok {
 			return fmt.Sprintf("%s: unknown key %q", m[1], m[2])
 		}
-		keys := yamlKeys(shape.t)
+		keys := slices.DeleteFunc(yamlKeys(shape.t), func(k string) bool { return deprecatedKey(shape.t, k) })
 		hint := ""
 		if near := nearest(m[2], keys); near != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", near)
@@ -81,6 +82,17 @@ func yamlKeys(t reflect.Type) []string {
 		}
 	}
 	return keys
+}
+
+// deprecatedKey reports whether key is a former word (words.go) of the
+// struct type t: read, but neither offered nor suggested.
+func deprecatedKey(t reflect.Type, key string) bool {
+	for f := range t.Fields() {
+		if k, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); k == key {
+			return f.Tag.Get("deprecated") != ""
+		}
+	}
+	return false
 }
 
 // nearest is the key of keys that differs from s by at most two edits, if

@@ -12,14 +12,15 @@ import (
 // value, each its own problem, named by line and in the policy's words
 // (the keys allowed where it stands, a near miss), never in Go's.
 func TestFileMistakesInThePolicysTerms(t *testing.T) {
-	src := `resources:
+	src := `kinds:
   account:
-    key: "account/{account}"
+    template: "account/{account}"
     coalesce: maybe
     lock_dely: 1s
 operations:
   debit:
     resource: account
+    acess: read
     args:
       account: {type: string, max_length: lots}
     statements:
@@ -33,9 +34,10 @@ operations:
 	}
 	want := []string{
 		"line 4: want true or false, got `maybe`",
-		`line 5: unknown key "lock_dely" in a resource (did you mean "lock_delay"?); allowed: key, compare, validation, lock_delay, max_hold, coalesce, group_commit, permits`,
-		"line 10: want a whole number, got `lots`",
-		`line 13: unknown key "expect_row" in a statement (did you mean "expect_rows"?); allowed: sql, expect_rows`,
+		`line 5: unknown key "lock_dely" in a kind (did you mean "lock_delay"?); allowed: template, compare, validation, lock_delay, max_hold, coalesce, group_commit, permits`,
+		`line 9: unknown key "acess" in an operation (did you mean "access"?); allowed: access, resource, resources, args, statements`,
+		"line 11: want a whole number, got `lots`",
+		`line 14: unknown key "expect_row" in a statement (did you mean "expect_rows"?); allowed: sql, expect_rows`,
 	}
 	if len(perr.Problems) != len(want) {
 		t.Fatalf("problems:\n%v\nwant %d", err, len(want))
@@ -50,7 +52,7 @@ operations:
 			t.Errorf("the message speaks Go (%q): %v", goWord, err)
 		}
 	}
-	if !strings.HasPrefix(err.Error(), "policy p.yaml: 4 problems\n") {
+	if !strings.HasPrefix(err.Error(), "policy p.yaml: 5 problems\n") {
 		t.Errorf("headline: %q", strings.SplitN(err.Error(), "\n", 2)[0])
 	}
 }

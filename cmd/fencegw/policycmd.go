@@ -15,14 +15,15 @@ func policyCommand() *cobra.Command {
 	check := &cobra.Command{
 		Use:   "check FILE",
 		Short: "validate a policy file and print it compiled",
-		Long: `Validates a policy file and prints it compiled: resources with their key,
+		Long: `Validates a policy file and prints it compiled: kinds with their template,
 comparison, validation, lock delay, coalescing and group commit; operations
 with their arguments and statements; clients; guarded tables. The file is
 held to the policy's JSON Schema first: mistakes of shape (an unknown key,
 a value of the wrong kind) are listed alone, by entry and line, e.g.
 operations.debit.statements[0]; once there are none, the compiler's
 problems follow, then whatever else the schema found. Every problem found
-is listed. Exit status 1 if any.`,
+is listed. Exit status 1 if any. A former word the file still uses
+(deprecated, e.g. resources: for kinds:) is named on standard error, once.`,
 		Example:           "  fencegw policy check policy.yaml",
 		Args:              exactArgs(1, "FILE, the policy file"),
 		ValidArgsFunction: yamlFiles,
@@ -67,7 +68,7 @@ with its status.`,
 		}),
 	}
 	cmd := verbGroup("policy", "check a policy file, or print the JSON Schema or OpenAPI document of policies",
-		"Policy files declare resources, operations, clients and guarded tables.", check, schema, openapi)
+		"Policy files declare kinds, operations, clients and guarded tables.", check, schema, openapi)
 	cmd.Example = `  fencegw policy check policy.yaml
   fencegw policy openapi policy.yaml > openapi.json`
 	return cmd
@@ -80,6 +81,9 @@ func onPolicy(f func(out io.Writer, p *policy.Policy) error) func(*cobra.Command
 		p, err := policy.CheckFile(args[0])
 		if err != nil {
 			return err
+		}
+		for _, d := range p.Deprecations() {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: policy %s: %s\n", args[0], d)
 		}
 		return f(cmd.OutOrStdout(), p)
 	}

@@ -50,9 +50,9 @@ func TestPolicyHelp(t *testing.T) {
 // entry the policy writes and its line, without JSON pointers or Go types.
 func TestPolicyCheckSchemaProblems(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "policy.yaml")
-	src := `resources:
+	src := `kinds:
   account:
-    key: "account/{account}"
+    template: "account/{account}"
     compare: strictest
 operations:
   debit:
@@ -73,7 +73,7 @@ operations:
 	msg := err.Error()
 	for _, want := range []string{
 		`operations.debit.statements[0]: unknown key "expect_row" (did you mean "expect_rows"?); allowed: expect_rows, sql (line 12)`,
-		`resources.account.compare: "strictest" is not one of monotonic, strict (line 4)`,
+		`kinds.account.compare: "strictest" is not one of monotonic, strict (line 4)`,
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("policy check:\n%s\nwant %q", msg, want)
@@ -106,10 +106,60 @@ func TestPolicyOpenAPI(t *testing.T) {
 		t.Errorf("policy openapi: openapi %q, paths %d", doc.OpenAPI, len(doc.Paths))
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	if err := os.WriteFile(bad, []byte("resources: {}\n"), 0o644); err != nil {
+	if err := os.WriteFile(bad, []byte("kinds: {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := execute(context.Background(), &out, "policy", "openapi", bad); err == nil || !strings.Contains(err.Error(), "operations") {
 		t.Errorf("policy openapi of a broken policy = %v, want its problems", err)
 	}
+}
+
+// TestPolicyCheckNamesFormerWords: a policy in the former words checks
+// as the same policy in the current ones, and each former word it uses is
+// named once on standard error; a policy in current words has no warning.
+func TestPolicyCheckNamesFormerWords(t *testing.T) {
+	demo, former := formerDemo(t)
+	check := func(src string) (out, stderr string) {
+		path := filepath.Join(t.TempDir(), "policy.yaml")
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var o, e bytes.Buffer
+		root := rootCommand(&o)
+		root.SetErr(&e)
+		root.SetArgs([]string{"policy", "check", path})
+		if err := root.ExecuteContext(t.Context()); err != nil {
+			t.Fatalf("policy check: %v", err)
+		}
+		return strings.ReplaceAll(o.String(), path, "FILE"), e.String()
+	}
+	nowOut, nowErr := check(demo)
+	oldOut, oldErr := check(former)
+	if nowErr != "" {
+		t.Errorf("policy check of current words warned: %q", nowErr)
+	}
+	if oldOut != nowOut {
+		t.Errorf("policy check of former words printed\n%s\nwant as of current words\n%s", oldOut, nowOut)
+	}
+	for _, word := range []string{"resources: is deprecated and goes in 0.3.0: write kinds: instead", "key: is deprecated and goes in 0.3.0: write template: instead"} {
+		if n := strings.Count(oldErr, word); n != 1 {
+			t.Errorf("policy check of former words: stderr %q names %q %d times, want once", oldErr, word, n)
+		}
+	}
+}
+
+// formerDemo returns the demo policy, and the same spelled in the former
+// words (policy/words.go).
+func formerDemo(t *testing.T) (demo, former string) {
+	t.Helper()
+	data, err := os.ReadFile("../../testdata/demo/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo = string(data)
+	former = strings.NewReplacer("\nkinds:\n", "\nresources:\n", "    template: ", "    key: ").Replace(demo)
+	if former == demo {
+		t.Fatal("the demo policy has no kinds: with a template: to spell the former way")
+	}
+	return demo, former
 }

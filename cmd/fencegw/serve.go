@@ -83,6 +83,9 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if cfg.UnsafeIgnoreCommitWarnings {
 		log.Error("--unsafe-ignore-commit-warnings: a COMMIT PostgreSQL warned about is answered 200, and a failover can lose it; this mode exists only for torture control runs")
 	}
+	for _, d := range pol.Deprecations() {
+		log.Warn("the policy uses a deprecated word", "policy", cfg.PolicyPath, "deprecated", d)
+	}
 	if !pol.AuthRequired() {
 		log.Warn("the policy declares no clients: any caller may call any operation; declare clients before exposing the gateway")
 	}

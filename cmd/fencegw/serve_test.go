@@ -29,6 +29,41 @@ func serveConfigFor(t *testing.T, dbURL, policyPath string) serveConfig {
 	}
 }
 
+// TestServeLogsDeprecatedWords: a policy in the former words serves, and
+// serve logs each former word once as it starts.
+func TestServeLogsDeprecatedWords(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, former := formerDemo(t)
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(path, []byte(former), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := serveConfigFor(t, migrated(t), path)
+	logs := &testenv.Buffer{}
+	cfg.logOut = logs
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ready, served := make(chan string, 1), make(chan error, 1)
+	go func() { served <- serve(sctx, cfg, func(a string) { ready <- a }) }()
+	select {
+	case <-ready:
+	case err := <-served:
+		t.Fatalf("serve of a policy in former words: %v\n%s", err, logs)
+	case <-ctx.Done():
+		t.Fatalf("serve never became ready:\n%s", logs)
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	for _, word := range []string{"resources: is deprecated", "key: is deprecated"} {
+		if n := strings.Count(logs.String(), word); n != 1 {
+			t.Errorf("serve logged %q %d times, want once:\n%s", word, n, logs)
+		}
+	}
+}
+
 func migrated(t *testing.T) string {
 	t.Helper()
 	dbURL := testenv.NewDatabase(t)

@@ -236,7 +236,7 @@ class Gateway:
         return BatchResult([write_result(r, replayed, "batch") for r in results], replayed)
 
     def read(self, operation: str, args: Optional[Mapping[str, Any]] = None, *, token: Union[str, Mapping[str, str]]) -> ReadResult:
-        """A fenced read of operation (kind: read): the rows only while no
+        """A fenced read of operation (access: read): the rows only while no
         token is older than its fence, else StaleToken. Writes nothing:
         sent again freely."""
         answer = self._transport.request("POST", "/v1/reads/" + urllib.parse.quote(operation, safe=""),

@@ -307,7 +307,7 @@ export class Gateway {
     return batchResult(decodeObject(answer.body, "batch"), replayed(answer), "batch");
   }
 
-  /** A fenced read of operation (kind: read): the rows only while no token is older than its fence, else StaleTokenError. */
+  /** A fenced read of operation (access: read): the rows only while no token is older than its fence, else StaleTokenError. */
   async read(operation: string, args: Record<string, unknown> | undefined, o: { token: Token; signal?: AbortSignal }): Promise<ReadResult> {
     const answer = await this.transport.request("POST", "/v1/reads/" + encodeURIComponent(operation), {
       body: encode(args ?? {}),

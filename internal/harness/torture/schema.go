@@ -58,7 +58,7 @@ const initialBalance = 1000
 // their initial balance.
 const balancesSQL = "INSERT INTO torture.balances (resource, cents) SELECT f || '/r' || i, $2 FROM generate_series(0, $1 - 1) AS i, unnest($3::text[]) AS f"
 
-// policyYAML's resources: every family's writes append to the log under
+// policyYAML's kinds: every family's writes append to the log under
 // its resource's fence — res/{r} (monotonic: a lease's writes all land),
 // strict/{r} (strict: a token writes once), the permit slot's of sem/{r},
 // a semaphore of semPermits (a row's resource is the slot's, sem/r0#2),
@@ -69,23 +69,23 @@ const balancesSQL = "INSERT INTO torture.balances (resource, cents) SELECT f || 
 // (policy). The operations follow: appendYAML for each family, then
 // transferYAML.
 const policyYAML = `
-resources:
+kinds:
   res:
-    key: "res/{r}"
+    template: "res/{r}"
     coalesce: %[1]s
     group_commit: %[2]s%[4]s
   strict:
-    key: "strict/{r}"
+    template: "strict/{r}"
     compare: strict
     coalesce: %[1]s
     group_commit: %[2]s
   sem:
-    key: "sem/{r}"
+    template: "sem/{r}"
     permits: %[3]d
     coalesce: %[1]s
     group_commit: %[2]s
   churn:
-    key: "churn/{r}"
+    template: "churn/{r}"
     coalesce: %[1]s
     group_commit: %[2]s
 operations:
