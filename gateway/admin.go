@@ -31,7 +31,7 @@ type leaseInfoJSON struct {
 type revokeResponse struct {
 	Lease   leaseInfoJSON `json:"lease"`
 	Revoked bool          `json:"revoked"`
-	DryRun  bool          `json:"dry_run,omitempty"`
+	DryRun  bool          `json:"dry_run"`
 	// Fence is the revoked holder's fence, moved past its token; absent
 	// with keep_fence, or for a lease that held nothing.
 	Fence *fenceCutJSON `json:"fence,omitempty"`
@@ -56,7 +56,7 @@ type advanceResponse struct {
 	// Waiting the leases in line, which all write once granted.
 	Holder  string `json:"holder,omitempty"`
 	Waiting int64  `json:"waiting"`
-	DryRun  bool   `json:"dry_run,omitempty"`
+	DryRun  bool   `json:"dry_run"`
 }
 
 // requireOperator refuses a client that is not an operator's.
