@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -68,7 +67,7 @@ func (g *Gateway) checkRequest(r *http.Request, scope *problemScope) (*fence.Req
 	case err != nil:
 		return nil, err
 	case !sent:
-		return nil, fmt.Errorf("%w: send the token (or, for resources, one per role) to check as %s", ErrTokenRequired, TokenHeader)
+		return nil, errNoToken(op)
 	}
 	toks, err := tokensFor(nil, op, field)
 	if err != nil {
