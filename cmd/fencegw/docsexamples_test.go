@@ -184,3 +184,24 @@ func TestDocsInspectExamplesNameTheirBackends(t *testing.T) {
 		t.Fatal("no fencegw inspect in the documentation: the reading no longer finds them")
 	}
 }
+
+// TestBenchmarksSayWhereTheirCommandsRun: BENCHMARKS.md's commands run
+// only in a checkout (go run ./cmd/fencegw, go test ./sqlfront, and
+// fencegw bench reading testdata/bench), so the page says so before its
+// first command, where a reader who copies one starts.
+func TestBenchmarksSayWhereTheirCommandsRun(t *testing.T) {
+	b, err := os.ReadFile("../../BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	first := len(page)
+	for _, cmd := range []string{"`fencegw bench", "`go run ./", "`go test ./"} {
+		if i := strings.Index(page, cmd); i >= 0 {
+			first = min(first, i)
+		}
+	}
+	if said := strings.Index(page, "from the repository's root"); said < 0 || said > first {
+		t.Errorf("BENCHMARKS.md does not say, before its first command (byte %d), to run them from the repository's root", first)
+	}
+}
