@@ -100,8 +100,7 @@ func (g *Gateway) check(r *http.Request, c *call) (CheckResult, error) {
 	}
 	out := CheckResult{Fences: make([]ReadFence, len(op.Roles))}
 	for i, role := range op.Roles {
-		f, _ := res.Fence(resources[i])
-		out.Fences[i] = ReadFence{Role: role.Name, Resource: resources[i], Token: toks[i].Unsigned(), Fence: f}
+		out.Fences[i] = ReadFence{Role: role.Name, Resource: resources[i], Token: toks[i].Unsigned(), Fence: fenceSeen(res, resources[i])}
 	}
 	return out, nil
 }
