@@ -62,7 +62,7 @@ func (a *Etcd) lock(ctx context.Context, resource string, g grant, opts AcquireO
 	}
 	tctx, cancel := bounded(grantCtx(ctx, opts))
 	// Grouped with other resources' (txngroup.go) if one is in flight.
-	resp, err := a.lockTxns.commit(tctx, txn{ifs: grantIfs(resource, opts, signer, e), then: granting, els: waiting}, resource)
+	resp, err := a.txns.commit(tctx, txn{ifs: grantIfs(resource, opts, signer, e), then: granting, els: waiting}, lockKeyPrefix(resource))
 	cancel()
 	if err != nil {
 		return Lease{}, unavailable("create lock key", err)

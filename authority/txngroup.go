@@ -11,29 +11,34 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Concurrent acquisitions of different resources share etcd round trips
-// as concurrent writes share a PostgreSQL commit (fence/groupcommit.go):
+// Concurrent acquisitions of different resources, and releases, share
+// etcd round trips as concurrent writes share a PostgreSQL commit
+// (fence/groupcommit.go):
 //
-//   - One lock transaction (lock.go) is in flight at a time. One that
-//     finds none in flight is sent at once, on its caller's context, as it
-//     would be alone; the others wait in line. When the one in flight
-//     returns, those in line are sent as one etcd Txn with no If, each
-//     nested in its Then (nest) exactly as it would have been sent alone:
-//     its own If decides its branch, its responses are its own, and the
-//     members share one revision. Nothing waits for a group to fill: a
-//     group is what queued while the previous Txn was in flight.
+//   - One lock transaction (lock.go) or release mark (leaserelease.go) is
+//     in flight at a time. One that finds none in flight is sent at once,
+//     on its caller's context, as it would be alone; the others wait in
+//     line. When the one in flight returns, those in line are sent as one
+//     etcd Txn with no If, each nested in its Then (nest) exactly as it
+//     would have been sent alone: its own If decides its branch, its
+//     responses are its own, and the members share one revision. Nothing
+//     waits for a group to fill: a group is what queued while the previous
+//     Txn was in flight.
 //   - A group holds at most one acquisition per resource, and no two
-//     members put one key or compare a key another puts (etcd refuses the
-//     first, and the second would let a member's If see the store before a
-//     write its reads see after). A member that cannot join stays in line,
-//     and so does every later one of its resource: a resource's line keeps
-//     its order, and its tokens, each a revision of its own, increase.
-//     Every range a lock transaction compares or reads lies under its
-//     resource's prefixes, which its resource stands for.
+//     members put one key, nor does one compare or read a key another puts
+//     (etcd refuses the first; the second would let a member see the store
+//     before one write and after another, its If deciding before the
+//     group's writes and its reads seeing those before it). A member that
+//     cannot join stays in line, and so does every later one that conflicts
+//     with it: a resource's line keeps its order, and its tokens, each a
+//     revision of its own, increase. Every range a lock transaction
+//     compares or reads lies under its resource's prefixes, which its
+//     resource stands for; a release mark reads and compares single keys
+//     of its lease.
 //   - etcd counts a nested Txn's operations against --max-txn-ops together
 //     with those of the Txns it is nested in (checkTxnRequest passes down
 //     what is left), and bounds a request's size (--max-request-bytes):
-//     a group stays within both defaults, and below maxLockGroup.
+//     a group stays within both defaults, and within maxGroup.
 //   - A group that etcd refuses as a whole before applying any of it (a
 //     member's lease gone, a limit set lower than the default) is sent again
 //     member by member, so that the refusal is only its cause's. Any other
@@ -48,9 +53,9 @@ import (
 // Each acquisition keeps its own etcd lease: grouping changes how many
 // Txns carry the lock keys, not what they are attached to.
 
-// maxLockGroup bounds the acquisitions of one group: a bigger one costs
-// the members that queued first the time to build, send and apply it.
-const maxLockGroup = 32
+// maxGroup bounds the members of one group: a bigger one costs those that
+// queued first the time to build, send and apply it.
+const maxGroup = 32
 
 // etcd's defaults for --max-txn-ops and --max-request-bytes (a group keeps
 // to half the latter: its size is reckoned, not measured).
@@ -59,8 +64,8 @@ const (
 	maxGroupedBytes = 3 << 18 // 768 KiB
 )
 
-// txnGroup sends the lock transactions of an authority, grouping those
-// that wait in line.
+// txnGroup sends the lock transactions and release marks of an
+// authority, grouping those that wait in line.
 type txnGroup struct {
 	cli *clientv3.Client
 	// send commits a transaction; tests hold it to make a line form.
@@ -87,20 +92,21 @@ func newTxnGroup(cli *clientv3.Client) *txnGroup {
 type groupMember struct {
 	ctx context.Context
 	t   txn
-	// exclusive are the keys no other member of its group may put or
-	// compare: its resource's and those it puts; compares the keys it
-	// compares, which no other member may put.
-	exclusive, compares []string
-	depth, size         int // etcd's count of its operations, its reckoned size
-	done                chan struct{}
-	res                 txnResult
-	err                 error
+	// exclusive are the keys no other member of its group may put, compare
+	// or read: those it stands for (a resource's) and those it puts; reads
+	// the single keys it compares or reads, which no other member may put.
+	exclusive, reads []string
+	depth, size      int // etcd's count of its operations, its reckoned size
+	done             chan struct{}
+	res              txnResult
+	err              error
 }
 
-// commit commits t, a lock transaction of resource, grouped with those of
-// other resources if another is in flight. ctx bounds the wait for its
-// answer, and the transaction itself when it goes alone.
-func (g *txnGroup) commit(ctx context.Context, t txn, resource string) (txnResult, error) {
+// commit commits t, grouped with others if one is in flight, standing for
+// the keys exclusive besides those it puts (a lock transaction, for its
+// resource's lock prefix). ctx bounds the wait for its answer, and the
+// transaction itself when it goes alone.
+func (g *txnGroup) commit(ctx context.Context, t txn, exclusive ...string) (txnResult, error) {
 	g.mu.Lock()
 	if !g.busy {
 		g.busy = true
@@ -108,7 +114,7 @@ func (g *txnGroup) commit(ctx context.Context, t txn, resource string) (txnResul
 		defer g.handOn()
 		return g.send(ctx, t)
 	}
-	m := newGroupMember(ctx, t, resource)
+	m := newGroupMember(ctx, t, exclusive)
 	g.queue = append(g.queue, m)
 	n := len(g.queue)
 	g.mu.Unlock()
@@ -123,18 +129,18 @@ func (g *txnGroup) commit(ctx context.Context, t txn, resource string) (txnResul
 	}
 }
 
-func newGroupMember(ctx context.Context, t txn, resource string) *groupMember {
-	m := &groupMember{ctx: ctx, t: t, exclusive: []string{lockKeyPrefix(resource)}, done: make(chan struct{})}
+func newGroupMember(ctx context.Context, t txn, exclusive []string) *groupMember {
+	m := &groupMember{ctx: ctx, t: t, exclusive: exclusive, done: make(chan struct{})}
 	m.depth, m.size = m.walk(t)
 	return m
 }
 
-// walk records the keys t puts and compares, and returns etcd's count of
+// walk records the keys t puts, compares and reads, and returns etcd's count of
 // its operations (the most a path of nested Txns adds up to) and its
 // reckoned size.
 func (m *groupMember) walk(t txn) (depth, size int) {
 	for _, c := range t.ifs {
-		m.compares = append(m.compares, string(c.KeyBytes()))
+		m.reads = append(m.reads, string(c.KeyBytes()))
 		size += 2*len(c.KeyBytes()) + len(c.ValueBytes()) + 32 // its range's end is at most as long
 	}
 	deepest := 0
@@ -144,8 +150,11 @@ func (m *groupMember) walk(t txn) (depth, size int) {
 			deepest, size = max(deepest, d), size+s
 			continue
 		}
-		if o.op.IsPut() {
+		switch {
+		case o.op.IsPut():
 			m.exclusive = append(m.exclusive, string(o.op.KeyBytes()))
+		case o.op.IsGet() && len(o.op.RangeBytes()) == 0:
+			m.reads = append(m.reads, string(o.op.KeyBytes()))
 		}
 		size += len(o.op.KeyBytes()) + len(o.op.RangeBytes()) + len(o.op.ValueBytes()) + 32
 	}
@@ -186,7 +195,7 @@ func (g *txnGroup) next() []*groupMember {
 // answered instead. g.mu is held.
 func (g *txnGroup) take() []*groupMember {
 	var ms, rest []*groupMember
-	puts, compares := map[string]bool{}, map[string]bool{}
+	puts, reads := map[string]bool{}, map[string]bool{}
 	depth, size := 0, 0
 	for i, m := range g.queue {
 		if m.ctx.Err() != nil {
@@ -194,10 +203,10 @@ func (g *txnGroup) take() []*groupMember {
 			close(m.done)
 			continue
 		}
-		fits := len(ms) < maxLockGroup &&
+		fits := len(ms) < maxGroup &&
 			len(ms)+1+max(depth, m.depth) <= etcdMaxTxnOps &&
 			(len(ms) == 0 || size+m.size <= maxGroupedBytes) &&
-			!m.conflicts(puts, compares)
+			!m.conflicts(puts, reads)
 		// A member left in line keeps its keys from later members, so that
 		// none of its resource overtakes it.
 		for _, k := range m.exclusive {
@@ -205,14 +214,14 @@ func (g *txnGroup) take() []*groupMember {
 		}
 		if !fits {
 			rest = append(rest, m)
-			if len(ms) == maxLockGroup {
+			if len(ms) == maxGroup {
 				rest = append(rest, g.queue[i+1:]...)
 				break
 			}
 			continue
 		}
-		for _, k := range m.compares {
-			compares[k] = true
+		for _, k := range m.reads {
+			reads[k] = true
 		}
 		ms, depth, size = append(ms, m), max(depth, m.depth), size+m.size
 	}
@@ -221,15 +230,15 @@ func (g *txnGroup) take() []*groupMember {
 	return ms
 }
 
-// conflicts says whether m puts a key others put or compare, or compares
-// one they put.
-func (m *groupMember) conflicts(puts, compares map[string]bool) bool {
+// conflicts says whether m puts a key others put, compare or read, or
+// compares or reads one they put.
+func (m *groupMember) conflicts(puts, reads map[string]bool) bool {
 	for _, k := range m.exclusive {
-		if puts[k] || compares[k] {
+		if puts[k] || reads[k] {
 			return true
 		}
 	}
-	for _, k := range m.compares {
+	for _, k := range m.reads {
 		if puts[k] {
 			return true
 		}
@@ -243,7 +252,7 @@ func (g *txnGroup) run(ms []*groupMember) {
 	defer func() {
 		if p := recover(); p != nil {
 			for _, m := range ms {
-				m.res, m.err = txnResult{}, fmt.Errorf("authority: a group of %d lock transactions panicked: %v", len(ms), p)
+				m.res, m.err = txnResult{}, fmt.Errorf("authority: a group of %d transactions panicked: %v", len(ms), p)
 			}
 		}
 		for _, m := range ms {

@@ -27,9 +27,9 @@ type heldLine struct {
 
 func holdLine(a *Etcd) *heldLine {
 	h := &heldLine{entered: make(chan struct{}), release: make(chan struct{}), lines: make(chan int, 100)}
-	send := a.lockTxns.send
+	send := a.txns.send
 	first := sync.Once{}
-	a.lockTxns.send = func(ctx context.Context, t txn) (txnResult, error) {
+	a.txns.send = func(ctx context.Context, t txn) (txnResult, error) {
 		h.mu.Lock()
 		h.sent = append(h.sent, lockKeysOf(t))
 		h.mu.Unlock()
@@ -39,7 +39,7 @@ func holdLine(a *Etcd) *heldLine {
 		})
 		return send(ctx, t)
 	}
-	a.lockTxns.queued = func(n int) { h.lines <- n }
+	a.txns.queued = func(n int) { h.lines <- n }
 	return h
 }
 
@@ -140,10 +140,10 @@ func TestLockTxnsGroupDistinctResources(t *testing.T) {
 			t.Fatalf("%s: etcd lease %s: ttl %v, %v; want it alive", got.l.Resource, got.l.ID, ttl, err)
 		}
 	}
-	a.Release(t.Context(), lead.l.ID, opts.Owner)
-	if g, m := a.lockTxns.groups.Load(), a.lockTxns.grouped.Load(); g != 1 || m != n {
+	if g, m := a.txns.groups.Load(), a.txns.grouped.Load(); g != 1 || m != n {
 		t.Fatalf("%d groups of %d acquisitions in all; want 1 of %d (sent: %q)", g, m, n, h.txns())
 	}
+	a.Release(t.Context(), lead.l.ID, opts.Owner)
 }
 
 // TestLockTxnsNeverGroupOneResource: two acquisitions of one resource in
@@ -177,6 +177,9 @@ func TestLockTxnsNeverGroupOneResource(t *testing.T) {
 	if ls[1].Token.Revision != ls[2].Token.Revision {
 		t.Fatalf("the first of one and other: revisions %d and %d, want one group's", ls[1].Token.Revision, ls[2].Token.Revision)
 	}
+	if g, m := a.txns.groups.Load(), a.txns.grouped.Load(); g != 1 || m != 2 {
+		t.Fatalf("%d groups of %d acquisitions in all; want 1 of 2, one and other (sent: %q)", g, m, h.txns())
+	}
 	if err := a.Release(t.Context(), ls[1].ID, opts.Owner); err != nil {
 		t.Fatal(err)
 	}
@@ -200,9 +203,6 @@ func TestLockTxnsNeverGroupOneResource(t *testing.T) {
 			seen[r] = true
 		}
 	}
-	if g, m := a.lockTxns.groups.Load(), a.lockTxns.grouped.Load(); g != 1 || m != 2 {
-		t.Fatalf("%d groups of %d acquisitions in all; want 1 of 2, one and other (sent: %q)", g, m, h.txns())
-	}
 }
 
 // TestLockTxnsGroupWithAGoneLease: a group that etcd refuses because one
@@ -220,9 +220,9 @@ func TestLockTxnsGroupWithAGoneLease(t *testing.T) {
 	gone := acquireAsync(a, t.Context(), pfx+"gone", opts)
 	h.waitLine(t, 2)
 	// The lease of gone's lock key ends before its group is sent.
-	a.lockTxns.mu.Lock()
-	key := lockKeysOf(a.lockTxns.queue[1].t)[0]
-	a.lockTxns.mu.Unlock()
+	a.txns.mu.Lock()
+	key := lockKeysOf(a.txns.queue[1].t)[0]
+	a.txns.mu.Unlock()
 	id, err := ParseLeaseID(key[strings.LastIndex(key, "/")+1:])
 	if err != nil {
 		t.Fatal(err)
@@ -231,20 +231,66 @@ func TestLockTxnsGroupWithAGoneLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(h.release)
+	var ls []Lease
 	for _, c := range []<-chan acquired{first, kept} {
 		got := <-c
 		if got.err != nil {
 			t.Fatalf("%v; want granted, whatever happened to another's lease", got.err)
 		}
-		a.Release(t.Context(), got.l.ID, opts.Owner)
+		ls = append(ls, got.l)
 	}
 	if got := <-gone; !errors.Is(got.err, ErrUnavailable) {
 		t.Fatalf("the acquisition whose lease went: %+v, %v; want unavailable, as alone", got.l, got.err)
 	}
-	if g := a.lockTxns.groups.Load(); g != 0 {
+	if g := a.txns.groups.Load(); g != 0 {
 		t.Fatalf("%d groups committed; want none, the group refused", g)
 	}
 	if sent := h.txns(); len(sent) != 4 {
 		t.Fatalf("Txns sent: %q; want the first, the group, and each member alone", sent)
+	}
+	for _, l := range ls {
+		a.Release(t.Context(), l.ID, opts.Owner)
+	}
+}
+
+// TestReleasesGroup: the release marks of leases that queue while one is
+// in flight go as one Txn, and each lease ends.
+func TestReleasesGroup(t *testing.T) {
+	a := NewEtcd(testenv.EtcdClient(t), testenv.KEK())
+	opts := AcquireOptions{TTL: 30 * time.Second, Owner: "group"}
+	const n = 8
+	var ls []Lease
+	for i := range n {
+		l, err := a.Acquire(t.Context(), "group/"+t.Name()+"/"+string(rune('a'+i)), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	h := holdLine(a)
+	release := func(l Lease) <-chan error {
+		c := make(chan error, 1)
+		go func() { c <- a.Release(t.Context(), l.ID, opts.Owner) }()
+		return c
+	}
+	var done []<-chan error
+	done = append(done, release(ls[0]))
+	<-h.entered
+	for i, l := range ls[1:] {
+		done = append(done, release(l))
+		h.waitLine(t, i+1)
+	}
+	close(h.release)
+	for i, c := range done {
+		if err := <-c; err != nil {
+			t.Fatalf("release %d: %v", i, err)
+		}
+		ttl, err := a.cli.TimeToLive(t.Context(), clientv3.LeaseID(ls[i].ID))
+		if err != nil || ttl.TTL != -1 {
+			t.Fatalf("lease %s after its release: ttl %v, %v; want gone", ls[i].ID, ttl, err)
+		}
+	}
+	if g, m := a.txns.groups.Load(), a.txns.grouped.Load(); g != 1 || m != n-1 {
+		t.Fatalf("%d groups of %d in all; want 1 of %d", g, m, n-1)
 	}
 }
