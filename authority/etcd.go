@@ -65,6 +65,10 @@ type Etcd struct {
 	// epochRead is the epoch key as this process last read it: a grant
 	// compares it instead of reading it (lockgrant.go). nil: not read yet.
 	epochRead atomic.Pointer[epochAt]
+
+	// txns sends the lock transactions of acquisitions and the release
+	// marks of leases, grouping those that queue (txngroup.go).
+	txns *txnGroup
 }
 
 // NewEtcd returns the authority for cli, at DefaultEpoch until Resume sets
@@ -72,7 +76,7 @@ type Etcd struct {
 // and seal new ones; an authority without (nil) reads etcd but never
 // signs nor verifies a token (ErrNoKEK): inspect, epoch.
 func NewEtcd(cli *clientv3.Client, keks KEKs) *Etcd {
-	a := &Etcd{cli: cli, keks: keks, now: time.Now, keysLock: make(chan struct{}, 1), nowLock: make(chan struct{}, 1)}
+	a := &Etcd{cli: cli, keks: keks, now: time.Now, keysLock: make(chan struct{}, 1), nowLock: make(chan struct{}, 1), txns: newTxnGroup(cli)}
 	a.epoch.Store(tokens.DefaultEpoch)
 	return a
 }

@@ -37,17 +37,18 @@ func (a *Etcd) Release(ctx context.Context, id LeaseID, owner string) error {
 // markReleased checks that owner owns lease id and, in the same
 // transaction, marks it as ending by release (markEnding's record, in
 // the round trip the owner check takes anyway); it returns the lease's
-// lock-delay record, if any.
+// lock-delay record, if any. It is grouped with acquisitions' and other
+// releases' transactions when one is in flight (txngroup.go).
 func (a *Etcd) markReleased(ctx context.Context, id LeaseID, owner string) (*delayRecord, error) {
 	b, _ := json.Marshal(ending{How: EndReleased}) // strings only: cannot fail
-	resp, err := txn{
+	resp, err := a.txns.commit(ctx, txn{
 		ifs: []clientv3.Cmp{clientv3.Compare(clientv3.Value(ownerKey(id)), "=", owner)},
 		then: []txnOp{
 			named("ending", clientv3.OpPut(endingKey(id), string(b), clientv3.WithLease(clientv3.LeaseID(id)))),
 			named("delay", clientv3.OpGet(delayIndexKey(id))),
 		},
 		els: []txnOp{named("owner", clientv3.OpGet(ownerKey(id)))},
-	}.commit(ctx, a.cli)
+	})
 	if err != nil {
 		return nil, leaseError("release lease", err)
 	}

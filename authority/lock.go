@@ -61,7 +61,8 @@ func (a *Etcd) lock(ctx context.Context, resource string, g grant, opts AcquireO
 		granting = append(granting, grantedAcquisitionOp(granted, opts))
 	}
 	tctx, cancel := bounded(grantCtx(ctx, opts))
-	resp, err := txn{ifs: grantIfs(resource, opts, signer, e), then: granting, els: waiting}.commit(tctx, a.cli)
+	// Grouped with other resources' (txngroup.go) if one is in flight.
+	resp, err := a.txns.commit(tctx, txn{ifs: grantIfs(resource, opts, signer, e), then: granting, els: waiting}, lockKeyPrefix(resource))
 	cancel()
 	if err != nil {
 		return Lease{}, unavailable("create lock key", err)
