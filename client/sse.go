@@ -69,7 +69,9 @@ func (r *sseReader) next() (sseMessage, error) {
 		}
 	}
 	if err := r.sc.Err(); errors.Is(err, bufio.ErrTooLong) {
-		return sseMessage{}, fmt.Errorf("%w: more than %d bytes", errSSELine, maxSSELine)
+		// No event of the gateway's is that long: the stream is not its,
+		// and a resumed one would meet the line again.
+		return sseMessage{}, fmt.Errorf("%w: %w: more than %d bytes", ErrUnexpectedResponse, errSSELine, maxSSELine)
 	} else if err != nil {
 		return sseMessage{}, err
 	}

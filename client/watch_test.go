@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,32 +247,40 @@ func nextEvent(t *testing.T, events <-chan client.WatchEvent) client.WatchEvent 
 }
 
 // TestWatchEndsOnAStreamThatIsNotTheGateways: an event that is none (a
-// proxy's answer, a broken stream) ends the watch with an error event
+// proxy's answer, a broken stream), or a line longer than any event of
+// the gateway's, ends the watch with an error event
 // naming it, where the watch reconnected and met it again without end;
 // a stream that merely breaks is resumed (TestWatchMissesNothingAcrossAGatewayRestart).
 func TestWatchEndsOnAStreamThatIsNotTheGateways(t *testing.T) {
-	opened := make(chan struct{}, 100)
-	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		opened <- struct{}{}
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		fmt.Fprint(w, "event: granted\ndata: <html>not an event</html>\n\n")
-	}))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	events, err := client.New(srv).Watch(ctx, "account/acct-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, ok := <-events
-	if !ok || ev.Type != "error" || !errors.Is(ev.Err, client.ErrUnexpectedResponse) {
-		t.Fatalf("first event %+v (open %v), want an error event: %v", ev, ok, ev.Err)
-	}
-	if _, ok := <-events; ok {
-		t.Fatal("the watch went on after a stream that is not the gateway's")
-	}
-	if n := len(opened); n != 1 {
-		t.Fatalf("the stream was opened %d times, want once", n)
+	for _, tc := range []struct{ name, stream string }{
+		{"an event that is none", "event: granted\ndata: <html>not an event</html>\n\n"},
+		{"a line longer than any event", "event: granted\ndata: " + strings.Repeat("x", 128<<10) + "\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opened := make(chan struct{}, 100)
+			srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				opened <- struct{}{}
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				fmt.Fprint(w, tc.stream)
+			}))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			events, err := client.New(srv).Watch(ctx, "account/acct-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, ok := <-events
+			if !ok || ev.Type != "error" || !errors.Is(ev.Err, client.ErrUnexpectedResponse) {
+				t.Fatalf("first event %+v (open %v), want an error event: %v", ev, ok, ev.Err)
+			}
+			if _, ok := <-events; ok {
+				t.Fatal("the watch went on after a stream that is not the gateway's")
+			}
+			if n := len(opened); n != 1 {
+				t.Fatalf("the stream was opened %d times, want once", n)
+			}
+		})
 	}
 }
 

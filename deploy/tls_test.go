@@ -126,3 +126,53 @@ func TestComposeTLSVariant(t *testing.T) {
 		t.Errorf("Prometheus scrapes %q (%v), the ops listener is %q: want them to meet", prom, err, gw["FENCEGW_OPS_LISTEN"])
 	}
 }
+
+// TestTLSComposeFileSaysItIsAnOverride: docker-compose.tls.yml alone is
+// refused by compose with a message that does not say why (its services'
+// images are docker-compose.yml's), so its first line says it is an
+// override and its header names both files in order, as every page of the
+// documentation that names it does; after docker-compose.yml it is taken.
+func TestTLSComposeFileSaysItIsAnOverride(t *testing.T) {
+	abs := func(f string) string {
+		p, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	env := composeEnv(composePasswords)
+	if out, err := composeConfigOf(t, env, abs("../docker-compose.tls.yml")); err == nil {
+		t.Fatalf("compose took docker-compose.tls.yml alone: it is not the override this test knows\n%s", out)
+	}
+	if out, err := composeConfigOf(t, env, abs("../docker-compose.yml"), abs("../docker-compose.tls.yml")); err != nil {
+		t.Fatalf("compose config of docker-compose.yml and docker-compose.tls.yml: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile("../docker-compose.tls.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, header, _ := strings.Cut(string(b), "\n")
+	if !strings.HasPrefix(first, "# An override of docker-compose.yml") {
+		t.Errorf("docker-compose.tls.yml's first line %q does not say it is an override of docker-compose.yml", first)
+	}
+	if !strings.Contains(header, "-f docker-compose.yml -f\n# docker-compose.tls.yml") && !strings.Contains(header, "-f docker-compose.yml -f docker-compose.tls.yml") {
+		t.Error("docker-compose.tls.yml's header does not name both files, docker-compose.yml first")
+	}
+	pages, err := filepath.Glob("../docs/*/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range append(append(pages, top...), "../README.md") {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text := string(b); strings.Contains(text, "docker-compose.tls.yml") && !strings.Contains(text, "override of `docker-compose.yml`") && !strings.Contains(text, "override of\n`docker-compose.yml`") {
+			t.Errorf("%s names docker-compose.tls.yml without saying it is an override of `docker-compose.yml`", page)
+		}
+	}
+}

@@ -111,6 +111,7 @@ func classify(err error, committing bool, req *Request, at failedAt) error {
 		if perr != nil {
 			return fmt.Errorf("fence: the fence raised without a current token: %w", err)
 		}
+		current.Permit = f.token.Permit // a permit slot's fence holds that slot's tokens: E:R#k, as presented
 		w := &req.Writes[f.write]
 		return inWrite(req, failedAt{-1, f.write}, &StaleTokenError{
 			Role: w.Operation.Roles[f.role].Name, Resource: f.resource, Presented: f.token.Unsigned(), Current: current,

@@ -117,7 +117,9 @@ func (s *Store) readRead(br pgx.BatchResults, req *Request) (ReadResult, failedA
 	res := ReadResult{fences: make(map[string]tokens.Token, len(req.fences))}
 	for i, f := range req.fences {
 		var epoch, revision *int64
-		var floor tokens.Token
+		// A permit slot's fence and floor hold that slot's tokens, shown
+		// E:R#k as the token presented is.
+		floor := tokens.Token{Permit: f.token.Permit}
 		if err := br.QueryRow().Scan(&epoch, &revision, &floor.Epoch, &floor.Revision); err != nil {
 			return ReadResult{}, failedAt{fence: i, write: -1}, err
 		}
@@ -130,7 +132,7 @@ func (s *Store) readRead(br pgx.BatchResults, req *Request) (ReadResult, failedA
 			}
 			continue
 		}
-		cur := tokens.Token{Epoch: *epoch, Revision: *revision}
+		cur := tokens.Token{Epoch: *epoch, Revision: *revision, Permit: f.token.Permit}
 		res.fences[f.resource] = cur
 		if f.token.Compare(cur) < 0 && !s.unsafeNoFence {
 			w := &req.Writes[f.write]

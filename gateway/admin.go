@@ -31,7 +31,7 @@ type leaseInfoJSON struct {
 type revokeResponse struct {
 	Lease   leaseInfoJSON `json:"lease"`
 	Revoked bool          `json:"revoked"`
-	DryRun  bool          `json:"dry_run,omitempty"`
+	DryRun  bool          `json:"dry_run"`
 	// Fence is the revoked holder's fence, moved past its token; absent
 	// with keep_fence, or for a lease that held nothing.
 	Fence *fenceCutJSON `json:"fence,omitempty"`
@@ -56,7 +56,7 @@ type advanceResponse struct {
 	// Waiting the leases in line, which all write once granted.
 	Holder  string `json:"holder,omitempty"`
 	Waiting int64  `json:"waiting"`
-	DryRun  bool   `json:"dry_run,omitempty"`
+	DryRun  bool   `json:"dry_run"`
 }
 
 // requireOperator refuses a client that is not an operator's.
@@ -126,7 +126,7 @@ func (g *Gateway) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	}
 	var token string
 	if !info.Token.IsZero() {
-		token = info.Token.String()
+		token = g.cfg.Policy.ShownToken(info.Resource, info.Token).String()
 	}
 	out := revokeResponse{Lease: leaseInfoJSON{LeaseID: info.ID.String(), Resource: info.Resource, Token: token,
 		Client: info.Owner, Waiting: info.Waiting}, Revoked: !req.DryRun, DryRun: req.DryRun, Fence: cut}
@@ -153,9 +153,10 @@ func (g *Gateway) cutOff(ctx context.Context, info authority.LeaseInfo, reason s
 	if err != nil {
 		return nil, err
 	}
-	cut := &fenceCutJSON{Before: before.String(), Fence: before.String(), Advanced: advanced}
+	shown := func(t tokens.Token) string { return g.cfg.Policy.ShownToken(info.Resource, t).String() }
+	cut := &fenceCutJSON{Before: shown(before), Fence: shown(before), Advanced: advanced}
 	if advanced {
-		cut.Fence = to.String()
+		cut.Fence = shown(to)
 	}
 	if advanced && !dryRun {
 		g.cfg.Node.AddHistory(fence.HistoryEvent{At: time.Now(), Resource: info.Resource, Event: fence.FenceAdvanced,
@@ -196,13 +197,14 @@ func (g *Gateway) handleAdvance(w http.ResponseWriter, r *http.Request) {
 		g.writeProblem(w, r, err, scope)
 		return
 	}
-	out := advanceResponse{Resource: req.Resource, Before: before.String(), Fence: before.String(), Advanced: advanced,
+	shown := func(t tokens.Token) string { return g.cfg.Policy.ShownToken(req.Resource, t).String() }
+	out := advanceResponse{Resource: req.Resource, Before: shown(before), Fence: shown(before), Advanced: advanced,
 		Waiting: st.Waiting, DryRun: req.DryRun}
 	if advanced {
-		out.Fence = to.String()
+		out.Fence = shown(to)
 	}
 	if st.Holder != nil {
-		out.Holder = st.Holder.Token.Unsigned().String()
+		out.Holder = shown(st.Holder.Token)
 	}
 	if advanced && !req.DryRun {
 		g.log.Info("fence advanced by an operator", "resource", req.Resource, "from", out.Before, "to", out.Fence,

@@ -48,11 +48,13 @@ func TestFenceAdvanceCutsOffTheHolderNotTheWaiters(t *testing.T) {
 			go func() { l, _ := h.acquire(resource, 30, 60); granted <- l }()
 			h.waitWaiting(resource, 1)
 			before := h.state()
-			if r, out := h.advance(resource, true); r.Status != http.StatusOK || out["advanced"] != true || h.state() != before {
+			if r, out := h.advance(resource, true); r.Status != http.StatusOK || out["advanced"] != true || out["dry_run"] != true || h.state() != before {
 				t.Fatalf("dry run: %d %s, state changed %t", r.Status, r.Body, h.state() != before)
 			}
+			// dry_run is in every answer (docs/api.md), false ones too: a
+			// script that reads it must not take a missing key for either.
 			r, out := h.advance(resource, false)
-			if r.Status != http.StatusOK || out["advanced"] != true || out["holder"] != holder.Plain {
+			if dryRun, ok := out["dry_run"]; r.Status != http.StatusOK || out["advanced"] != true || out["holder"] != holder.Plain || !ok || dryRun != false {
 				t.Fatalf("advance: %d %s", r.Status, r.Body)
 			}
 			if r := h.write("credit", holder.Token, debit(account, 1)); r.Status != http.StatusConflict || r.Problem.Kind() != "stale-token" {
@@ -143,7 +145,7 @@ func TestRevokeByResource(t *testing.T) {
 		t.Fatalf("keepalive after a dry run: %d %s", r.Status, r.Body)
 	}
 	r = h.do(http.MethodPost, "/v1/admin/leases/revoke", nil, strings.Replace(body, "true", "false", 1))
-	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"revoked":true`) || strings.Contains(string(r.Body), l.Token) {
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"revoked":true`) || !strings.Contains(string(r.Body), `"dry_run":false`) || strings.Contains(string(r.Body), l.Token) {
 		t.Fatalf("revoke: %d %s (no signed token in it)", r.Status, r.Body)
 	}
 	if r := h.do(http.MethodPost, "/v1/leases/"+l.ID+"/keepalive", nil, ""); r.Status != http.StatusNotFound {

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -68,7 +67,7 @@ func (g *Gateway) checkRequest(r *http.Request, scope *problemScope) (*fence.Req
 	case err != nil:
 		return nil, err
 	case !sent:
-		return nil, fmt.Errorf("%w: send the token (or, for resources, one per role) to check as %s", ErrTokenRequired, TokenHeader)
+		return nil, errNoToken(op)
 	}
 	toks, err := tokensFor(nil, op, field)
 	if err != nil {
@@ -101,8 +100,7 @@ func (g *Gateway) check(r *http.Request, c *call) (CheckResult, error) {
 	}
 	out := CheckResult{Fences: make([]ReadFence, len(op.Roles))}
 	for i, role := range op.Roles {
-		f, _ := res.Fence(resources[i])
-		out.Fences[i] = ReadFence{Role: role.Name, Resource: resources[i], Token: toks[i].Unsigned(), Fence: f}
+		out.Fences[i] = ReadFence{Role: role.Name, Resource: resources[i], Token: toks[i].Unsigned(), Fence: fenceSeen(res, resources[i])}
 	}
 	return out, nil
 }

@@ -22,8 +22,8 @@ func TestCheckWithoutWriting(t *testing.T) {
 		return h.do(http.MethodPost, "/v1/fences/check", hdr, body)
 	}
 	one := `{"resource": "account/acct-51"}`
-	if r := check(a.Token, one); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"token":"`+a.Plain+`"`) {
-		t.Fatalf("A's check before anyone wrote: %d %s, want 200", r.Status, r.Body)
+	if r := check(a.Token, one); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"token":"`+a.Plain+`","fence":null`) {
+		t.Fatalf("A's check before anyone wrote: %d %s, want 200, the fence null", r.Status, r.Body)
 	}
 	if w := h.write("credit", b.Token, debit("acct-51", 1)); w.Status != http.StatusOK {
 		t.Fatalf("B's credit: %d %s", w.Status, w.Body)

@@ -212,8 +212,10 @@ type lockStateJSON struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
-func contender(c authority.Contender) contenderJSON {
-	return contenderJSON{Token: c.Token.Unsigned().String(), TTL: int64(c.TTL / time.Second), Value: c.Value}
+// contender is c, a holder or waiter of resource, as contenderJSON shows
+// it; a permit slot's token reads E:R#k however it was read.
+func (g *Gateway) contender(resource string, c authority.Contender) contenderJSON {
+	return contenderJSON{Token: g.cfg.Policy.ShownToken(resource, c.Token).String(), TTL: int64(c.TTL / time.Second), Value: c.Value}
 }
 
 // handleObserve serves GET /v1/leases?resource=…: the holder, its token,
@@ -244,11 +246,11 @@ func (g *Gateway) handleObserve(w http.ResponseWriter, r *http.Request) {
 	out := lockStateJSON{Resource: st.Resource, Revision: st.Revision, Waiters: []contenderJSON{}, Waiting: st.Waiting,
 		Truncated: st.Waiting > int64(len(st.Waiters)), Transitions: st.Transitions}
 	if st.Holder != nil {
-		h := contender(*st.Holder)
+		h := g.contender(st.Resource, *st.Holder)
 		out.Holder = &h
 	}
 	for _, c := range st.Waiters {
-		out.Waiters = append(out.Waiters, contender(c))
+		out.Waiters = append(out.Waiters, g.contender(st.Resource, c))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

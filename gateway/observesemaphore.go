@@ -61,7 +61,7 @@ func (g *Gateway) observeSemaphore(w http.ResponseWriter, r *http.Request, semap
 		Transitions: st.Transitions(), Truncated: st.Waiting > int64(len(st.Waiters))}
 	for _, s := range st.Slots {
 		if s.Holder != nil {
-			out.Holders = append(out.Holders, permitHolder(s))
+			out.Holders = append(out.Holders, g.permitHolder(s))
 		}
 	}
 	for _, c := range st.Waiters {
@@ -70,6 +70,6 @@ func (g *Gateway) observeSemaphore(w http.ResponseWriter, r *http.Request, semap
 	writeJSON(w, http.StatusOK, out)
 }
 
-func permitHolder(s authority.SlotState) permitHolderJSON {
-	return permitHolderJSON{Permit: s.Permit, Resource: s.Resource, contenderJSON: contender(*s.Holder), Transitions: s.Transitions}
+func (g *Gateway) permitHolder(s authority.SlotState) permitHolderJSON {
+	return permitHolderJSON{Permit: s.Permit, Resource: s.Resource, contenderJSON: g.contender(s.Resource, *s.Holder), Transitions: s.Transitions}
 }

@@ -39,7 +39,7 @@ func revokePath(pol *policy.Policy) obj {
 			"keep_fence": obj{"type": "boolean", "default": false, "description": "Leave the holder's fence where it is: its token writes until a successor writes. By default the fence moves past the revoked holder's token, as a fence advance does, so its next write is refused."},
 		}),
 		"responses": withProblems(obj{
-			"200": obj{"description": "The lease revoked (with dry_run: that would be).", "content": obj{"application/json": obj{"schema": obj{"type": "object", "properties": obj{
+			"200": obj{"description": "The lease revoked (with dry_run: that would be).", "content": obj{"application/json": obj{"schema": obj{"type": "object", "required": []string{"lease", "revoked", "dry_run"}, "properties": obj{
 				"lease": obj{"type": "object", "properties": obj{
 					"lease_id": obj{"type": "string"}, "resource": obj{"type": "string", "description": "The lock or permit slot held or waited for; a semaphore's name for a contender in its line."},
 					"token":  obj{"type": "string", "pattern": tokenPattern, "description": "E:R (E:R#P for a permit), unsigned; absent for a contender in a semaphore's line, which has no slot yet."},
@@ -60,7 +60,7 @@ func advancePath(pol *policy.Policy) obj {
 			"resource": obj{"type": "string", "minLength": 1, "maxLength": tokens.MaxResourceLen},
 		}),
 		"responses": withProblems(obj{
-			"200": obj{"description": "The fence before and after (with dry_run: would be after); advanced false when it was past already.", "content": obj{"application/json": obj{"schema": obj{"type": "object", "properties": obj{
+			"200": obj{"description": "The fence before and after (with dry_run: would be after); advanced false when it was past already.", "content": obj{"application/json": obj{"schema": obj{"type": "object", "required": []string{"resource", "before", "fence", "advanced", "waiting", "dry_run"}, "properties": obj{
 				"resource": obj{"type": "string"}, "before": obj{"type": "string", "pattern": tokenPattern}, "fence": obj{"type": "string", "pattern": tokenPattern},
 				"advanced": obj{"type": "boolean"}, "holder": obj{"type": "string", "pattern": tokenPattern}, "waiting": obj{"type": "integer"},
 				"dry_run": obj{"type": "boolean"}}}}}},

@@ -48,10 +48,15 @@ func checkPath(pol *policy.Policy) obj {
 }
 
 func readFenceSchema() obj {
-	return obj{"type": "object", "required": []string{"resource", "token"}, "properties": obj{
+	return obj{"type": "object", "required": []string{"resource", "token", "fence"}, "properties": obj{
 		"role": obj{"type": "string"}, "resource": obj{"type": "string"},
 		"token": obj{"type": "string", "description": "The token presented, E:R."},
-		"fence": obj{"type": "string", "description": "The resource's fence as the read saw it, E:R; absent if it was never written."}}}
+		"fence": fenceSeenSchema()}}
+}
+
+// fenceSeenSchema is a read's or a check's fence (FenceSeen).
+func fenceSeenSchema() obj {
+	return obj{"type": []string{"string", "null"}, "description": "The resource's fence as the read saw it, E:R (E:R#P for a permit slot); null for a resource without a fence row (never written, or its row pruned): the token was held to the fence floor."}
 }
 
 func readResultSchema() obj {
@@ -59,7 +64,7 @@ func readResultSchema() obj {
 		"operation": obj{"type": "string"},
 		"resource":  obj{"type": "string"},
 		"token":     obj{"type": "string", "description": "The token presented, E:R."},
-		"fence":     obj{"type": "string", "description": "The resource's fence as the read saw it, E:R; absent if it was never written."},
+		"fence":     fenceSeenSchema(),
 		"fences":    obj{"type": "array", "items": readFenceSchema()},
 		"statements": obj{"type": "array", "items": obj{"type": "object", "required": []string{"rows_affected"}, "properties": obj{
 			"rows_affected": obj{"type": "integer"},

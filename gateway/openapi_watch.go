@@ -57,7 +57,7 @@ func watchEventSchema() obj {
 	return obj{"type": "object", "required": []string{"type", "revision", "transitions"}, "properties": obj{
 		"type": obj{"type": "string", "enum": []string{"state", "synced", "granted", "value", "released", "expired", "revoked", "ended", "relist"},
 			"description": "ended: a lease whose end etcd no longer knows the cause of."},
-		"resource":    obj{"type": "string"},
+		"resource":    obj{"type": "string", "description": "The lock (a semaphore's slot) the event is of; absent in synced and relist, which are of the stream, not of a lock."},
 		"revision":    obj{"type": "integer", "description": "etcd's revision of the change (of the state for state and synced; of the compaction for relist)."},
 		"holder":      obj{"oneOf": []any{obj{"type": "null"}, obj{"$ref": "#/components/schemas/Contender"}}, "description": "The holder, or the lease that ended; null in a state: the lock is free."},
 		"transitions": obj{"type": "integer", "description": "The lock's grants so far."},

@@ -18,7 +18,7 @@ type ReadResult struct {
 	Operation  string            `json:"operation"`
 	Resource   string            `json:"resource,omitempty"`
 	Token      tokens.Token      `json:"token,omitzero"`
-	Fence      tokens.Token      `json:"fence,omitzero"` // absent: the resource was never written
+	Fence      *FenceSeen        `json:"fence,omitempty"` // nil for an operation with roles: Fences has theirs
 	Fences     []ReadFence       `json:"fences,omitempty"`
 	Statements []StatementResult `json:"statements"`
 }
@@ -28,7 +28,27 @@ type ReadFence struct {
 	Role     string       `json:"role,omitempty"`
 	Resource string       `json:"resource"`
 	Token    tokens.Token `json:"token"`
-	Fence    tokens.Token `json:"fence,omitzero"`
+	Fence    FenceSeen    `json:"fence"`
+}
+
+// FenceSeen is the fence a read or a check held a token to: in JSON the
+// token, or null for a resource without a fence row (never written, or
+// its row pruned), whose token was held to the fence floor. null and not
+// an absent key, so that every answer has the same fields.
+type FenceSeen tokens.Token
+
+// MarshalJSON writes the fence, or null.
+func (f FenceSeen) MarshalJSON() ([]byte, error) {
+	if tokens.Token(f).IsZero() {
+		return []byte("null"), nil
+	}
+	return json.Marshal(tokens.Token(f))
+}
+
+// fenceSeen is what res says of resource's fence.
+func fenceSeen(res fence.ReadResult, resource string) FenceSeen {
+	f, _ := res.Fence(resource)
+	return FenceSeen(f)
 }
 
 // handleRead serves POST /v1/reads/{operation}: a policy operation of kind
@@ -80,13 +100,12 @@ func (g *Gateway) read(r *http.Request, c *call) (ReadResult, error) {
 	wr := &req.Writes[0]
 	out := ReadResult{Operation: op.Name, Statements: statementResults(res.Results[0])}
 	if !op.Named() {
-		out.Resource, out.Token = wr.Resources[0], wr.Tokens[0].Unsigned()
-		out.Fence, _ = res.Fence(wr.Resources[0])
+		f := fenceSeen(res, wr.Resources[0])
+		out.Resource, out.Token, out.Fence = wr.Resources[0], wr.Tokens[0].Unsigned(), &f
 		return out, nil
 	}
 	for i, role := range op.Roles {
-		f, _ := res.Fence(wr.Resources[i])
-		out.Fences = append(out.Fences, ReadFence{Role: role.Name, Resource: wr.Resources[i], Token: wr.Tokens[i].Unsigned(), Fence: f})
+		out.Fences = append(out.Fences, ReadFence{Role: role.Name, Resource: wr.Resources[i], Token: wr.Tokens[i].Unsigned(), Fence: fenceSeen(res, wr.Resources[i])})
 	}
 	return out, nil
 }

@@ -35,8 +35,8 @@ func TestFencedRead(t *testing.T) {
 		return h.do(http.MethodPost, "/v1/reads/balance", http.Header{"Fencing-Token": {token}}, `{"account": "acct-46"}`)
 	}
 	r := read(a.Token)
-	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"balance_cents":1000`) || strings.Contains(string(r.Body), `"fence"`) {
-		t.Fatalf("A's read before any write: %d %s, want 200 with the rows and no fence yet", r.Status, r.Body)
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"balance_cents":1000`) || !strings.Contains(string(r.Body), `"fence":null`) {
+		t.Fatalf("A's read before any write: %d %s, want 200 with the rows and the fence null: none yet", r.Status, r.Body)
 	}
 	if w := h.write("debit", b.Token, debit("acct-46", 300)); w.Status != http.StatusOK {
 		t.Fatalf("B's debit: %d %s", w.Status, w.Body)
@@ -96,8 +96,9 @@ func TestFencedReadOfSeveralResources(t *testing.T) {
 	read := func(toToken string) response {
 		return h.do(http.MethodPost, "/v1/reads/balances", http.Header{"Fencing-Token": {`from="` + from.Token + `", to="` + toToken + `"`}}, `{"from": "acct-48", "to": "acct-49"}`)
 	}
-	if r := read(to.Token); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"role":"to","resource":"account/acct-49","token":"`+to.Plain+`","fence":"`+to.Plain+`"`) {
-		t.Fatalf("read with both tokens current: %d %s", r.Status, r.Body)
+	if r := read(to.Token); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"role":"to","resource":"account/acct-49","token":"`+to.Plain+`","fence":"`+to.Plain+`"`) ||
+		!strings.Contains(string(r.Body), `"role":"from","resource":"account/acct-48","token":"`+from.Plain+`","fence":null`) || !strings.Contains(string(r.Body), `{"operation":"balances","fences":[`) {
+		t.Fatalf("read with both tokens current (from never written: its fence null, and no fence beside fences): %d %s", r.Status, r.Body)
 	}
 	if r := read(oldTo.Token); r.Status != http.StatusConflict || r.Problem.Role != "to" || r.Problem.CurrentToken != to.Plain {
 		t.Fatalf("read with to's token stale: %d %s, want 409 naming role to", r.Status, r.Body)

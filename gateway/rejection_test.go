@@ -244,3 +244,31 @@ func TestBatchRefusalAuditedUnderItsWrite(t *testing.T) {
 		t.Fatalf("audited: operation %q presented %q, %v; want debit, %s", op, presented, err, old.Plain)
 	}
 }
+
+// TestTokenRequiredShowsTheWholeToken: a request without Fencing-Token is
+// told to send the token whole, as its lease grant returned it; a bare
+// E:R, which the detail once named, is refused as unsigned.
+func TestTokenRequiredShowsTheWholeToken(t *testing.T) {
+	h := newHarness(t, readPolicy(t))
+	const account, resource = "acct-4101", "account/acct-4101"
+	l := h.mustAcquire(resource, 10, 0)
+	defer h.release(l)
+	for _, tt := range []struct {
+		name, path, body, detail string
+	}{
+		{"write", "/v1/ops/debit", debit(account, 1), "Fencing-Token: E:R:SIGNATURE"},
+		{"read", "/v1/reads/balance", `{"account": "` + account + `"}`, "Fencing-Token: E:R:SIGNATURE"},
+		{"check", "/v1/fences/check", `{"resource": "` + resource + `"}`, "Fencing-Token: E:R:SIGNATURE"},
+		{"write with roles", "/v1/ops/transfer", transferBody(account, "acct-4102", 1), `Fencing-Token: from="E:R:SIGNATURE", to="E:R:SIGNATURE"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := h.do(http.MethodPost, tt.path, nil, tt.body)
+			if r.Status != http.StatusPreconditionRequired || !strings.Contains(r.Problem.Detail, tt.detail) || !strings.Contains(r.Problem.Detail, "as its") {
+				t.Fatalf("got %d %s, want 428 saying %q, the token as its grant returned it", r.Status, r.Body, tt.detail)
+			}
+		})
+	}
+	if r := h.do(http.MethodPost, "/v1/ops/debit", tok(l.Plain), debit(account, 1)); r.Status != http.StatusForbidden || r.Problem.Kind() != "token-rejected" {
+		t.Fatalf("E:R alone: %d %s, want 403 token-rejected", r.Status, r.Body)
+	}
+}

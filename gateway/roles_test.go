@@ -55,7 +55,7 @@ func TestTransferTokenFieldRefusals(t *testing.T) {
 		status int
 		detail string
 	}{
-		{"no header", nil, "transfer", body, 428, `from="E:R", to="E:R"`},
+		{"no header", nil, "transfer", body, 428, `from="E:R:SIGNATURE", to="E:R:SIGNATURE"`},
 		{"a role missing", []string{`from="` + a.Token + `"`}, "transfer", body, 428, "no token for role to"},
 		{"an unknown role", []string{`from="` + a.Token + `", to="` + b.Token + `", via="1:1"`}, "transfer", body, 400, `no role "via"`},
 		{"a role twice", []string{`from="` + a.Token + `", from="` + b.Token + `"`}, "transfer", body, 400, "given twice"},

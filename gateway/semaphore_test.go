@@ -137,7 +137,7 @@ func TestSemaphorePausedPermitHolder(t *testing.T) {
 		Holder struct{ Token string }
 	}
 	decodeJSON(t, h.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(c.Resource), nil, "").Body, &observed)
-	slotToken := fmt.Sprintf("%d:%d", mustToken(t, c.Token).Epoch, mustToken(t, c.Token).Revision) // the slot's lock shows E:R, as its fence
+	slotToken := mustToken(t, c.Token).Unsigned().String() // E:R#k, as granted: one display of a slot's token everywhere
 	if observed.Holder.Token != slotToken {
 		t.Errorf("the observed holder of %s is %q, want the successor's %s", c.Resource, observed.Holder.Token, slotToken)
 	}
@@ -155,8 +155,8 @@ func TestSemaphorePausedPermitHolder(t *testing.T) {
 
 	before, logBefore := h.state(), h.workLog()
 	r := h.write("work", a.Token, `{"pool": "p1"}`)
-	if r.Status != http.StatusConflict || r.Problem.Kind() != "stale-token" {
-		t.Fatalf("the paused permit holder's write: %d %s; want 409 stale-token", r.Status, r.Body)
+	if r.Status != http.StatusConflict || r.Problem.Kind() != "stale-token" || r.Problem.CurrentToken != slotToken || r.Problem.PresentedToken != a.Plain {
+		t.Fatalf("the paused permit holder's write: %d %s; want 409 stale-token presented %s, current %s", r.Status, r.Body, a.Plain, slotToken)
 	}
 	if after := h.state(); after != before {
 		t.Fatalf("a refused stale permit write changed the database: %s -> %s", before, after)
@@ -315,8 +315,7 @@ func TestSemaphoreCheck(t *testing.T) {
 		t.Fatalf("the successor's write: %d %s", r.Status, r.Body)
 	}
 	before := h.state()
-	fence := mustToken(t, b.Token).Unsigned()
-	fence.Permit = 0 // a slot's fence is E:R, as a lock's
+	fence := mustToken(t, b.Token).Unsigned() // E:R#k: a slot's fence reads as its tokens do
 	for _, name := range []string{"pool/p5", a.Resource} {
 		if r := check(a.Token, name); r.Status != http.StatusConflict || r.Problem.Kind() != "stale-token" || r.Problem.CurrentToken != fence.String() {
 			t.Errorf("the paused holder's check of %s: %d %s; want 409 stale-token naming %s", name, r.Status, r.Body, fence)
@@ -399,4 +398,56 @@ func TestRevokeAPermitWaiter(t *testing.T) {
 	})
 	h.release(a.lease)
 	h.release(b.lease)
+}
+
+// TestAPermitSlotsTokenReadsOneWay: a permit slot's token reads E:R#k
+// wherever it is shown, as its grant gave it, though the slot's fence row
+// and lock key keep E:R alone: an operator's fence advance (before, fence,
+// holder), the lock history (the grant, the advance, the end), the status
+// (fences and locks), GET /v1/leases of the slot.
+func TestAPermitSlotsTokenReadsOneWay(t *testing.T) {
+	h := newHarness(t, semaphorePolicy(t))
+	runHistory(t, h.node)
+	a := h.mustAcquirePermit("p8")
+	if r := h.write("work", a.Token, `{"pool": "p8"}`); r.Status != http.StatusOK {
+		t.Fatalf("a's write: %d %s", r.Status, r.Body)
+	}
+	tok := mustToken(t, a.Token).Unsigned()
+	suffix := fmt.Sprintf("#%d", a.Permit)
+	inSlot := func(s string) bool { return strings.HasSuffix(s, suffix) }
+
+	var observed struct{ Holder struct{ Token string } }
+	decodeJSON(t, h.do(http.MethodGet, "/v1/leases?resource="+url.QueryEscape(a.Resource), nil, "").Body, &observed)
+	if observed.Holder.Token != tok.String() {
+		t.Errorf("GET /v1/leases of %s: holder %q, want %s", a.Resource, observed.Holder.Token, tok)
+	}
+	h.waitStatus("the slot's fence and lock", func(v statusJSON) bool {
+		var fenced, locked bool
+		for _, f := range v.Fences {
+			fenced = fenced || f.Resource == a.Resource && f.Token == tok.String()
+		}
+		for _, l := range v.Locks {
+			locked = locked || l.Resource == a.Resource && l.Holder == tok.String()
+		}
+		return fenced && locked
+	})
+
+	r, out := h.advance(a.Resource, false)
+	if r.Status != http.StatusOK || out["before"] != tok.String() || out["holder"] != tok.String() || !inSlot(fmt.Sprint(out["fence"])) {
+		t.Fatalf("advance of %s: %d %s; want before and holder %s, the fence in the slot", a.Resource, r.Status, r.Body, tok)
+	}
+	if w := h.write("work", a.Token, `{"pool": "p8"}`); w.Status != http.StatusConflict || w.Problem.CurrentToken != out["fence"] {
+		t.Fatalf("a's write after the advance: %d %s; want 409 naming the fence %v", w.Status, w.Body, out["fence"])
+	}
+	h.release(a.lease)
+	h.waitHistory(a.Resource, func(es []fence.HistoryEvent) bool {
+		seen := map[string]bool{}
+		for _, e := range es {
+			if !inSlot(e.Token) {
+				t.Fatalf("history of %s: %+v, token not in the slot's form E:R%s", a.Resource, e, suffix)
+			}
+			seen[e.Event] = true
+		}
+		return seen[fence.Granted] && seen[fence.FenceAdvanced] && seen[fence.Released]
+	})
 }

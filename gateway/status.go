@@ -171,6 +171,9 @@ func (g *Gateway) statusFromPostgres(ctx context.Context, v *statusView) {
 		v.Sources.Postgres = "unavailable: unreachable or refusing queries (see the gateway's log)"
 		return
 	}
+	for i := range fences {
+		fences[i].Token = g.cfg.Policy.ShownToken(fences[i].Resource, fences[i].Token)
+	}
 	v.Fences, v.Rejections, v.Bypasses, v.History = fences, rejections, bypasses, history
 	v.Sources.Postgres = sourceOK
 }
@@ -192,7 +195,7 @@ func (g *Gateway) statusFromEtcd(ctx context.Context, v *statusView) {
 	for _, st := range locks {
 		h := st.Holder
 		v.Locks = append(v.Locks, lockStatus{
-			Resource: st.Resource, Holder: h.Token.Unsigned(), HolderClient: cmp.Or(h.Owner, anonymous), TTL: int64(h.TTL / time.Second),
+			Resource: st.Resource, Holder: g.cfg.Policy.ShownToken(st.Resource, h.Token), HolderClient: cmp.Or(h.Owner, anonymous), TTL: int64(h.TTL / time.Second),
 			Waiters: st.Waiting, Transitions: st.Transitions, Value: clip.String(h.Value, statusValueBytes),
 		})
 	}

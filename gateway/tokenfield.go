@@ -81,7 +81,7 @@ func parseTokenField(s string) (tokenField, error) {
 			}
 		}
 		if !p.eat('=') {
-			return tokenField{}, p.fail(fmt.Sprintf("role %q has no token: write %s=\"E:R\"", clip.String(role, 64), clip.String(role, 64)))
+			return tokenField{}, p.fail(fmt.Sprintf("role %q has no token: write %s=\"E:R:SIGNATURE\", the token as its lease grant returned it", clip.String(role, 64), clip.String(role, 64)))
 		}
 		text, ok := p.str()
 		if !ok {
@@ -115,9 +115,9 @@ func parseTokenField(s string) (tokenField, error) {
 // request. The tokens, indexed like op.Roles, go into dst's storage when
 // it has room.
 func tokensFor(dst []tokens.Token, op *policy.Operation, f tokenField) ([]tokens.Token, error) {
-	where, single, several := TokenHeader, TokenHeader+": E:R", exampleField(op)
+	where, single, several := TokenHeader, TokenHeader+": "+tokenShape(op.Roles[0]), exampleField(op)
 	if f.batch {
-		where, single, several = "token", `"token": "E:R"`, exampleObject(op)
+		where, single, several = "token", `"token": "`+tokenShape(op.Roles[0])+`"`, exampleObject(op)
 	}
 	if !op.Named() {
 		if f.roles != nil {
@@ -145,11 +145,34 @@ func tokensFor(dst []tokens.Token, op *policy.Operation, f tokenField) ([]tokens
 	return toks, nil
 }
 
+// errNoToken refuses a request of op that sent no Fencing-Token, showing
+// the field to send.
+func errNoToken(op *policy.Operation) error {
+	if op.Named() {
+		return fmt.Errorf("%w: send one token per role of %s, each exactly as its lease grant returned it: %s: %s", ErrTokenRequired, op.Name, TokenHeader, exampleField(op))
+	}
+	return fmt.Errorf("%w: send the token of your lease exactly as its grant returned it: %s: %s", ErrTokenRequired, TokenHeader, tokenShape(op.Roles[0]))
+}
+
+// tokenShape is the token a role takes, as a refusal's example shows it:
+// whole, as the lease grant returns it, since a bare E:R is refused as
+// unsigned; only a resource of validation revision takes E:R. A
+// semaphore's permit token names its permit.
+func tokenShape(r policy.Role) string {
+	switch {
+	case r.Kind != nil && r.Kind.Validation == tokens.ValidateRevision:
+		return "E:R"
+	case r.Kind != nil && r.Kind.Permits > 0:
+		return "E:R#P:SIGNATURE"
+	}
+	return "E:R:SIGNATURE"
+}
+
 // exampleField shows the dictionary form for op's roles.
 func exampleField(op *policy.Operation) string {
 	parts := make([]string, len(op.Roles))
 	for i, r := range op.Roles {
-		parts[i] = r.Name + `="E:R"`
+		parts[i] = r.Name + `="` + tokenShape(r) + `"`
 	}
 	return strings.Join(parts, ", ")
 }
@@ -158,7 +181,7 @@ func exampleField(op *policy.Operation) string {
 func exampleObject(op *policy.Operation) string {
 	parts := make([]string, len(op.Roles))
 	for i, r := range op.Roles {
-		parts[i] = `"` + r.Name + `": "E:R"`
+		parts[i] = `"` + r.Name + `": "` + tokenShape(r) + `"`
 	}
 	return `"token": {` + strings.Join(parts, ", ") + "}"
 }

@@ -125,7 +125,7 @@ func (g *Gateway) handleWatch(w http.ResponseWriter, r *http.Request) {
 				}
 				return
 			}
-			if !send(sseEvent(ev)) {
+			if !send(g.sseEvent(ev)) {
 				return
 			}
 		case <-heartbeat.C:
@@ -142,7 +142,7 @@ func (g *Gateway) handleWatch(w http.ResponseWriter, r *http.Request) {
 // carry their revision as the event ID, and nothing else does: a client that
 // resumes after a state event it has seen half of, or after a relist,
 // is sent the state whole again.
-func sseEvent(ev authority.LockEvent) []byte {
+func (g *Gateway) sseEvent(ev authority.LockEvent) []byte {
 	if ev.Type == authority.EventProgress {
 		// An id and no data: clients (EventSource too) take the id as the
 		// last one seen and dispatch nothing, so an idle stream resumes
@@ -151,7 +151,7 @@ func sseEvent(ev authority.LockEvent) []byte {
 	}
 	out := watchEventJSON{Type: string(ev.Type), Resource: ev.Resource, Revision: ev.Revision, Transitions: ev.Transitions, Permit: ev.Permit}
 	if ev.Holder != nil {
-		h := contender(*ev.Holder)
+		h := g.contender(ev.Resource, *ev.Holder)
 		out.Holder = &h
 	}
 	data, _ := json.Marshal(out) // strings and numbers: cannot fail

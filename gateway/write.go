@@ -90,10 +90,8 @@ func (g *Gateway) readCall(r *http.Request, scope *problemScope, lone *loneWrite
 	switch {
 	case err != nil:
 		return nil, err
-	case !sent && op.Named():
-		return nil, fmt.Errorf("%w: send one token per role of %s: %s: %s", ErrTokenRequired, op.Name, TokenHeader, exampleField(op))
 	case !sent:
-		return nil, fmt.Errorf("%w: send the token of your lease as %s: E:R", ErrTokenRequired, TokenHeader)
+		return nil, errNoToken(op)
 	}
 	toks, err := tokensFor(lone.toks[:], op, field)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/policy"
 )
 
 // The lock history is written off the request path: a grant, a release,
@@ -30,6 +31,7 @@ const (
 // historian records lock history events in fencegw.lock_history.
 type historian struct {
 	store    *fence.Store
+	policy   *policy.Policy // how a token of a resource is shown (a permit slot's E:R#k)
 	log      *slog.Logger
 	queue    chan historyItem
 	dropped  prometheus.Counter
@@ -57,9 +59,9 @@ type historyItem struct {
 	through int64
 }
 
-func newHistorian(store *fence.Store, log *slog.Logger) *historian {
+func newHistorian(store *fence.Store, pol *policy.Policy, log *slog.Logger) *historian {
 	h := &historian{
-		store: store, log: log, queue: make(chan historyItem, historyQueue), watching: make(chan struct{}),
+		store: store, policy: pol, log: log, queue: make(chan historyItem, historyQueue), watching: make(chan struct{}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fencegw_history_dropped_total",
 			Help: "Lock history events not recorded in fencegw.lock_history because the history queue was full (each is in the log, at most one line per 10 s).",
@@ -155,7 +157,7 @@ func (h *historian) run(ctx context.Context) {
 // where a watch resumed at the cursor replays every end since.
 func (h *historian) ended(ctx context.Context, e authority.LeaseEnd) {
 	ev := fence.HistoryEvent{At: e.At, Resource: e.Resource, Event: e.How, LeaseID: e.ID.String(),
-		Client: e.Owner, Token: e.Token.Unsigned().String(), Actor: e.Actor, Reason: e.Reason}
+		Client: e.Owner, Token: h.policy.ShownToken(e.Resource, e.Token).String(), Actor: e.Actor, Reason: e.Reason}
 	h.queueEnd(ctx, ev)
 	if e.LockDelay {
 		ev.Event, ev.Actor, ev.Reason = fence.LockDelayed, "", ""

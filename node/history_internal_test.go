@@ -10,13 +10,14 @@ import (
 
 	"github.com/fencegw/fencegw/authority"
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/policy"
 )
 
 // TestHistoryQueueNeverBlocks: with nobody draining the queue (PostgreSQL
 // stuck), adding events returns at once; what does not fit is counted as
 // dropped.
 func TestHistoryQueueNeverBlocks(t *testing.T) {
-	h := newHistorian(nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := newHistorian(nil, &policy.Policy{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	const extra = 10
 	for range historyQueue + extra {
 		h.add(fence.HistoryEvent{Resource: "account/acct-1", Event: fence.Granted})
@@ -43,7 +44,7 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 // of being dropped, where a mark after it would move the cursor past it
 // (while the replica moves the cursor).
 func TestHistoryWatchWaitsForRoom(t *testing.T) {
-	h := newHistorian(nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := newHistorian(nil, &policy.Policy{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	for range historyQueue {
 		h.add(fence.HistoryEvent{Resource: "account/acct-1", Event: fence.Granted})
 	}

@@ -65,7 +65,7 @@ func New(cfg Config) (*Node, error) {
 		cfg: cfg, log: log, store: store,
 		watchdog: authority.NewWatchdog(cfg.Authority, fence.Records{DB: cfg.Pool}, log),
 		audit:    newAuditor(store, log),
-		history:  newHistorian(store, log),
+		history:  newHistorian(store, cfg.Policy, log),
 		replicas: newReplicas(cfg.Policy.Digest(), fences),
 		state:    newStateMetrics(),
 		leases:   newLeaseMetrics(),

@@ -210,3 +210,19 @@ func (p *Policy) shapeOf(t *Template) *ResourceKind {
 	}
 	return nil
 }
+
+// ShownToken is t as a token of resource is shown (answers, the lock
+// history, the status page): unsigned, and for a semaphore's permit slot
+// (pool/p1#2) with its permit, E:R#2, as its holder was granted it. A
+// slot's fence row and lock key keep E:R alone, so what reads them shows
+// their tokens through this, and a slot's token reads one way everywhere.
+func (p *Policy) ShownToken(resource string, t tokens.Token) tokens.Token {
+	t = t.Unsigned()
+	if t.IsZero() {
+		return t
+	}
+	if _, permit, _ := p.slotOf(resource); permit != 0 {
+		t.Permit = permit
+	}
+	return t
+}

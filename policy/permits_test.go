@@ -194,3 +194,53 @@ func TestLeaseAndKindOfAgreeOnSlots(t *testing.T) {
 		})
 	}
 }
+
+// TestShownToken: a token of a semaphore's permit slot is shown E:R#k
+// whatever it was read from (a fence row, a slot's lock key: E:R), a
+// lock's E:R; unsigned either way.
+func TestShownToken(t *testing.T) {
+	p := mustParse(t, `
+resources:
+  run:
+    key: "jobs/{queue}/run"
+    permits: 2
+  account:
+    key: "account/{id}"
+operations:
+  work:
+    resource: run
+    args:
+      queue: {type: string, max_length: 32}
+    statements:
+      - sql: INSERT INTO done VALUES (:queue, :_resource)
+  debit:
+    resource: account
+    args:
+      id: {type: string, max_length: 32}
+    statements:
+      - sql: UPDATE accounts SET n = n - 1 WHERE id = :id
+`)
+	signed, err := tokens.Parse("1:23:AAAAAAAAAAAAAAAAAAAAAQ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := tokens.Token{Epoch: 1, Revision: 23}
+	for _, tc := range []struct {
+		resource string
+		t        tokens.Token
+		want     string
+	}{
+		{"jobs/q1/run#2", plain, "1:23#2"},
+		{"jobs/q1/run#2", tokens.Token{Epoch: 1, Revision: 23, Permit: 2}, "1:23#2"},
+		{"jobs/q1/run#1", signed, "1:23#1"},
+		{"jobs/q1/run#3", plain, "1:23"}, // past the permits: no slot
+		{"jobs/q1/run", plain, "1:23"},
+		{"account/a#2", plain, "1:23"}, // a lock whose name ends like a slot's
+		{"account/a", signed, "1:23"},
+		{"jobs/q1/run#2", tokens.Token{}, "0:0"}, // no token stays none
+	} {
+		if got := p.ShownToken(tc.resource, tc.t).String(); got != tc.want {
+			t.Errorf("ShownToken(%q, %s) = %s, want %s", tc.resource, tc.t, got, tc.want)
+		}
+	}
+}

@@ -159,3 +159,49 @@ func TestDocsExamplesCatchMistakes(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsInspectExamplesNameTheirBackends: fencegw inspect asks etcd in
+// every mode (with --history, who holds the lock now) and exits 1 when
+// etcd does not answer; its default, 127.0.0.1:2379, is the reader's etcd
+// only by chance. So every inspect the documentation shows names --etcd,
+// and the database it reads.
+func TestDocsInspectExamplesNameTheirBackends(t *testing.T) {
+	count := 0
+	for _, page := range docPages(t) {
+		for _, ex := range docExamples(t, page) {
+			if len(ex.args) == 0 || ex.args[0] != "inspect" || slices.Contains(ex.args, "--help") {
+				continue
+			}
+			count++
+			for _, flag := range []string{"--etcd", "--database-url"} {
+				if !slices.ContainsFunc(ex.args, func(a string) bool { return a == flag || strings.HasPrefix(a, flag+"=") }) {
+					t.Errorf("%s: fencegw %s: no %s", ex.where, strings.Join(ex.args, " "), flag)
+				}
+			}
+		}
+	}
+	if count == 0 {
+		t.Fatal("no fencegw inspect in the documentation: the reading no longer finds them")
+	}
+}
+
+// TestBenchmarksSayWhereTheirCommandsRun: BENCHMARKS.md's commands run
+// only in a checkout (go run ./cmd/fencegw, go test ./sqlfront, and
+// fencegw bench reading testdata/bench), so the page says so before its
+// first command, where a reader who copies one starts.
+func TestBenchmarksSayWhereTheirCommandsRun(t *testing.T) {
+	b, err := os.ReadFile("../../BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	first := len(page)
+	for _, cmd := range []string{"`fencegw bench", "`go run ./", "`go test ./"} {
+		if i := strings.Index(page, cmd); i >= 0 {
+			first = min(first, i)
+		}
+	}
+	if said := strings.Index(page, "from the repository's root"); said < 0 || said > first {
+		t.Errorf("BENCHMARKS.md does not say, before its first command (byte %d), to run them from the repository's root", first)
+	}
+}

@@ -30,11 +30,13 @@ their remaining TTL and waiters, the newest refused writes, and the newest
 audited bypasses of the guard triggers (which --resource does not filter:
 a bypass has no resource). --history RESOURCE shows instead that
 resource's lock history (grants, releases, expiries, revokes, lock-delays,
-fence advances: who, when, with which token), and its holder now when
---etcd is given.`,
+fence advances: who, when, with which token), and its holder now. Every
+mode asks etcd (at 127.0.0.1:2379 unless --etcd or FENCEGW_ETCD says
+otherwise) and exits 1 when etcd does not answer, after printing what
+PostgreSQL holds.`,
 		Example: `  fencegw inspect --database-url "$DATABASE_URL" --etcd 127.0.0.1:2379 --resource account/
-  fencegw inspect --json | jq .rejections
-  fencegw inspect --history account/acct-7 --since 2026-12-01T14:00:00Z --limit 100`,
+  fencegw inspect --database-url "$DATABASE_URL" --etcd 127.0.0.1:2379 --json | jq .rejections
+  fencegw inspect --database-url "$DATABASE_URL" --etcd 127.0.0.1:2379 --history account/acct-7 --since 2026-12-01T14:00:00Z --limit 100`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.history != "" {

@@ -130,7 +130,11 @@ func (l liveness) watchHealth(ctx context.Context, wedged chan<- error) {
 			report(wedged, fmt.Errorf("%w: the health command did not answer within %s", errWedged, l.healthTimeout))
 			return
 		case err != nil:
-			report(wedged, fmt.Errorf("%w: the health command failed (%v): %s", errWedged, err, lastLine(string(out))))
+			why := fmt.Errorf("%w: the health command failed: %w", errWedged, err)
+			if line := lastLine(string(out)); line != "" {
+				why = fmt.Errorf("%w: %s", why, line)
+			}
+			report(wedged, why)
 			return
 		}
 	}

@@ -75,6 +75,11 @@ func TestAWedgedJobLosesItsLock(t *testing.T) {
 			if err := <-done; !errors.As(err, &exit) || exit.code != exitWedged || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("lock: %v, want exit %d saying %q", err, exitWedged, tt.want)
 			}
+			// lock said why on stderr as it stopped the job: main must
+			// not print the same error a second time.
+			if !exit.quiet {
+				t.Errorf("lock: %v: not quiet, so main prints the wedge a second time", exit)
+			}
 			if _, err := os.Stat(filepath.Join(dir, "wedged")); err != nil {
 				t.Fatalf("the job never wedged: %v", err)
 			}

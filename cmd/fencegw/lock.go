@@ -139,8 +139,10 @@ const (
 type exitError struct {
 	code int
 	err  error
-	// quiet: the status is the command's own, passed through; as with
-	// env or timeout, nothing is added to what the command said.
+	// quiet: nothing is left to say. Either the status is the command's
+	// own, passed through (as with env or timeout, nothing is added to
+	// what the command said), or lock told why as it stopped the command,
+	// when it mattered, and main would only say it again.
 	quiet bool
 }
 
@@ -241,14 +243,14 @@ func runLock(ctx context.Context, o lockOptions, resources, command []string) er
 	case <-set.Done():
 		fmt.Fprintf(os.Stderr, "fencegw lock: lost %s (%v): stopping %s\n", resource, set.Err(), command[0])
 		_ = g.stop(o.grace)
-		return &exitError{code: exitLeaseLost, err: fmt.Errorf("lock: lease on %s lost: %w", resource, set.Err())}
+		return &exitError{code: exitLeaseLost, err: fmt.Errorf("lock: lease on %s lost: %w", resource, set.Err()), quiet: true}
 	case err := <-wedged:
 		// Stop it as on a lost lease, then release (deferred): the next
 		// holder takes over at once, and nothing of this job is left to
 		// write.
-		fmt.Fprintf(os.Stderr, "fencegw lock: %v: stopping %s and releasing %s\n", err, command[0], resource)
+		fmt.Fprintf(os.Stderr, "fencegw: %v: stopping %s and releasing %s\n", err, command[0], resource)
 		_ = g.stop(o.grace)
-		return &exitError{code: exitWedged, err: err}
+		return &exitError{code: exitWedged, err: err, quiet: true}
 	}
 }
 

@@ -170,21 +170,31 @@ func runAdvance(ctx context.Context, o operatorOptions, resource string, out io.
 	if o.json {
 		return json.NewEncoder(out).Encode(adv)
 	}
+	_, err = fmt.Fprintln(out, describeAdvance(adv))
+	return err
+}
+
+// describeAdvance is the text line of `fencegw fence advance`.
+func describeAdvance(adv *client.FenceAdvance) string {
 	if !adv.Advanced {
-		_, err = fmt.Fprintf(out, "the fence of %s is at %s, past every token issued already: nothing changed\n", adv.Resource, adv.Before)
-		return err
+		return fmt.Sprintf("the fence of %s is at %s, past every token issued already: nothing changed", adv.Resource, adv.Before)
 	}
-	what := "advanced"
+	what, refused := "advanced", "is refused"
 	if adv.DryRun {
-		what = "would advance"
+		what, refused = "would advance", "would be refused"
 	}
 	holder := "nobody holds the lock"
 	if adv.Holder != "" {
-		holder = "the holder's token " + adv.Holder + " is refused from its next write"
+		holder = fmt.Sprintf("the holder's token %s %s from its next write", adv.Holder, refused)
 	}
-	_, err = fmt.Fprintf(out, "%s the fence of %s from %s to %s: %s; %d waiting write once granted\n",
-		what, adv.Resource, adv.Before, adv.Fence, holder, adv.Waiting)
-	return err
+	waiting := fmt.Sprintf("the %d leases waiting write once granted", adv.Waiting)
+	switch adv.Waiting {
+	case 0:
+		waiting = "no lease waits"
+	case 1:
+		waiting = "the lease waiting writes once granted"
+	}
+	return fmt.Sprintf("%s the fence of %s from %s to %s: %s; %s", what, adv.Resource, adv.Before, adv.Fence, holder, waiting)
 }
 
 // clientOrAnyone names a lease's owner in a sentence.

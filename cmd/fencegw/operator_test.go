@@ -167,3 +167,26 @@ func TestDescribeRevocation(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeAdvance: the text line of a fence advance reads right
+// whatever waits: no lease, one, several; a dry run says what would be.
+func TestDescribeAdvance(t *testing.T) {
+	adv := func(holder string, waiting int64, dryRun bool) *client.FenceAdvance {
+		return &client.FenceAdvance{Resource: "account/acct-1", Before: "1:9", Fence: "1:12", Advanced: true, Holder: holder, Waiting: waiting, DryRun: dryRun}
+	}
+	for _, tc := range []struct {
+		name string
+		adv  *client.FenceAdvance
+		want string
+	}{
+		{"nobody waits", adv("1:9", 0, false), "advanced the fence of account/acct-1 from 1:9 to 1:12: the holder's token 1:9 is refused from its next write; no lease waits"},
+		{"one waits", adv("1:9", 1, false), "advanced the fence of account/acct-1 from 1:9 to 1:12: the holder's token 1:9 is refused from its next write; the lease waiting writes once granted"},
+		{"three wait", adv("", 3, false), "advanced the fence of account/acct-1 from 1:9 to 1:12: nobody holds the lock; the 3 leases waiting write once granted"},
+		{"dry run", adv("1:9", 0, true), "would advance the fence of account/acct-1 from 1:9 to 1:12: the holder's token 1:9 would be refused from its next write; no lease waits"},
+		{"past already", &client.FenceAdvance{Resource: "account/acct-1", Before: "1:12", Fence: "1:12"}, "the fence of account/acct-1 is at 1:12, past every token issued already: nothing changed"},
+	} {
+		if got := describeAdvance(tc.adv); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
