@@ -65,8 +65,8 @@ func TestReadOperation(t *testing.T) {
 func TestParseGood(t *testing.T) {
 	p := mustParse(t, goodPolicy)
 	debit := p.Operations["debit"]
-	if debit.Roles[0].Kind.Compare != Monotonic || p.Resources["job"].Compare != Strict {
-		t.Errorf("compare modes: account %v, job %v; want monotonic, strict", debit.Roles[0].Kind.Compare, p.Resources["job"].Compare)
+	if debit.Roles[0].Kind.Compare != Monotonic || p.Kinds["job"].Compare != Strict {
+		t.Errorf("compare modes: account %v, job %v; want monotonic, strict", debit.Roles[0].Kind.Compare, p.Kinds["job"].Compare)
 	}
 	if got := debit.Statements[0].Kind; got != Counted {
 		t.Errorf("debit statement 0 kind = %v, want Counted", got)
@@ -142,11 +142,11 @@ func TestParseErrorsNameTheEntry(t *testing.T) {
 // (BENCHMARKS.md has the measurements behind the default).
 func TestCoalesceDefaultsOn(t *testing.T) {
 	p := mustParse(t, goodPolicy)
-	if !p.Resources["account"].Coalesce {
+	if !p.Kinds["account"].Coalesce {
 		t.Error("account: coalesce off, want on by default")
 	}
 	off := strings.Replace(goodPolicy, "    compare: strict\n", "    compare: strict\n    coalesce: false\n", 1)
-	if mustParse(t, off).Resources["job"].Coalesce {
+	if mustParse(t, off).Kinds["job"].Coalesce {
 		t.Error("job: coalesce on despite coalesce: false")
 	}
 }
@@ -231,7 +231,7 @@ func TestKindOfAndLockDelay(t *testing.T) {
 			t.Errorf("KindOf(%q) = %q, want %q", tt.key, got, tt.want)
 		}
 	}
-	if d := p.Resources["account"].LockDelay; d != 3*time.Second {
+	if d := p.Kinds["account"].LockDelay; d != 3*time.Second {
 		t.Errorf("lock_delay = %s, want 3s", d)
 	}
 	_, err := Parse("x.yaml", []byte(strings.Replace(goodPolicy, `template: "account/{account}"`, "template: \"account/{account}\"\n    lock_delay: soon", 1)))
