@@ -200,12 +200,12 @@ func TestLeaseAndKindOfAgreeOnSlots(t *testing.T) {
 // lock's E:R; unsigned either way.
 func TestShownToken(t *testing.T) {
 	p := mustParse(t, `
-resources:
+kinds:
   run:
-    key: "jobs/{queue}/run"
+    template: "jobs/{queue}/run"
     permits: 2
   account:
-    key: "account/{id}"
+    template: "account/{id}"
 operations:
   work:
     resource: run

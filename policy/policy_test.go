@@ -41,6 +41,9 @@ func mustParse(t *testing.T, src string) *Policy {
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
+	if d := p.Deprecations(); len(d) > 0 {
+		t.Errorf("the test's policy uses former words (words_test.go tests them): %q", d)
+	}
 	return p
 }
 
@@ -115,7 +118,7 @@ func TestParseErrorsNameTheEntry(t *testing.T) {
 		{"bad op name", "kinds:\n  account:\n    template: \"account/{account}\"\noperations:\n  Debit-Now:\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n", "operations.Debit-Now", "lower-case"},
 		{"coalesce not a boolean", "kinds:\n  a:\n    template: a\n    coalesce: sometimes\noperations: {}\n", "", "sometimes"},
 		{"a read that writes", op("    access: read\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'SELECT 1 FROM t WHERE id = :account'}, {sql: 'UPDATE t SET n = 1 WHERE id = :account'}]\n"), "operations.debit.statements[1].sql", "a read's statements are SELECTs, not UPDATE"},
-		{"bad kind", op("    kind: delete\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n"), "operations.debit.kind", "want write (the default) or read"},
+		{"bad access", op("    access: delete\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n"), "operations.debit.access", "want write (the default) or read"},
 		{"two documents", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n---\nx: 1\n"), "", "more than one YAML document"},
 	}
 	for _, tt := range tests {
