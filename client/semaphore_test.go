@@ -15,7 +15,7 @@ import (
 func semaphorePolicy(t *testing.T) string {
 	t.Helper()
 	return strings.Replace(demoPolicy(t), "operations:\n", `  pool:
-    key: "pool/{pool}"
+    template: "pool/{pool}"
     permits: 2
 
 operations:

@@ -37,8 +37,8 @@ type (
 )
 
 const answerPolicy = `
-resources:
-  account: {key: "account/{account}"}
+kinds:
+  account: {template: "account/{account}"}
 operations:
   debit:
     resource: account

@@ -84,8 +84,8 @@ func TestBatchConflicts(t *testing.T) {
 // the second write is not refused as a retry of the first.
 func TestBatchOnStrictResourceFencesOnce(t *testing.T) {
 	d := newDB(t)
-	d.pol.Resources["account"].Compare = policy.Strict
-	defer func() { d.pol.Resources["account"].Compare = policy.Monotonic }()
+	d.pol.Kinds["account"].Compare = policy.Strict
+	defer func() { d.pol.Kinds["account"].Compare = policy.Monotonic }()
 	if _, err := d.apply(nil, debit(d, "acct-26", 1, 70), debit(d, "acct-26", 2, 70)); err != nil {
 		t.Fatalf("batch on a strict resource: %v", err)
 	}

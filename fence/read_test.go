@@ -14,7 +14,7 @@ import (
 // readOperations are reads over the demo's accounts besides its balance:
 // both of a pair's, and one that calls a function the test defines.
 const readOperations = `  pair:
-    kind: read
+    access: read
     resources:
       from: "account/{from}"
       to: "account/{to}"
@@ -24,7 +24,7 @@ const readOperations = `  pair:
     statements:
       - sql: SELECT sum(balance_cents) AS total FROM demo.accounts WHERE id IN (:from, :to)
   sneaky:
-    kind: read
+    access: read
     resource: account
     args:
       account: {type: string, max_length: 64, pattern: "acct-[0-9]+"}

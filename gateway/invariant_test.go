@@ -39,12 +39,12 @@ var (
 // between two accounts; tags whose deferred trigger writes a guarded row,
 // of the tag's own account or of another.
 const invariantPolicy = `
-resources:
+kinds:
   account:
-    key: "account/{account}"
+    template: "account/{account}"
     compare: monotonic
   slot:
-    key: "slot/{slot}"
+    template: "slot/{slot}"
     compare: strict
 operations:
   post:

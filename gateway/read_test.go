@@ -10,7 +10,7 @@ import (
 // read of two.
 func readPolicy(t *testing.T) string {
 	return strings.Replace(demoPolicy(t, "monotonic"), "\noperations:\n", "\noperations:\n"+`  balances:
-    kind: read
+    access: read
     resources:
       from: "account/{from}"
       to: "account/{to}"

@@ -19,8 +19,8 @@ import (
 func TestGrantsRefuseAPolicyThatWritesTheGatewaysTables(t *testing.T) {
 	conn, _ := demo(t)
 	const op = `
-resources:
-  account: {key: "account/{account}"}
+kinds:
+  account: {template: "account/{account}"}
 operations:
   lower:
     resource: account

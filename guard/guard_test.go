@@ -378,9 +378,9 @@ func TestKeyLiteralsWithQuotes(t *testing.T) {
 	ctx := context.Background()
 	exec(t, conn, "CREATE TABLE demo.odd (name text PRIMARY KEY)")
 	pol, err := policy.Parse("p.yaml", []byte(`
-resources:
+kinds:
   odd:
-    key: "o'k\\x/{name}"
+    template: "o'k\\x/{name}"
 operations:
   touch:
     resource: odd

@@ -32,12 +32,12 @@ func validName(s string) bool { return len(s) <= maxNameLength && nameRE.MatchSt
 
 func compile(file string, doc *fileDoc) (*Policy, error) {
 	var ps problems
-	p := &Policy{Source: file, Resources: map[string]*ResourceKind{}, Operations: map[string]*Operation{}}
+	p := &Policy{Source: file, Kinds: map[string]*ResourceKind{}, Operations: map[string]*Operation{}}
 	sp, deprecated := settleWords(&ps, doc)
 	p.deprecated = deprecated
 	for _, name := range sortedKeys(doc.Kinds) {
 		if r := compileKind(&ps, sp.kinds+"."+name, sp.template[name], name, doc.Kinds[name]); r != nil {
-			p.Resources[name] = r
+			p.Kinds[name] = r
 		}
 	}
 	if len(doc.Operations) == 0 {
@@ -193,7 +193,7 @@ func compileRoles(ps *problems, p *Policy, entry string, op *Operation, fo fileO
 	case fo.Resource != "" && len(fo.Resources) > 0:
 		ps.add(entry, "both resource and resources: name one resource, or the roles of several")
 	case fo.Resource != "":
-		r := p.Resources[fo.Resource]
+		r := p.Kinds[fo.Resource]
 		if r == nil {
 			ps.add(entry+".resource", "unknown kind %q: declare it under kinds:", fo.Resource)
 			return
@@ -236,8 +236,8 @@ func compileRoles(ps *problems, p *Policy, entry string, op *Operation, fo fileO
 // coalescing, and its guarded tables cover the role's rows.
 func (p *Policy) kindOf(ps *problems, entry string, t *Template) *ResourceKind {
 	var found []*ResourceKind
-	for _, name := range sortedKeys(p.Resources) {
-		if r := p.Resources[name]; r.Template.sameShape(t) {
+	for _, name := range sortedKeys(p.Kinds) {
+		if r := p.Kinds[name]; r.Template.sameShape(t) {
 			found = append(found, r)
 		}
 	}
@@ -254,8 +254,8 @@ func (p *Policy) kindOf(ps *problems, entry string, t *Template) *ResourceKind {
 
 // exampleKey is a resource key of p to show in a message.
 func exampleKey(p *Policy) string {
-	for _, name := range sortedKeys(p.Resources) {
-		return p.Resources[name].Template.String()
+	for _, name := range sortedKeys(p.Kinds) {
+		return p.Kinds[name].Template.String()
 	}
 	return "account/{account}"
 }
@@ -409,9 +409,9 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 // Describe renders the compiled policy for `fencegw policy check`.
 func (p *Policy) Describe() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "policy %s: %d kind(s), %d operation(s)\n", p.Source, len(p.Resources), len(p.Operations))
-	for _, name := range sortedKeys(p.Resources) {
-		r := p.Resources[name]
+	fmt.Fprintf(&b, "policy %s: %d kind(s), %d operation(s)\n", p.Source, len(p.Kinds), len(p.Operations))
+	for _, name := range sortedKeys(p.Kinds) {
+		r := p.Kinds[name]
 		group := "the gateway's setting"
 		if r.GroupCommit != nil {
 			group = fmt.Sprint(*r.GroupCommit)

@@ -17,8 +17,8 @@ func (p *Policy) Digest() string { return hex.EncodeToString(p.digest[:]) }
 // (one refuses an expired token another accepts); two whose files differ
 // otherwise disagree on less.
 func (p *Policy) FenceSettings() string {
-	lines := make([]string, 0, len(p.Resources))
-	for _, r := range p.Resources {
+	lines := make([]string, 0, len(p.Kinds))
+	for _, r := range p.Kinds {
 		lines = append(lines, fmt.Sprintf("%s: key %s, %s, validation %s, lock delay %s%s", r.Name, r.Template, r.Compare, r.Validation, r.LockDelay, permitsText(r.Permits)))
 	}
 	slices.Sort(lines)

@@ -64,7 +64,7 @@ func compileGuarded(ps *problems, p *Policy, tables map[string]fileGuarded) {
 			ps.add(entry, "the %s schema is not an application's to guard", schema)
 			ok = false
 		}
-		r := p.Resources[fg.Resource]
+		r := p.Kinds[fg.Resource]
 		if r == nil {
 			ps.add(entry+".resource", "%q is not a declared kind", fg.Resource)
 			continue

@@ -203,8 +203,8 @@ func compileLeases(ps *problems, p *Policy, entries map[string]string) {
 
 // shapeOf returns the resource whose key has t's shape, if any.
 func (p *Policy) shapeOf(t *Template) *ResourceKind {
-	for _, name := range sortedKeys(p.Resources) {
-		if r := p.Resources[name]; r.Template.sameShape(t) {
+	for _, name := range sortedKeys(p.Kinds) {
+		if r := p.Kinds[name]; r.Template.sameShape(t) {
 			return r
 		}
 	}

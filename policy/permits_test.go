@@ -36,10 +36,10 @@ operations:
 
 func TestPermits(t *testing.T) {
 	p := mustParse(t, semaphorePolicy)
-	if got := p.Resources["pool"].Permits; got != 3 {
+	if got := p.Kinds["pool"].Permits; got != 3 {
 		t.Errorf("pool's Permits = %d, want 3", got)
 	}
-	if got := p.Resources["account"].Permits; got != 0 {
+	if got := p.Kinds["account"].Permits; got != 0 {
 		t.Errorf("account's Permits = %d, want 0: an exclusive lock", got)
 	}
 	k, err := p.Lease(nil, "pool/p1")
@@ -122,7 +122,7 @@ operations:
     statements:
       - sql: INSERT INTO done VALUES (:queue, :_resource)
 `)
-	run := p.Resources["run"]
+	run := p.Kinds["run"]
 	for name, want := range map[string]*ResourceKind{"jobs/q1/run": run, "jobs/q1/run#1": run, "jobs/q1/run#2": run, "jobs/q1/run#3": nil, "jobs/q1/run#x": nil} {
 		if got := p.KindOf(name); got != want {
 			t.Errorf("KindOf(%q) = %v, want %v", name, got, want)
@@ -167,7 +167,7 @@ func TestLeaseOfNestedSlotNames(t *testing.T) {
 // any #P for a slot, KindOf only those within the permits).
 func TestLeaseAndKindOfAgreeOnSlots(t *testing.T) {
 	p := mustParse(t, semaphorePolicy)
-	pool := p.Resources["pool"]
+	pool := p.Kinds["pool"]
 	for _, tt := range []struct {
 		name     string
 		wantSlot int
@@ -200,12 +200,12 @@ func TestLeaseAndKindOfAgreeOnSlots(t *testing.T) {
 // lock's E:R; unsigned either way.
 func TestShownToken(t *testing.T) {
 	p := mustParse(t, `
-resources:
+kinds:
   run:
-    key: "jobs/{queue}/run"
+    template: "jobs/{queue}/run"
     permits: 2
   account:
-    key: "account/{id}"
+    template: "account/{id}"
 operations:
   work:
     resource: run

@@ -32,7 +32,7 @@ func (c Compare) String() string {
 // use.
 type Policy struct {
 	Source     string
-	Resources  map[string]*ResourceKind
+	Kinds      map[string]*ResourceKind // by name, as declared under kinds:
 	Operations map[string]*Operation
 	Guarded    []*GuardedTable // sorted by table
 	clients    clientIndex     // by name, token, certificate, JWT
@@ -192,8 +192,8 @@ func (s *Statement) Params() []string { return s.params }
 // OperationNames returns the operation names in sorted order.
 func (p *Policy) OperationNames() []string { return sortedKeys(p.Operations) }
 
-// KindOf returns the policy resource whose key template matches a
-// lease's resource name, e.g. "account" for "account/acct-1"; nil if none.
+// KindOf returns the policy's kind whose template matches a lease's
+// resource name, e.g. "account" for "account/acct-1"; nil if none.
 // Templates are tried in name order; the first match wins. A permit slot
 // of a semaphore ("pool/p1#2") is of its semaphore's kind, whatever its
 // name happens to match.
@@ -206,8 +206,8 @@ func (p *Policy) KindOf(key string) *ResourceKind {
 
 // templateKind is KindOf of a name read as it is, no permit slot.
 func (p *Policy) templateKind(key string) *ResourceKind {
-	for _, name := range sortedKeys(p.Resources) {
-		if r := p.Resources[name]; r.Template.match(key) {
+	for _, name := range sortedKeys(p.Kinds) {
+		if r := p.Kinds[name]; r.Template.match(key) {
 			return r
 		}
 	}

@@ -41,6 +41,9 @@ func mustParse(t *testing.T, src string) *Policy {
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
+	if d := p.Deprecations(); len(d) > 0 {
+		t.Errorf("the test's policy uses former words (words_test.go tests them): %q", d)
+	}
 	return p
 }
 
@@ -65,8 +68,8 @@ func TestReadOperation(t *testing.T) {
 func TestParseGood(t *testing.T) {
 	p := mustParse(t, goodPolicy)
 	debit := p.Operations["debit"]
-	if debit.Roles[0].Kind.Compare != Monotonic || p.Resources["job"].Compare != Strict {
-		t.Errorf("compare modes: account %v, job %v; want monotonic, strict", debit.Roles[0].Kind.Compare, p.Resources["job"].Compare)
+	if debit.Roles[0].Kind.Compare != Monotonic || p.Kinds["job"].Compare != Strict {
+		t.Errorf("compare modes: account %v, job %v; want monotonic, strict", debit.Roles[0].Kind.Compare, p.Kinds["job"].Compare)
 	}
 	if got := debit.Statements[0].Kind; got != Counted {
 		t.Errorf("debit statement 0 kind = %v, want Counted", got)
@@ -115,7 +118,7 @@ func TestParseErrorsNameTheEntry(t *testing.T) {
 		{"bad op name", "kinds:\n  account:\n    template: \"account/{account}\"\noperations:\n  Debit-Now:\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n", "operations.Debit-Now", "lower-case"},
 		{"coalesce not a boolean", "kinds:\n  a:\n    template: a\n    coalesce: sometimes\noperations: {}\n", "", "sometimes"},
 		{"a read that writes", op("    access: read\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'SELECT 1 FROM t WHERE id = :account'}, {sql: 'UPDATE t SET n = 1 WHERE id = :account'}]\n"), "operations.debit.statements[1].sql", "a read's statements are SELECTs, not UPDATE"},
-		{"bad kind", op("    kind: delete\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n"), "operations.debit.kind", "want write (the default) or read"},
+		{"bad access", op("    access: delete\n    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n"), "operations.debit.access", "want write (the default) or read"},
 		{"two documents", op("    resource: account\n    args: {account: {type: string}}\n    statements: [{sql: 'DELETE FROM t WHERE id = :account'}]\n---\nx: 1\n"), "", "more than one YAML document"},
 	}
 	for _, tt := range tests {
@@ -142,11 +145,11 @@ func TestParseErrorsNameTheEntry(t *testing.T) {
 // (BENCHMARKS.md has the measurements behind the default).
 func TestCoalesceDefaultsOn(t *testing.T) {
 	p := mustParse(t, goodPolicy)
-	if !p.Resources["account"].Coalesce {
+	if !p.Kinds["account"].Coalesce {
 		t.Error("account: coalesce off, want on by default")
 	}
 	off := strings.Replace(goodPolicy, "    compare: strict\n", "    compare: strict\n    coalesce: false\n", 1)
-	if mustParse(t, off).Resources["job"].Coalesce {
+	if mustParse(t, off).Kinds["job"].Coalesce {
 		t.Error("job: coalesce on despite coalesce: false")
 	}
 }
@@ -231,7 +234,7 @@ func TestKindOfAndLockDelay(t *testing.T) {
 			t.Errorf("KindOf(%q) = %q, want %q", tt.key, got, tt.want)
 		}
 	}
-	if d := p.Resources["account"].LockDelay; d != 3*time.Second {
+	if d := p.Kinds["account"].LockDelay; d != 3*time.Second {
 		t.Errorf("lock_delay = %s, want 3s", d)
 	}
 	_, err := Parse("x.yaml", []byte(strings.Replace(goodPolicy, `template: "account/{account}"`, "template: \"account/{account}\"\n    lock_delay: soon", 1)))

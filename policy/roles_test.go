@@ -40,7 +40,7 @@ func TestRolesCompile(t *testing.T) {
 		t.Fatalf("roles = %+v, want from and to", op.Roles)
 	}
 	for _, r := range op.Roles {
-		if r.Kind != p.Resources["account"] {
+		if r.Kind != p.Kinds["account"] {
 			t.Errorf("role %s is a %v, want an account: its key has an account's shape", r.Name, r.Kind.Name)
 		}
 	}

@@ -89,14 +89,14 @@ func compileSQLAccess(ps *problems, p *Policy, c *Client, fc fileClient, entry s
 	kinds := fc.SQLResources
 	if len(kinds) == 1 && kinds[0] == "*" {
 		kinds = nil
-		for _, name := range sortedKeys(p.Resources) {
-			if p.Resources[name].Permits == 0 {
+		for _, name := range sortedKeys(p.Kinds) {
+			if p.Kinds[name].Permits == 0 {
 				kinds = append(kinds, name)
 			}
 		}
 	}
 	for _, name := range kinds {
-		k := p.Resources[name]
+		k := p.Kinds[name]
 		switch {
 		case name == "*":
 			ps.add(entry+".sql_resources", `"*" stands alone: every kind of the policy`)

@@ -83,7 +83,7 @@ func conformancePolicy(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return strings.Replace(string(src), "operations:\n", `  pool:
-    key: "pool/{pool}"
+    template: "pool/{pool}"
     permits: 2
 
 operations:

@@ -23,7 +23,7 @@ func serveSemaphore(t *testing.T) string {
 		t.Fatal(err)
 	}
 	pol := strings.Replace(string(src), "operations:\n", `  pool:
-    key: "pool/{pool}"
+    template: "pool/{pool}"
     permits: 2
 
 operations:

@@ -63,7 +63,7 @@ func setup(ctx context.Context, cfg Config) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range pol.Resources {
+	for _, r := range pol.Kinds {
 		if cfg.NoCoalesce {
 			r.Coalesce, r.GroupCommit = false, nil
 		}
