@@ -42,6 +42,10 @@ type HolderView struct {
 	held   map[string]tokens.Token // resource -> its holder's token
 	synced bool                    // the state was read and the watch follows
 	rev    int64                   // every change up to here is in held
+	// epoch is the authority's epoch when the watch started: a new one
+	// (Resume after a restored etcd) starts the revisions this process
+	// knows afresh, lower than rev, from an etcd the watch may not follow.
+	epoch int64
 }
 
 // ViewHolders starts a view of every lock's holder; it follows etcd
@@ -68,10 +72,14 @@ func (v *HolderView) Stop() {
 // revision this process knows, or the holder's epoch is no longer known
 // (a compaction past an epoch bump).
 func (v *HolderView) Holder(resource string) (tok tokens.Token, held, known bool) {
+	// The revision before the epoch: Resume lowers the one after
+	// changing the other, so a view of the old epoch never meets the
+	// new epoch's revisions.
 	newest := v.a.NewestRevision()
+	epoch := v.a.Epoch()
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	if !v.synced || v.rev < newest {
+	if !v.synced || v.rev < newest || v.epoch != epoch {
 		return tokens.Token{}, false, false
 	}
 	tok, held = v.held[resource]
@@ -84,16 +92,41 @@ func (v *HolderView) Holder(resource string) (tok tokens.Token, held, known bool
 // run follows the holder records until ctx ends.
 func (v *HolderView) run(ctx context.Context) {
 	for ctx.Err() == nil {
+		epoch := v.a.Epoch()
+		v.mu.Lock()
+		v.epoch = epoch
+		v.mu.Unlock()
 		w, err := v.a.Watch(ctx, WatchOptions{All: true, Queue: viewQueue, Progress: viewProgress})
 		if err == nil {
-			for ev := range w.Events {
-				v.apply(ev)
-			}
+			v.follow(w, epoch)
 		}
 		v.forget()
 		select {
 		case <-ctx.Done():
 		case <-time.After(viewRestart):
+		}
+	}
+}
+
+// follow applies w's events until it ends or the authority's epoch is
+// no longer epoch: a new epoch may be a replaced etcd that counts from
+// lower, which w, resumed past its revisions, would not deliver, nor
+// perhaps anything else.
+func (v *HolderView) follow(w *LockWatch, epoch int64) {
+	defer w.Stop()
+	tick := time.NewTicker(viewProgress)
+	defer tick.Stop()
+	for {
+		select {
+		case ev, ok := <-w.Events:
+			if !ok || v.a.Epoch() != epoch {
+				return
+			}
+			v.apply(ev)
+		case <-tick.C:
+			if v.a.Epoch() != epoch {
+				return
+			}
 		}
 	}
 }

@@ -66,12 +66,16 @@ func (s *session) checkCommit() *sqlError {
 }
 
 // holderAtCommit is resource's holder for the COMMIT check of fence f:
-// from the view of the holders when it knows and f is of validation
-// "fence", else from etcd.
+// from the view of the holders when it knows a holder and f is of
+// validation "fence", else from etcd.
 func (s *session) holderAtCommit(resource string, f fenced) (tokens.Token, bool, error) {
 	if v := s.srv.cfg.Holders; v != nil && !f.holder {
-		if tok, held, known := v.Holder(resource); known {
-			return tok, held, nil
+		// Only a holder it names: a view that names none cannot tell a
+		// free lock from one whose next holder's key is first in line,
+		// its grant not yet recorded (a late grant, a lock-delay), which
+		// etcd names.
+		if tok, held, known := v.Holder(resource); known && held {
+			return tok, true, nil
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), validateTimeout)
