@@ -203,10 +203,13 @@ func (g *txnGroup) take() []*groupMember {
 			close(m.done)
 			continue
 		}
-		fits := len(ms) < maxGroup &&
-			len(ms)+1+max(depth, m.depth) <= etcdMaxTxnOps &&
-			(len(ms) == 0 || size+m.size <= maxGroupedBytes) &&
-			!m.conflicts(puts, reads)
+		// The first member always fits: it goes alone, outside every
+		// group bound, so that a member too big to nest is still sent
+		// and the line never stalls.
+		fits := !m.conflicts(puts, reads) && (len(ms) == 0 ||
+			len(ms) < maxGroup &&
+				len(ms)+1+max(depth, m.depth) <= etcdMaxTxnOps &&
+				size+m.size <= maxGroupedBytes)
 		// A member left in line keeps its keys from later members, so that
 		// none of its resource overtakes it.
 		for _, k := range m.exclusive {

@@ -294,3 +294,45 @@ func TestReleasesGroup(t *testing.T) {
 		t.Fatalf("%d groups of %d in all; want 1 of %d", g, m, n-1)
 	}
 }
+
+// TestATxnTooBigToNestStillGoes: a transaction in line with more
+// operations than etcd allows a group goes alone, answered with etcd's
+// own refusal, and the line behind it moves on; it never stalls the
+// line (taking it from the line would find no group to make of it).
+func TestATxnTooBigToNestStillGoes(t *testing.T) {
+	a := NewEtcd(testenv.EtcdClient(t), testenv.KEK())
+	h := holdLine(a)
+	opts := AcquireOptions{TTL: 30 * time.Second, Owner: "group"}
+	pfx := "group/" + t.Name() + "/"
+	first := acquireAsync(a, t.Context(), pfx+"first", opts)
+	<-h.entered
+	var big txn
+	for i := range etcdMaxTxnOps + 2 {
+		big.then = append(big.then, named("put", clientv3.OpPut(pfx+"big/"+strings.Repeat("k", i+1), "v")))
+	}
+	bigDone := make(chan error, 1)
+	go func() { _, err := a.txns.commit(t.Context(), big); bigDone <- err }()
+	h.waitLine(t, 1)
+	after := acquireAsync(a, t.Context(), pfx+"after", opts)
+	h.waitLine(t, 2)
+	close(h.release)
+	for _, c := range []<-chan acquired{first, after} {
+		select {
+		case got := <-c:
+			if got.err != nil {
+				t.Fatal(got.err)
+			}
+			defer a.Release(context.WithoutCancel(t.Context()), got.l.ID, opts.Owner)
+		case <-time.After(time.Minute):
+			t.Fatal("the line stalled behind a transaction too big to nest")
+		}
+	}
+	select {
+	case err := <-bigDone:
+		if err == nil {
+			t.Fatalf("a Txn of %d operations: committed, want etcd's refusal", len(big.then))
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the big transaction was never answered")
+	}
+}
