@@ -66,6 +66,9 @@ func (a *Etcd) lookUpAcquisition(ctx context.Context, opts AcquireOptions) error
 	if err != nil {
 		return unavailable("read the acquisition", err)
 	}
+	// A grant this replica answers, though another made it, is as new
+	// as this replica knows (HolderView answers only up to it).
+	a.observe(resp.Header.Revision)
 	if len(resp.Kvs) == 0 {
 		return nil
 	}
@@ -153,6 +156,7 @@ func (a *Etcd) join(ctx context.Context, resource string, rec acquisition, opts 
 		case len(resp.Kvs) == 0:
 			return Lease{}, false, nil // gone: start afresh
 		}
+		a.observe(resp.Header.Revision)
 		if rec, err = parseAcquisition(resp.Kvs[0]); err != nil {
 			return Lease{}, false, err
 		}
