@@ -35,7 +35,8 @@ type Revocation struct {
 	DryRun  bool `json:"dry_run,omitempty"`
 	// Fence is the holder's fence before and after it was moved past the
 	// holder's token; nil with KeepFence, or for a lease that held
-	// nothing. Advanced is false when it was past already.
+	// nothing. Advanced is false when it was past already. Before is
+	// empty when the resource had no fence (never written).
 	Fence *struct {
 		Before   string `json:"before"`
 		Fence    string `json:"fence"`
@@ -66,7 +67,7 @@ type AdvanceRequest struct {
 // already.
 type FenceAdvance struct {
 	Resource string `json:"resource"`
-	Before   string `json:"before"`
+	Before   string `json:"before"` // empty: no fence yet (never written)
 	Fence    string `json:"fence"`
 	Advanced bool   `json:"advanced"`
 	Holder   string `json:"holder,omitempty"` // the token cut off; "" when nobody held the lock

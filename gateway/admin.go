@@ -40,18 +40,18 @@ type revokeResponse struct {
 // fenceCutJSON is a fence before and after it cut a token off (with
 // dry_run: would be after); advanced is false when it was past already.
 type fenceCutJSON struct {
-	Before   string `json:"before"`
-	Fence    string `json:"fence"`
-	Advanced bool   `json:"advanced"`
+	Before   *string `json:"before"` // null: no fence yet (never written)
+	Fence    string  `json:"fence"`
+	Advanced bool    `json:"advanced"`
 }
 
 type advanceResponse struct {
 	Resource string `json:"resource"`
-	// Before is the fence found; Fence the one it has now (with dry_run:
-	// would have).
-	Before   string `json:"before"`
-	Fence    string `json:"fence"`
-	Advanced bool   `json:"advanced"`
+	// Before is the fence found (null: none, never written); Fence the
+	// one it has now (with dry_run: would have).
+	Before   *string `json:"before"`
+	Fence    string  `json:"fence"`
+	Advanced bool    `json:"advanced"`
 	// Holder is the token cut off (none when nobody holds the lock);
 	// Waiting the leases in line, which all write once granted.
 	Holder  string `json:"holder,omitempty"`
@@ -154,7 +154,7 @@ func (g *Gateway) cutOff(ctx context.Context, info authority.LeaseInfo, reason s
 		return nil, err
 	}
 	shown := func(t tokens.Token) string { return g.cfg.Policy.ShownToken(info.Resource, t).String() }
-	cut := &fenceCutJSON{Before: shown(before), Fence: shown(before), Advanced: advanced}
+	cut := &fenceCutJSON{Before: fenceShown(before, shown), Fence: shown(before), Advanced: advanced}
 	if advanced {
 		cut.Fence = shown(to)
 	}
@@ -198,7 +198,7 @@ func (g *Gateway) handleAdvance(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	shown := func(t tokens.Token) string { return g.cfg.Policy.ShownToken(req.Resource, t).String() }
-	out := advanceResponse{Resource: req.Resource, Before: shown(before), Fence: shown(before), Advanced: advanced,
+	out := advanceResponse{Resource: req.Resource, Before: fenceShown(before, shown), Fence: shown(before), Advanced: advanced,
 		Waiting: st.Waiting, DryRun: req.DryRun}
 	if advanced {
 		out.Fence = shown(to)
@@ -237,4 +237,15 @@ func fenceBelow(keep tokens.Token, res *policy.ResourceKind) tokens.Token {
 		keep.Revision--
 	}
 	return keep
+}
+
+// fenceShown is a fence found as an answer shows it: null for none (a
+// revision 0, a resource never written under a floor never raised),
+// which no token's spelling can say.
+func fenceShown(t tokens.Token, shown func(tokens.Token) string) *string {
+	if t.Revision == 0 {
+		return nil
+	}
+	s := shown(t)
+	return &s
 }

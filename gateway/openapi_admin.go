@@ -46,7 +46,7 @@ func revokePath(pol *policy.Policy) obj {
 					"client": obj{"type": "string"}, "waiting": obj{"type": "boolean"}}},
 				"revoked": obj{"type": "boolean"}, "dry_run": obj{"type": "boolean"},
 				"fence": obj{"type": "object", "description": "The revoked holder's fence, before and after (with dry_run: would be after); absent with keep_fence or for a lease that held nothing.", "properties": obj{
-					"before": obj{"type": "string", "pattern": tokenPattern}, "fence": obj{"type": "string", "pattern": tokenPattern}, "advanced": obj{"type": "boolean"}}}}}}}},
+					"before": obj{"type": []string{"string", "null"}, "pattern": tokenPattern, "description": "The fence found; null for none (never written)."}, "fence": obj{"type": "string", "pattern": tokenPattern}, "advanced": obj{"type": "boolean"}}}}}}}},
 		}, adminProblems(pol, "no-lock", "lease-not-found")...),
 	}
 }
@@ -61,7 +61,7 @@ func advancePath(pol *policy.Policy) obj {
 		}),
 		"responses": withProblems(obj{
 			"200": obj{"description": "The fence before and after (with dry_run: would be after); advanced false when it was past already.", "content": obj{"application/json": obj{"schema": obj{"type": "object", "required": []string{"resource", "before", "fence", "advanced", "waiting", "dry_run"}, "properties": obj{
-				"resource": obj{"type": "string"}, "before": obj{"type": "string", "pattern": tokenPattern}, "fence": obj{"type": "string", "pattern": tokenPattern},
+				"resource": obj{"type": "string"}, "before": obj{"type": []string{"string", "null"}, "pattern": tokenPattern, "description": "The fence found; null for none (never written)."}, "fence": obj{"type": "string", "pattern": tokenPattern},
 				"advanced": obj{"type": "boolean"}, "holder": obj{"type": "string", "pattern": tokenPattern}, "waiting": obj{"type": "integer"},
 				"dry_run": obj{"type": "boolean"}}}}}},
 		}, adminProblems(pol)...),

@@ -146,9 +146,9 @@ func describeRevocation(rev *client.Revocation) string {
 	case f == nil:
 		line += "; its fence is left as it is (--keep-fence): the token writes until the next holder has written"
 	case f.Advanced && rev.DryRun:
-		line += fmt.Sprintf("; would advance its fence from %s to %s: its next write refused", f.Before, f.Fence)
+		line += fmt.Sprintf("; would advance its fence from %s to %s: its next write refused", fenceOrNone(f.Before), f.Fence)
 	case f.Advanced:
-		line += fmt.Sprintf("; its fence advanced from %s to %s: its next write is refused", f.Before, f.Fence)
+		line += fmt.Sprintf("; its fence advanced from %s to %s: its next write is refused", fenceOrNone(f.Before), f.Fence)
 	default:
 		line += fmt.Sprintf("; its fence is at %s already, past the token", f.Before)
 	}
@@ -194,7 +194,7 @@ func describeAdvance(adv *client.FenceAdvance) string {
 	case 1:
 		waiting = "the lease waiting writes once granted"
 	}
-	return fmt.Sprintf("%s the fence of %s from %s to %s: %s; %s", what, adv.Resource, adv.Before, adv.Fence, holder, waiting)
+	return fmt.Sprintf("%s the fence of %s from %s to %s: %s; %s", what, adv.Resource, fenceOrNone(adv.Before), adv.Fence, holder, waiting)
 }
 
 // clientOrAnyone names a lease's owner in a sentence.
@@ -203,4 +203,13 @@ func clientOrAnyone(name string) string {
 		return "no client (authentication off)"
 	}
 	return "client " + name
+}
+
+// fenceOrNone is a fence found, as the answer gave it: empty (null) for a
+// resource never written.
+func fenceOrNone(fence string) string {
+	if fence == "" {
+		return "none (never written)"
+	}
+	return fence
 }

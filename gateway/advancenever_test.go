@@ -1,0 +1,50 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+)
+
+// TestAdvanceANeverWrittenResource: a resource nobody ever wrote has no
+// fence to show: the advance's answer says before: null (as a fenced
+// read says fence: null), not a token of revision 0 that no token
+// pattern admits, and the answer matches the OpenAPI document.
+func TestAdvanceANeverWrittenResource(t *testing.T) {
+	yaml := demoPolicy(t, "monotonic")
+	doc, _ := loadOpenAPI(t, yaml)
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, yaml)
+	const resource = "account/acct-97"
+	for _, dryRun := range []bool{true, false} {
+		r, out := h.advance(resource, dryRun)
+		if r.Status != http.StatusOK {
+			t.Fatalf("advance (dry run %t): %d %s", dryRun, r.Status, r.Body)
+		}
+		if before, ok := out["before"]; !ok || before != nil {
+			t.Fatalf("advance (dry run %t): before %v (present %t), want null: %s", dryRun, before, ok, r.Body)
+		}
+		body := `{"resource": "` + resource + `", "reason": "bad holder", "dry_run": false}`
+		req, _ := http.NewRequest(http.MethodPost, h.base+"/v1/admin/fences/advance", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+		val := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: r.Status, Header: r.Header,
+			Options: &openapi3filter.Options{IncludeResponseStatus: true}}
+		val.SetBodyBytes(r.Body)
+		if err := openapi3filter.ValidateResponse(context.Background(), val); err != nil {
+			t.Errorf("the answer %s does not match the document: %v", r.Body, err)
+		}
+	}
+}
