@@ -17,9 +17,11 @@ import (
 // resource's next unit (up to maxGroup requests), which the committer
 // runs as one transaction, or within a group of units of other resources.
 // So PostgreSQL commits once per group instead of once per request. Each
-// request stays atomic in its own savepoint, serial order is arrival
-// order, a resource has at most one unit in flight, and no request is
-// answered before the commit that makes it durable.
+// request stays atomic (the transaction is tried whole first, and once
+// one request has failed each runs again in its own savepoint:
+// several.go), serial order is arrival order, a resource has at most one
+// unit in flight, and no request is answered before the commit that
+// makes it durable.
 type coalescer struct {
 	com *committer
 

@@ -33,8 +33,9 @@ const spillAfter = 20 * time.Millisecond
 // transactions at once. A unit that may start (see mayStart) runs at once;
 // one that may not waits in line, and a runner that finishes a transaction
 // takes the units in line as its next transaction: with group commit, all
-// of them (up to maxGroup requests) under one COMMIT, each request in its own
-// savepoint, so one commit makes many writes of many resources durable.
+// of them (up to maxGroup requests) under one COMMIT, tried whole first and
+// each request in its own savepoint only once one has failed (several.go),
+// so one commit makes many writes of many resources durable.
 // Nothing waits for a group to fill: a group is what queued while the
 // previous transaction was in flight.
 type committer struct {

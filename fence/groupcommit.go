@@ -13,8 +13,8 @@
 //   - Its units run in canonical order (by resource), so fence rows are
 //     locked in one order by every transaction; a unit's writes keep their
 //     arrival order.
-//   - Every request runs in its own savepoint, once one has failed
-//     (several.go); no write is answered before the one COMMIT; a write
+//   - The transaction is tried whole first; once one request has failed,
+//     every request runs again in its own savepoint (several.go); no write is answered before the one COMMIT; a write
 //     that met another transaction in a deadlock or serialization failure,
 //     and those behind it on its resources, run again alone after it; a
 //     lost COMMIT has the refusals decided inside it decided again alone;

@@ -38,8 +38,9 @@ type Config struct {
 	NoCoalescing bool
 	// GroupCommit lets coalescing resources whose policy does not say
 	// otherwise share transactions: writes that wait for a connection are
-	// committed together, each in its own savepoint, a resource in at
-	// most one transaction in flight.
+	// committed together, tried whole first and each in its own savepoint
+	// only once one has failed (several.go), a resource in at most one
+	// transaction in flight.
 	GroupCommit bool
 	// MaxTransactions bounds the transactions of coalescing resources in
 	// flight at once; requests that find them all busy wait in line (and
@@ -127,7 +128,8 @@ func New(cfg Config) (*Store, error) {
 //
 // A request of one coalescing resource that finds another of its resource
 // in flight is queued and applied with the others queued meanwhile, in
-// arrival order, each in its own savepoint, under one COMMIT; one that
+// arrival order, under one COMMIT (tried whole first, each in its own
+// savepoint only once one has failed: several.go); one that
 // finds every connection busy waits in line, and with group commit is
 // applied with other resources' requests in line, under one COMMIT. ctx
 // bounds a request that runs at once; a queued request waits for its

@@ -1,5 +1,6 @@
-// An explicit transaction: BEGIN, each request (its key claimed first, and
-// in a savepoint of its own when there are several: pipeline.go), and the
+// An explicit transaction: BEGIN, each request (its key claimed first, and,
+// among several once one has failed, in a savepoint of its own:
+// several.go, pipeline.go), and the
 // COMMIT, which stores the keyed requests' answers (idempotency.go). runTx
 // is the transaction and its fallback: requests that cannot share it run
 // again alone, each a lone write (lone.go) or a transaction of one. tryTx
@@ -45,11 +46,12 @@ type pending struct {
 }
 
 // runTx applies batch in one explicit transaction and gives every request
-// in it an answer (resp, err or replay). With several requests, each runs
-// in its own savepoint, so a refused or failing one rolls back alone. It
-// pipelines optimistically: every request goes in one round trip; if
-// request k fails, PostgreSQL skips the rest of that pipeline, so runTx
-// rolls back to k's savepoint and sends the requests after k again. Keyed
+// in it an answer (resp, err or replay). Several requests are tried whole
+// first, without savepoints (several.go); once one has failed, each runs
+// again in its own savepoint, so a refused or failing one rolls back
+// alone. It pipelines optimistically: every request goes in one round
+// trip; if request k fails, PostgreSQL skips the rest of that pipeline, so
+// tryTx rolls back to k's savepoint and sends the requests after k again. Keyed
 // requests claim their key in their savepoint; their answers are stored in
 // the last round trip, with the COMMIT, and no request is answered before
 // that COMMIT has succeeded. It runs on conn, which the caller holds, and

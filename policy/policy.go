@@ -60,7 +60,8 @@ type ResourceKind struct {
 	// lock, one holder.
 	Permits int
 	// Coalesce queues writes that arrive while one is in flight and runs
-	// them together, each in its own savepoint, under one commit. On by
+	// them together under one commit: tried whole first, each in its own
+	// savepoint only once one has failed (fence/several.go). On by
 	// default: a lone write runs as if it were off.
 	Coalesce bool
 	// GroupCommit commits the writes of this resource that wait for a
