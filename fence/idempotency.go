@@ -31,8 +31,8 @@ const storeSQL = "UPDATE fencegw.idempotency_keys SET status = $4, response = $5
 // answerReplays answers the requests whose key completed earlier with the
 // stored response. It reads on conn when it can: with the pool exhausted,
 // waiting for a second connection would stall every other request.
-func (s *Store) answerReplays(ctx context.Context, conn *pgxpool.Conn, batch []*pending) {
-	for _, p := range batch {
+func (s *Store) answerReplays(ctx context.Context, conn *pgxpool.Conn, reqs []*pending) {
+	for _, p := range reqs {
 		if !p.replay {
 			continue
 		}

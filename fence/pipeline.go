@@ -210,15 +210,15 @@ func (s *Store) queueInTx(b *pgx.Batch, req *Request, savepoints bool, i int) {
 // requests that ran. It returns the index of the first request that failed
 // with a PostgreSQL error, that error and where it arose (failed -1 if
 // none), or sessionErr if the session itself failed.
-func (s *Store) readRound(br pgx.BatchResults, preamble int, batch []*pending, next int, savepoints bool) (failed int, werr error, at failedAt, sessionErr error) {
+func (s *Store) readRound(br pgx.BatchResults, preamble int, reqs []*pending, next int, savepoints bool) (failed int, werr error, at failedAt, sessionErr error) {
 	defer br.Close()
 	for range preamble { // BEGIN, and a group's lock_timeout
 		if _, err := br.Exec(); err != nil {
 			return -1, nil, nowhere, err
 		}
 	}
-	for i := next; i < len(batch); i++ {
-		p := batch[i]
+	for i := next; i < len(reqs); i++ {
+		p := reqs[i]
 		if p.unsent {
 			continue
 		}

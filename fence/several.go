@@ -25,25 +25,25 @@ import (
 // back, and its requests must be retried alone. Otherwise one request
 // failed: the transaction is rolled back, and rest holds all of them,
 // unanswered, to be run again in savepoints.
-func (s *Store) tryWhole(ctx context.Context, conn *pgxpool.Conn, batch []*pending) (rest []*pending, settled, alone bool) {
+func (s *Store) tryWhole(ctx context.Context, conn *pgxpool.Conn, reqs []*pending) (rest []*pending, settled, alone bool) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(groupLockSQL, s.groupLockTimeout)
-	for i, p := range batch {
+	for i, p := range reqs {
 		if !p.unsent { // as readRound reads
 			s.queueInTx(b, p.req, false, i)
 		}
 	}
-	failed, werr, at, sessionErr := s.readRound(conn.SendBatch(ctx, b), 2, batch, 0, false)
+	failed, werr, at, sessionErr := s.readRound(conn.SendBatch(ctx, b), 2, reqs, 0, false)
 	switch {
 	case sessionErr != nil:
 		rollback(conn)
 		return nil, false, true
 	case failed < 0:
-		return nil, true, s.commit(ctx, conn, batch, true)
+		return nil, true, s.commit(ctx, conn, reqs, true)
 	}
 	rollback(conn)
-	return againWithout(batch, failed, werr, at)
+	return againWithout(reqs, failed, werr, at)
 }
 
 // groupLockSQL sets a transaction of several requests' lock_timeout,
@@ -54,20 +54,20 @@ func (s *Store) tryWhole(ctx context.Context, conn *pgxpool.Conn, batch []*pendi
 const groupLockSQL = "SELECT set_config('lock_timeout', $1, true)"
 
 // againWithout is again, except after a lock timeout: another transaction
-// holds batch[failed]'s row, which no retry in this transaction would
+// holds reqs[failed]'s row, which no retry in this transaction would
 // change, so it is answered (unavailable, not applied), and so are the
 // later requests of its resources (failBehind), which would wait for the
 // same row; the others run again. settled: none is left to run.
-func againWithout(batch []*pending, failed int, err error, at failedAt) (rest []*pending, settled, alone bool) {
+func againWithout(reqs []*pending, failed int, err error, at failedAt) (rest []*pending, settled, alone bool) {
 	if failed < 0 || !lockTimedOut(err) {
-		return again(batch), false, false
+		return again(reqs), false, false
 	}
-	for _, p := range batch {
+	for _, p := range reqs {
 		p.reset()
 	}
-	settleFailed(batch[failed], err, at)
-	failBehind(batch, failed, err)
-	for i, p := range batch {
+	settleFailed(reqs[failed], err, at)
+	failBehind(reqs, failed, err)
+	for i, p := range reqs {
 		if i != failed && !p.unsent {
 			rest = append(rest, p)
 		}
@@ -80,11 +80,11 @@ func againWithout(batch []*pending, failed int, err error, at failedAt) (rest []
 // its failure may have come from what the requests before it did, which
 // was rolled back and is done anew, so only an answer from the
 // transaction that commits is one some serial order explains.
-func again(batch []*pending) []*pending {
-	for _, p := range batch {
+func again(reqs []*pending) []*pending {
+	for _, p := range reqs {
 		p.reset()
 	}
-	return batch
+	return reqs
 }
 
 // tryImplicit runs several unkeyed requests as one implicit transaction:
@@ -95,23 +95,23 @@ func again(batch []*pending) []*pending {
 // batch before anything committed: it runs once more, prepared anew, as a
 // lone write does (applyImplicit), rather than in savepoints through
 // pgx's own statements, which may be as stale.
-func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pending) (rest []*pending, settled, alone bool) {
+func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, reqs []*pending) (rest []*pending, settled, alone bool) {
 	b := &pgx.Batch{}
 	b.Queue(groupLockSQL, s.groupLockTimeout)
-	for _, p := range batch {
+	for _, p := range reqs {
 		s.queueRequest(b, p.req)
 	}
 	b.Queue(unscopeSQL) // read by Close, with the commit
-	failed, at, err := s.implicitRound(ctx, conn, b, batch)
+	failed, at, err := s.implicitRound(ctx, conn, b, reqs)
 	if staleStatement(err) && usable(conn) {
-		failed, at, err = s.implicitRound(ctx, conn, b, batch)
+		failed, at, err = s.implicitRound(ctx, conn, b, reqs)
 	}
 	if _, _, ok := unencodable(err); ok {
 		// One request's argument does not fit its column, and pgx sent
 		// no Sync: nothing committed. Which request it was is not known
 		// here, and the others must not share its refusal: each runs
 		// alone.
-		for _, p := range batch {
+		for _, p := range reqs {
 			p.resp = Response{}
 		}
 		return nil, false, true
@@ -120,32 +120,32 @@ func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, batch []*pe
 	case err == nil:
 		return nil, true, false
 	case sessionLost(err), commitWarned(err):
-		for _, p := range batch {
+		for _, p := range reqs {
 			p.resp = Response{}
 		}
-		failAll(batch, classify(err, true, batch[0].req, nowhere))
+		failAll(reqs, classify(err, true, reqs[0].req, nowhere))
 		return nil, true, false
 	case failed < 0:
 		// Refused at the commit (a deferred constraint): nothing committed.
-		for _, p := range batch {
+		for _, p := range reqs {
 			p.resp = Response{}
 		}
 		return nil, false, true
 	}
-	return againWithout(batch, failed, err, at)
+	return againWithout(reqs, failed, err, at)
 }
 
-// implicitRound sends b, the implicit transaction of batch's requests,
+// implicitRound sends b, the implicit transaction of reqs,
 // and reads their answers. It returns the index of the request that
 // failed (-1 if none did) and where, and the round's first error: nil
 // only if the transaction committed.
-func (s *Store) implicitRound(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, batch []*pending) (failed int, at failedAt, err error) {
+func (s *Store) implicitRound(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, reqs []*pending) (failed int, at failedAt, err error) {
 	pc := conn.Conn().PgConn()
 	sent := heard(pc)
 	br := s.sendBatch(ctx, conn, b)
 	failed, at = -1, nowhere
 	_, err = br.Exec()
-	for i, p := range batch {
+	for i, p := range reqs {
 		if err != nil {
 			break
 		}
@@ -165,31 +165,31 @@ func (s *Store) implicitRound(ctx context.Context, conn *pgxpool.Conn, b *pgx.Ba
 }
 
 // deferBehind marks for a retry alone, after the commit, the requests
-// behind batch[i], which will be retried alone: they must be applied after
-// it. runTx runs the retries in batch order.
-func deferBehind(batch []*pending, i int) {
-	for _, p := range behind(batch, i) {
+// behind reqs[i], which will be retried alone: they must be applied after
+// it. runTx runs the retries in the order of reqs.
+func deferBehind(reqs []*pending, i int) {
+	for _, p := range behind(reqs, i) {
 		p.retry, p.unsent = true, true
 	}
 }
 
-// failBehind answers the requests behind batch[i], whose wait for a row
+// failBehind answers the requests behind reqs[i], whose wait for a row
 // lock ran out (err), as it was: they would wait for the same row, and
 // must not be applied before it.
-func failBehind(batch []*pending, i int, err error) {
-	for _, p := range behind(batch, i) {
+func failBehind(reqs []*pending, i int, err error) {
+	for _, p := range behind(reqs, i) {
 		p.resp, p.err, p.unsent = Response{}, classify(err, false, p.req, nowhere), true
 	}
 }
 
-// behind lists the requests after batch[i], not sent yet, that share a
+// behind lists the requests after reqs[i], not sent yet, that share a
 // resource with it or with a request listed before them: they arrived
 // after it on that resource (a resource's requests are in arrival order
-// in batch).
-func behind(batch []*pending, i int) []*pending {
-	held := batch[i].req.Resources()
+// in reqs).
+func behind(reqs []*pending, i int) []*pending {
+	held := reqs[i].req.Resources()
 	var out []*pending
-	for _, p := range batch[i+1:] {
+	for _, p := range reqs[i+1:] {
 		if !p.unsent && slices.ContainsFunc(p.req.fences, func(f fence) bool { return slices.Contains(held, f.resource) }) {
 			out = append(out, p)
 			held = append(held, p.req.Resources()...)

@@ -45,7 +45,7 @@ type pending struct {
 	answered sync.WaitGroup
 }
 
-// runTx applies batch in one explicit transaction and gives every request
+// runTx applies reqs in one explicit transaction and gives every request
 // in it an answer (resp, err or replay). Several requests are tried whole
 // first, without savepoints (several.go); once one has failed, each runs
 // again in its own savepoint, so a refused or failing one rolls back
@@ -57,16 +57,16 @@ type pending struct {
 // that COMMIT has succeeded. It runs on conn, which the caller holds, and
 // returns the connection it holds at the end: conn, another one if conn
 // broke and the requests had to be retried one by one, or nil.
-func (s *Store) runTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending) *pgxpool.Conn {
+func (s *Store) runTx(ctx context.Context, conn *pgxpool.Conn, reqs []*pending) *pgxpool.Conn {
 	if !usable(conn) {
-		for _, p := range batch {
+		for _, p := range reqs {
 			p.err = errNotUsable
 		}
 		return conn
 	}
-	if !s.tryTx(ctx, conn, batch) {
+	if !s.tryTx(ctx, conn, reqs) {
 		var again []*pending
-		for _, p := range batch {
+		for _, p := range reqs {
 			if p.retry {
 				again = append(again, p)
 			}
@@ -74,18 +74,18 @@ func (s *Store) runTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 		if again == nil {
 			return conn
 		}
-		batch = again
+		reqs = again
 	}
 	// The transaction failed as a whole before anything committed (a
 	// deferred constraint at COMMIT), or some of its requests met another
 	// transaction in a deadlock and were rolled back to their savepoints:
 	// apply each of them alone, so one bad request cannot fail the others;
 	// if one of them breaks the connection, the next gets a new one.
-	for i, p := range batch {
+	for i, p := range reqs {
 		p.reset()
 		var err error
 		if conn, err = s.readyConn(ctx, conn); err != nil {
-			for _, q := range batch[i:] {
+			for _, q := range reqs[i:] {
 				q.err = err
 			}
 			return nil
@@ -99,7 +99,7 @@ func (s *Store) runTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 	return conn
 }
 
-// tryTx runs batch in one transaction and answers its requests. It returns
+// tryTx runs reqs in one transaction and answers its requests. It returns
 // true, having rolled back, when a transaction of several requests failed
 // as a whole while its session stayed usable: they must be retried alone.
 //
@@ -107,19 +107,19 @@ func (s *Store) runTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 // every request two statements more, and when none is keyed as one
 // implicit transaction, in one round trip (tryImplicit); only if one fails
 // does the transaction start again, each request in its own savepoint.
-func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending) (retryAlone bool) {
-	if len(batch) > 1 {
+func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, reqs []*pending) (retryAlone bool) {
+	if len(reqs) > 1 {
 		try := s.tryWhole
-		if !slices.ContainsFunc(batch, func(p *pending) bool { return p.req.IdempotencyKey != nil }) {
+		if !slices.ContainsFunc(reqs, func(p *pending) bool { return p.req.IdempotencyKey != nil }) {
 			try = s.tryImplicit
 		}
-		rest, settled, alone := try(ctx, conn, batch)
+		rest, settled, alone := try(ctx, conn, reqs)
 		if settled || alone {
 			return alone
 		}
-		batch = rest
+		reqs = rest
 	}
-	savepoints := len(batch) > 1
+	savepoints := len(reqs) > 1
 	// sessionFailed ends a transaction that failed outside any one
 	// request, before its COMMIT: nothing was committed, so each request
 	// of several gets its own chance alone, on a new connection if this
@@ -130,11 +130,11 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 		if savepoints {
 			return true
 		}
-		failAll(batch, classify(err, false, batch[0].req, nowhere))
+		failAll(reqs, classify(err, false, reqs[0].req, nowhere))
 		return false
 	}
 	next, aborted := 0, -1 // aborted: the request whose savepoint must be rolled back first
-	for round := 0; next < len(batch) || aborted >= 0; round++ {
+	for round := 0; next < len(reqs) || aborted >= 0; round++ {
 		if aborted >= 0 {
 			// Its own round trip: the transaction is in the aborted state,
 			// where pgx could not even prepare the next round's statements.
@@ -154,35 +154,35 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, batch []*pending)
 				preamble = 2
 			}
 		}
-		for i := next; i < len(batch); i++ {
-			if !batch[i].unsent {
-				s.queueInTx(b, batch[i].req, savepoints, i)
+		for i := next; i < len(reqs); i++ {
+			if !reqs[i].unsent {
+				s.queueInTx(b, reqs[i].req, savepoints, i)
 			}
 		}
-		failed, werr, at, sessionErr := s.readRound(conn.SendBatch(ctx, b), preamble, batch, next, savepoints)
+		failed, werr, at, sessionErr := s.readRound(conn.SendBatch(ctx, b), preamble, reqs, next, savepoints)
 		if sessionErr != nil {
 			return sessionFailed(sessionErr)
 		}
 		if failed < 0 {
 			break
 		}
-		settleOrRetry(batch[failed], werr, at, savepoints)
+		settleOrRetry(reqs[failed], werr, at, savepoints)
 		switch {
-		case batch[failed].retry:
-			deferBehind(batch, failed)
+		case reqs[failed].retry:
+			deferBehind(reqs, failed)
 		case savepoints && lockTimedOut(werr):
-			failBehind(batch, failed, werr)
+			failBehind(reqs, failed, werr)
 		}
 		if !savepoints {
 			rollback(conn)
 			return false
 		}
 		next, aborted = failed+1, failed
-		for next < len(batch) && batch[next].unsent {
+		for next < len(reqs) && reqs[next].unsent {
 			next++ // so that no round is sent empty
 		}
 	}
-	return s.commit(ctx, conn, batch, savepoints)
+	return s.commit(ctx, conn, reqs, savepoints)
 }
 
 // reset clears p's answer for another attempt. Only the answer: its caller
@@ -196,12 +196,12 @@ func (p *pending) reset() {
 // COMMIT. It returns true, rolled back, when a transaction of several
 // was refused at COMMIT (a deferred constraint): all of it is undone, and
 // its requests must be retried alone.
-func (s *Store) commit(ctx context.Context, conn *pgxpool.Conn, batch []*pending, several bool) (retryAlone bool) {
+func (s *Store) commit(ctx context.Context, conn *pgxpool.Conn, reqs []*pending, several bool) (retryAlone bool) {
 	b := &pgx.Batch{}
 	if several {
 		b.Queue(unscopeSQL)
 	}
-	for _, p := range batch {
+	for _, p := range reqs {
 		if k := p.req.IdempotencyKey; k != nil && p.err == nil && !p.replay && !p.retry {
 			b.Queue(storeSQL, k.Client, k.Scope, k.Value, p.resp.Status, p.resp.Body)
 		}
@@ -224,9 +224,9 @@ func (s *Store) commit(ctx context.Context, conn *pgxpool.Conn, batch []*pending
 			return true
 		}
 		if several {
-			redecideAlone(batch)
+			redecideAlone(reqs)
 		}
-		failAll(batch, classify(err, true, batch[0].req, nowhere))
+		failAll(reqs, classify(err, true, reqs[0].req, nowhere))
 	}
 	return false
 }
@@ -239,8 +239,8 @@ func (s *Store) commit(ctx context.Context, conn *pgxpool.Conn, batch []*pending
 // waits until the old session's transaction has ended, either way.
 // Refusals that hold whatever the others did stay: a lock wait that ran
 // out, an idempotency key reused for another request.
-func redecideAlone(batch []*pending) {
-	for _, p := range batch {
+func redecideAlone(reqs []*pending) {
+	for _, p := range reqs {
 		// The refusals that settle a key are those PostgreSQL judged
 		// against what the rows held.
 		if p.err != nil && outcome.SettlesKey(p.err) {
@@ -249,10 +249,10 @@ func redecideAlone(batch []*pending) {
 	}
 }
 
-// failAll answers every request of batch not answered yet with err; one
+// failAll answers every request of reqs not answered yet with err; one
 // to retry was rolled back, and runTx runs it again.
-func failAll(batch []*pending, err error) {
-	for _, p := range batch {
+func failAll(reqs []*pending, err error) {
+	for _, p := range reqs {
 		if p.err == nil && !p.replay && !p.retry {
 			p.resp, p.err = Response{}, err
 		}
