@@ -25,7 +25,8 @@
 // # The audit (audit.go)
 //
 // Audit queues a refusal of the fence for fencegw.rejections, the
-// gateway's and the SQL front's alike; RunAudit writes them in batches.
+// gateway's and the SQL front's alike; RunAudit writes them several rows
+// at a time.
 // Each client and kind of refusal has a rate: past it, one summary row
 // per resource stands for the rest, so that one client's flood costs a
 // bounded number of rows and cannot hide another's.

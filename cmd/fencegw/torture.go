@@ -91,7 +91,7 @@ exits 1 too: its PASS covers fewer faults than asked.`,
 	fs.IntVar(&cfg.Wire, "wire", cfg.Wire, "percentage of the workers' rounds whose write goes through the gateways' SQL front (serve --pg-listen) as an application's transaction: SET LOCAL fencegw.tokens, its statements, COMMIT; with --unsafe-no-fence, the same statements without the fence")
 	fs.IntVar(&cfg.Semaphores, "semaphores", cfg.Semaphores, "percentage of rounds on a permit of the semaphores (2 permits each): at most 2 writers at once per semaphore, each permit slot fenced")
 	fs.IntVar(&cfg.WriteTransactions, "max-write-transactions", 0, "the gateways' --max-write-transactions (0: their default): fewer make more writes share transactions")
-	fs.BoolVar(&cfg.Coalesce, "coalesce", false, "run the resources with coalesce: true (hot-key write batching)")
+	fs.BoolVar(&cfg.Coalesce, "coalesce", false, "run the resources with coalesce: true (hot-key write coalescing)")
 	fs.BoolVar(&cfg.GroupCommit, "group-commit", false, "run the resources with group_commit: true (with --coalesce): writes of several resources share transactions")
 	fs.IntVar(&cfg.Transfers, "transfers", cfg.Transfers, "percentage of rounds that take two leases and move money between their resources with one write fenced on both")
 	fs.IntVar(&cfg.LeaseChurn, "lease-churn", 0, "lease-churn workers to add: each loops over short leases (2-3 s) on --churn-resources resources churn/r0.., one write each, released, left to expire or paused past it; the checker holds each resource's grants and writes to strictly increasing tokens, and the nemesis is a late holder of their resources (late-churn-holder)")
@@ -180,7 +180,7 @@ func printReport(w io.Writer, r check.Report) {
 		fmt.Fprintf(w, "skipped: %s: %s\n", k, r.Skipped[k])
 	}
 	if r.Batching != nil {
-		fmt.Fprintf(w, "batching: %s\n", r.Batching)
+		fmt.Fprintf(w, "shared transactions: %s\n", r.Batching)
 	}
 	if r.Leases != nil {
 		fmt.Fprintf(w, "leases as writes were sent: %s\n", counts(r.Leases))

@@ -210,7 +210,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (check.Report, error
 		return check.Report{}, err
 	}
 	if report.Batching != nil {
-		log.Info("torture: batching", "writes", report.Batching.String())
+		log.Info("torture: shared transactions", "writes", report.Batching.String())
 	}
 	b, _ := json.MarshalIndent(report, "", "  ")
 	_ = os.WriteFile(filepath.Join(dir, "report.json"), b, 0o644)

@@ -23,9 +23,9 @@ func (b Batching) String() string {
 		b.Writes, b.Transactions, float64(b.Writes)/float64(b.Transactions), 100*b.Shared/max(b.Writes, 1))
 }
 
-// batching counts rows by transaction; nil without rows, or if a row
+// sharing counts rows by transaction; nil without rows, or if a row
 // does not say its transaction (a log table without the column).
-func batching(rows []Row) *Batching {
+func sharing(rows []Row) *Batching {
 	if len(rows) == 0 {
 		return nil
 	}

@@ -19,16 +19,16 @@ func TestBatching(t *testing.T) {
 		txn(row(10, "u", 1, 16, "x:to", 5), 105),  //
 		txn(row(11, "v", 1, 17, "f", 6), 105),     //
 	}
-	got := batching(rows)
+	got := sharing(rows)
 	want := Batching{Writes: 9, Transactions: 6, Shared: 6}
 	if got == nil || *got != want {
-		t.Fatalf("batching = %+v, want %+v", got, want)
+		t.Fatalf("sharing = %+v, want %+v", got, want)
 	}
 	if s, w := got.String(), "9 writes in 6 transactions (1.5 per transaction), 66% of them sharing one"; s != w {
 		t.Errorf("String() = %q, want %q", s, w)
 	}
 	rows[3].Txn = 0
-	if got := batching(rows); got != nil {
+	if got := sharing(rows); got != nil {
 		t.Errorf("a row without its transaction: %+v, want nil", got)
 	}
 }

@@ -107,7 +107,7 @@ func Check(in Input) Report {
 		Resources:    len(resources),
 		Faults:       faults,
 		Skipped:      maps.Clone(in.Skipped),
-		Batching:     batching(rows),
+		Batching:     sharing(rows),
 		FenceReads:   fenceReads(in.Fences),
 		Leases:       leases,
 		Retries:      retries,

@@ -65,7 +65,7 @@ func TestTortureCIProfile(t *testing.T) {
 	}
 
 	fenced, logs, err := run()
-	t.Logf("fenced: %s faults %v skipped %v events %v leases %v batching %v retries %v", fenced.Verdict, fenced.Faults, fenced.Skipped, fenced.Events, fenced.Leases, fenced.Batching, fenced.Retries)
+	t.Logf("fenced: %s faults %v skipped %v events %v leases %v shared transactions %v retries %v", fenced.Verdict, fenced.Faults, fenced.Skipped, fenced.Events, fenced.Leases, fenced.Batching, fenced.Retries)
 	if err != nil || !fenced.OK() {
 		t.Fatalf("with fencing: %v, %s\n%+v\n%s", err, fenced.Verdict, fenced.Violations, logs)
 	}
@@ -76,12 +76,12 @@ func TestTortureCIProfile(t *testing.T) {
 
 	load := []string{"--coalesce", "--group-commit", "--workers", "16", "--resources", "6", "--burst", "12", "--max-write-transactions", "1"}
 	coalesced, logs, err := run(load...)
-	t.Logf("fenced, under load, coalesced, group commit: %s faults %v events %v batching %v retries %v", coalesced.Verdict, coalesced.Faults, coalesced.Events, coalesced.Batching, coalesced.Retries)
+	t.Logf("fenced, under load, coalesced, group commit: %s faults %v events %v shared transactions %v retries %v", coalesced.Verdict, coalesced.Faults, coalesced.Events, coalesced.Batching, coalesced.Retries)
 	if err != nil || !coalesced.OK() {
 		t.Fatalf("with fencing, coalescing and group commit: %v, %s\n%+v\n%s", err, coalesced.Verdict, coalesced.Violations, logs)
 	}
 	// How many writes share a transaction depends on how the scheduler
-	// interleaves the workers, so the bar is that batching carried a good
+	// interleaves the workers, so the bar is that shared transactions carried a good
 	// part of them under the faults, not a share an idle machine reaches.
 	if b := coalesced.Batching; b == nil || b.Shared < 20 || 4*b.Shared < b.Writes {
 		t.Fatalf("under load, coalescing and group commit carried too few writes: %v", b)
