@@ -2,9 +2,9 @@
 // its request. sessionLost is the one answer to whether the session ended,
 // lost the one rule for what a lost session means (unknown if the round
 // trip carried the commit, not applied otherwise); classify turns
-// PostgreSQL's errors into this package's; settleFailed and settleOrRetry
-// answer a request of a transaction from its error, or send it to a retry
-// alone.
+// PostgreSQL's errors into this package's; answerFailed answers a request
+// of a transaction from its error (answerOrRetry, in several.go, may send
+// it to a retry alone instead).
 
 package fence
 
@@ -199,30 +199,8 @@ func opName(req *Request, at failedAt) string {
 	return req.Writes[0].Operation.Name
 }
 
-// settleOrRetry answers a request whose part of a transaction raised, or,
-// in a transaction of several, marks it for a retry alone when it met
-// another transaction in a deadlock or serialization failure, or one of
-// pgx's prepared statements gone stale (a migration changed what it
-// returns): pgx forgets the statements of a batch that failed, and the
-// retry prepares them anew.
-func settleOrRetry(p *pending, err error, at failedAt, several bool) {
-	if several && (contended(err) || staleStatement(err)) {
-		p.retry = true
-		return
-	}
-	settleFailed(p, err, at)
-}
-
-// contended reports whether err is PostgreSQL breaking a deadlock or a
-// serialization failure: a meeting with another transaction, which a
-// retry may not meet again.
-func contended(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == pgerrcode.DeadlockDetected || pgErr.Code == pgerrcode.SerializationFailure)
-}
-
-// settleFailed answers a request whose part of the pipeline raised.
-func settleFailed(p *pending, err error, at failedAt) {
+// answerFailed answers a request whose part of the pipeline raised.
+func answerFailed(p *pending, err error, at failedAt) {
 	var pgErr *pgconn.PgError
 	if p.req.IdempotencyKey != nil && errors.As(err, &pgErr) {
 		switch pgErr.Code {

@@ -13,19 +13,22 @@ package fence
 
 import (
 	"context"
+	"errors"
 	"slices"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // tryWhole runs several requests in one transaction without savepoints.
-// settled: every request is answered (committed, or the transaction
+// answered: every request is answered (committed, or the transaction
 // failed for good). alone: the transaction failed as a whole, rolled
 // back, and its requests must be retried alone. Otherwise one request
 // failed: the transaction is rolled back, and rest holds all of them,
 // unanswered, to be run again in savepoints.
-func (s *Store) tryWhole(ctx context.Context, conn *pgxpool.Conn, reqs []*pending) (rest []*pending, settled, alone bool) {
+func (s *Store) tryWhole(ctx context.Context, conn *pgxpool.Conn, reqs []*pending) (rest []*pending, answered, alone bool) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(groupLockSQL, s.groupLockTimeout)
@@ -57,15 +60,15 @@ const groupLockSQL = "SELECT set_config('lock_timeout', $1, true)"
 // holds reqs[failed]'s row, which no retry in this transaction would
 // change, so it is answered (unavailable, not applied), and so are the
 // later requests of its resources (failBehind), which would wait for the
-// same row; the others run again. settled: none is left to run.
-func againWithout(reqs []*pending, failed int, err error, at failedAt) (rest []*pending, settled, alone bool) {
+// same row; the others run again. answered: none is left to run.
+func againWithout(reqs []*pending, failed int, err error, at failedAt) (rest []*pending, answered, alone bool) {
 	if failed < 0 || !lockTimedOut(err) {
 		return again(reqs), false, false
 	}
 	for _, p := range reqs {
 		p.reset()
 	}
-	settleFailed(reqs[failed], err, at)
+	answerFailed(reqs[failed], err, at)
 	failBehind(reqs, failed, err)
 	for i, p := range reqs {
 		if i != failed && !p.unsent {
@@ -95,7 +98,7 @@ func again(reqs []*pending) []*pending {
 // batch before anything committed: it runs once more, prepared anew, as a
 // lone write does (applyImplicit), rather than in savepoints through
 // pgx's own statements, which may be as stale.
-func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, reqs []*pending) (rest []*pending, settled, alone bool) {
+func (s *Store) tryImplicit(ctx context.Context, conn *pgxpool.Conn, reqs []*pending) (rest []*pending, answered, alone bool) {
 	b := &pgx.Batch{}
 	b.Queue(groupLockSQL, s.groupLockTimeout)
 	for _, p := range reqs {
@@ -162,6 +165,28 @@ func (s *Store) implicitRound(ctx context.Context, conn *pgxpool.Conn, b *pgx.Ba
 		err = cerr
 	}
 	return failed, at, err
+}
+
+// answerOrRetry answers a request whose part of a transaction raised, or,
+// in a transaction of several, marks it for a retry alone when it met
+// another transaction in a deadlock or serialization failure, or one of
+// pgx's prepared statements gone stale (a migration changed what it
+// returns): pgx forgets the statements of a batch that failed, and the
+// retry prepares them anew.
+func answerOrRetry(p *pending, err error, at failedAt, several bool) {
+	if several && (contended(err) || staleStatement(err)) {
+		p.retry = true
+		return
+	}
+	answerFailed(p, err, at)
+}
+
+// contended reports whether err is PostgreSQL breaking a deadlock or a
+// serialization failure: a meeting with another transaction, which a
+// retry may not meet again.
+func contended(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == pgerrcode.DeadlockDetected || pgErr.Code == pgerrcode.SerializationFailure)
 }
 
 // deferBehind marks for a retry alone, after the commit, the requests

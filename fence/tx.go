@@ -113,8 +113,8 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, reqs []*pending) 
 		if !slices.ContainsFunc(reqs, func(p *pending) bool { return p.req.IdempotencyKey != nil }) {
 			try = s.tryImplicit
 		}
-		rest, settled, alone := try(ctx, conn, reqs)
-		if settled || alone {
+		rest, answered, alone := try(ctx, conn, reqs)
+		if answered || alone {
 			return alone
 		}
 		reqs = rest
@@ -166,7 +166,7 @@ func (s *Store) tryTx(ctx context.Context, conn *pgxpool.Conn, reqs []*pending) 
 		if failed < 0 {
 			break
 		}
-		settleOrRetry(reqs[failed], werr, at, savepoints)
+		answerOrRetry(reqs[failed], werr, at, savepoints)
 		switch {
 		case reqs[failed].retry:
 			deferBehind(reqs, failed)
