@@ -143,7 +143,7 @@
 // # The authority record, the audit, inspection (authority.go, audit.go, history.go, advance.go, floor.go, inspect.go)
 //
 // Records is PostgreSQL's memory of the token authority, which package
-// authority's Watchdog compares etcd with. RecordRejection and RunJanitor
+// authority's Watchdog compares etcd with. RecordRejections and RunJanitor
 // keep the bounded audit of refused writes and expire idempotency keys;
 // RecordHistory and History write and read the lock history, which the
 // janitor bounds too (history.go). AdvanceFence moves a fence up for an
