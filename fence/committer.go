@@ -183,6 +183,21 @@ func (c *committer) enqueue(u *unit) {
 	}
 }
 
+// WaitingForConnection is how many requests wait in the committer's line
+// for one of the pool's connections (with group commit, the next group):
+// fencegw_writes_waiting_for_connection. Those queued behind their
+// resource's unit are Queued.
+func (s *Store) WaitingForConnection() int {
+	c := s.coal.com
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, u := range c.queue {
+		n += len(u.requests)
+	}
+	return n
+}
+
 // loop is a runner: it runs units on conn (or on a connection from the
 // pool), then whatever is in line, until next lets its lane go.
 func (c *committer) loop(conn *pgxpool.Conn, lane int, units []*unit) {

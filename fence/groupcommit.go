@@ -148,19 +148,6 @@ func giveUp(u *unit) bool {
 	return true
 }
 
-// WaitingForConnection is how many requests wait in line for a
-// lane (each resource's first; those behind it are Queued).
-func (s *Store) WaitingForConnection() int {
-	c := s.coal.com
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, u := range c.queue {
-		n += len(u.requests)
-	}
-	return n
-}
-
 // take removes from the head of the line the units of one transaction:
 // one, or with group commit as many as fit in maxGroup requests, in
 // canonical order. c.mu is held.
