@@ -43,16 +43,16 @@ const (
 func (g *Gateway) LimitConnections(ln net.Listener, limit int, tls bool) net.Listener {
 	g.metrics.connsMax.Set(float64(limit))
 	return &connLimit{
-		Listener: ln, slots: make(chan struct{}, limit), refusing: make(chan struct{}, maxRefusing), tls: tls,
+		Listener: ln, places: make(chan struct{}, limit), refusing: make(chan struct{}, maxRefusing), tls: tls,
 		answer: refusal(), limit: limit, open: g.metrics.connsOpen, refused: g.metrics.connsRefused, log: g.log,
 	}
 }
 
-// connLimit is a listener whose connections each hold one of its slots
+// connLimit is a listener whose connections each hold one of its places
 // until closed.
 type connLimit struct {
 	net.Listener
-	slots    chan struct{}
+	places   chan struct{}
 	refusing chan struct{}
 	tls      bool
 	answer   []byte // the whole HTTP response of a refusal
@@ -61,12 +61,12 @@ type connLimit struct {
 	refused  prometheus.Counter
 	log      *slog.Logger
 	lastLog  atomic.Int64 // unix nanoseconds of the last refusal logged
-	// closed, if set, is called when a connection gives its slot back
+	// closed, if set, is called when a connection gives its place back
 	// (tests).
 	closed func()
 }
 
-// Accept returns the next connection that finds a slot, refusing the
+// Accept returns the next connection that finds a place, refusing the
 // others as they come.
 func (l *connLimit) Accept() (net.Conn, error) {
 	for {
@@ -75,7 +75,7 @@ func (l *connLimit) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		select {
-		case l.slots <- struct{}{}:
+		case l.places <- struct{}{}:
 			l.open.Inc()
 			return &limitedConn{Conn: c, limit: l}, nil
 		default:
@@ -136,7 +136,7 @@ func refusal() []byte {
 		p.Status, http.StatusText(p.Status), problemContentType[0], len(body), body)
 }
 
-// limitedConn gives its slot back when first closed.
+// limitedConn gives its place back when first closed.
 type limitedConn struct {
 	net.Conn
 	limit *connLimit
@@ -155,7 +155,7 @@ func (c *limitedConn) CloseWrite() error {
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
-		<-c.limit.slots
+		<-c.limit.places
 		c.limit.open.Dec()
 		if c.limit.closed != nil {
 			c.limit.closed()

@@ -15,7 +15,7 @@ import (
 )
 
 // limitedServer serves h's gateway on a listener of its own limited to
-// limit connections; each connection that gives its slot back is sent on
+// limit connections; each connection that gives its place back is sent on
 // the returned channel.
 func limitedServer(t *testing.T, h *harness, limit int, tls bool) (addr string, closed <-chan struct{}) {
 	t.Helper()
