@@ -36,8 +36,8 @@
 //
 // # Admission
 //
-// At most MaxInFlight writes are past the admission gate at once. A
-// write's body is read first (gateWrites), its caller authenticated, its
+// At most MaxInFlight writes are past the admission gate at once (gate.go).
+// A write's body is read first (gateWrites), its caller authenticated, its
 // request decoded and every token's signature decided (admitCalls, with
 // the handler's prepare function: call.go), and then it waits for a turn
 // on a shallow stack, refused unapplied after QueueTimeout. A call refused
