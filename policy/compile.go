@@ -158,7 +158,7 @@ func compileOperation(ps *problems, p *Policy, accessWord, name string, fo fileO
 			case !ok:
 				ps.add(entry+".args", "the template %q needs argument %q", role.Template, an)
 			case op.Args[i].Type == Boolean:
-				ps.add(entry+".args."+an, "a boolean cannot be part of a resource key")
+				ps.add(entry+".args."+an, "a boolean cannot be part of a resource name")
 			}
 			used[an] = true
 		}
@@ -176,7 +176,7 @@ func compileOperation(ps *problems, p *Policy, accessWord, name string, fo fileO
 	}
 	for _, a := range op.Args {
 		if !used[a.Name] {
-			ps.add(entry+".args."+a.Name, "declared but never used in the key or the SQL")
+			ps.add(entry+".args."+a.Name, "declared but never used in a template or the SQL")
 		}
 	}
 	if len(*ps) > before {
@@ -186,7 +186,7 @@ func compileOperation(ps *problems, p *Policy, accessWord, name string, fo fileO
 }
 
 // compileRoles fills op.Roles: the one resource of `resource:`, or the
-// named roles of `resources:`, each a key template over the operation's
+// named roles of `resources:`, each a template over the operation's
 // arguments whose shape names its resource kind.
 func compileRoles(ps *problems, p *Policy, entry string, op *Operation, fo fileOperation) {
 	switch {
@@ -202,7 +202,7 @@ func compileRoles(ps *problems, p *Policy, entry string, op *Operation, fo fileO
 	case len(fo.Resources) > maxRoles:
 		ps.add(entry+".resources", "%d roles, at most %d", len(fo.Resources), maxRoles)
 	case len(fo.Resources) > 0:
-		keys := map[string]string{}
+		templates := map[string]string{}
 		for _, name := range sortedKeys(fo.Resources) {
 			rentry := entry + ".resources." + name
 			if !validName(name) {
@@ -214,11 +214,11 @@ func compileRoles(ps *problems, p *Policy, entry string, op *Operation, fo fileO
 				ps.add(rentry, "%v", err)
 				continue
 			}
-			if other, dup := keys[t.source]; dup {
-				ps.add(rentry, "the same key as role %s: two roles of one write must be two resources", other)
+			if other, dup := templates[t.source]; dup {
+				ps.add(rentry, "the same template as role %s: two roles of one write must be two resources", other)
 				continue
 			}
-			keys[t.source] = name
+			templates[t.source] = name
 			kind := p.kindOf(ps, rentry, t)
 			if kind != nil {
 				op.Roles = append(op.Roles, Role{Name: name, Kind: kind, Template: t})
@@ -226,12 +226,12 @@ func compileRoles(ps *problems, p *Policy, entry string, op *Operation, fo fileO
 		}
 	default:
 		ps.add(entry+".resource", `missing: name the resource the operation writes under (resource: account), `+
-			`or the key of each role (resources: {from: "account/{from}", to: "account/{to}"})`)
+			`or the template of each role (resources: {from: "account/{from}", to: "account/{to}"})`)
 	}
 }
 
-// kindOf returns the resource whose key has t's shape: the same literals
-// in the same places, e.g. account for "account/{from}" when account's key
+// kindOf returns the resource whose template has t's shape: the same literals
+// in the same places, e.g. account for "account/{from}" when account's template
 // is "account/{account}". The kind sets the compare mode, validation and
 // coalescing, and its guarded tables cover the role's rows.
 func (p *Policy) kindOf(ps *problems, entry string, t *Template) *ResourceKind {

@@ -24,7 +24,7 @@ type fileDoc struct {
 	Clients    map[string]fileClient    `yaml:"clients"`
 	Guarded    map[string]fileGuarded   `yaml:"guarded_tables"`
 	SQLErrors  map[string]fileSQLError  `yaml:"sql_errors"`
-	Leases     map[string]string        `yaml:"leases"` // lock-only lease names: entry -> key template
+	Leases     map[string]string        `yaml:"leases"` // lock-only lease names: entry -> template
 }
 
 type fileKind struct {

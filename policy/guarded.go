@@ -13,19 +13,19 @@ import (
 type GuardedTable struct {
 	Table string // schema-qualified, e.g. demo.accounts
 	Kind  *ResourceKind
-	// Columns maps each argument of the resource's key template to the
+	// Columns maps each argument of the resource's template to the
 	// column that holds its value in a row.
 	Columns map[string]string
 }
 
-// KeyPart is one piece of a row's resource key: a literal, or the value of
+// KeyPart is one piece of a row's resource name: a literal, or the value of
 // a column.
 type KeyPart struct {
 	Literal string
 	Column  string // when non-empty, the part is this column's value
 }
 
-// KeyParts spells the row's resource key: the resource's key template with
+// KeyParts spells the row's resource name: the resource's template with
 // its arguments replaced by the columns that hold them.
 func (g *GuardedTable) KeyParts() []KeyPart {
 	parts := make([]KeyPart, len(g.Kind.Template.parts))

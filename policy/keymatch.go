@@ -8,7 +8,7 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// keyMatcher decides whether a name is one a key template renders: for a
+// keyMatcher decides whether a name is one a template renders: for a
 // role of an operation, from argument values the operation's declaration
 // accepts (DecodeArgs); for a lock-only lease name, with each placeholder
 // one or more characters.

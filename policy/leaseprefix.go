@@ -9,7 +9,7 @@ import (
 
 // LeasePrefix says whether client c may follow every lease name that
 // starts with prefix (a watch of a prefix; c nil: authentication is off).
-// A key template may produce such a name if its literal start and prefix
+// A template may produce such a name if its literal start and prefix
 // agree as far as both go; the prefix is c's if some template may, and c
 // may lease every one that may. The rule is conservative: a template
 // whose values could never fit the prefix still counts, so a prefix

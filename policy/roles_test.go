@@ -79,7 +79,7 @@ func TestRoleErrorsNameTheEntry(t *testing.T) {
 		{"neither", args + stmt(uses), "operations.t.resource", "missing"},
 		{"no such shape", "    resources: {from: \"accounts/{from}\", to: \"account/{to}\"}\n" + args + stmt(uses), "operations.t.resources.from", "shape of no kind's template"},
 		{"ambiguous shape", "    resources: {from: \"x/{from}\", to: \"account/{to}\"}\n" + args + stmt(uses), "operations.t.resources.from", "kinds journal and ledger"},
-		{"same key twice", "    resources: {from: \"account/{from}\", to: \"account/{from}\"}\n" + args + stmt(uses), "operations.t.resources.to", "the same key as role from"},
+		{"same template twice", "    resources: {from: \"account/{from}\", to: \"account/{from}\"}\n" + args + stmt(uses), "operations.t.resources.to", "the same template as role from"},
 		{"bad role name", "    resources: {From: \"account/{from}\", to: \"account/{to}\"}\n" + args + stmt(uses), "operations.t.resources.From", "role names"},
 		{"undeclared key arg", "    resources: {from: \"account/{src}\", to: \"account/{to}\"}\n" + args + stmt(uses), "operations.t.args", `needs argument "src"`},
 		{"builtin without role", "    resources: {from: \"account/{from}\", to: \"account/{to}\"}\n" + args + stmt(uses+" AND t = :_token"), "operations.t.statements[0].sql", "needs a role: this operation has roles from, to"},

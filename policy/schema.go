@@ -23,7 +23,7 @@ const schemaURL = "urn:fencegw:policy.schema.json"
 // editors and other tools; `fencegw policy schema` prints it. It describes
 // every key the loader accepts, with the compiler's enums, patterns and
 // bounds, and leaves to the compiler what only the whole policy can tell
-// (an argument named by a key template, a resource that is declared).
+// (an argument named by a template, a resource that is declared).
 func JSONSchema() []byte { return bytes.Clone(schemaJSON) }
 
 // compiledSchema is the schema, compiled on first use: only `fencegw policy

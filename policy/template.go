@@ -28,7 +28,7 @@ func parseTemplate(src string) (*Template, error) {
 	if !utf8.ValidString(src) {
 		// Keys are UTF-8, and match's regexp refuses anything else
 		// (YAML's !!binary can still spell it).
-		return nil, errors.New("a key template is UTF-8 text")
+		return nil, errors.New("a template is UTF-8 text")
 	}
 	t := &Template{source: src}
 	rest := src
@@ -59,7 +59,7 @@ func parseTemplate(src string) (*Template, error) {
 		rest = rest[open+end+1:]
 	}
 	if len(t.parts) == 0 {
-		return nil, errors.New("empty key template")
+		return nil, errors.New("empty template")
 	}
 	t.match("") // build the matcher now: a compiled policy is read-only
 	return t, nil
