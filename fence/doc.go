@@ -35,7 +35,7 @@
 //
 // A Request is what one client call asks for: one Write, or an atomic
 // batch of them. A Write is one call of a policy operation with its
-// arguments, and for each of the operation's roles a resource key and the
+// arguments, and for each of the operation's roles a resource name and the
 // token presented for it. NewRequest collects every write's fences, one
 // per resource, in canonical order (by key), and refuses contradictions:
 // two roles of one write on one resource, or one resource under two tokens

@@ -47,7 +47,7 @@ type Request struct {
 	NotAfter time.Time
 
 	// fences are every write's fences, one per resource, in canonical
-	// order (by resource key): every transaction locks fence rows in that
+	// order (by resource name): every transaction locks fence rows in that
 	// order, so two requests can never wait on each other's fences.
 	fences []fence
 	one    [1]fence  // fences' storage for the common request of one fence

@@ -217,7 +217,7 @@ func tableProblem(ctx context.Context, q querier, g *policy.GuardedTable) (strin
 		switch {
 		case p.Column == "":
 		case !ok:
-			return fmt.Sprintf("no column %s for the resource key", p.Column), nil
+			return fmt.Sprintf("no column %s for the resource name", p.Column), nil
 		case !slices.Contains(keyTypes, typ):
 			return fmt.Sprintf("key column %s is %s: want text, varchar, smallint, integer or bigint, which read as the gateway writes the key", p.Column, typ), nil
 		}
@@ -263,7 +263,7 @@ func checkTable(ctx context.Context, q querier, g *policy.GuardedTable) (string,
 		case !ourFunction || typ != wantType || !always:
 			found[name] = name + " is not the trigger fencegw installs (function, events, conditions or deferral differ): run fencegw guard install"
 		case !slices.Equal(splitArgs(rawArgs), wantArgs):
-			found[name] = name + " spells another resource key: run fencegw guard install"
+			found[name] = name + " spells another resource name: run fencegw guard install"
 		default:
 			found[name] = ""
 		}

@@ -119,7 +119,7 @@ func TestInstallCheckRemove(t *testing.T) {
 		{"CREATE OR REPLACE TRIGGER fencegw_guard AFTER INSERT ON demo.accounts FOR EACH ROW EXECUTE FUNCTION fencegw.guard_row('Laccount/', 'Cid')", "not the trigger"},
 		{"CREATE OR REPLACE TRIGGER fencegw_guard AFTER INSERT OR UPDATE OR DELETE ON demo.accounts FOR EACH ROW WHEN (false) EXECUTE FUNCTION fencegw.guard_row('Laccount/', 'Cid')", "not the trigger"},
 		{"CREATE OR REPLACE TRIGGER fencegw_guard AFTER INSERT OR UPDATE OR DELETE ON demo.accounts FOR EACH ROW EXECUTE FUNCTION fencegw.guard_truncate()", "not the trigger"},
-		{"CREATE OR REPLACE TRIGGER fencegw_guard AFTER INSERT OR UPDATE OR DELETE ON demo.accounts FOR EACH ROW EXECUTE FUNCTION fencegw.guard_row('Lacct/', 'Cid')", "another resource key"},
+		{"CREATE OR REPLACE TRIGGER fencegw_guard AFTER INSERT OR UPDATE OR DELETE ON demo.accounts FOR EACH ROW EXECUTE FUNCTION fencegw.guard_row('Lacct/', 'Cid')", "another resource name"},
 		{"DROP TRIGGER fencegw_guard ON demo.accounts; CREATE CONSTRAINT TRIGGER fencegw_guard AFTER INSERT OR UPDATE OR DELETE ON demo.accounts DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION fencegw.guard_row('Laccount/', 'Cid')", "deferral"},
 	} {
 		exec(t, conn, tamper.sql)

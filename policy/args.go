@@ -203,7 +203,7 @@ func (op *Operation) Resources(dst []string, vals Values) ([]string, error) {
 	for i := range op.Roles {
 		key := op.Roles[i].Template.render(func(name string) any { return vals[op.argIndex[name]] })
 		if err := tokens.CheckResource(key); err != nil {
-			return nil, argErrorf("", "the resource key %q built from the arguments: %v", clip.String(key, 64), err)
+			return nil, argErrorf("", "the resource name %q built from the arguments: %v", clip.String(key, 64), err)
 		}
 		dst = append(dst, key)
 	}
@@ -211,7 +211,7 @@ func (op *Operation) Resources(dst []string, vals Values) ([]string, error) {
 }
 
 // Bind appends the parameters of statement st for one request to dst, in
-// $n order: arguments from vals, builtins from the resource keys and
+// $n order: arguments from vals, builtins from the resource names and
 // tokens of the operation's roles (indexed like Roles); :_token is the
 // token without its signature, E:R. Appending lets a request's statements
 // share one slice.

@@ -252,7 +252,7 @@ func (p *Policy) kindOf(ps *problems, entry string, t *Template) *ResourceKind {
 	return nil
 }
 
-// exampleKey is a resource key of p to show in a message.
+// exampleKey is a resource name of p to show in a message.
 func exampleKey(p *Policy) string {
 	for _, name := range sortedKeys(p.Kinds) {
 		return p.Kinds[name].Template.String()

@@ -165,7 +165,7 @@ const (
 // with '_', so these never collide. An operation with named roles suffixes
 // them with the role: :_resource_from, :_token_to.
 const (
-	ParamResource = "_resource" // the resource key
+	ParamResource = "_resource" // the resource name
 	ParamEpoch    = "_epoch"    // the token's epoch
 	ParamRevision = "_revision" // the token's revision
 	ParamToken    = "_token"    // the token's text form E:R, never its signature

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// Template derives a resource key from an operation's arguments, e.g.
+// Template derives a resource name from an operation's arguments, e.g.
 // "account/{account}". The client never names the resource: the request's
 // arguments do, and the gateway checks the token against the resource
 // they name.
