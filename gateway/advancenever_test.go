@@ -1,12 +1,10 @@
 package gateway_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 )
 
@@ -34,17 +32,6 @@ func TestAdvanceANeverWrittenResource(t *testing.T) {
 		body := `{"resource": "` + resource + `", "reason": "bad holder", "dry_run": false}`
 		req, _ := http.NewRequest(http.MethodPost, h.base+"/v1/admin/fences/advance", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		route, params, err := router.FindRoute(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
-			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
-		val := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: r.Status, Header: r.Header,
-			Options: &openapi3filter.Options{IncludeResponseStatus: true}}
-		val.SetBodyBytes(r.Body)
-		if err := openapi3filter.ValidateResponse(context.Background(), val); err != nil {
-			t.Errorf("the answer %s does not match the document: %v", r.Body, err)
-		}
+		checkAnswer(t, router, req, r)
 	}
 }

@@ -1,13 +1,11 @@
 package gateway_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 )
 
@@ -59,18 +57,7 @@ func TestObserveWithinTheClientsScope(t *testing.T) {
 			}
 			req, _ := http.NewRequest(http.MethodGet, h.base+path, nil)
 			req.Header = header
-			route, params, err := router.FindRoute(req)
-			if err != nil {
-				t.Fatalf("the document has no route for GET /v1/leases: %v", err)
-			}
-			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
-				Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
-			out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: r.Status, Header: r.Header,
-				Options: &openapi3filter.Options{IncludeResponseStatus: true}}
-			out.SetBodyBytes(r.Body)
-			if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-				t.Errorf("the answer %d %s does not match the document: %v", r.Status, r.Body, err)
-			}
+			checkAnswer(t, router, req, r)
 		})
 	}
 
