@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 )
 
 // TestAdvanceANeverWrittenResource: a resource nobody ever wrote has no
@@ -14,11 +12,7 @@ import (
 // pattern admits, and the answer matches the OpenAPI document.
 func TestAdvanceANeverWrittenResource(t *testing.T) {
 	yaml := demoPolicy(t, "monotonic")
-	doc, _ := loadOpenAPI(t, yaml)
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	router := openAPIRouter(t, yaml)
 	h := newHarness(t, yaml)
 	const resource = "account/acct-97"
 	for _, dryRun := range []bool{true, false} {

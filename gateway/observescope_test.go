@@ -5,8 +5,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 )
 
 // TestObserveWithinTheClientsScope: GET /v1/leases?resource=… answers a
@@ -21,11 +19,7 @@ func TestObserveWithinTheClientsScope(t *testing.T) {
     operations: [open_account]
     leases: [job]
 `
-	doc, _ := loadOpenAPI(t, yaml)
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	router := openAPIRouter(t, yaml)
 	h := newHarness(t, yaml)
 	held := h.do(http.MethodPost, "/v1/leases", http.Header{"Authorization": {"Bearer scheduler-secret"}},
 		`{"resource": "job/nightly", "ttl": 30, "value": "10.0.0.7:8080"}`)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/fencegw/fencegw/internal/harness/testenv"
 	"github.com/fencegw/fencegw/tokens"
@@ -217,11 +216,7 @@ clients:
 // held and waited for, and for one of its slots, match the document.
 func TestOpenAPIObserveASemaphore(t *testing.T) {
 	yaml := semaphorePolicy(t)
-	doc, _ := loadOpenAPI(t, yaml)
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	router := openAPIRouter(t, yaml)
 	h := newHarness(t, yaml)
 	a, b := h.mustAcquirePermit("p23"), h.mustAcquirePermit("p23")
 	defer h.release(b.lease)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/policy"
@@ -86,11 +85,7 @@ func TestOpenAPIDocument(t *testing.T) {
 // document's Problem.
 func TestOpenAPIRequestsAreAccepted(t *testing.T) {
 	yaml := demoPolicy(t, "monotonic")
-	doc, _ := loadOpenAPI(t, yaml)
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	router := openAPIRouter(t, yaml)
 	h := newHarness(t, yaml)
 	old, l := h.succession("account/acct-30", 30)
 

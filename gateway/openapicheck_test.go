@@ -7,7 +7,20 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
 )
+
+// openAPIRouter routes requests by the OpenAPI document the gateway
+// serves for the policy yaml, for checkAnswer.
+func openAPIRouter(t *testing.T, yaml string) routers.Router {
+	t.Helper()
+	doc, _ := loadOpenAPI(t, yaml)
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return router
+}
 
 // checkAnswer fails t unless r, the gateway's answer to req, is one the
 // OpenAPI document that router was made from describes.

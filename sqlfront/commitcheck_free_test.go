@@ -30,17 +30,7 @@ func TestCommitReadsEtcdWhenTheViewSaysFree(t *testing.T) {
 	const res = "account/" + account
 	before := f.state(account)
 	l := f.lease(billing, res, 30, 0)
-	conn := f.connect(billing)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	for _, sql := range debitSQL(account, l.Token) {
-		if _, err := tx.Exec(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
+	tx := f.openDebit(billing, account, l.Token)
 	type answer struct {
 		status int
 		body   []byte

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/fencegw/fencegw/sqlfront"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -53,17 +55,7 @@ func TestCommitLooksHoldersUpInTheView(t *testing.T) {
 			before := f.state(account)
 			l := f.lease(billing, "account/"+account, 30, 0)
 			view = newer(mustToken(l.Token))
-			conn := f.connect(billing)
-			tx, err := conn.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback(ctx)
-			for _, sql := range debitSQL(account, l.Token) {
-				if _, err := tx.Exec(ctx, sql); err != nil {
-					t.Fatalf("%s: %v", sql, err)
-				}
-			}
+			tx := f.openDebit(billing, account, l.Token)
 			if code := sqlState(tx.Commit(ctx)); code != tc.code {
 				t.Fatalf("COMMIT: SQLSTATE %q, want %q", code, tc.code)
 			}
@@ -82,3 +74,22 @@ func TestCommitLooksHoldersUpInTheView(t *testing.T) {
 type viewHandle struct{ get func() viewSays }
 
 func (h *viewHandle) Holder(r string) (tokens.Token, bool, bool) { return h.get().Holder(r) }
+
+// openDebit begins a transaction on a connection of client's that fences
+// account with token and debits it (debitSQL), and leaves it open; the
+// test's end rolls it back if nothing else ended it.
+func (f *front) openDebit(client, account, token string) pgx.Tx {
+	f.t.Helper()
+	ctx := context.Background()
+	tx, err := f.connect(client).Begin(ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { tx.Rollback(ctx) })
+	for _, sql := range debitSQL(account, token) {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			f.t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	return tx
+}
