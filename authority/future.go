@@ -87,9 +87,13 @@ func (a *Etcd) etcdNow(ctx context.Context, since time.Time) (etcdView, error) {
 	defer func() { <-a.nowLock }()
 	if a.nowRead.started.IsZero() || a.nowRead.started.Before(since) {
 		started := time.Now() // a linearizable read sees every revision issued before it began
+		seen := a.seen()
 		resp, err := a.cli.Get(ctx, epochKey)
 		if err != nil {
 			return etcdView{}, unavailable("read revision", err)
+		}
+		if err := a.checkRead(seen, resp.Header.Revision); err != nil {
+			return etcdView{}, err
 		}
 		epoch, err := epochOf(resp.Kvs)
 		if err != nil {

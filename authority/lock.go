@@ -132,9 +132,13 @@ func (a *Etcd) lockedError(ctx context.Context, resource string) error {
 
 // Holder returns the token of resource's current lock holder, if any.
 func (a *Etcd) Holder(ctx context.Context, resource string) (tokens.Token, bool, error) {
+	seen := a.seen()
 	resp, err := a.cli.Get(ctx, lockKeyPrefix(resource), clientv3.WithFirstCreate()...)
 	if err != nil {
 		return tokens.Token{}, false, unavailable("read holder", err)
+	}
+	if err := a.checkRead(seen, resp.Header.Revision); err != nil {
+		return tokens.Token{}, false, err
 	}
 	a.observe(resp.Header.Revision)
 	if len(resp.Kvs) == 0 {

@@ -40,6 +40,9 @@ type Watchdog struct {
 	// unusable is what the last check logged of the keys that do not
 	// open, so that each state is logged once; guarded by mu.
 	unusable string
+	// haltLogged: the halt in force was logged (by a check, or a check
+	// confirmed one a validation began); guarded by mu.
+	haltLogged bool
 	// lastRecheck is when a token of an unknown newer epoch last
 	// triggered a check, in ns on the monotonic clock since monoOrigin; 0:
 	// never.
@@ -87,6 +90,7 @@ func (w *Watchdog) Check(ctx context.Context) error {
 		return err
 	}
 	if a.Halted() != nil || a.Epoch() != next.Epoch {
+		w.haltLogged = false
 		w.log.Info("token authority in service", "epoch", next.Epoch, "etcd_cluster", next.ClusterID, "etcd_identity", next.Identity, "revision", view.Revision)
 	}
 	a.Resume(next.Epoch, view.Revision)
@@ -127,10 +131,14 @@ func (w *Watchdog) logUnusableKeys(keys []UnusableKey) {
 	}
 }
 
-// halt stops the authority for the reason given, saying so once.
+// halt stops the authority for the reason given, saying so once. A
+// validation that met etcd behind what this process saw halts the
+// authority itself (checkRead) and logs nothing: the first check after it
+// says so.
 func (w *Watchdog) halt(reason *tokens.HaltedError) error {
-	if w.auth.Halted() == nil {
+	if !w.haltLogged {
 		w.log.Error("token authority halted: writes and leases are refused", "reason", reason.Reason)
+		w.haltLogged = true
 	}
 	w.auth.Halt(reason)
 	return reason
