@@ -117,7 +117,7 @@ func (e *env) runMutex(ctx context.Context, hc *http.Client, n int, d Dist, writ
 // measureCycles drives n clients running cycle and reads etcd's
 // proposals, and with cpu the CPU used, around the run.
 func (e *env) measureCycles(ctx context.Context, hc *http.Client, n int, d Dist, cycle writeFunc, cpu func() (time.Duration, error), cpuOf string) (LeasePath, error) {
-	p0, perr := etcdProposals(ctx, hc, e.cfg.EtcdEndpoints)
+	m0, merr := readEtcdMetrics(ctx, hc, e.cfg.EtcdEndpoints)
 	var c0 time.Duration
 	cerr := fmt.Errorf("not asked")
 	if cpu != nil {
@@ -125,8 +125,11 @@ func (e *env) measureCycles(ctx context.Context, hc *http.Client, n int, d Dist,
 	}
 	path := LeasePath{Path: drive(ctx, n, d, e.cfg.window(), cycle), ProposalsPerCycle: -1}
 	cycles := float64(path.Writes + path.WarmupWrites + path.ErrorCount())
-	if p1, err := etcdProposals(ctx, hc, e.cfg.EtcdEndpoints); perr == nil && err == nil && cycles > 0 {
-		path.ProposalsPerCycle = (p1 - p0) / cycles
+	if m1, err := readEtcdMetrics(ctx, hc, e.cfg.EtcdEndpoints); merr == nil && err == nil && cycles > 0 {
+		path.ProposalsPerCycle = (m1.proposals - m0.proposals) / cycles
+		if !e.cfg.EtcdInProcess { // else it is this process's CPU, all of it
+			path.EtcdCPUPerCycle = time.Duration((m1.cpuSeconds - m0.cpuSeconds) / cycles * float64(time.Second))
+		}
 	}
 	if cerr == nil {
 		if c1, err := cpu(); err == nil && cycles > 0 {
