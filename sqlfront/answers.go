@@ -137,6 +137,9 @@ func (s *session) completes(h *entry, f frame, kind entryKind) error {
 	if h.call == nil && !h.quiet {
 		s.relayFrame(f)
 	}
+	if h.call != nil && kind == eClose {
+		h.call.answered() // before the answers that follow it
+	}
 	s.pop()
 	return nil
 }
@@ -151,6 +154,7 @@ func (s *session) onError(h *entry, m *pgproto3.ErrorResponse, f frame) {
 	}
 	if h.call != nil {
 		h.call.err = scrubbed(m)
+		h.call.answered()
 	} else {
 		s.relayHeld(h)
 		s.relayFrame(f)

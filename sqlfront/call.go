@@ -16,13 +16,21 @@ import (
 // (drain), then sends Parse, Bind and Execute of the unnamed statement,
 // with the parameters bound (never spelled into SQL), and a Sync in a
 // simple query or a Flush in the extended protocol, whose Sync is the
-// client's to send. Nothing PostgreSQL says of the statement reaches the
-// client, notices included: a session may ask for debug messages that
-// would print its parameters, and those carry the MAC of its fences.
+// client's to send. The fence of an Execute goes in line instead
+// (callInLine): no Flush and no wait, its answer sent to the client in
+// its turn, so that it shares the round trip of the client's Sync.
+// Nothing PostgreSQL says of the statement reaches the client, notices
+// included: a session may ask for debug messages that would print its
+// parameters, and those carry the MAC of its fences.
 
 // drain waits until PostgreSQL has answered every message sent so far,
-// relaying the answers.
+// relaying the answers. What was sent since the last Sync or Flush (the
+// client's messages of a pipeline, a call in line) PostgreSQL keeps until
+// asked: drain asks with a Flush, which changes nothing else.
 func (s *session) drain() error {
+	if len(s.pending) > 0 && s.unasked {
+		s.forwardRaw(encoded(&pgproto3.Flush{}).raw)
+	}
 	for len(s.pending) > 0 {
 		if err := s.step(false); err != nil {
 			return err
@@ -38,32 +46,46 @@ func (s *session) call(c fence.Call, sync bool) (*pgproto3.ErrorResponse, error)
 		return nil, err
 	}
 	res := &callResult{}
-	// The portal, bound with the parameters, is closed at once: the
-	// client must not execute it again.
+	s.sendCall(c, res)
+	if sync {
+		s.forwardRaw(encoded(&pgproto3.Sync{}).raw)
+		s.push(&entry{kind: eSync, call: res})
+	} else {
+		s.forwardRaw(encoded(&pgproto3.Flush{}).raw)
+	}
+	if err := s.drain(); err != nil {
+		return nil, err
+	}
+	return res.err, nil
+}
+
+// callInLine sends c as call does in the extended protocol, but neither
+// asks PostgreSQL to answer at once nor waits: the client's messages that
+// follow go after it, their Sync (or Flush) among them, so that a
+// driver's Bind to Sync costs one round trip to PostgreSQL, the call's
+// included. then is told the call's error (nil if none) once PostgreSQL
+// has answered all of it, or failed it, before any answer that follows.
+func (s *session) callInLine(c fence.Call, then func(*pgproto3.ErrorResponse)) {
+	s.sendCall(c, &callResult{then: then})
+}
+
+// sendCall queues c's Parse, Bind, Execute and Close for PostgreSQL, its
+// answers owed to res. The portal, bound with the parameters, is closed
+// at once: the client must not execute it again.
+func (s *session) sendCall(c fence.Call, res *callResult) {
 	msgs := []pgproto3.FrontendMessage{
 		&pgproto3.Parse{Query: c.SQL, ParameterOIDs: c.ParamOIDs},
 		&pgproto3.Bind{Parameters: c.Params},
 		&pgproto3.Execute{},
 		&pgproto3.Close{ObjectType: 'P'},
 	}
-	entries := []*entry{{kind: eParse, call: res}, {kind: eBind, call: res}, {kind: eExecute, call: res}, {kind: eClose, call: res}}
-	if sync {
-		msgs = append(msgs, &pgproto3.Sync{})
-		entries = append(entries, &entry{kind: eSync, call: res})
-	} else {
-		msgs = append(msgs, &pgproto3.Flush{})
-	}
 	for _, m := range msgs {
 		s.forwardRaw(encoded(m).raw)
 	}
 	s.unnamedLost = true
-	for _, e := range entries {
-		s.push(e)
+	for _, kind := range []entryKind{eParse, eBind, eExecute, eClose} {
+		s.push(&entry{kind: kind, call: res})
 	}
-	if err := s.drain(); err != nil {
-		return nil, err
-	}
-	return res.err, nil
 }
 
 // refuseInBackend makes PostgreSQL fail the session's transaction with

@@ -161,19 +161,7 @@ func (s *session) execute(m *pgproto3.Execute, f frame) error {
 	if s.tx != 'T' {
 		return s.refuseExtended(notInBlock(s.tx))
 	}
-	resp, list, err := s.fenceTokens(pt.value, false)
-	switch {
-	case err != nil:
-		return err
-	case resp != nil:
-		s.send(resp)
-	case pt.tokens.setConfig:
-		s.send(&pgproto3.DataRow{Values: [][]byte{[]byte(list)}})
-		s.send(&pgproto3.CommandComplete{CommandTag: []byte("SELECT 1")})
-	default:
-		s.send(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
-	}
-	return nil
+	return s.fenceInLine(pt.value, pt.tokens.setConfig)
 }
 
 // commit executes a portal that commits a fenced transaction, once the

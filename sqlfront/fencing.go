@@ -34,18 +34,18 @@ import (
 // authority bounds each of its etcd reads more tightly.
 const validateTimeout = 10 * time.Second
 
-// fenceTokens fences the session's transaction on text's tokens. It
-// returns the error to answer the statement with (nil: fenced), and the
-// tokens as the client may see them back.
-func (s *session) fenceTokens(text string, sync bool) (*pgproto3.ErrorResponse, string, error) {
+// fenceTokens fences the session's transaction on text's tokens, for a
+// simple query. It returns the error to answer the statement with (nil:
+// fenced), and the tokens as the client may see them back.
+func (s *session) fenceTokens(text string) (*pgproto3.ErrorResponse, string, error) {
 	fences, holderMode, named, se := s.checkTokens(text)
 	if se != nil {
-		if _, err := s.refuseInBackend(se, sync); err != nil {
+		if _, err := s.refuseInBackend(se, true); err != nil {
 			return nil, "", err
 		}
 		return se.response(), "", nil
 	}
-	resp, err := s.call(s.fs.FenceCall(fences), sync)
+	resp, err := s.call(s.fs.FenceCall(fences), true)
 	if err != nil {
 		return nil, "", err
 	}
@@ -58,6 +58,43 @@ func (s *session) fenceTokens(text string, sync bool) (*pgproto3.ErrorResponse, 
 		}
 	}
 	return resp, unsignedList(named), nil
+}
+
+// fenceInLine fences as fenceTokens does, for an Execute of the extended
+// protocol, without waiting for PostgreSQL (callInLine): the fence goes
+// before the client's messages that follow, and its answer (set_config's
+// row, SET's completion, or the refusal of a stale token) is sent in its
+// turn. A refusal before PostgreSQL is answered as fenceTokens answers
+// it. The fences count as advanced at once: a COMMIT later in the same
+// pipeline is checked (commitcheck.go), and if the fence fails, so does
+// the transaction.
+func (s *session) fenceInLine(text string, setConfig bool) error {
+	fences, holderMode, named, se := s.checkTokens(text)
+	if se != nil {
+		if _, err := s.refuseInBackend(se, false); err != nil {
+			return err
+		}
+		s.send(se.response())
+		return nil
+	}
+	for _, f := range fences {
+		s.fenced[f.Resource] = fenced{token: f.Token, holder: holderMode[f.Resource]}
+	}
+	list := unsignedList(named)
+	s.callInLine(s.fs.FenceCall(fences), func(resp *pgproto3.ErrorResponse) {
+		switch {
+		case resp != nil && resp.Code == codeStale:
+			s.send(s.stale(resp, fences))
+		case resp != nil:
+			s.send(resp)
+		case setConfig:
+			s.send(&pgproto3.DataRow{Values: [][]byte{[]byte(list)}})
+			s.send(&pgproto3.CommandComplete{CommandTag: []byte("SELECT 1")})
+		default:
+			s.send(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
+		}
+	})
+	return nil
 }
 
 // checkTokens reads and validates text's tokens, and returns the fences

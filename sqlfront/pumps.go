@@ -60,8 +60,18 @@ func (s *session) writeBackend() {
 	}
 }
 
-// forwardRaw queues b, whole frames, for PostgreSQL.
-func (s *session) forwardRaw(b []byte) { s.toPG = append(s.toPG, b...) }
+// forwardRaw queues b, one whole frame, for PostgreSQL, and notes
+// whether PostgreSQL has been asked to answer all it was sent: it answers
+// the extended protocol's messages only at a Sync or a Flush (drain).
+func (s *session) forwardRaw(b []byte) {
+	s.toPG = append(s.toPG, b...)
+	switch b[0] {
+	case 'S', 'H', 'Q', 'f': // Sync, Flush, Query, CopyFail
+		s.unasked = false
+	default:
+		s.unasked = true
+	}
+}
 
 // directWrite bounds how long the loop itself writes to PostgreSQL: a
 // write that takes longer (its socket full, PostgreSQL busy sending) is

@@ -120,7 +120,7 @@ func (s *session) setTokens(v verdict, last bool) (done bool, err error) {
 		s.send(&pgproto3.ReadyForQuery{TxStatus: s.tx})
 		return true, nil
 	}
-	resp, list, err := s.fenceTokens(v.value, true)
+	resp, list, err := s.fenceTokens(v.value)
 	if err != nil {
 		return true, err
 	}

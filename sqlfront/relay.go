@@ -52,6 +52,17 @@ type entry struct {
 type callResult struct {
 	err  *pgproto3.ErrorResponse
 	rows int
+	// then, if set, is told err once the statement is answered (its
+	// CloseComplete) or failed (callInLine).
+	then func(*pgproto3.ErrorResponse)
+}
+
+// answered tells then, once, that the statement is done.
+func (r *callResult) answered() {
+	if then := r.then; then != nil {
+		r.then = nil
+		then(r.err)
+	}
 }
 
 // relay is what PostgreSQL owes and how its answers are being read.

@@ -67,6 +67,9 @@ type session struct {
 	// fenced are the fences the transaction in progress advanced, for
 	// the check before its COMMIT (commitcheck.go).
 	fenced map[string]fenced
+	// unasked: PostgreSQL was sent messages after its last Sync or Flush
+	// (forwardRaw).
+	unasked bool
 }
 
 // clientEvent and backendEvent are a frame read, or why none could be.
