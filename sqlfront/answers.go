@@ -15,6 +15,7 @@ import (
 // connection. It decodes only what the front reads; the rest goes to the
 // client as it came.
 func (s *session) onBackend(ev backendEvent) error {
+	s.backendAhead = ev.ahead
 	if ev.err != nil {
 		return s.backendLost(ev.err)
 	}

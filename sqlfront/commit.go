@@ -95,7 +95,7 @@ func (s *session) onReady(h *entry, m *pgproto3.ReadyForQuery, f frame) error {
 		return unexpected(f, h)
 	}
 	implicit := s.tx == 'I' && m.TxStatus == 'I' // a transaction began and ended with the message
-	s.tx, s.failed = m.TxStatus, false
+	s.tx, s.failed, s.clientFlushes = m.TxStatus, false, false
 	if s.tx == 'I' {
 		clear(s.fenced)
 	}

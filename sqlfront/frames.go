@@ -46,6 +46,21 @@ func readFrame(r *bufio.Reader, maxBody int) (frame, error) {
 	return f, nil
 }
 
+// aheadBuffered reports whether r holds the next frame whole: reading it
+// waits on nobody. Only a whole frame counts; a part of one may wait on
+// its sender for the rest, for as long as the sender likes.
+func aheadBuffered(r *bufio.Reader) bool {
+	if r.Buffered() < 5 {
+		return false
+	}
+	head, err := r.Peek(5)
+	if err != nil {
+		return false
+	}
+	n := int64(int32(binary.BigEndian.Uint32(head[1:])))
+	return n >= 4 && int64(r.Buffered()) >= 1+n
+}
+
 // eofAsUnexpected: an end inside a frame is not a clean end.
 func eofAsUnexpected(err error, read int) error {
 	if err == io.EOF && read > 0 {

@@ -55,7 +55,8 @@ func startupBytes(code uint32, params string) []byte {
 // each (the statements
 // of a Query or Parse, what it makes of them, a Bind's parameters). It
 // never panics; statements lie in order within their text; a statement
-// is answered by the front only if it names fences exactly so.
+// is answered by the front only if it names fences exactly so; a frame
+// aheadBuffered calls whole in the buffer is read without running out.
 func FuzzClientMessages(f *testing.F) {
 	var seed []byte
 	for _, m := range []pgproto3.FrontendMessage{
@@ -74,7 +75,11 @@ func FuzzClientMessages(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := bufio.NewReader(bytes.NewReader(data))
 		for range 64 {
+			whole := aheadBuffered(in) // the loop then waits on the reader for it
 			fr, err := readFrame(in, 1<<16)
+			if whole && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+				t.Fatalf("a frame said whole in the buffer was cut short: %v", err)
+			}
 			if err != nil {
 				var se *sqlError
 				if !errors.As(err, &se) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {

@@ -16,6 +16,10 @@ func (s *session) loop() error {
 	}
 }
 
+// aheadBound is how much the loop queues for a peer while frames
+// already read keep coming (step), before it writes.
+const aheadBound = 64 << 10
+
 // step handles the next event: a frame of PostgreSQL's, one of the
 // client's (only if client: a drain waits for PostgreSQL alone), a
 // timeout, the front's shutdown. Frames already read are handled first;
@@ -39,8 +43,26 @@ func (s *session) step(client bool) error {
 		return s.clientEvent(ev)
 	default:
 	}
-	if err := s.flush(); err != nil {
-		return err
+	// A frame whole in a reader's buffer comes without a wait: handle it
+	// before writing, so that what a peer sent in one write (a driver's
+	// Bind to Sync, PostgreSQL's answers to them) goes on in one write,
+	// not in two because the reader had not handed the rest over yet. Up
+	// to a bound: a long result still streams.
+	if s.backendAhead && len(s.out) < aheadBound {
+		return s.onBackend(<-s.fromBackend)
+	}
+	if fromClient != nil && s.clientAhead && len(s.toPG) < aheadBound {
+		return s.clientEvent(<-fromClient)
+	}
+	// The client is written to as PostgreSQL writes to it: at the end of
+	// what a Sync or a Query is owed (its ReadyForQuery), when the client
+	// sent a Flush, or when much is queued; and whenever nothing more is
+	// owed. Never half-way through the answers to one Sync, which no
+	// driver waits for.
+	if s.outReady || len(s.pending) == 0 || s.clientFlushes || len(s.out) >= aheadBound {
+		if err := s.flush(); err != nil {
+			return err
+		}
 	}
 	if err := s.flushBackend(); err != nil {
 		return err
@@ -76,6 +98,7 @@ func (s *session) step(client bool) error {
 
 // clientEvent handles a frame of the client's.
 func (s *session) clientEvent(ev clientEvent) error {
+	s.clientAhead = ev.ahead
 	if ev.err != nil {
 		return s.clientGone(ev.err)
 	}

@@ -15,7 +15,7 @@ func (s *session) readClient() {
 	for {
 		f, err := readFrame(s.in, s.srv.cfg.MaxMessageBytes)
 		select {
-		case s.fromClient <- clientEvent{f, err}:
+		case s.fromClient <- clientEvent{f, err, err == nil && aheadBuffered(s.in)}:
 		case <-s.done:
 			return
 		}
@@ -30,7 +30,7 @@ func (s *session) readBackend() {
 	for {
 		f, err := readFrame(r, maxBackendFrame)
 		select {
-		case s.fromBackend <- backendEvent{f, err}:
+		case s.fromBackend <- backendEvent{f, err, err == nil && aheadBuffered(r)}:
 		case <-s.done:
 			return
 		}

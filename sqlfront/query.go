@@ -39,6 +39,7 @@ func (s *session) onClient(f frame) error {
 	case *pgproto3.Sync:
 		return s.forward(f, &entry{kind: eSync, commits: s.tx == 'I'})
 	case *pgproto3.Flush:
+		s.clientFlushes = true
 		return s.forward(f, nil)
 	case *pgproto3.FunctionCall:
 		return s.refuseSimple(refusal(codeUnsupported, "the SQL front does not relay fast-path function calls", "call the function with SELECT"))

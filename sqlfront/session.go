@@ -70,17 +70,30 @@ type session struct {
 	// unasked: PostgreSQL was sent messages after its last Sync or Flush
 	// (forwardRaw).
 	unasked bool
+	// clientAhead, backendAhead: the last event of each reader said its
+	// next frame is whole in memory (step).
+	clientAhead, backendAhead bool
+	// clientFlushes: the client sent a Flush since PostgreSQL's last
+	// ReadyForQuery, and wants its answers as they come (step).
+	clientFlushes bool
+	// outReady: out holds a ReadyForQuery, the end of what a Sync or a
+	// Query is owed (step).
+	outReady bool
 }
 
-// clientEvent and backendEvent are a frame read, or why none could be.
+// clientEvent and backendEvent are a frame read, or why none could be;
+// ahead says the next frame was already whole in the reader's buffer
+// (aheadBuffered).
 type clientEvent struct {
-	f   frame
-	err error
+	f     frame
+	err   error
+	ahead bool
 }
 
 type backendEvent struct {
-	f   frame
-	err error
+	f     frame
+	err   error
+	ahead bool
 }
 
 // cancelKey is the BackendKeyData a client gets: the front's own, never
@@ -170,12 +183,16 @@ func (s *session) send(m pgproto3.BackendMessage) {
 		return
 	}
 	s.out = b
+	if _, ok := m.(*pgproto3.ReadyForQuery); ok {
+		s.outReady = true
+	}
 }
 
 // relayFrame queues f, as PostgreSQL sent it, for the client.
 func (s *session) relayFrame(f frame) {
 	if !s.muted {
 		s.out = append(s.out, f.raw...)
+		s.outReady = s.outReady || f.typ == 'Z'
 	}
 }
 
@@ -185,6 +202,7 @@ func (s *session) flush() error {
 		return nil
 	}
 	_, err := s.conn.Write(s.out)
+	s.outReady = false
 	if cap(s.out) > 1<<20 {
 		s.out = nil // one large result need not stay with the session
 	} else {
