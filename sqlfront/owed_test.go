@@ -44,7 +44,7 @@ func TestAnswersGoWhenOwed(t *testing.T) {
 }
 
 func typeName(m pgproto3.BackendMessage) string {
-	switch m.(type) {
+	switch m := m.(type) {
 	case *pgproto3.ParseComplete:
 		return "ParseComplete"
 	case *pgproto3.BindComplete:
@@ -56,7 +56,7 @@ func typeName(m pgproto3.BackendMessage) string {
 	case *pgproto3.ReadyForQuery:
 		return "ReadyForQuery"
 	case *pgproto3.ErrorResponse:
-		return "ErrorResponse: " + m.(*pgproto3.ErrorResponse).Message
+		return "ErrorResponse: " + m.Message
 	}
 	return "another message"
 }
