@@ -2,6 +2,7 @@ package sqlfront
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -165,8 +166,19 @@ func (s *session) onError(h *entry, m *pgproto3.ErrorResponse, f frame) {
 		return
 	}
 	s.failed = true
+	var skipped []*entry
 	for len(s.pending) > 0 && s.pending[0].kind != eSync {
+		skipped = append(skipped, s.pending[0])
 		s.pending = s.pending[1:]
+	}
+	// What failed or was skipped did not happen: what the front recorded
+	// of it on reading it (a statement closed, a portal bound) is taken
+	// back, the latest first, or the front would judge what comes next
+	// (is this statement a COMMIT?) on a state PostgreSQL does not have.
+	for _, e := range slices.Backward(skipped) {
+		if e.undo != nil {
+			e.undo()
+		}
 	}
 	s.headSince = time.Now()
 }

@@ -2,6 +2,7 @@ package sqlfront
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -67,20 +68,21 @@ func (s *session) parse(m *pgproto3.Parse, f frame) error {
 		return s.refuseExtended(refusal(codeTooLarge, fmt.Sprintf("more than %d prepared statements", maxNames), "close or deallocate the ones no longer used"))
 	}
 	p := &prepared{commits: v.commits, oids: append([]uint32(nil), m.ParameterOIDs...)}
+	undo := undoAll(restorer(s.prepared, m.Name), s.unnamedRestorer())
 	if v.kind == stTokens {
 		p.tokens = &v
 		s.prepared[m.Name] = p
 		if m.Name == "" {
 			s.unnamed, s.unnamedLost = nil, false
 		}
-		s.answer(&pgproto3.ParseComplete{})
+		s.answerUndoable(undo, &pgproto3.ParseComplete{})
 		return nil
 	}
 	s.prepared[m.Name] = p
 	if m.Name == "" {
 		s.unnamed, s.unnamedLost = &f, false
 	}
-	return s.forward(f, &entry{kind: eParse})
+	return s.forward(f, &entry{kind: eParse, undo: undo})
 }
 
 func (s *session) bind(m *pgproto3.Bind, f frame) error {
@@ -96,15 +98,17 @@ func (s *session) bind(m *pgproto3.Bind, f frame) error {
 			}
 			value = string(m.Parameters[n-1]) // text, whichever the format: a text parameter is its bytes
 		}
+		undo := restorer(s.portals, m.DestinationPortal)
 		s.portals[m.DestinationPortal] = &portal{tokens: p.tokens, value: value}
-		s.answer(&pgproto3.BindComplete{})
+		s.answerUndoable(undo, &pgproto3.BindComplete{})
 		return nil
 	}
 	if err := s.reparseUnnamed(m.PreparedStatement); err != nil {
 		return err
 	}
+	undo := restorer(s.portals, m.DestinationPortal)
 	s.portals[m.DestinationPortal] = &portal{commits: p != nil && p.commits}
-	return s.forward(f, &entry{kind: eBind})
+	return s.forward(f, &entry{kind: eBind, undo: undo})
 }
 
 func (s *session) describe(m *pgproto3.Describe, f frame) error {
@@ -187,18 +191,21 @@ func (s *session) commit(f frame) error {
 
 func (s *session) closeMessage(m *pgproto3.Close, f frame) error {
 	var front bool
+	var undo func()
 	if m.ObjectType == 'P' {
 		front = s.portals[m.Name] != nil && s.portals[m.Name].tokens != nil
+		undo = restorer(s.portals, m.Name)
 		delete(s.portals, m.Name)
 	} else {
 		front = s.prepared[m.Name] != nil && s.prepared[m.Name].tokens != nil
+		undo = restorer(s.prepared, m.Name)
 		delete(s.prepared, m.Name)
 	}
 	if front {
-		s.answer(&pgproto3.CloseComplete{})
+		s.answerUndoable(undo, &pgproto3.CloseComplete{})
 		return nil
 	}
-	return s.forward(f, &entry{kind: eClose})
+	return s.forward(f, &entry{kind: eClose, undo: undo})
 }
 
 // reparseUnnamed parses the client's unnamed statement again if a
@@ -209,7 +216,35 @@ func (s *session) reparseUnnamed(name string) error {
 		return nil
 	}
 	s.unnamedLost = false
-	return s.forward(*s.unnamed, &entry{kind: eParse, quiet: true})
+	return s.forward(*s.unnamed, &entry{kind: eParse, quiet: true, undo: func() { s.unnamedLost = true }})
+}
+
+// restorer returns what puts m's entry for k back as it is now.
+func restorer[V any](m map[string]V, k string) func() {
+	old, had := m[k]
+	return func() {
+		if had {
+			m[k] = old
+		} else {
+			delete(m, k)
+		}
+	}
+}
+
+// unnamedRestorer returns what puts the record of the client's unnamed
+// statement back as it is now.
+func (s *session) unnamedRestorer() func() {
+	unnamed, lost := s.unnamed, s.unnamedLost
+	return func() { s.unnamed, s.unnamedLost = unnamed, lost }
+}
+
+// undoAll returns what runs each of undos, the last first.
+func undoAll(undos ...func()) func() {
+	return func() {
+		for _, u := range slices.Backward(undos) {
+			u()
+		}
+	}
 }
 
 // refuseExtended refuses a message of the extended protocol: PostgreSQL

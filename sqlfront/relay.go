@@ -46,6 +46,10 @@ type entry struct {
 	commits bool // the message may commit a transaction (commit.go)
 	failed  bool // eQuery: an error was answered
 	answers []pgproto3.BackendMessage
+	// undo takes back what the front recorded of the message (a
+	// statement or portal made or closed) if PostgreSQL skips it, or
+	// fails it: an error before it in its pipeline (onError).
+	undo func()
 }
 
 // callResult collects the answers to a statement of the front's own.
@@ -95,6 +99,12 @@ func (s *session) push(e *entry) {
 // answer sends the front's own answers to the client in their turn.
 func (s *session) answer(msgs ...pgproto3.BackendMessage) {
 	s.push(&entry{kind: eAnswer, answers: msgs})
+}
+
+// answerUndoable is answer, for a message whose record undo takes back
+// if an error before it in its pipeline has PostgreSQL skip it.
+func (s *session) answerUndoable(undo func(), msgs ...pgproto3.BackendMessage) {
+	s.push(&entry{kind: eAnswer, answers: msgs, undo: undo})
 }
 
 // pop drops the oldest entry, and sends the answers of the front's own
