@@ -157,15 +157,26 @@ func (a *Etcd) SetEpoch(ctx context.Context, epoch int64) error {
 
 // Resume makes epoch current and lifts a halt. A new epoch starts its
 // revision watermark afresh at rev: a restored etcd counts from lower.
-func (a *Etcd) Resume(epoch, rev int64) {
+func (a *Etcd) Resume(epoch, rev int64) { a.ResumeFrom(-1, epoch, rev) }
+
+// ResumeFrom is Resume for a check that judged etcd sound in a view it
+// read after Halts answered halts: a halt since (a validation that met
+// etcd behind what this process saw) stands, for the next check to judge
+// on a view as new as it, and ResumeFrom reports false. halts < 0
+// resumes whatever came before.
+func (a *Etcd) ResumeFrom(halts, epoch, rev int64) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if halts >= 0 && a.halts != halts && a.haltReason != nil {
+		return false
+	}
 	if epoch != a.epoch.Load() {
 		a.newestRevision.Store(rev)
 		a.epoch.Store(epoch)
 	}
 	a.observe(rev)
 	a.haltReason = nil
+	return true
 }
 
 // Halt stops the authority: tokens are refused and no lease is granted or
@@ -174,6 +185,15 @@ func (a *Etcd) Halt(err *tokens.HaltedError) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.haltReason = err
+	a.halts++
+}
+
+// Halts returns how many times the authority was halted so far: a
+// check takes it before it reads etcd, and resumes with ResumeFrom.
+func (a *Etcd) Halts() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.halts
 }
 
 // Halted returns the reason the authority is halted, or nil.

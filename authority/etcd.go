@@ -28,6 +28,9 @@ type Etcd struct {
 
 	mu         sync.Mutex
 	haltReason *tokens.HaltedError
+	// halts counts Halt's calls, so that a check lifts only the halts
+	// that came before its view of etcd (ResumeFrom); guarded by mu.
+	halts int64
 
 	// now is the wall clock of hold-time records (holdtime.go), which the
 	// replica that granted a lease reads again at its end. Lock-delay and

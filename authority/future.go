@@ -92,14 +92,14 @@ func (a *Etcd) etcdNow(ctx context.Context, since time.Time) (etcdView, error) {
 		if err != nil {
 			return etcdView{}, unavailable("read revision", err)
 		}
-		if err := a.checkRead(seen, resp.Header.Revision); err != nil {
-			return etcdView{}, err
-		}
 		epoch, err := epochOf(resp.Kvs)
 		if err != nil {
 			// A foreign epoch key: the watchdog halts on it; nothing is
 			// decided here.
 			return etcdView{}, unavailable("read epoch", err)
+		}
+		if err := a.checkEpochRead(seen, epoch, resp.Header.Revision); err != nil {
+			return etcdView{}, err
 		}
 		a.observe(resp.Header.Revision)
 		a.nowRead.started, a.nowRead.view = started, etcdView{epoch: epoch, revision: resp.Header.Revision}

@@ -54,7 +54,7 @@ func TestMutualExclusionAndFIFO(t *testing.T) {
 	waitForContenders := func(n int64) {
 		t.Helper()
 		if !testenv.WaitFor(10*time.Second, func() bool {
-			resp, err := cli.Get(t.Context(), "/fencegw/locks/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+			resp, err := cli.Get(t.Context(), "/fencegw/locks/fifo%2Fone/", clientv3.WithPrefix(), clientv3.WithCountOnly()) // its own: other tests share this etcd
 			return err == nil && resp.Count >= n
 		}) {
 			t.Fatalf("fewer than %d contenders queued", n)

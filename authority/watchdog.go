@@ -66,6 +66,7 @@ func (w *Watchdog) Check(ctx context.Context) error {
 	// is linearizable, so it is at least as new as any revision seen
 	// earlier, here or by another replica that recorded it. Read after it,
 	// normal traffic would look like etcd going back in time.
+	halts := a.Halts() // before the view: a halt after it is not this check's to lift
 	rec, err := w.records.Load(ctx)
 	if err != nil {
 		return err
@@ -89,11 +90,21 @@ func (w *Watchdog) Check(ctx context.Context) error {
 	if err := w.records.Save(ctx, next); err != nil {
 		return err
 	}
-	if a.Halted() != nil || a.Epoch() != next.Epoch {
+	wasOut := a.Halted() != nil || a.Epoch() != next.Epoch
+	if !a.ResumeFrom(halts, next.Epoch, view.Revision) {
+		// A validation met etcd behind what this process saw after this
+		// check read its view: the next check judges it on a newer one.
+		err := a.Halted()
+		var halt *tokens.HaltedError
+		if errors.As(err, &halt) {
+			w.logHalt(halt)
+		}
+		return err
+	}
+	if wasOut {
 		w.haltLogged = false
 		w.log.Info("token authority in service", "epoch", next.Epoch, "etcd_cluster", next.ClusterID, "etcd_identity", next.Identity, "revision", view.Revision)
 	}
-	a.Resume(next.Epoch, view.Revision)
 	// A rotated signing key reaches this replica within a check: before
 	// it signs anywhere (authority.DefaultSignAfter).
 	if _, err := a.ReloadKeys(ctx); err != nil {
@@ -131,15 +142,20 @@ func (w *Watchdog) logUnusableKeys(keys []UnusableKey) {
 	}
 }
 
+// logHalt says, once a halt, why the authority is halted.
+func (w *Watchdog) logHalt(reason *tokens.HaltedError) {
+	if !w.haltLogged {
+		w.log.Error("token authority halted: writes and leases are refused", "reason", reason.Reason)
+		w.haltLogged = true
+	}
+}
+
 // halt stops the authority for the reason given, saying so once. A
 // validation that met etcd behind what this process saw halts the
 // authority itself (checkRead) and logs nothing: the first check after it
 // says so.
 func (w *Watchdog) halt(reason *tokens.HaltedError) error {
-	if !w.haltLogged {
-		w.log.Error("token authority halted: writes and leases are refused", "reason", reason.Reason)
-		w.haltLogged = true
-	}
+	w.logHalt(reason)
 	w.auth.Halt(reason)
 	return reason
 }

@@ -37,7 +37,28 @@ func (a *Etcd) checkRead(s seenBefore, rev int64) error {
 	if rev >= s.revision || a.epoch.Load() != s.epoch {
 		return nil
 	}
-	halt := &tokens.HaltedError{Reason: fmt.Sprintf("etcd answered at revision %d, below %d, already seen in epoch %d: etcd went back in time", rev, s.revision, s.epoch)}
+	return a.haltWentBack(fmt.Sprintf("etcd answered at revision %d, below %d, already seen in epoch %d: etcd went back in time", rev, s.revision, s.epoch))
+}
+
+// checkEpochRead is checkRead for a read that also says etcd's epoch:
+// one above s's is a bump this process has not caught up with, whose
+// revisions start afresh (the watchdog judges it against the resource
+// side's record, and a token of it has the gateway ask the watchdog at
+// once); one below is a restore from before a bump.
+func (a *Etcd) checkEpochRead(s seenBefore, epoch, rev int64) error {
+	switch {
+	case epoch > s.epoch || a.epoch.Load() != s.epoch:
+		return nil
+	case epoch < s.epoch:
+		return a.haltWentBack(fmt.Sprintf("etcd's epoch %d is below %d, this process's: etcd was restored from before a bump", epoch, s.epoch))
+	}
+	return a.checkRead(s, rev)
+}
+
+// haltWentBack halts the authority for etcd going back, and returns the
+// halt.
+func (a *Etcd) haltWentBack(reason string) error {
+	halt := &tokens.HaltedError{Reason: reason}
 	a.Halt(halt)
 	return halt
 }
