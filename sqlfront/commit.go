@@ -67,6 +67,10 @@ func (s *session) onComplete(h *entry, m *pgproto3.CommandComplete, f frame) err
 	case warned && (tag == "COMMIT" || tag == "END"):
 		s.relayed(s.unknownOutcome())
 		s.muted, h.failed = true, true
+		// In the extended protocol the client, told of an error, takes
+		// what it sent after up to its Sync as skipped: so it must be
+		// (onClient held it back until this answer came).
+		s.failed = s.failed || h.kind == eExecute
 	case h.kind == eQuery:
 		s.held, s.heldWarned = &f, warned
 		return nil

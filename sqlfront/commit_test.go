@@ -182,3 +182,41 @@ func TestCloseAnswersACommitOnItsWay(t *testing.T) {
 		t.Fatalf("%d rows (%v), want the committed one", n, err)
 	}
 }
+
+// TestCommitWarnedSkipsTheRestOfItsPipeline: a COMMIT PostgreSQL warns
+// at is answered as failed (08007), and a client takes what it sent after
+// it, up to its Sync, as skipped. So it must be: a write pipelined behind
+// the COMMIT is not run, whatever the client sent before the answer came.
+func TestCommitWarnedSkipsTheRestOfItsPipeline(t *testing.T) {
+	f := newFront(t)
+	ctx := context.Background()
+	f.admin(
+		"CREATE TABLE demo.warned (id int)",
+		"GRANT INSERT, SELECT ON demo.warned TO "+f.role,
+		`CREATE FUNCTION demo.warn_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN RAISE WARNING 'committed locally, but might not have been replicated'; RETURN NULL; END $$`,
+		"CREATE CONSTRAINT TRIGGER warn AFTER INSERT ON demo.warned DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION demo.warn_at_commit()",
+	)
+	conn := f.connect(billing)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("INSERT INTO demo.warned VALUES ($1)", 1)
+	b.Queue("COMMIT")
+	b.Queue("CREATE TEMP TABLE after_commit (id int)")
+	br := conn.SendBatch(ctx, b)
+	_, eBegin := br.Exec()
+	_, eInsert := br.Exec()
+	_, eCommit := br.Exec()
+	_, eAfter := br.Exec()
+	br.Close()
+	if eBegin != nil || eInsert != nil || sqlState(eCommit) != "08007" || eAfter == nil {
+		t.Fatalf("BEGIN %v, INSERT %v, COMMIT %v, after %v; want ok, ok, 08007, skipped", eBegin, eInsert, eCommit, eAfter)
+	}
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT to_regclass('pg_temp.after_commit') IS NOT NULL").Scan(&exists); err != nil {
+		t.Fatal(err)
+	}
+	if exists {
+		t.Fatal("the statement pipelined behind a COMMIT answered 08007 ran, though the client was told it was skipped")
+	}
+}

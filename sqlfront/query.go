@@ -1,8 +1,16 @@
 package sqlfront
 
 import (
+	"slices"
+
 	"github.com/jackc/pgx/v5/pgproto3"
 )
+
+// commitOwed reports whether PostgreSQL owes the answer to an Execute
+// that may commit.
+func (s *session) commitOwed() bool {
+	return slices.ContainsFunc(s.pending, func(e *entry) bool { return e.kind == eExecute && e.commits })
+}
 
 // onClient handles one frame of the client's.
 func (s *session) onClient(f frame) error {
@@ -15,6 +23,14 @@ func (s *session) onClient(f frame) error {
 	if s.failed && !s.turn.Held() {
 		s.syncUnsent()
 		return nil
+	}
+	if f.typ != 'S' && f.typ != 'H' && s.commitOwed() {
+		// What follows a COMMIT before its Sync waits for its answer: a
+		// COMMIT PostgreSQL warns at is answered as failed (its outcome
+		// unknown), and the client then takes the rest as skipped.
+		if err := s.drain(); err != nil || s.failed {
+			return err
+		}
 	}
 	if refused, err := s.takeTurn(f); refused || err != nil {
 		return err
