@@ -21,16 +21,7 @@ import (
 func TestCommitWarnedIsUnknown(t *testing.T) {
 	f := newFront(t)
 	ctx := context.Background()
-	f.admin(
-		"CREATE TABLE demo.warned (id int)",
-		"GRANT INSERT ON demo.warned TO "+f.role,
-		`CREATE FUNCTION demo.warn_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-		 BEGIN
-		     IF NEW.id > 0 THEN RAISE WARNING 'committed locally, but might not have been replicated'; ELSE RAISE NOTICE 'fine'; END IF;
-		     RETURN NULL;
-		 END $$`,
-		"CREATE CONSTRAINT TRIGGER warn AFTER INSERT ON demo.warned DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION demo.warn_at_commit()",
-	)
+	warnAtCommit(f)
 	conn := f.connect(billing)
 	explicit := func(id int) error {
 		tx, err := conn.Begin(ctx)
@@ -190,13 +181,7 @@ func TestCloseAnswersACommitOnItsWay(t *testing.T) {
 func TestCommitWarnedSkipsTheRestOfItsPipeline(t *testing.T) {
 	f := newFront(t)
 	ctx := context.Background()
-	f.admin(
-		"CREATE TABLE demo.warned (id int)",
-		"GRANT INSERT, SELECT ON demo.warned TO "+f.role,
-		`CREATE FUNCTION demo.warn_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-		 BEGIN RAISE WARNING 'committed locally, but might not have been replicated'; RETURN NULL; END $$`,
-		"CREATE CONSTRAINT TRIGGER warn AFTER INSERT ON demo.warned DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION demo.warn_at_commit()",
-	)
+	warnAtCommit(f)
 	conn := f.connect(billing)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
@@ -219,4 +204,21 @@ func TestCommitWarnedSkipsTheRestOfItsPipeline(t *testing.T) {
 	if exists {
 		t.Fatal("the statement pipelined behind a COMMIT answered 08007 ran, though the client was told it was skipped")
 	}
+}
+
+// warnAtCommit makes demo.warned a table at whose rows of id > 0
+// PostgreSQL warns when their transaction commits (a deferred trigger;
+// in production, a cancelled wait for synchronous replication), and at
+// the others only notices.
+func warnAtCommit(f *front) {
+	f.admin(
+		"CREATE TABLE demo.warned (id int)",
+		"GRANT INSERT ON demo.warned TO "+f.role,
+		`CREATE FUNCTION demo.warn_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN
+		     IF NEW.id > 0 THEN RAISE WARNING 'committed locally, but might not have been replicated'; ELSE RAISE NOTICE 'fine'; END IF;
+		     RETURN NULL;
+		 END $$`,
+		"CREATE CONSTRAINT TRIGGER warn AFTER INSERT ON demo.warned DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION demo.warn_at_commit()",
+	)
 }

@@ -80,33 +80,7 @@ func TestClosedCommitStatementAfterFailedInlineFence(t *testing.T) {
 	if errs := r.until(ready); len(errs) != 1 || errs[0].Code != "FG409" {
 		t.Fatalf("a stale fence in a pipeline: %v, want FG409", codes(errs))
 	}
-	if errs := r.query("ROLLBACK"); len(errs) != 0 {
-		t.Fatalf("ROLLBACK: %v", codes(errs))
-	}
-
-	before := f.state(account)
-	// A fenced transaction with the current token...
-	if errs := r.query("BEGIN"); len(errs) != 0 {
-		t.Fatal(codes(errs))
-	}
-	r.send(&pgproto3.Bind{PreparedStatement: "tk", Parameters: [][]byte{[]byte(resource + "=" + cur.Token)}}, &pgproto3.Execute{}, &pgproto3.Sync{})
-	if errs := r.until(ready); len(errs) != 0 {
-		t.Fatalf("fence at cur: %v", codes(errs))
-	}
-	if errs := r.query(fmt.Sprintf("UPDATE demo.accounts SET balance_cents = balance_cents - 100 WHERE id = '%s'", account)); len(errs) != 0 {
-		t.Fatalf("debit: %v", codes(errs))
-	}
-	// ...whose lease ended meanwhile: the view names a newer holder.
-	newer := mustToken(cur.Token)
-	newer.Revision += 1000
-	view.tok = newer
-	// COMMIT through the prepared statement PostgreSQL still has.
-	r.send(&pgproto3.Bind{PreparedStatement: "c"}, &pgproto3.Flush{}, &pgproto3.Execute{}, &pgproto3.Sync{})
-	errs := r.until(ready)
-	after := f.state(account)
-	if len(errs) != 1 || errs[0].Code != "FG409" || after != before {
-		t.Fatalf("COMMIT through prepared statement \"c\" with a newer holder in view: errors %v (want FG409); account %s, was %s", codes(errs), after, before)
-	}
+	commitThroughC(t, f, r, view, account, cur)
 }
 
 // TestTokensStatementParsedAfterFailedInlineFence: a statement of
@@ -190,12 +164,10 @@ func TestUnnamedStatementAfterFailedInlineFence(t *testing.T) {
 
 // TestClosedCommitStatementAfterClientError is the same as
 // TestClosedCommitStatementAfterFailedInlineFence with the client's
-// own error (1/0) in place of the stale fence: the class predates
-// 9b0a10b (it fails on f8f5bd3 too); 9b0a10b adds the failed in-line
-// fence as one more way in.
+// own error (1/0) in place of the stale fence: the class predates the
+// in-line fence (it failed on f8f5bd3 too), which added one more way in.
 func TestClosedCommitStatementAfterClientError(t *testing.T) {
 	const account = "acct-94"
-	resource := "account/" + account
 	f, view, _, cur := pipelineFront(t, account)
 	r := f.login(billing)
 	r.send(&pgproto3.Parse{Name: "c", Query: "COMMIT"}, &pgproto3.Parse{Name: "z", Query: "SELECT 1/0"},
@@ -211,29 +183,7 @@ func TestClosedCommitStatementAfterClientError(t *testing.T) {
 	if errs := r.until(ready); len(errs) != 1 || errs[0].Code != "22012" {
 		t.Fatalf("1/0 in a pipeline: %v", codes(errs))
 	}
-	if errs := r.query("ROLLBACK"); len(errs) != 0 {
-		t.Fatalf("ROLLBACK: %v", codes(errs))
-	}
-	before := f.state(account)
-	if errs := r.query("BEGIN"); len(errs) != 0 {
-		t.Fatal(codes(errs))
-	}
-	r.send(&pgproto3.Bind{PreparedStatement: "tk", Parameters: [][]byte{[]byte(resource + "=" + cur.Token)}}, &pgproto3.Execute{}, &pgproto3.Sync{})
-	if errs := r.until(ready); len(errs) != 0 {
-		t.Fatalf("fence at cur: %v", codes(errs))
-	}
-	if errs := r.query(fmt.Sprintf("UPDATE demo.accounts SET balance_cents = balance_cents - 100 WHERE id = '%s'", account)); len(errs) != 0 {
-		t.Fatalf("debit: %v", codes(errs))
-	}
-	newer := mustToken(cur.Token)
-	newer.Revision += 1000
-	view.tok = newer
-	r.send(&pgproto3.Bind{PreparedStatement: "c"}, &pgproto3.Flush{}, &pgproto3.Execute{}, &pgproto3.Sync{})
-	errs := r.until(ready)
-	after := f.state(account)
-	if len(errs) != 1 || errs[0].Code != "FG409" || after != before {
-		t.Fatalf("COMMIT through prepared statement \"c\" with a newer holder in view: errors %v (want FG409); account %s, was %s", codes(errs), after, before)
-	}
+	commitThroughC(t, f, r, view, account, cur)
 }
 
 // TestInlineFenceEveryExecMode: pgx batches through the front in
@@ -352,5 +302,36 @@ func TestInlineFenceFlushOnlyAndOrder(t *testing.T) {
 	want := "DataRow CommandComplete RowDescription BindComplete DataRow CommandComplete ErrorResponse ReadyForQuery"
 	if got := strings.Join(seq, " "); got != want {
 		t.Fatalf("pipeline answers:\n got %s\nwant %s", got, want)
+	}
+}
+
+// commitThroughC rolls back what r's session has open, then fences
+// account with cur and debits it, has the view name a newer holder (the
+// lease ended meanwhile), and commits through the client's prepared
+// statement "c", which PostgreSQL still has: the front must know "c"
+// commits, refuse the COMMIT (FG409) and write nothing.
+func commitThroughC(t *testing.T, f *front, r *rawClient, view *viewSays, account string, cur lease) {
+	t.Helper()
+	if errs := r.query("ROLLBACK"); len(errs) != 0 {
+		t.Fatalf("ROLLBACK: %v", codes(errs))
+	}
+	before := f.state(account)
+	if errs := r.query("BEGIN"); len(errs) != 0 {
+		t.Fatal(codes(errs))
+	}
+	r.send(&pgproto3.Bind{PreparedStatement: "tk", Parameters: [][]byte{[]byte("account/" + account + "=" + cur.Token)}}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	if errs := r.until(ready); len(errs) != 0 {
+		t.Fatalf("fence at cur: %v", codes(errs))
+	}
+	if errs := r.query(fmt.Sprintf("UPDATE demo.accounts SET balance_cents = balance_cents - 100 WHERE id = '%s'", account)); len(errs) != 0 {
+		t.Fatalf("debit: %v", codes(errs))
+	}
+	newer := mustToken(cur.Token)
+	newer.Revision += 1000
+	view.tok = newer
+	r.send(&pgproto3.Bind{PreparedStatement: "c"}, &pgproto3.Flush{}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	errs := r.until(ready)
+	if after := f.state(account); len(errs) != 1 || errs[0].Code != "FG409" || after != before {
+		t.Fatalf("COMMIT through prepared statement \"c\" with a newer holder in view: errors %v (want FG409); account %s, was %s", codes(errs), after, before)
 	}
 }
