@@ -137,21 +137,8 @@ func (a *Etcd) Holder(ctx context.Context, resource string) (tokens.Token, bool,
 	if err != nil {
 		return tokens.Token{}, false, unavailable("read holder", err)
 	}
-	if resp.Header.Revision < seen.revision {
-		// Behind what this process saw: a restore, or a bump it has not
-		// caught up with (whose revisions start afresh). etcd's epoch
-		// tells which; a bump halts nothing.
-		e, err := a.cli.Get(ctx, epochKey)
-		if err != nil {
-			return tokens.Token{}, false, unavailable("read epoch", err)
-		}
-		epoch, err := epochOf(e.Kvs)
-		if err != nil {
-			return tokens.Token{}, false, unavailable("read epoch", err)
-		}
-		if err := a.checkEpochRead(seen, epoch, resp.Header.Revision); err != nil {
-			return tokens.Token{}, false, err
-		}
+	if err := a.checkBehind(ctx, seen, resp.Header.Revision); err != nil {
+		return tokens.Token{}, false, err
 	}
 	a.observe(resp.Header.Revision)
 	if len(resp.Kvs) == 0 {

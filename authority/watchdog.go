@@ -152,7 +152,7 @@ func (w *Watchdog) logHalt(reason *tokens.HaltedError) {
 
 // halt stops the authority for the reason given, saying so once. A
 // validation that met etcd behind what this process saw halts the
-// authority itself (checkRead) and logs nothing: the first check after it
+// authority itself (checkEpochRead) and logs nothing: the first check after it
 // says so.
 func (w *Watchdog) halt(reason *tokens.HaltedError) error {
 	w.logHalt(reason)

@@ -37,7 +37,7 @@ func (g *gatedRecords) Save(ctx context.Context, rec tokens.Record) error {
 
 // TestCheckLiftsTheHaltOfAValidation: a check reads its view of
 // etcd; etcd is then replaced by one behind (a restore); a validation
-// reads it and halts the authority (checkRead); the check, which judged
+// reads it and halts the authority (checkEpochRead); the check, which judged
 // the etcd it read before the restore, then resumes the authority and
 // lifts that halt. The authority is back in service against an etcd that
 // went back in time, until the next check.

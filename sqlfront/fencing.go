@@ -64,18 +64,13 @@ func (s *session) fenceTokens(text string) (*pgproto3.ErrorResponse, string, err
 // protocol, without waiting for PostgreSQL (callInLine): the fence goes
 // before the client's messages that follow, and its answer (set_config's
 // row, SET's completion, or the refusal of a stale token) is sent in its
-// turn. A refusal before PostgreSQL is answered as fenceTokens answers
-// it. The fences count as advanced at once: a COMMIT later in the same
+// turn. A refusal before PostgreSQL is refuseExtended's. The fences count as advanced at once: a COMMIT later in the same
 // pipeline is checked (commitcheck.go), and if the fence fails, so does
 // the transaction.
 func (s *session) fenceInLine(text string, setConfig bool) error {
 	fences, holderMode, named, se := s.checkTokens(text)
 	if se != nil {
-		if _, err := s.refuseInBackend(se, false); err != nil {
-			return err
-		}
-		s.send(se.response())
-		return nil
+		return s.refuseExtended(se)
 	}
 	for _, f := range fences {
 		s.fenced[f.Resource] = fenced{token: f.Token, holder: holderMode[f.Resource]}

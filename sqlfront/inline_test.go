@@ -64,6 +64,27 @@ func TestFenceInLineWithThePipeline(t *testing.T) {
 		t.Fatalf("a stale token's pipeline wrote: %s, was %s", after, before)
 	}
 
+	// A token the authority refuses (unsigned), in line: FG403 before
+	// PostgreSQL sees a fence, the rest skipped, nothing written.
+	b = &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(setTokens, resource+"="+unsigned(t, cur.Token))
+	b.Queue(debit, 1, account)
+	br = conn.SendBatch(ctx, b)
+	_, eBegin = br.Exec()
+	_, eFence = br.Exec()
+	_, eDebit = br.Exec()
+	br.Close()
+	if eBegin != nil || sqlState(eFence) != "FG403" || eDebit == nil {
+		t.Fatalf("a refused token in a pipeline: BEGIN %v, fence %v, debit %v; want ok, FG403, skipped", eBegin, eFence, eDebit)
+	}
+	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if after := f.state(account); after != before {
+		t.Fatalf("a refused token's pipeline wrote: %s, was %s", after, before)
+	}
+
 	// The holder's token, and a newer holder by the time of the COMMIT,
 	// which is queued in the same pipeline as the fence.
 	newer := mustToken(cur.Token)
