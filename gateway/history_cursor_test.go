@@ -192,3 +192,18 @@ func TestHistoryCursorPastEtcdDropped(t *testing.T) {
 		t.Errorf("cursor %+v after an end at etcd's revision, want it dropped and moved from there (%s, below %d)", c, view.Identity, past.Revision)
 	}
 }
+
+// TestHistoryResumedBeforeServing: serve reads where the history resumes
+// before it serves (ResumeHistory), so a lease granted and released
+// before the watch of ends is set up (a busy machine) is still recorded,
+// on a database with no cursor yet. Without it, the watch would start
+// from whenever it was set up, past that end.
+func TestHistoryResumedBeforeServing(t *testing.T) {
+	const resource = "account/acct-44"
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	h.node.ResumeHistory(t.Context())
+	early := h.mustAcquire(resource, 10, 0)
+	h.release(early)
+	runHistory(t, h.node)
+	h.waitHistory(resource, func(es []fence.HistoryEvent) bool { _, ends := endsOf(es); return len(ends[early.ID]) == 1 })
+}

@@ -48,6 +48,10 @@ type historian struct {
 	// the rest of the run (a replica resuming at the cursor reports those
 	// ends again). The watch reads it too (ended).
 	moving atomic.Bool
+	// resumeAt is where the watch starts, once ResumeHistory read it
+	// (resumed).
+	resumeAt int64
+	resumed  bool
 }
 
 // historyItem is an event to record, or (through > 0) a mark in the
@@ -190,7 +194,11 @@ func (h *historian) queueEnd(ctx context.Context, e fence.HistoryEvent) {
 // Without it, nothing is recorded.
 func (n *Node) RunHistory(ctx context.Context) {
 	h := n.history
-	from := n.historyResumesAt(ctx)
+	from := h.resumeAt
+	if !h.resumed {
+		from = n.historyResumesAt(ctx)
+	}
+	h.resumed = false // a later run reads it afresh
 	done := make(chan struct{})
 	go func() { defer close(done); h.run(ctx) }()
 	n.cfg.Authority.WatchLeaseEnds(ctx, authority.EndsWatch{
@@ -206,10 +214,21 @@ func (n *Node) RunHistory(ctx context.Context) {
 	<-done
 }
 
+// ResumeHistory reads where RunHistory's watch of lease ends will start:
+// serve calls it before it serves, so that the end of a lease granted
+// once it serves is recorded however late the watch is set up (on a busy
+// machine, after the first leases came and went). RunHistory reads it
+// itself if ResumeHistory was not called.
+func (n *Node) ResumeHistory(ctx context.Context) {
+	n.history.resumeAt, n.history.resumed = n.historyResumesAt(ctx), true
+}
+
 // historyResumesAt is the revision the watch of lease ends starts at: the
 // one after the history's cursor, when the cursor is of this etcd cluster
 // and not past its revision (a cluster restored from a snapshot goes
-// back: such a cursor is dropped); else 0, from now. It reads the
+// back: such a cursor is dropped); with no such cursor, the one after
+// etcd's revision now; 0 (from whenever the watch is set up) when either
+// could not be read. It reads the
 // cluster's identity for the cursor's writes, and says whether this
 // replica may move the cursor (moving).
 func (n *Node) historyResumesAt(ctx context.Context) int64 {
@@ -233,7 +252,7 @@ func (n *Node) historyResumesAt(ctx context.Context) int64 {
 	case cursor.Identity != view.Identity || cursor.Revision == 0:
 		// Another cluster's, or none: nothing to resume.
 		h.moving.Store(true)
-		return 0
+		return view.Revision + 1
 	case cursor.Revision > view.Revision:
 		// Kept, it would pass the ends etcd's revisions bring up to it
 		// again, which no replica may have seen.
@@ -245,7 +264,7 @@ func (n *Node) historyResumesAt(ctx context.Context) int64 {
 		h.log.Warn("lock history: the cursor is past etcd's revision (restored from a snapshot?): dropped, lease ends are watched from now",
 			"cursor", cursor.Revision, "revision", view.Revision)
 		h.moving.Store(true)
-		return 0
+		return view.Revision + 1
 	}
 	h.moving.Store(true)
 	return cursor.Revision + 1

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"time"
 
 	"github.com/fencegw/fencegw/authority"
@@ -42,8 +44,10 @@ func awaitSchema(ctx context.Context, pool *pgxpool.Pool, cmd string) (uint, err
 	case err != nil:
 		return 0, fmt.Errorf("%s: database: %w", cmd, err)
 	}
-	st, err := checkSchema(ctx, pool, cmd)
-	if err != nil {
+	// PostgreSQL may go away again between the ping and the read (a
+	// partition, a restart): that is waited out too.
+	var st schema.State
+	if err := retryWhile(ctx, connectionLost, func() (err error) { st, err = checkSchema(ctx, pool, cmd); return err }); err != nil {
 		return 0, err
 	}
 	// The gateway's writes run its functions: someone else's fence is no
@@ -89,6 +93,24 @@ func unreachable(err error) bool {
 	}
 	return pgerrcode.IsConnectionException(pgErr.Code) || pgerrcode.IsOperatorIntervention(pgErr.Code) ||
 		pgErr.Code == pgerrcode.TooManyConnections
+}
+
+// connectionLost reports whether err says the talk with PostgreSQL broke
+// off (the network, the server going away or refusing connections),
+// unlike unreachable, which also takes any error that is not the
+// server's: a start-up step's own verdict (a wrong schema, a policy
+// PostgreSQL refuses) is then final, not waited on.
+func connectionLost(err error) bool {
+	var pgErr *pgconn.PgError
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &pgErr):
+		return unreachable(pgErr)
+	case errors.As(err, &connErr), errors.As(err, &netErr):
+		return true
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // checkSchema refuses to go on unless the gateway's schema is exactly the

@@ -107,7 +107,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if err != nil {
 		return err
 	}
-	if err := fence.CheckPolicy(startCtx, pool, pol); err != nil {
+	if err := retryWhile(startCtx, connectionLost, func() error { return fence.CheckPolicy(startCtx, pool, pol) }); err != nil {
 		return err
 	}
 	warnUnguarded(startCtx, pool, pol, log)
@@ -155,10 +155,19 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	}
 	// A halted authority is not a start-up failure: the gateway serves
 	// /readyz with the reason and refuses writes until `fencegw epoch bump`.
-	// etcd answered just now: a failure here is no reason to wait.
-	if err := nd.Watchdog().Check(startCtx); err != nil && !errors.Is(err, tokens.ErrHalted) {
+	// etcd and PostgreSQL answered just now, but either may be cut off
+	// again (a partition, a lost quorum, a restart): that is waited out,
+	// as the waits before were.
+	check := func() error {
+		if err := nd.Watchdog().Check(startCtx); !errors.Is(err, tokens.ErrHalted) {
+			return err
+		}
+		return nil
+	}
+	if err := retryWhile(startCtx, func(err error) bool { return etcdUnavailable(err) || connectionLost(err) }, check); err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
+	nd.ResumeHistory(startCtx)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)

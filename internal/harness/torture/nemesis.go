@@ -107,13 +107,15 @@ func (n *nemesis) run(ctx context.Context) {
 		case <-t.C:
 		}
 		var name string
-		switch missing := n.missingKind(kinds); {
+		switch missing := n.missingKinds(kinds); {
 		case len(pending) > 0:
 			name, pending = pending[0], pending[1:]
-		case missing != "" && tick%2 == 0:
+		case len(missing) > 0 && tick%2 == 0:
 			// Injected but not yet counted (a clock fault counts once it
-			// reached a write): again, rather than at the odds of a roll.
-			name = missing
+			// reached a write): again, rather than at the odds of a roll,
+			// each in turn, so that one that keeps missing does not keep
+			// the others from their tries.
+			name = missing[(tick/2)%len(missing)]
 		default:
 			name = n.roll(kinds)
 		}
@@ -142,16 +144,17 @@ func (n *nemesis) roll(kinds []faultKind) string {
 	return "pause-worker"
 }
 
-// missingKind names a kind the run asks for that has not happened yet,
-// or "".
-func (n *nemesis) missingKind(kinds []faultKind) string {
+// missingKinds names the kinds the run asks for that have not happened
+// yet.
+func (n *nemesis) missingKinds(kinds []faultKind) []string {
 	faults := n.counts()
+	var missing []string
 	for _, k := range kinds {
 		if !k.happened(faults) {
-			return k.name
+			missing = append(missing, k.name)
 		}
 	}
-	return ""
+	return missing
 }
 
 func kindHappened(kinds []faultKind, name string, faults map[string]int) bool {

@@ -23,7 +23,8 @@ func (n *nemesis) pickGateway() (*gatewayProc, int) {
 	return nil, -1
 }
 
-// crashGateway SIGKILLs a gateway mid-traffic and starts it again.
+// crashGateway SIGKILLs a gateway mid-traffic and starts it again
+// (restart: until it is ready).
 func (n *nemesis) crashGateway(ctx context.Context) bool {
 	g, _ := n.pickGateway()
 	if g == nil {
@@ -33,9 +34,7 @@ func (n *nemesis) crashGateway(ctx context.Context) bool {
 	g.kill()
 	n.count("kill-gateway")
 	time.Sleep(200 * time.Millisecond)
-	if err := g.start(ctx); err != nil && ctx.Err() == nil {
-		n.log.Error("restarting a gateway failed", "error", err)
-	}
+	g.restart(ctx, n.log)
 	return true
 }
 

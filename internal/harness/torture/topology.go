@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -100,7 +101,38 @@ func (g *gatewayProc) start(ctx context.Context) error {
 	g.mu.Lock()
 	g.cmd, g.done = cmd, done
 	g.mu.Unlock()
-	return waitReady(ctx, g.url()+"/readyz", done)
+	if err := waitReady(ctx, g.url()+"/readyz", done); err != nil {
+		return fmt.Errorf("%w: %s", err, lastLine(g.log))
+	}
+	return nil
+}
+
+// restart starts the gateway again, as a supervisor (systemd's
+// Restart=on-failure, a container's restart policy) would: one that
+// exits before it is ready, because a fault still cut it off from etcd or
+// PostgreSQL when it started, is started again until it is ready or ctx
+// ends. A run that left a gateway down for good would lose the faults
+// that need it. Each failed start is logged with its reason.
+func (g *gatewayProc) restart(ctx context.Context, log *slog.Logger) {
+	for try := 1; ctx.Err() == nil; try++ {
+		err := g.start(ctx)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		log.Warn("a restarted gateway exited before it was ready; starting it again", "gateway", g.name, "try", try, "error", err)
+		sleep(ctx, 500*time.Millisecond)
+	}
+}
+
+// lastLine is the last non-empty line of the file at path: the reason a
+// gateway gave for exiting.
+func lastLine(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "its log: " + err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
 }
 
 func waitReady(ctx context.Context, url string, exited <-chan struct{}) error {
@@ -114,7 +146,7 @@ func waitReady(ctx context.Context, url string, exited <-chan struct{}) error {
 		}
 		select {
 		case <-exited:
-			return errors.New("torture: gateway exited before it was ready (see its log)")
+			return errors.New("torture: gateway exited before it was ready")
 		case <-ctx.Done():
 			return fmt.Errorf("torture: gateway not ready: %w", ctx.Err())
 		case <-time.After(50 * time.Millisecond):
