@@ -39,19 +39,12 @@ type FrontFence struct {
 // Call is a statement the front sends on a session's backend connection
 // itself, in the extended protocol: its text, its parameters' types and
 // their values in text format. Only the parameters carry what varies, so
-// that no value is ever read as SQL. Name, if set, is a statement the
-// front keeps prepared on the backend, for a call made in every
-// transaction; "" sends it as the unnamed statement each time.
+// that no value is ever read as SQL.
 type Call struct {
-	Name      string
 	SQL       string
 	ParamOIDs []uint32
 	Params    [][]byte
 }
-
-// FenceStatement is the name of the fence's statement the front keeps
-// prepared (FenceCall): a client may not use it.
-const FenceStatement = "fencegw.fence_session"
 
 // RegisterFrontSession records through db, the gateway's connection, that
 // the backend pid, logged in as role for client, is a session of the SQL
@@ -99,7 +92,6 @@ func (s *FrontSession) FenceCall(fences []FrontFence) Call {
 	inner := sha256.Sum256([]byte(msg))
 	mac := sha256.Sum256(append(s.key[:], inner[:]...))
 	return Call{
-		Name:      FenceStatement,
 		SQL:       fenceSessionSQL,
 		ParamOIDs: []uint32{pgtype.ByteaOID, pgtype.TextArrayOID, pgtype.Int8ArrayOID, pgtype.Int8ArrayOID, pgtype.BoolArrayOID},
 		Params: [][]byte{

@@ -139,7 +139,7 @@ func (s *session) completes(h *entry, f frame, kind entryKind) error {
 	if h.call == nil && !h.quiet {
 		s.relayFrame(f)
 	}
-	if h.call != nil && kind == eClose && !h.quiet { // the portal's, not a kept statement's
+	if h.call != nil && kind == eClose {
 		h.call.answered() // before the answers that follow it
 	}
 	s.pop()

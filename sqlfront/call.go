@@ -71,47 +71,20 @@ func (s *session) callInLine(c fence.Call, then func(*pgproto3.ErrorResponse)) {
 
 // sendCall queues c's Parse, Bind, Execute and Close for PostgreSQL, its
 // answers owed to res. The portal, bound with the parameters, is closed
-// at once: the client must not execute it again. A named call is parsed
-// once per backend (kept) and only bound after that, which spares
-// PostgreSQL parsing and planning it in every transaction.
+// at once: the client must not execute it again.
 func (s *session) sendCall(c fence.Call, res *callResult) {
-	if c.Name == "" {
-		s.unnamedLost = true
-		s.sendOwn(res, own{&pgproto3.Parse{Query: c.SQL, ParameterOIDs: c.ParamOIDs}, eParse, nil, false})
-	} else if !s.kept[c.Name] {
-		s.kept[c.Name] = true
-		notKept := func() { delete(s.kept, c.Name) }
-		// Closed first: the front may have lost track of it (a DEALLOCATE
-		// it only suspected), and closing a statement that is not there
-		// is no error; parsing one that is would be. The Close is quiet:
-		// the call is answered at the Close of its portal.
-		s.sendOwn(res,
-			own{&pgproto3.Close{ObjectType: 'S', Name: c.Name}, eClose, notKept, true},
-			own{&pgproto3.Parse{Name: c.Name, Query: c.SQL, ParameterOIDs: c.ParamOIDs}, eParse, notKept, false})
+	msgs := []pgproto3.FrontendMessage{
+		&pgproto3.Parse{Query: c.SQL, ParameterOIDs: c.ParamOIDs},
+		&pgproto3.Bind{Parameters: c.Params},
+		&pgproto3.Execute{},
+		&pgproto3.Close{ObjectType: 'P'},
 	}
-	s.sendOwn(res,
-		// A Bind failed or skipped may be one to a statement no longer
-		// there: parsed again next time.
-		own{&pgproto3.Bind{PreparedStatement: c.Name, Parameters: c.Params}, eBind, func() { delete(s.kept, c.Name) }, false},
-		own{&pgproto3.Execute{}, eExecute, nil, false},
-		own{&pgproto3.Close{ObjectType: 'P'}, eClose, nil, false})
-}
-
-// own is a message of one of the front's own statements, the kind of
-// answer it is owed, what undoes the front's record of it if PostgreSQL
-// fails or skips it, and whether its completion is quiet.
-type own struct {
-	msg   pgproto3.FrontendMessage
-	kind  entryKind
-	undo  func()
-	quiet bool
-}
-
-// sendOwn forwards msgs, their answers owed to res.
-func (s *session) sendOwn(res *callResult, msgs ...own) {
 	for _, m := range msgs {
-		s.forwardRaw(encoded(m.msg).raw)
-		s.push(&entry{kind: m.kind, call: res, quiet: m.quiet, undo: m.undo})
+		s.forwardRaw(encoded(m).raw)
+	}
+	s.unnamedLost = true
+	for _, kind := range []entryKind{eParse, eBind, eExecute, eClose} {
+		s.push(&entry{kind: kind, call: res})
 	}
 }
 

@@ -31,7 +31,6 @@ const (
 	codeTooLarge    = "54000" // program_limit_exceeded
 	codeNoTurn      = "53000" // insufficient_resources: no turn in time, nothing sent
 	codeCancelled   = "57014" // query_canceled
-	codeReserved    = "42939" // reserved_name: a statement name the front keeps for itself
 )
 
 // sqlError is an answer of the front's own: an ErrorResponse it sends,

@@ -3,7 +3,6 @@ package sqlfront
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -22,9 +21,6 @@ const maxNames = 100_000
 // prepared is a client's prepared statement.
 type prepared struct {
 	commits bool
-	// deallocates: it may deallocate prepared statements, the front's
-	// kept ones among them (mayDeallocate).
-	deallocates bool
 	tokens  *verdict // the front's: it names fences
 	oids    []uint32 // its parameters' types, as the client gave them
 }
@@ -43,20 +39,13 @@ type statements struct {
 	// unnamedLost, that the front's own statement has replaced it since.
 	unnamed     *frame
 	unnamedLost bool
-	// kept are the front's own statements prepared on the backend
-	// (sendCall), as far as the front knows: a statement that may
-	// deallocate them (deallocates) clears it.
-	kept map[string]bool
 }
 
 func newStatements() statements {
-	return statements{prepared: map[string]*prepared{}, portals: map[string]*portal{}, kept: map[string]bool{}}
+	return statements{prepared: map[string]*prepared{}, portals: map[string]*portal{}}
 }
 
 func (s *session) parse(m *pgproto3.Parse, f frame) error {
-	if ownName(m.Name) {
-		return s.refuseExtended(reservedName(m.Name))
-	}
 	v := verdict{}
 	sts := splitStatements(m.Query, s.standard)
 	for _, st := range sts {
@@ -78,10 +67,7 @@ func (s *session) parse(m *pgproto3.Parse, f frame) error {
 	if len(s.prepared) >= maxNames {
 		return s.refuseExtended(refusal(codeTooLarge, fmt.Sprintf("more than %d prepared statements", maxNames), "close or deallocate the ones no longer used"))
 	}
-	p := &prepared{commits: v.commits, oids: append([]uint32(nil), m.ParameterOIDs...), deallocates: mayDeallocate(m.Query)}
-	if p.deallocates {
-		clear(s.kept)
-	}
+	p := &prepared{commits: v.commits, oids: append([]uint32(nil), m.ParameterOIDs...)}
 	undo := undoAll(restorer(s.prepared, m.Name), s.unnamedRestorer())
 	if v.kind == stTokens {
 		p.tokens = &v
@@ -100,13 +86,7 @@ func (s *session) parse(m *pgproto3.Parse, f frame) error {
 }
 
 func (s *session) bind(m *pgproto3.Bind, f frame) error {
-	if ownName(m.PreparedStatement) {
-		return s.refuseExtended(reservedName(m.PreparedStatement))
-	}
 	p := s.prepared[m.PreparedStatement]
-	if p != nil && p.deallocates {
-		clear(s.kept)
-	}
 	if len(s.portals) >= maxNames {
 		return s.refuseExtended(refusal(codeTooLarge, fmt.Sprintf("more than %d portals", maxNames), ""))
 	}
@@ -132,9 +112,6 @@ func (s *session) bind(m *pgproto3.Bind, f frame) error {
 }
 
 func (s *session) describe(m *pgproto3.Describe, f frame) error {
-	if m.ObjectType == 'S' && ownName(m.Name) {
-		return s.refuseExtended(reservedName(m.Name))
-	}
 	if m.ObjectType == 'P' {
 		if pt := s.portals[m.Name]; pt != nil && pt.tokens != nil {
 			s.answer(rowsOf(pt.tokens))
@@ -213,9 +190,6 @@ func (s *session) commit(f frame) error {
 }
 
 func (s *session) closeMessage(m *pgproto3.Close, f frame) error {
-	if m.ObjectType == 'S' && ownName(m.Name) {
-		return s.refuseExtended(reservedName(m.Name))
-	}
 	var front bool
 	var undo func()
 	if m.ObjectType == 'P' {
@@ -232,36 +206,6 @@ func (s *session) closeMessage(m *pgproto3.Close, f frame) error {
 		return nil
 	}
 	return s.forward(f, &entry{kind: eClose, undo: undo})
-}
-
-// ownName reports whether a statement's name is of those the front
-// keeps for itself (fence.FenceStatement and any later one).
-func ownName(name string) bool { return strings.HasPrefix(name, "fencegw.") }
-
-func reservedName(name string) *sqlError {
-	return refusal(codeReserved, fmt.Sprintf("prepared statement %q: names beginning with \"fencegw.\" are the SQL front's own", clipName(name)), "give the statement another name")
-}
-
-// mayDeallocate reports whether SQL text may deallocate prepared
-// statements: it holds the word DEALLOCATE or DISCARD anywhere, in any
-// case (in a literal or a DO block too: a false alarm only costs a kept
-// statement parsed again). A deallocation the front does not see (a
-// function that runs one) fails the next fence's Bind, and the
-// transaction with it: nothing is written, and the statement is parsed
-// again in the next.
-func mayDeallocate(text string) bool {
-	return containsFold(text, "deallocate") || containsFold(text, "discard")
-}
-
-// containsFold reports whether text holds word (lower case ASCII) in any
-// case, without copying text.
-func containsFold(text, word string) bool {
-	for i := 0; i+len(word) <= len(text); i++ {
-		if text[i]|0x20 == word[0] && strings.EqualFold(text[i:i+len(word)], word) {
-			return true
-		}
-	}
-	return false
 }
 
 // reparseUnnamed parses the client's unnamed statement again if a

@@ -73,9 +73,6 @@ func (s *session) onClient(f frame) error {
 // or before): pieces cannot be one implicit transaction.
 func (s *session) query(text string, f frame) error {
 	s.counted++
-	if mayDeallocate(text) {
-		clear(s.kept)
-	}
 	sts := splitStatements(text, s.standard)
 	verdicts := make([]verdict, len(sts))
 	front, commits := false, s.tx == 'I'

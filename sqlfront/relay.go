@@ -38,8 +38,7 @@ type entry struct {
 	call *callResult
 	// quiet: a Parse the front sent again (the client's unnamed
 	// statement, which a call of the front's replaced); its completion
-	// is not the client's to see, an error is. Of a call (sendOwn): the
-	// Close of its kept statement, which does not answer the call.
+	// is not the client's to see, an error is.
 	quiet bool
 	// hold: a piece of a client's query that the front split around the
 	// statements it answers itself; its ReadyForQuery is the front's.
