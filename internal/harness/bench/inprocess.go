@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,11 +25,15 @@ type inProcess struct {
 	pool   *pgxpool.Pool
 	srv    *http.Server
 	served chan error
+	// stopLoops stops the node's loops and waits for them.
+	stopLoops func()
 }
 
 // startGateway serves a gateway whose pool holds at most poolSize
-// connections, as `fencegw serve` would minus the background loops
-// (janitor, watchdog, audit), which are not on the write path.
+// connections, as `fencegw serve` would, with the node's loops that every
+// lease's grant and end feed (the lock history, hold times, the reaper:
+// watches of etcd and writes to PostgreSQL that a deployment pays for each
+// lease), minus those on neither path (janitor, pruning, watchdog, audit).
 func startGateway(ctx context.Context, e *env, poolSize int) (_ *inProcess, err error) {
 	pool, err := newPool(ctx, e.cfg.DatabaseURL, poolSize)
 	if err != nil {
@@ -71,9 +76,21 @@ func startGateway(ctx context.Context, e *env, poolSize int) (_ *inProcess, err 
 		},
 		served: make(chan error, 1),
 	}
+	g.stopLoops = runLoops(nd.RunHistory, nd.RunHoldTimes, nd.RunReaper)
 	go func() { g.served <- g.srv.Serve(ln) }()
 	gw.SetReady(true)
 	return g, nil
+}
+
+// runLoops runs each loop until the function it returns is called, which
+// waits for them to return.
+func runLoops(loops ...func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, loop := range loops {
+		wg.Go(func() { loop(ctx) })
+	}
+	return func() { cancel(); wg.Wait() }
 }
 
 // close stops serving, waiting a little for requests in flight; the load
@@ -85,6 +102,7 @@ func (g *inProcess) close() error {
 	if serr := <-g.served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
+	g.stopLoops()
 	g.pool.Close()
 	if err != nil {
 		return fmt.Errorf("bench: stop gateway: %w", err)
