@@ -30,6 +30,10 @@ func CheckPolicy(ctx context.Context, pool *pgxpool.Pool, pol *policy.Policy) er
 			_, err := conn.Conn().PgConn().Prepare(ctx, "", op.Statements[i].SQL, nil)
 			var pgErr *pgconn.PgError
 			switch {
+			case err != nil && conn.Conn().PgConn().IsClosed():
+				// The session ended under the check (a restart, an
+				// administrator): no verdict on the statement.
+				return fmt.Errorf("fence: check policy: %w", err)
 			case errors.As(err, &pgErr):
 				pe.Problems = append(pe.Problems, policy.Problem{
 					Entry:   fmt.Sprintf("operations.%s.statements[%d]", name, i),

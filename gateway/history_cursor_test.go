@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/fence"
+	"github.com/fencegw/fencegw/internal/harness/testenv"
 )
 
 // waitPoisonTried polls until the trigger poisonHistory installs has
@@ -206,4 +207,27 @@ func TestHistoryResumedBeforeServing(t *testing.T) {
 	h.release(early)
 	runHistory(t, h.node)
 	h.waitHistory(resource, func(es []fence.HistoryEvent) bool { _, ends := endsOf(es); return len(ends[early.ID]) == 1 })
+}
+
+// TestHistoryResumeReadAgainWhenUnread: a ResumeHistory that could not
+// read etcd or the cursor (start-up's time spent, a partition) leaves it
+// to RunHistory, which reads them itself and moves the cursor, rather
+// than watching from whenever it is set up with the cursor held still
+// for the whole run.
+func TestHistoryResumeReadAgainWhenUnread(t *testing.T) {
+	const resource = "account/acct-45"
+	h := newHarness(t, demoPolicy(t, "monotonic"))
+	spent, cancel := context.WithCancel(t.Context())
+	cancel()
+	h.node.ResumeHistory(spent)
+	runHistory(t, h.node)
+	l := h.mustAcquire(resource, 10, 0)
+	h.release(l)
+	h.waitHistory(resource, func(es []fence.HistoryEvent) bool { _, ends := endsOf(es); return len(ends[l.ID]) == 1 })
+	if !testenv.WaitFor(time.Minute, func() bool {
+		c, err := fence.ReadHistoryCursor(t.Context(), h.pool)
+		return err == nil && c.Revision > 0
+	}) {
+		t.Fatal("the history's cursor never moved: RunHistory did not read where to resume itself")
+	}
 }

@@ -218,9 +218,11 @@ func (n *Node) RunHistory(ctx context.Context) {
 // serve calls it before it serves, so that the end of a lease granted
 // once it serves is recorded however late the watch is set up (on a busy
 // machine, after the first leases came and went). RunHistory reads it
-// itself if ResumeHistory was not called.
+// itself if ResumeHistory was not called, or could not read it.
 func (n *Node) ResumeHistory(ctx context.Context) {
-	n.history.resumeAt, n.history.resumed = n.historyResumesAt(ctx), true
+	from := n.historyResumesAt(ctx)
+	// 0: etcd or the cursor could not be read; RunHistory tries again.
+	n.history.resumeAt, n.history.resumed = from, from != 0
 }
 
 // historyResumesAt is the revision the watch of lease ends starts at: the

@@ -110,7 +110,7 @@ func connectionLost(err error) bool {
 	case errors.As(err, &connErr), errors.As(err, &netErr):
 		return true
 	}
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed)
 }
 
 // checkSchema refuses to go on unless the gateway's schema is exactly the

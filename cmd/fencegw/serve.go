@@ -107,7 +107,10 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if err != nil {
 		return err
 	}
-	if err := retryWhile(startCtx, connectionLost, func() error { return fence.CheckPolicy(startCtx, pool, pol) }); err != nil {
+	stopWaiting = sayWaiting(log, "PostgreSQL, to check the policy's statements", net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))))
+	err = retryWhile(startCtx, connectionLost, func() error { return fence.CheckPolicy(startCtx, pool, pol) })
+	stopWaiting()
+	if err != nil {
 		return err
 	}
 	warnUnguarded(startCtx, pool, pol, log)
@@ -164,10 +167,17 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 		}
 		return nil
 	}
-	if err := retryWhile(startCtx, func(err error) bool { return etcdUnavailable(err) || connectionLost(err) }, check); err != nil {
+	transient := func(err error) bool {
+		return (etcdUnavailable(err) && !authority.AccessDenied(err)) || connectionLost(err)
+	}
+	stopWaiting = sayWaiting(log, "etcd and PostgreSQL, for the authority's first check", strings.Join(cfg.EtcdEndpoints, ","))
+	err = retryWhile(startCtx, transient, check)
+	stopWaiting()
+	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	nd.ResumeHistory(startCtx)
+	// Its own bound, not what the waits above left of start-up's.
+	nd.ResumeHistory(ctx)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)

@@ -45,6 +45,7 @@ func TestConnectionLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, terminated := victim.Exec(ctx, "SELECT 1")
+	_, afterEnd := victim.Exec(ctx, "SELECT 1") // pgx knows by now: ErrConnClosed
 
 	for _, c := range []struct {
 		name string
@@ -53,6 +54,7 @@ func TestConnectionLost(t *testing.T) {
 	}{
 		{"a refused connection", refused, true},
 		{"a session ended under a step", terminated, true},
+		{"a statement on a session that ended", afterEnd, true},
 		{"a statement PostgreSQL refuses", noTable, false},
 		{"a database without the schema", wrongSchema, false},
 		{"a policy PostgreSQL refuses", &policy.Error{File: "p.yaml"}, false},

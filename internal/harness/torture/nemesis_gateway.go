@@ -30,11 +30,15 @@ func (n *nemesis) crashGateway(ctx context.Context) bool {
 	if g == nil {
 		return false
 	}
-	defer g.busy.Store(false)
 	g.kill()
 	n.count("kill-gateway")
-	time.Sleep(200 * time.Millisecond)
-	g.restart(ctx, n.log)
+	// In the background: a gateway that takes long to start again must
+	// not hold up the other faults. It stays taken (busy) meanwhile.
+	n.wg.Go(func() {
+		defer g.busy.Store(false)
+		sleep(ctx, 200*time.Millisecond)
+		g.restart(ctx, n.log)
+	})
 	return true
 }
 
