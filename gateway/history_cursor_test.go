@@ -200,7 +200,7 @@ func TestHistoryCursorPastEtcdDropped(t *testing.T) {
 // on a database with no cursor yet. Without it, the watch would start
 // from whenever it was set up, past that end.
 func TestHistoryResumedBeforeServing(t *testing.T) {
-	const resource = "account/acct-44"
+	const resource = "account/acct-9144"
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	h.node.ResumeHistory(t.Context())
 	early := h.mustAcquire(resource, 10, 0)
@@ -215,7 +215,7 @@ func TestHistoryResumedBeforeServing(t *testing.T) {
 // than watching from whenever it is set up with the cursor held still
 // for the whole run.
 func TestHistoryResumeReadAgainWhenUnread(t *testing.T) {
-	const resource = "account/acct-45"
+	const resource = "account/acct-9145"
 	h := newHarness(t, demoPolicy(t, "monotonic"))
 	spent, cancel := context.WithCancel(t.Context())
 	cancel()
