@@ -21,7 +21,7 @@ import (
 func TestFenceMACNeverReachesTheClient(t *testing.T) {
 	ctx := context.Background()
 	f := newFront(t)
-	const resource = "account/acct-93"
+	const resource = "account/acct-9193"
 	l := f.lease(billing, resource, 30, 0)
 	conn := f.connect(billing)
 	simple := func(sql string) {
