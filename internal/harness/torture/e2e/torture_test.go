@@ -7,6 +7,8 @@ package e2e_test
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -17,8 +19,28 @@ import (
 )
 
 // buildFencegw builds the binary under test into the test's directory.
+// It first stats every Go source of the module: go test caches a
+// package's result against the files its test read, and the binary's
+// sources are read by the go build it runs, not by the test, so without
+// this a change to the gateway or the torture harness would replay a
+// result cached before it.
 func buildFencegw(t *testing.T) string {
 	t.Helper()
+	root := "../../../.."
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata" && path != root):
+			return filepath.SkipDir
+		case !d.IsDir() && (strings.HasSuffix(path, ".go") || d.Name() == "go.mod" || d.Name() == "go.sum"):
+			_, err = os.Stat(path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("reading the module's sources: %v", err)
+	}
 	bin := filepath.Join(t.TempDir(), "fencegw")
 	out, err := exec.Command("go", "build", "-o", bin, "../../../../cmd/fencegw").CombinedOutput()
 	if err != nil {
