@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -222,7 +221,7 @@ func serve(ctx context.Context, cfg serveConfig, onReady func(addr string)) erro
 	if frontAddr != "" && cfg.frontBound != nil {
 		cfg.frontBound(frontAddr)
 	}
-	stopBackground := runBackground(ctx,
+	stopBackground := node.RunLoops(ctx,
 		func(ctx context.Context) { nd.RunJanitor(ctx, cfg.IdempotencyRetention) },
 		func(ctx context.Context) { nd.RunPruning(ctx, cfg.PruneEvery) },
 		func(ctx context.Context) { nd.Watchdog().Run(ctx, cfg.AuthorityCheck) },
@@ -297,17 +296,6 @@ func sayWaiting(log *slog.Logger, what, where string) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
-}
-
-// runBackground runs each loop in its own goroutine until the returned stop
-// function is called; stop waits for all of them to return.
-func runBackground(ctx context.Context, loops ...func(context.Context)) (stop func()) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	for _, loop := range loops {
-		wg.Go(func() { loop(ctx) })
-	}
-	return func() { cancel(); wg.Wait() }
 }
 
 // openPool connects to PostgreSQL. Unless the database URL says otherwise,

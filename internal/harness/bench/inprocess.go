@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -76,21 +75,10 @@ func startGateway(ctx context.Context, e *env, poolSize int) (_ *inProcess, err 
 		},
 		served: make(chan error, 1),
 	}
-	g.stopLoops = runLoops(nd.RunHistory, nd.RunHoldTimes, nd.RunReaper)
+	g.stopLoops = node.RunLoops(context.Background(), nd.RunHistory, nd.RunHoldTimes, nd.RunReaper)
 	go func() { g.served <- g.srv.Serve(ln) }()
 	gw.SetReady(true)
 	return g, nil
-}
-
-// runLoops runs each loop until the function it returns is called, which
-// waits for them to return.
-func runLoops(loops ...func(context.Context)) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, loop := range loops {
-		wg.Go(func() { loop(ctx) })
-	}
-	return func() { cancel(); wg.Wait() }
 }
 
 // close stops serving, waiting a little for requests in flight; the load
