@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/fence"
@@ -13,10 +15,13 @@ import (
 	"github.com/fencegw/fencegw/policy"
 )
 
-// TestCheckPolicyOnASessionEnded: a session that ends under the policy
-// check (PostgreSQL restarting, an administrator) is an error of the
-// check, which serve's start-up waits out, never a verdict that the
-// policy's statements are refused.
+// TestCheckPolicyOnASessionEnded: a session ended in the middle of the
+// policy check (PostgreSQL restarting, an administrator) is an error of
+// the check, which serve's start-up waits out, never a verdict that the
+// policy's statements are refused. The check's Prepare is held on a lock
+// of a table its statements use, and its backend terminated while it
+// waits: PostgreSQL answers that Prepare with FATAL 57P01, which the
+// check must return as it is.
 func TestCheckPolicyOnASessionEnded(t *testing.T) {
 	ctx := context.Background()
 	d := newDB(t)
@@ -27,30 +32,42 @@ func TestCheckPolicyOnASessionEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	if err := fence.CheckPolicy(ctx, pool, d.pol); err != nil {
-		t.Fatalf("the demo policy: %v", err)
-	}
-	// The pool's one connection, its backend ended: the check's next
-	// statement meets the end.
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := conn.Conn().PgConn().PID()
+	pid := conn.Conn().PgConn().PID() // the check's, the pool's one connection
 	conn.Release()
+
+	lock, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, "LOCK TABLE demo.accounts IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	checked := make(chan error, 1)
+	go func() { checked <- fence.CheckPolicy(ctx, pool, d.pol) }()
+	if !testenv.WaitFor(time.Minute, func() bool {
+		var waiting bool
+		return d.pool.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock')", pid).Scan(&waiting) == nil && waiting
+	}) {
+		t.Fatal("the policy check never waited for the lock")
+	}
 	if _, err := d.pool.Exec(ctx, "SELECT pg_terminate_backend($1)", pid); err != nil {
 		t.Fatal(err)
 	}
-	if !testenv.WaitFor(time.Minute, func() bool {
-		var alive bool
-		return d.pool.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1)", pid).Scan(&alive) == nil && !alive
-	}) {
-		t.Fatal("the backend never ended")
-	}
-	err = fence.CheckPolicy(ctx, pool, d.pol)
+	err = <-checked
+	// The session's end itself, not a verdict on the statement it met,
+	// nor the "conn closed" of the statement after it.
 	var pe *policy.Error
-	if err == nil || errors.As(err, &pe) {
-		t.Fatalf("the policy checked on a session that ended: %v, want an error of the check, not of the policy", err)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pe) || !errors.As(err, &pgErr) || pgErr.Code != pgerrcode.AdminShutdown {
+		t.Fatalf("the policy checked on a session ended under it: %v, want the check's error, 57P01", err)
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if err := fence.CheckPolicy(ctx, pool, d.pol); err != nil {
 		t.Fatalf("checked again on a new session: %v", err)
